@@ -1,0 +1,2 @@
+//! The stores and their clients. (Filled in by the Raft, ZAB and recipe issues.)
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! Workloads, checkers and suites. (Filled in by the checker and suite issues.)
+#![deny(missing_docs)]

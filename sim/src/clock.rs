@@ -1,0 +1,303 @@
+//! Local clocks: every node reads simulated time through its own offset and drift.
+//!
+//! `local = anchor_local + (global - anchor_global) × (1 + drift_ppm / 10⁶)`.
+//!
+//! A clock step or drift change re-anchors the clock at the current instant and wakes every
+//! timer sleeping on it, so that a timer set for local time T fires when the *local* clock
+//! reaches T, however the clock was moved in between. Timers of a paused node do not run
+//! while it is paused (madsim parks its tasks) and fire as soon as it resumes.
+
+use crate::{
+    shared::Shared,
+    time::{duration_nanos, exact_sleep_until},
+};
+use madsim::time::{Sleep, TimeHandle};
+use serde::{Deserialize, Serialize};
+use std::{
+    collections::BTreeMap,
+    fmt,
+    future::Future,
+    ops::{Add, Sub},
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll, Waker},
+    time::Duration,
+};
+
+/// A reading of a node's local clock: nanoseconds since that clock's epoch.
+///
+/// Readings of different nodes are not comparable; that is the point.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LocalTime(u64);
+
+impl LocalTime {
+    /// A reading of `nanos` nanoseconds.
+    pub const fn from_nanos(nanos: u64) -> Self {
+        Self(nanos)
+    }
+
+    /// A reading of `millis` milliseconds.
+    pub const fn from_millis(millis: u64) -> Self {
+        Self(millis * 1_000_000)
+    }
+
+    /// Nanoseconds since the clock's epoch.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    /// How long after `earlier` this is (zero if it is not later).
+    pub fn saturating_duration_since(self, earlier: LocalTime) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Add<Duration> for LocalTime {
+    type Output = LocalTime;
+
+    fn add(self, duration: Duration) -> LocalTime {
+        LocalTime(self.0.saturating_add(duration_nanos(duration)))
+    }
+}
+
+impl Sub<LocalTime> for LocalTime {
+    type Output = Duration;
+
+    /// Saturating: a reading before `earlier` gives zero.
+    fn sub(self, earlier: LocalTime) -> Duration {
+        self.saturating_duration_since(earlier)
+    }
+}
+
+impl fmt::Display for LocalTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}.{:06}s(local)",
+            self.0 / 1_000_000_000,
+            (self.0 / 1_000) % 1_000_000
+        )
+    }
+}
+
+impl fmt::Debug for LocalTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The largest drift a clock may be given: ±50%.
+pub const MAX_DRIFT_PPM: i32 = 500_000;
+
+/// A node's local clock. Cloning gives another handle to the same clock.
+#[derive(Clone)]
+pub struct Clock {
+    state: Arc<Shared<ClockState>>,
+    time: TimeHandle,
+}
+
+struct ClockState {
+    anchor_global_nanos: u64,
+    anchor_local_nanos: u64,
+    drift_ppm: i32,
+    /// Bumped on every step or drift change; sleepers recompute their deadline.
+    generation: u64,
+    next_sleeper_id: u64,
+    sleepers: BTreeMap<u64, Waker>,
+}
+
+impl ClockState {
+    fn local_at(&self, global_nanos: u64) -> u64 {
+        let elapsed = i128::from(global_nanos.saturating_sub(self.anchor_global_nanos));
+        let scaled = elapsed * i128::from(1_000_000 + self.drift_ppm) / 1_000_000;
+        (i128::from(self.anchor_local_nanos) + scaled).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// The earliest global time at which the local clock reads at least `local_nanos`.
+    fn global_for(&self, local_nanos: u64) -> u64 {
+        if local_nanos <= self.anchor_local_nanos {
+            return self.anchor_global_nanos;
+        }
+        let rate = i128::from(1_000_000 + self.drift_ppm);
+        let local_elapsed = i128::from(local_nanos - self.anchor_local_nanos);
+        let global_elapsed = (local_elapsed * 1_000_000 + rate - 1) / rate;
+        (i128::from(self.anchor_global_nanos) + global_elapsed).min(i128::from(u64::MAX)) as u64
+    }
+
+    fn reanchor(&mut self, global_nanos: u64) {
+        self.anchor_local_nanos = self.local_at(global_nanos);
+        self.anchor_global_nanos = global_nanos;
+    }
+}
+
+impl Clock {
+    /// A clock that reads `initial_offset` ahead of global time and drifts by `drift_ppm`.
+    pub(crate) fn new(initial_offset: Duration, drift_ppm: i32) -> Self {
+        let time = TimeHandle::current();
+        let global = duration_nanos(time.elapsed());
+        Self {
+            state: Arc::new(Shared::new(ClockState {
+                anchor_global_nanos: global,
+                anchor_local_nanos: global.saturating_add(duration_nanos(initial_offset)),
+                drift_ppm,
+                generation: 0,
+                next_sleeper_id: 0,
+                sleepers: BTreeMap::new(),
+            })),
+            time,
+        }
+    }
+
+    fn global_nanos(&self) -> u64 {
+        duration_nanos(self.time.elapsed())
+    }
+
+    /// The local time now.
+    pub fn now(&self) -> LocalTime {
+        let global = self.global_nanos();
+        LocalTime(self.state.lock().local_at(global))
+    }
+
+    /// The current drift, in parts per million (positive: the clock runs fast).
+    pub fn drift_ppm(&self) -> i32 {
+        self.state.lock().drift_ppm
+    }
+
+    /// Sleeps until the local clock reads at least `deadline`.
+    pub fn sleep_until(&self, deadline: LocalTime) -> LocalSleep {
+        let id = {
+            let mut state = self.state.lock();
+            state.next_sleeper_id += 1;
+            state.next_sleeper_id
+        };
+        LocalSleep {
+            clock: self.clone(),
+            deadline,
+            id,
+            armed: None,
+        }
+    }
+
+    /// Sleeps for `duration` of local time.
+    pub fn sleep(&self, duration: Duration) -> LocalSleep {
+        self.sleep_until(self.now() + duration)
+    }
+
+    /// Runs `future` with a deadline `duration` away on the local clock.
+    pub async fn timeout<F: Future>(
+        &self,
+        duration: Duration,
+        future: F,
+    ) -> Result<F::Output, Elapsed> {
+        use futures_util::future::{Either, select};
+        let sleep = self.sleep(duration);
+        let future = std::pin::pin!(future);
+        match select(future, sleep).await {
+            Either::Left((output, _)) => Ok(output),
+            Either::Right(((), _)) => Err(Elapsed),
+        }
+    }
+
+    /// Moves the clock by `delta_nanos` (negative: backwards; saturates at zero).
+    pub(crate) fn step(&self, delta_nanos: i64) {
+        let global = self.global_nanos();
+        let sleepers = {
+            let mut state = self.state.lock();
+            state.reanchor(global);
+            state.anchor_local_nanos = state.anchor_local_nanos.saturating_add_signed(delta_nanos);
+            state.generation += 1;
+            std::mem::take(&mut state.sleepers)
+        };
+        sleepers.into_values().for_each(Waker::wake);
+    }
+
+    /// Sets the drift rate from now on.
+    pub(crate) fn set_drift(&self, drift_ppm: i32) {
+        let global = self.global_nanos();
+        let sleepers = {
+            let mut state = self.state.lock();
+            state.reanchor(global);
+            state.drift_ppm = drift_ppm;
+            state.generation += 1;
+            std::mem::take(&mut state.sleepers)
+        };
+        sleepers.into_values().for_each(Waker::wake);
+    }
+}
+
+impl fmt::Debug for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Clock")
+            .field("now", &self.now())
+            .field("drift_ppm", &self.drift_ppm())
+            .finish()
+    }
+}
+
+/// A local-clock deadline passed before the future completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Elapsed;
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+/// Future returned by [`Clock::sleep_until`] and [`Clock::sleep`].
+pub struct LocalSleep {
+    clock: Clock,
+    deadline: LocalTime,
+    id: u64,
+    /// The madsim timer armed for the current clock generation, and the waker it wakes.
+    armed: Option<(Sleep, u64, Waker)>,
+}
+
+impl LocalSleep {
+    /// The local time this sleep waits for.
+    pub fn deadline(&self) -> LocalTime {
+        self.deadline
+    }
+}
+
+impl Future for LocalSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        let global = this.clock.global_nanos();
+        let mut state = this.clock.state.lock();
+        if state.local_at(global) >= this.deadline.0 {
+            state.sleepers.remove(&this.id);
+            return Poll::Ready(());
+        }
+        // Re-arm only if the clock moved or the task changed: madsim adds a timer entry on
+        // every poll of its `Sleep`, and a server loop polls its timer on every message.
+        let rearm = match &this.armed {
+            Some((_, generation, waker)) => {
+                *generation != state.generation || !waker.will_wake(cx.waker())
+            }
+            None => true,
+        };
+        if rearm {
+            let deadline_nanos = state.global_for(this.deadline.0);
+            let deadline = this.clock.time.now_instant()
+                + Duration::from_nanos(deadline_nanos.saturating_sub(global));
+            let mut sleep = exact_sleep_until(&this.clock.time, deadline);
+            // Registers the madsim timer with this task's waker.
+            let _ = Pin::new(&mut sleep).poll(cx);
+            this.armed = Some((sleep, state.generation, cx.waker().clone()));
+            state.sleepers.insert(this.id, cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for LocalSleep {
+    fn drop(&mut self) {
+        self.clock.state.lock().sleepers.remove(&self.id);
+    }
+}

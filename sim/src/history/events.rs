@@ -1,0 +1,312 @@
+//! The event vocabulary of a history.
+
+use super::{kv, register, zk};
+use crate::{fault::Fault, node::NodeId, seed::Seed};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Identifies one client operation within a run.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OpId(pub u64);
+
+impl fmt::Display for OpId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "op{}", self.0)
+    }
+}
+
+impl fmt::Debug for OpId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Something that happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A client invoked an operation.
+    Invoke {
+        /// The client node.
+        client: NodeId,
+        /// The logical process on that node (a node may run several concurrent clients).
+        process: u32,
+        /// The operation's id, unique in the run.
+        op_id: OpId,
+        /// What was asked.
+        operation: Operation,
+    },
+    /// An operation completed: with a result, a definite failure, or an unknown outcome.
+    Complete {
+        /// The operation's id.
+        op_id: OpId,
+        /// How it ended.
+        result: OpResult,
+    },
+    /// A consensus protocol did something observable.
+    Protocol(ProtocolEvent),
+    /// A coordination recipe did something observable.
+    Recipe(RecipeEvent),
+    /// A fault fired (or was skipped).
+    Fault(FaultRecord),
+    /// The run moved to a new phase.
+    Phase(PhaseEvent),
+    /// Free text, for the human reading a trace.
+    Note {
+        /// The text.
+        text: String,
+    },
+}
+
+/// An operation a client asked a store to perform.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum Operation {
+    /// On a register (one value per key).
+    Register(register::RegisterOperation),
+    /// On an etcd-like key-value store.
+    Kv(kv::KvOperation),
+    /// On a ZooKeeper-like znode tree.
+    Zk(zk::ZkOperation),
+    /// Anything else, for demos and custom stores.
+    Other {
+        /// Operation name.
+        name: String,
+        /// Its argument.
+        #[serde(default)]
+        argument: serde_json::Value,
+    },
+}
+
+/// How an operation ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum OpResult {
+    /// It took effect, with this response.
+    Ok {
+        /// The response.
+        response: Response,
+    },
+    /// It definitely did not take effect.
+    Fail {
+        /// Why.
+        error: OpError,
+    },
+    /// It may or may not have taken effect (timeout, connection lost).
+    Unknown {
+        /// Why the outcome is unknown.
+        reason: String,
+    },
+}
+
+/// A successful response.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum Response {
+    /// From a register.
+    Register(register::RegisterResponse),
+    /// From an etcd-like store.
+    Kv(kv::KvResponse),
+    /// From a ZooKeeper-like store.
+    Zk(zk::ZkResponse),
+    /// Anything else.
+    Other {
+        /// The response value.
+        #[serde(default)]
+        value: serde_json::Value,
+    },
+}
+
+/// A definite failure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum OpError {
+    /// From a register.
+    Register(register::RegisterError),
+    /// From an etcd-like store.
+    Kv(kv::KvError),
+    /// From a ZooKeeper-like store.
+    Zk(zk::ZkError),
+    /// Anything else.
+    Other {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Observable steps of a consensus protocol.
+///
+/// `term` is a Raft term or a ZAB epoch; `index` is a Raft log index or a ZAB zxid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "protocol_event", rename_all = "snake_case")]
+pub enum ProtocolEvent {
+    /// This node became leader of `term` (Raft: won the election; ZAB: established).
+    BecameLeader {
+        /// The term or epoch.
+        term: u64,
+    },
+    /// This node stopped being leader of `term`.
+    SteppedDown {
+        /// The term or epoch.
+        term: u64,
+    },
+    /// This node durably moved to `term` (to check that terms never decrease).
+    TermChanged {
+        /// The new term or epoch.
+        term: u64,
+    },
+    /// This node applied the entry at `index` to its state machine.
+    Applied {
+        /// Log index or zxid.
+        index: u64,
+        /// Term or epoch of the entry.
+        term: u64,
+        /// Digest of the entry's content, to compare replicas.
+        digest: u64,
+    },
+    /// A session (ZooKeeper) or lease (etcd) expired on this node's authority.
+    SessionExpired {
+        /// Session or lease id.
+        session: u64,
+    },
+    /// Anything else a protocol wants a checker or a human to see.
+    Other {
+        /// Event name.
+        name: String,
+        /// Details.
+        #[serde(default)]
+        detail: serde_json::Value,
+    },
+}
+
+/// Whether a fenced resource accepted a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceVerdict {
+    /// Accepted.
+    Accepted,
+    /// Rejected: its token was older than one the resource had seen.
+    RejectedStaleToken,
+}
+
+/// Observable steps of a coordination recipe.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "recipe_event", rename_all = "snake_case")]
+pub enum RecipeEvent {
+    /// This client believes it holds `lock`, with fencing `token`.
+    LockAcquired {
+        /// Lock name.
+        lock: String,
+        /// Fencing token.
+        token: u64,
+    },
+    /// This client no longer believes it holds `lock`.
+    LockReleased {
+        /// Lock name.
+        lock: String,
+        /// Fencing token it held.
+        token: u64,
+    },
+    /// This client believes it leads `election`.
+    LeadershipGained {
+        /// Election name.
+        election: String,
+        /// Fencing token.
+        token: u64,
+    },
+    /// This client no longer believes it leads `election`.
+    LeadershipLost {
+        /// Election name.
+        election: String,
+        /// Fencing token it held.
+        token: u64,
+    },
+    /// A watch fired at this client.
+    WatchFired {
+        /// Watched path or key.
+        target: String,
+        /// Kind of change.
+        kind: String,
+    },
+    /// This client entered a barrier.
+    BarrierEntered {
+        /// Barrier name.
+        barrier: String,
+    },
+    /// This client left a barrier.
+    BarrierLeft {
+        /// Barrier name.
+        barrier: String,
+    },
+    /// A fenced resource received a write.
+    ResourceWrite {
+        /// Resource name.
+        resource: String,
+        /// The writer's fencing token, if it sent one.
+        token: Option<u64>,
+        /// What the resource did.
+        verdict: ResourceVerdict,
+    },
+    /// Anything else.
+    Other {
+        /// Event name.
+        name: String,
+        /// Details.
+        #[serde(default)]
+        detail: serde_json::Value,
+    },
+}
+
+/// A fault the nemesis tried to apply and what came of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// The fault as scheduled or requested.
+    pub fault: Fault,
+    /// What happened.
+    pub outcome: FaultOutcome,
+}
+
+/// What came of a fault.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum FaultOutcome {
+    /// It took effect.
+    Applied {
+        /// For partitions: the directed links (`from`, `to`) now cut.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cut_links: Vec<(NodeId, NodeId)>,
+        /// FIFO connections it broke.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        broken_connections: u64,
+        /// Unsynced disk writes it destroyed (crashes).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        lost_writes: u64,
+    },
+    /// It could not apply (e.g. restarting a node that is up) and changed nothing.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// Phases of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum PhaseEvent {
+    /// The run started.
+    Started {
+        /// The seed.
+        seed: Seed,
+    },
+    /// The fault plan's last fault fired: from here on, only liveness is in question.
+    FaultPhaseEnded,
+    /// The scenario finished.
+    Completed,
+    /// The time limit was reached before the scenario finished.
+    TimeLimitReached,
+}

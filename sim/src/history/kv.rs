@@ -1,0 +1,230 @@
+//! etcd-style key-value operations, as clients invoke them and as histories record them.
+//!
+//! Mirrors etcd's v3 API: ranges by `key`/`range_end`, revisions, transactions with
+//! compares, and leases.
+
+use serde::{Deserialize, Serialize};
+
+/// Linearizable (ReadIndex) or serializable (local, possibly stale) read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadConsistency {
+    /// Confirmed with the leader's quorum: sees every write completed before it began.
+    #[default]
+    Linearizable,
+    /// Served from the local replica: may be stale.
+    Serializable,
+}
+
+/// A key-value operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "f", rename_all = "snake_case")]
+pub enum KvOperation {
+    /// Read `key`, or the range `[key, range_end)` if `range_end` is set.
+    Get {
+        /// First key.
+        key: String,
+        /// End of the range (exclusive); `None` for the single key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range_end: Option<String>,
+        /// Read at this past revision; `None` for the latest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revision: Option<u64>,
+        /// Linearizable or serializable.
+        #[serde(default)]
+        consistency: ReadConsistency,
+    },
+    /// Write `value` at `key`, attached to `lease` if set.
+    Put {
+        /// Key.
+        key: String,
+        /// Value.
+        value: String,
+        /// Lease the key is attached to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease: Option<u64>,
+    },
+    /// Delete `key`, or the range `[key, range_end)`.
+    Delete {
+        /// First key.
+        key: String,
+        /// End of the range (exclusive).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range_end: Option<String>,
+    },
+    /// If every compare holds, run `success`, else run `failure`; atomically.
+    Txn {
+        /// Conditions.
+        compares: Vec<Compare>,
+        /// Operations when all conditions hold.
+        success: Vec<KvOperation>,
+        /// Operations otherwise.
+        failure: Vec<KvOperation>,
+    },
+    /// Grant a lease with a time-to-live.
+    LeaseGrant {
+        /// Time to live, milliseconds.
+        ttl_ms: u64,
+    },
+    /// Revoke a lease, deleting its keys.
+    LeaseRevoke {
+        /// Lease id.
+        lease: u64,
+    },
+    /// Renew a lease.
+    LeaseKeepAlive {
+        /// Lease id.
+        lease: u64,
+    },
+    /// Ask how long a lease has left.
+    LeaseTimeToLive {
+        /// Lease id.
+        lease: u64,
+    },
+}
+
+/// A condition of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compare {
+    /// The key compared.
+    pub key: String,
+    /// What of it is compared, and against what.
+    pub target: CompareTarget,
+    /// How.
+    pub operator: CompareOperator,
+}
+
+/// The field a compare looks at, with the operand.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareTarget {
+    /// The value.
+    Value(String),
+    /// The version (0 if the key does not exist).
+    Version(u64),
+    /// The create revision (0 if the key does not exist).
+    CreateRevision(u64),
+    /// The mod revision (0 if the key does not exist).
+    ModRevision(u64),
+    /// The lease (0 if none).
+    Lease(u64),
+}
+
+/// Comparison operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareOperator {
+    /// `==`
+    Equal,
+    /// `!=`
+    NotEqual,
+    /// `>`
+    Greater,
+    /// `<`
+    Less,
+}
+
+/// A key with its value and metadata.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyValue {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: String,
+    /// Revision of the key's creation.
+    pub create_revision: u64,
+    /// Revision of the last modification.
+    pub mod_revision: u64,
+    /// Number of modifications since creation (1 after creation).
+    pub version: u64,
+    /// Attached lease, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<u64>,
+}
+
+/// A successful key-value response. `revision` is the store revision the response was
+/// served at (etcd's response header revision).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "f", rename_all = "snake_case")]
+pub enum KvResponse {
+    /// Keys read.
+    Get {
+        /// Store revision.
+        revision: u64,
+        /// The keys, in key order.
+        kvs: Vec<KeyValue>,
+    },
+    /// Write done.
+    Put {
+        /// Store revision after the write.
+        revision: u64,
+    },
+    /// Keys deleted.
+    Delete {
+        /// Store revision after the delete.
+        revision: u64,
+        /// How many keys were deleted.
+        deleted: u64,
+    },
+    /// Transaction done.
+    Txn {
+        /// Store revision after the transaction.
+        revision: u64,
+        /// Whether the compares held (and `success` ran).
+        succeeded: bool,
+        /// One response per operation of the branch that ran.
+        responses: Vec<KvResponse>,
+    },
+    /// Lease granted.
+    LeaseGrant {
+        /// Lease id.
+        lease: u64,
+        /// Granted time to live, milliseconds.
+        ttl_ms: u64,
+    },
+    /// Lease revoked.
+    LeaseRevoke {
+        /// Store revision after the revoke.
+        revision: u64,
+    },
+    /// Lease renewed.
+    LeaseKeepAlive {
+        /// Time to live from now, milliseconds.
+        ttl_ms: u64,
+    },
+    /// Lease time to live.
+    LeaseTimeToLive {
+        /// Remaining time, milliseconds.
+        remaining_ms: u64,
+    },
+}
+
+/// A definite key-value failure: the operation did not take effect.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum KvError {
+    /// The key is empty.
+    EmptyKey,
+    /// The lease does not exist (never granted, revoked or expired).
+    LeaseNotFound {
+        /// Lease id.
+        lease: u64,
+    },
+    /// The requested revision has been compacted.
+    Compacted {
+        /// The compaction revision.
+        compact_revision: u64,
+    },
+    /// The requested revision is in the future.
+    FutureRevision {
+        /// The current revision.
+        current_revision: u64,
+    },
+    /// A transaction with no operations at all.
+    EmptyTransaction,
+    /// Anything else.
+    Other {
+        /// What went wrong.
+        message: String,
+    },
+}

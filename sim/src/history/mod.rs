@@ -1,0 +1,190 @@
+//! The history of a run: an append-only list of timestamped events.
+//!
+//! Checkers are pure functions of a [`History`]: they never look inside the models. Every
+//! record carries the global simulated time ([`SimTime`]) at which it happened and the node
+//! that recorded it. The whole history serializes to JSON and has a stable [`Digest`]: the
+//! same scenario and seed give the same digest on every run and every machine.
+
+mod events;
+pub mod kv;
+pub mod register;
+pub mod zk;
+
+pub use events::{
+    Event, FaultOutcome, FaultRecord, OpError, OpId, OpResult, Operation, PhaseEvent,
+    ProtocolEvent, RecipeEvent, ResourceVerdict, Response,
+};
+
+use crate::{digest::Digest, node::NodeId, time::SimTime};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One event and when and where it happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Global simulated time, nanoseconds since the world started.
+    pub at: SimTime,
+    /// The node that recorded the event; `None` for the world itself (the nemesis, phases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeId>,
+    /// What happened.
+    pub event: Event,
+}
+
+/// Everything that happened in a run, in the order it was recorded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct History {
+    records: Vec<Record>,
+}
+
+impl History {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A history of these records.
+    pub fn from_records(records: Vec<Record>) -> Self {
+        Self { records }
+    }
+
+    /// Appends a record.
+    pub fn push(&mut self, record: Record) {
+        self.records.push(record);
+    }
+
+    /// The records, in order.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The stable digest of the whole history (FNV-1a over its JSON).
+    pub fn digest(&self) -> Digest {
+        Digest::of_json(self)
+    }
+
+    /// The history as JSON, one record per line.
+    pub fn to_json_lines(&self) -> String {
+        let mut text = String::new();
+        for record in &self.records {
+            text.push_str(&serde_json::to_string(record).expect("records serialize"));
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Reads a history written by [`History::to_json_lines`] (or a JSON array of records).
+    ///
+    /// A malformed line is reported with its one-based line number.
+    pub fn from_json(text: &str) -> Result<Self, HistoryParseError> {
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('[') {
+            return serde_json::from_str(trimmed).map_err(|error| HistoryParseError {
+                line: error.line(),
+                problem: error.to_string(),
+            });
+        }
+        let mut records = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let record = serde_json::from_str(line).map_err(|error| HistoryParseError {
+                line: index + 1,
+                problem: error.to_string(),
+            })?;
+            records.push(record);
+        }
+        Ok(Self { records })
+    }
+
+    /// Client operations paired with their completions, in invocation order.
+    ///
+    /// An operation that never completed (the run ended first) has `completion: None`.
+    pub fn operations(&self) -> Vec<OperationRecord<'_>> {
+        let mut order = Vec::new();
+        let mut by_id: BTreeMap<OpId, OperationRecord<'_>> = BTreeMap::new();
+        for record in &self.records {
+            match &record.event {
+                Event::Invoke {
+                    client,
+                    process,
+                    op_id,
+                    operation,
+                } => {
+                    order.push(*op_id);
+                    by_id.insert(
+                        *op_id,
+                        OperationRecord {
+                            op_id: *op_id,
+                            client: *client,
+                            process: *process,
+                            operation,
+                            invoked_at: record.at,
+                            completion: None,
+                        },
+                    );
+                }
+                Event::Complete { op_id, result } => {
+                    if let Some(entry) = by_id.get_mut(op_id) {
+                        entry.completion = Some((record.at, result));
+                    }
+                }
+                _ => {}
+            }
+        }
+        order
+            .into_iter()
+            .filter_map(|id| by_id.remove(&id))
+            .collect()
+    }
+}
+
+/// A client operation with its invocation and (if it completed) its completion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OperationRecord<'a> {
+    /// The operation's id.
+    pub op_id: OpId,
+    /// The client node.
+    pub client: NodeId,
+    /// The logical process on that node.
+    pub process: u32,
+    /// What was asked.
+    pub operation: &'a Operation,
+    /// When it was invoked.
+    pub invoked_at: SimTime,
+    /// When and how it completed.
+    pub completion: Option<(SimTime, &'a OpResult)>,
+}
+
+/// A history file that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryParseError {
+    /// One-based line number of the problem.
+    pub line: usize,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl std::fmt::Display for HistoryParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: expected a coordsim history record ({{\"at\":…,\"event\":…}}): {}",
+            self.line, self.problem
+        )
+    }
+}
+
+impl std::error::Error for HistoryParseError {}

@@ -1,0 +1,170 @@
+//! ZooKeeper-style znode operations, as clients invoke them and as histories record them.
+
+use serde::{Deserialize, Serialize};
+
+/// How a znode is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CreateMode {
+    /// Lives until deleted.
+    Persistent,
+    /// Deleted when its session ends.
+    Ephemeral,
+    /// Persistent, with a 10-digit sequence suffix from the parent's counter.
+    PersistentSequential,
+    /// Ephemeral, with a sequence suffix.
+    EphemeralSequential,
+}
+
+/// A znode operation. `version: None` means "any version" (ZooKeeper's -1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "f", rename_all = "snake_case")]
+pub enum ZkOperation {
+    /// Create a znode.
+    Create {
+        /// Path (for sequential modes, the prefix).
+        path: String,
+        /// Data.
+        data: String,
+        /// Mode.
+        mode: CreateMode,
+    },
+    /// Delete a znode without children.
+    Delete {
+        /// Path.
+        path: String,
+        /// Expected version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<i32>,
+    },
+    /// Replace a znode's data.
+    SetData {
+        /// Path.
+        path: String,
+        /// Data.
+        data: String,
+        /// Expected version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<i32>,
+    },
+    /// Read a znode's data and stat.
+    GetData {
+        /// Path.
+        path: String,
+    },
+    /// Read a znode's stat, if it exists.
+    Exists {
+        /// Path.
+        path: String,
+    },
+    /// List a znode's children.
+    GetChildren {
+        /// Path.
+        path: String,
+    },
+    /// Make the server the client is connected to catch up with the leader.
+    Sync {
+        /// Path.
+        path: String,
+    },
+    /// Several operations, all or nothing.
+    Multi {
+        /// The operations.
+        ops: Vec<ZkOperation>,
+    },
+}
+
+/// A znode's metadata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stat {
+    /// Zxid of the create.
+    pub czxid: u64,
+    /// Zxid of the last data change.
+    pub mzxid: u64,
+    /// Zxid of the last change to the children.
+    pub pzxid: u64,
+    /// Number of data changes.
+    pub version: i32,
+    /// Number of changes to the children.
+    pub cversion: i32,
+    /// Owning session for an ephemeral node, else 0.
+    pub ephemeral_owner: u64,
+    /// Number of children.
+    pub num_children: u32,
+    /// Length of the data.
+    pub data_length: u32,
+}
+
+/// A successful znode response.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "f", rename_all = "snake_case")]
+pub enum ZkResponse {
+    /// Created; `path` is the actual name (with a sequence suffix if sequential).
+    Created {
+        /// Actual path.
+        path: String,
+    },
+    /// Deleted.
+    Deleted,
+    /// Data replaced.
+    Stat {
+        /// The new stat.
+        stat: Stat,
+    },
+    /// Data read.
+    Data {
+        /// Data.
+        data: String,
+        /// Stat.
+        stat: Stat,
+    },
+    /// Existence checked.
+    Exists {
+        /// Stat, if the node exists.
+        stat: Option<Stat>,
+    },
+    /// Children listed (in name order).
+    Children {
+        /// Child names (last path segment).
+        children: Vec<String>,
+        /// Stat of the parent.
+        stat: Stat,
+    },
+    /// Synced.
+    Synced,
+    /// Multi done: one response per operation.
+    Multi {
+        /// Responses.
+        results: Vec<ZkResponse>,
+    },
+}
+
+/// ZooKeeper's error kinds for a definite failure (the operation did not take effect).
+///
+/// Connection loss and session expiry leave the outcome unknown, so they are recorded as
+/// [`crate::history::OpResult::Unknown`], not here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZkError {
+    /// The node (or a parent) does not exist.
+    NoNode,
+    /// The node already exists.
+    NodeExists,
+    /// The version did not match.
+    BadVersion,
+    /// The node has children.
+    NotEmpty,
+    /// Ephemeral nodes cannot have children.
+    NoChildrenForEphemerals,
+    /// The path or arguments are invalid.
+    BadArguments,
+    /// The session has expired (the operation was rejected, not attempted).
+    SessionExpired,
+    /// A multi failed: the index of the first failing operation and its error.
+    MultiFailed {
+        /// Index of the failing operation.
+        index: usize,
+        /// Its error.
+        error: Box<ZkError>,
+    },
+}

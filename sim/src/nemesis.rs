@@ -1,0 +1,529 @@
+//! The nemesis: applies faults to the world, records them, and counts what fired.
+
+use crate::{
+    fault::{Fault, FaultPlan, PartitionShape},
+    history::{Event, FaultOutcome, FaultRecord, PhaseEvent, ProtocolEvent},
+    net::BreakReason,
+    node::NodeId,
+    ratio::Ratio,
+    time,
+    world::state::{Breakable, Conditions, NodeStatus, WorldShared, WorldState},
+};
+use serde::{Deserialize, Serialize};
+use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
+
+/// How many faults actually fired in a run, and what they did to messages and disks.
+///
+/// Suites assert on these: a suite whose faults never fire proves nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultCounts {
+    /// Partitions applied.
+    pub partitions: u64,
+    /// Partitions healed.
+    pub heals: u64,
+    /// Links clogged.
+    pub clogs: u64,
+    /// Links unclogged.
+    pub unclogs: u64,
+    /// Changes of loss, latency or duplication.
+    pub network_changes: u64,
+    /// Nodes crashed.
+    pub crashes: u64,
+    /// Nodes restarted.
+    pub restarts: u64,
+    /// Nodes paused.
+    pub pauses: u64,
+    /// Nodes resumed.
+    pub resumes: u64,
+    /// Clock steps.
+    pub clock_steps: u64,
+    /// Drift changes.
+    pub clock_drifts: u64,
+    /// `HealAll`s.
+    pub heal_alls: u64,
+    /// Faults that could not apply and changed nothing.
+    pub skipped: u64,
+    /// Messages put on the wire (datagrams and connection messages).
+    pub messages_sent: u64,
+    /// Datagrams lost to the loss rate.
+    pub messages_dropped_loss: u64,
+    /// Datagrams dropped by a partition or clog.
+    pub messages_dropped_partition: u64,
+    /// Datagrams sent to a crashed node, or queued for it when it crashed.
+    pub messages_dropped_node_down: u64,
+    /// Connection messages discarded because the connection broke.
+    pub messages_dropped_broken_connection: u64,
+    /// Datagrams delivered twice.
+    pub messages_duplicated: u64,
+    /// Connections broken by partitions, clogs and crashes.
+    pub connections_broken: u64,
+    /// Unsynced disk writes destroyed by crashes.
+    pub unsynced_writes_lost: u64,
+}
+
+impl FaultCounts {
+    /// Total messages dropped for any reason.
+    pub fn messages_dropped(&self) -> u64 {
+        self.messages_dropped_loss
+            + self.messages_dropped_partition
+            + self.messages_dropped_node_down
+            + self.messages_dropped_broken_connection
+    }
+
+    /// Total faults that took effect (excluding network condition changes).
+    pub fn faults_applied(&self) -> u64 {
+        self.partitions
+            + self.heals
+            + self.clogs
+            + self.unclogs
+            + self.crashes
+            + self.restarts
+            + self.pauses
+            + self.resumes
+            + self.clock_steps
+            + self.clock_drifts
+            + self.heal_alls
+    }
+}
+
+impl fmt::Display for FaultCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "partitions {} (healed {}), clogs {}, crashes {} (restarted {}), pauses {} (resumed {}), \
+             clock steps {}, drift changes {}, network changes {}, heal-alls {}, skipped {}",
+            self.partitions,
+            self.heals,
+            self.clogs,
+            self.crashes,
+            self.restarts,
+            self.pauses,
+            self.resumes,
+            self.clock_steps,
+            self.clock_drifts,
+            self.network_changes,
+            self.heal_alls,
+            self.skipped
+        )?;
+        writeln!(
+            f,
+            "                 messages sent {}, dropped {} (loss {}, partition {}, node down {}, broken connection {}), \
+             duplicated {}; connections broken {}; unsynced writes lost {}",
+            self.messages_sent,
+            self.messages_dropped(),
+            self.messages_dropped_loss,
+            self.messages_dropped_partition,
+            self.messages_dropped_node_down,
+            self.messages_dropped_broken_connection,
+            self.messages_duplicated,
+            self.connections_broken,
+            self.unsynced_writes_lost
+        )
+    }
+}
+
+/// Injects faults into the running world. Every verb has its inverse, and every call is
+/// recorded in the history (with what it did) and counted in [`FaultCounts`].
+///
+/// Verbs panic if given a node that is not in the world (a scenario bug); fault plans are
+/// validated before the run instead.
+#[derive(Clone)]
+pub struct Nemesis {
+    world: Arc<WorldShared>,
+}
+
+impl fmt::Debug for Nemesis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Nemesis").finish_non_exhaustive()
+    }
+}
+
+/// Something to do once the world lock is released.
+enum Deferred {
+    Break(Vec<Arc<dyn Breakable>>, BreakReason),
+    CrashHooks(usize),
+}
+
+impl Nemesis {
+    pub(crate) fn new(world: Arc<WorldShared>) -> Self {
+        Self { world }
+    }
+
+    /// Cuts the network into `shape`, replacing any earlier partition.
+    pub fn partition(&self, shape: PartitionShape) -> FaultOutcome {
+        self.apply(&Fault::Partition { shape })
+    }
+
+    /// Cuts `node` off from every other node.
+    pub fn isolate(&self, node: NodeId) -> FaultOutcome {
+        self.partition(PartitionShape::IsolateNode { node })
+    }
+
+    /// Repairs the partition.
+    pub fn heal(&self) -> FaultOutcome {
+        self.apply(&Fault::Heal)
+    }
+
+    /// Drops everything sent from `from` to `to`.
+    pub fn clog(&self, from: NodeId, to: NodeId) -> FaultOutcome {
+        self.apply(&Fault::Clog { from, to })
+    }
+
+    /// Undoes [`Nemesis::clog`].
+    pub fn unclog(&self, from: NodeId, to: NodeId) -> FaultOutcome {
+        self.apply(&Fault::Unclog { from, to })
+    }
+
+    /// Kills `node`: tasks stop, unsynced writes are lost, connections break.
+    pub fn crash(&self, node: NodeId) -> FaultOutcome {
+        self.apply(&Fault::Crash { node })
+    }
+
+    /// Starts a crashed `node` again.
+    pub fn restart(&self, node: NodeId) -> FaultOutcome {
+        self.apply(&Fault::Restart { node })
+    }
+
+    /// Freezes `node`'s tasks and timers while the world goes on.
+    pub fn pause(&self, node: NodeId) -> FaultOutcome {
+        self.apply(&Fault::Pause { node })
+    }
+
+    /// Lets a paused `node` run again.
+    pub fn resume(&self, node: NodeId) -> FaultOutcome {
+        self.apply(&Fault::Resume { node })
+    }
+
+    /// Moves `node`'s clock by `delta_ms` (negative: backwards).
+    pub fn step_clock(&self, node: NodeId, delta_ms: i64) -> FaultOutcome {
+        self.apply(&Fault::ClockStep { node, delta_ms })
+    }
+
+    /// Sets `node`'s clock drift.
+    pub fn set_drift(&self, node: NodeId, drift_ppm: i32) -> FaultOutcome {
+        self.apply(&Fault::ClockDrift { node, drift_ppm })
+    }
+
+    /// Sets the datagram loss probability.
+    pub fn set_loss(&self, rate: Ratio) -> FaultOutcome {
+        self.apply(&Fault::Loss { rate })
+    }
+
+    /// Sets the datagram duplication probability.
+    pub fn set_duplication(&self, rate: Ratio) -> FaultOutcome {
+        self.apply(&Fault::Duplication { rate })
+    }
+
+    /// Sets the one-way latency range.
+    pub fn set_latency(&self, min: Duration, max: Duration) -> FaultOutcome {
+        self.apply(&Fault::Latency {
+            min_us: u64::try_from(min.as_micros()).unwrap_or(u64::MAX),
+            max_us: u64::try_from(max.as_micros()).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// Heals everything: partition, clogs, network conditions, crashed and paused nodes,
+    /// clock drift.
+    pub fn heal_all(&self) -> FaultOutcome {
+        self.apply(&Fault::HealAll)
+    }
+
+    /// Applies `fault`, records it and counts it.
+    ///
+    /// # Panics
+    /// If the fault is invalid for this world (unknown node, ratio above one, …).
+    pub fn apply(&self, fault: &Fault) -> FaultOutcome {
+        if let Err(error) = fault.validate("fault", &self.world.config) {
+            panic!("nemesis given an invalid fault {fault}: {error}");
+        }
+        let mut deferred = Vec::new();
+        let outcome = {
+            let mut state = self.world.state.lock();
+            let outcome = self.apply_locked(&mut state, fault, &mut deferred);
+            if matches!(outcome, FaultOutcome::Skipped { .. }) {
+                state.counts.skipped += 1;
+            }
+            outcome
+        };
+        let outcome = self.run_deferred(outcome, deferred);
+        self.world.record(
+            None,
+            Event::Fault(FaultRecord {
+                fault: fault.clone(),
+                outcome: outcome.clone(),
+            }),
+        );
+        outcome
+    }
+
+    fn run_deferred(&self, mut outcome: FaultOutcome, deferred: Vec<Deferred>) -> FaultOutcome {
+        let mut broken = 0;
+        let mut discarded = 0;
+        let mut dropped_for_crashed = 0;
+        for action in deferred {
+            match action {
+                Deferred::Break(connections, reason) => {
+                    for connection in connections {
+                        if let Some(messages) = connection.break_abruptly(reason) {
+                            broken += 1;
+                            discarded += messages;
+                        }
+                    }
+                }
+                Deferred::CrashHooks(index) => {
+                    let hooks = self.world.state.lock().live_crash_hooks();
+                    for hook in hooks {
+                        dropped_for_crashed += hook.on_crash(index);
+                    }
+                }
+            }
+        }
+        {
+            let mut state = self.world.state.lock();
+            state.counts.connections_broken += broken;
+            state.counts.messages_dropped_broken_connection += discarded;
+            state.counts.messages_dropped_node_down += dropped_for_crashed;
+        }
+        if let FaultOutcome::Applied {
+            broken_connections, ..
+        } = &mut outcome
+        {
+            *broken_connections = broken;
+        }
+        outcome
+    }
+
+    fn apply_locked(
+        &self,
+        state: &mut WorldState,
+        fault: &Fault,
+        deferred: &mut Vec<Deferred>,
+    ) -> FaultOutcome {
+        let world = &self.world;
+        let n = world.nodes.len();
+        let applied = || FaultOutcome::Applied {
+            cut_links: Vec::new(),
+            broken_connections: 0,
+            lost_writes: 0,
+        };
+        let skipped = |reason: &str| FaultOutcome::Skipped {
+            reason: reason.to_string(),
+        };
+        match fault {
+            Fault::Partition { shape } => {
+                let servers: Vec<NodeId> = (0..world.config.servers).map(NodeId::server).collect();
+                let all: Vec<NodeId> = world.config.nodes().collect();
+                let leader = current_leader(state, world);
+                let links = match shape.resolve(&servers, &all, leader, &mut state.nemesis_rng) {
+                    Ok(links) => links,
+                    Err(reason) => return skipped(reason),
+                };
+                state.partition_cut.iter_mut().for_each(|cut| *cut = false);
+                for &(from, to) in &links {
+                    state.partition_cut[world.index(from) * n + world.index(to)] = true;
+                }
+                state.counts.partitions += 1;
+                let broken = state.take_connections(|state, [a, b]| !state.reachable(a, b));
+                deferred.push(Deferred::Break(broken, BreakReason::Partitioned));
+                FaultOutcome::Applied {
+                    cut_links: links,
+                    broken_connections: 0,
+                    lost_writes: 0,
+                }
+            }
+            Fault::Heal => {
+                if !state.partition_cut.iter().any(|cut| *cut) {
+                    return skipped("no partition to heal");
+                }
+                state.partition_cut.iter_mut().for_each(|cut| *cut = false);
+                state.counts.heals += 1;
+                applied()
+            }
+            Fault::Clog { from, to } => {
+                let link = world.index(*from) * n + world.index(*to);
+                if state.clogged[link] {
+                    return skipped("link already clogged");
+                }
+                state.clogged[link] = true;
+                state.counts.clogs += 1;
+                let broken = state.take_connections(|state, [a, b]| !state.reachable(a, b));
+                deferred.push(Deferred::Break(broken, BreakReason::Partitioned));
+                applied()
+            }
+            Fault::Unclog { from, to } => {
+                let link = world.index(*from) * n + world.index(*to);
+                if !state.clogged[link] {
+                    return skipped("link not clogged");
+                }
+                state.clogged[link] = false;
+                state.counts.unclogs += 1;
+                applied()
+            }
+            Fault::Loss { rate } => {
+                state.conditions.loss = *rate;
+                state.counts.network_changes += 1;
+                applied()
+            }
+            Fault::Duplication { rate } => {
+                state.conditions.duplication = *rate;
+                state.counts.network_changes += 1;
+                applied()
+            }
+            Fault::Latency { min_us, max_us } => {
+                state.conditions.latency_min = Duration::from_micros(*min_us);
+                state.conditions.latency_max = Duration::from_micros(*max_us);
+                state.counts.network_changes += 1;
+                applied()
+            }
+            Fault::Crash { node } => {
+                let index = world.index(*node);
+                if state.statuses[index] == NodeStatus::Crashed {
+                    return skipped("node already crashed");
+                }
+                self.crash_locked(state, index, deferred)
+            }
+            Fault::Restart { node } => {
+                let index = world.index(*node);
+                if state.statuses[index] != NodeStatus::Crashed {
+                    return skipped("node is not crashed");
+                }
+                self.restart_locked(state, index);
+                applied()
+            }
+            Fault::Pause { node } => {
+                let index = world.index(*node);
+                match state.statuses[index] {
+                    NodeStatus::Crashed => return skipped("node is crashed"),
+                    NodeStatus::Paused => return skipped("node already paused"),
+                    NodeStatus::Up => {}
+                }
+                world.madsim.pause(world.nodes[index].madsim_id);
+                state.statuses[index] = NodeStatus::Paused;
+                state.counts.pauses += 1;
+                applied()
+            }
+            Fault::Resume { node } => {
+                let index = world.index(*node);
+                if state.statuses[index] != NodeStatus::Paused {
+                    return skipped("node is not paused");
+                }
+                self.resume_locked(state, index);
+                applied()
+            }
+            Fault::ClockStep { node, delta_ms } => {
+                let index = world.index(*node);
+                world.nodes[index]
+                    .clock
+                    .step(delta_ms.saturating_mul(1_000_000));
+                state.counts.clock_steps += 1;
+                applied()
+            }
+            Fault::ClockDrift { node, drift_ppm } => {
+                let index = world.index(*node);
+                world.nodes[index].clock.set_drift(*drift_ppm);
+                state.counts.clock_drifts += 1;
+                applied()
+            }
+            Fault::HealAll => {
+                state.partition_cut.iter_mut().for_each(|cut| *cut = false);
+                state.clogged.iter_mut().for_each(|cut| *cut = false);
+                state.conditions = Conditions::from_config(&world.config);
+                for index in 0..n {
+                    match state.statuses[index] {
+                        NodeStatus::Crashed => self.restart_locked(state, index),
+                        NodeStatus::Paused => self.resume_locked(state, index),
+                        NodeStatus::Up => {}
+                    }
+                    if world.nodes[index].clock.drift_ppm() != 0 {
+                        world.nodes[index].clock.set_drift(0);
+                    }
+                }
+                state.counts.heal_alls += 1;
+                applied()
+            }
+        }
+    }
+
+    fn crash_locked(
+        &self,
+        state: &mut WorldState,
+        index: usize,
+        deferred: &mut Vec<Deferred>,
+    ) -> FaultOutcome {
+        let world = &self.world;
+        // Stop the node's tasks first, so nothing it does can observe the aftermath.
+        world.madsim.kill(world.nodes[index].madsim_id);
+        state.statuses[index] = NodeStatus::Crashed;
+        let loss = world.nodes[index].disk.crash();
+        state.counts.crashes += 1;
+        state.counts.unsynced_writes_lost += loss.writes;
+        let node = world.nodes[index].id;
+        let broken = state.take_connections(|_, ends| ends.contains(&index));
+        deferred.push(Deferred::Break(broken, BreakReason::Crashed { node }));
+        deferred.push(Deferred::CrashHooks(index));
+        FaultOutcome::Applied {
+            cut_links: Vec::new(),
+            broken_connections: 0,
+            lost_writes: loss.writes,
+        }
+    }
+
+    fn restart_locked(&self, state: &mut WorldState, index: usize) {
+        let world = &self.world;
+        state.statuses[index] = NodeStatus::Up;
+        state.incarnations[index] += 1;
+        state.counts.restarts += 1;
+        // madsim re-runs the node's init task, which starts its program afresh.
+        world.madsim.restart(world.nodes[index].madsim_id);
+    }
+
+    fn resume_locked(&self, state: &mut WorldState, index: usize) {
+        let world = &self.world;
+        world.madsim.resume(world.nodes[index].madsim_id);
+        state.statuses[index] = NodeStatus::Up;
+        state.counts.resumes += 1;
+    }
+}
+
+/// The server that most recently became leader and has neither stepped down nor crashed,
+/// according to the history (so any protocol that records `BecameLeader` works).
+fn current_leader(state: &WorldState, world: &WorldShared) -> Option<NodeId> {
+    let mut leading: BTreeMap<NodeId, u64> = BTreeMap::new();
+    for record in &state.history {
+        let Some(node) = record.node else { continue };
+        match &record.event {
+            Event::Protocol(ProtocolEvent::BecameLeader { term }) => {
+                leading.insert(node, *term);
+            }
+            Event::Protocol(ProtocolEvent::SteppedDown { term }) => {
+                if leading.get(&node) == Some(term) {
+                    leading.remove(&node);
+                }
+            }
+            _ => {}
+        }
+    }
+    leading
+        .into_iter()
+        .filter(|(node, _)| node.is_server() && !state.is_crashed(world.index(*node)))
+        .max_by_key(|(node, term)| (*term, std::cmp::Reverse(*node)))
+        .map(|(node, _)| node)
+}
+
+/// Runs a fault plan on the supervisor node, then signals the end of the fault phase.
+pub(crate) async fn run_plan(world: Arc<WorldShared>, plan: FaultPlan) {
+    let nemesis = Nemesis::new(world.clone());
+    let has_faults = !plan.faults.is_empty();
+    for scheduled in plan.faults {
+        let at = Duration::from_millis(scheduled.at_ms);
+        let now = Duration::from_nanos(world.now().as_nanos());
+        if at > now {
+            time::sleep(at - now).await;
+        }
+        nemesis.apply(&scheduled.fault);
+    }
+    if has_faults {
+        world.record(None, Event::Phase(PhaseEvent::FaultPhaseEnded));
+    }
+    world.fault_phase_ended.set();
+}

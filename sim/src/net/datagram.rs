@@ -1,0 +1,246 @@
+//! Datagrams: may be lost, delayed, reordered (by random latency) and duplicated.
+
+use super::ArrivalTimer;
+use crate::{
+    node::NodeId,
+    shared::Shared,
+    world::state::{CrashHook, WorldShared},
+};
+use madsim::time::Instant;
+use std::{
+    cmp::Ordering,
+    collections::BinaryHeap,
+    fmt,
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll, Waker},
+};
+
+/// A network of datagram endpoints carrying messages of type `M`, one endpoint per node.
+///
+/// Create it once per run ([`crate::Sim::datagram_network`]) and hand clones to node
+/// programs; each program takes its node's [`DatagramEndpoint`].
+pub struct DatagramNetwork<M> {
+    inner: Arc<DatagramInner<M>>,
+}
+
+impl<M> Clone for DatagramNetwork<M> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct DatagramInner<M> {
+    world: Arc<WorldShared>,
+    mailboxes: Vec<Shared<Mailbox<M>>>,
+}
+
+struct Mailbox<M> {
+    queue: BinaryHeap<InFlight<M>>,
+    next_sequence: u64,
+    waker: Option<Waker>,
+    timer: ArrivalTimer,
+}
+
+/// A message on the wire. Ordered so that the heap's top is the earliest delivery; the
+/// sequence number breaks ties in sending order.
+struct InFlight<M> {
+    deliver_at: Instant,
+    sequence: u64,
+    from: NodeId,
+    message: M,
+}
+
+impl<M> PartialEq for InFlight<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl<M> Eq for InFlight<M> {}
+
+impl<M> PartialOrd for InFlight<M> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<M> Ord for InFlight<M> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Reversed: BinaryHeap is a max-heap.
+        (other.deliver_at, other.sequence).cmp(&(self.deliver_at, self.sequence))
+    }
+}
+
+impl<M: Send> CrashHook for DatagramInner<M> {
+    fn on_crash(&self, index: usize) -> u64 {
+        let dropped = std::mem::take(&mut self.mailboxes[index].lock().queue);
+        dropped.len() as u64
+    }
+}
+
+impl<M: Clone + Send + 'static> DatagramNetwork<M> {
+    pub(crate) fn new(world: Arc<WorldShared>) -> Self {
+        let mailboxes = (0..world.nodes.len())
+            .map(|_| {
+                Shared::new(Mailbox {
+                    queue: BinaryHeap::new(),
+                    next_sequence: 0,
+                    waker: None,
+                    timer: ArrivalTimer::default(),
+                })
+            })
+            .collect();
+        let inner = Arc::new(DatagramInner { world, mailboxes });
+        let hook: Arc<dyn CrashHook> = inner.clone();
+        inner
+            .world
+            .state
+            .lock()
+            .crash_hooks
+            .push(Arc::downgrade(&hook));
+        Self { inner }
+    }
+
+    /// `node`'s endpoint. An endpoint has one receiver: clones share its mailbox.
+    pub fn endpoint(&self, node: NodeId) -> DatagramEndpoint<M> {
+        DatagramEndpoint {
+            index: self.inner.world.index(node),
+            node,
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+/// A received datagram.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Datagram<M> {
+    /// Sender.
+    pub from: NodeId,
+    /// Payload.
+    pub message: M,
+}
+
+/// One node's datagram endpoint.
+pub struct DatagramEndpoint<M> {
+    inner: Arc<DatagramInner<M>>,
+    node: NodeId,
+    index: usize,
+}
+
+impl<M> Clone for DatagramEndpoint<M> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            node: self.node,
+            index: self.index,
+        }
+    }
+}
+
+impl<M> fmt::Debug for DatagramEndpoint<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatagramEndpoint")
+            .field("node", &self.node)
+            .finish()
+    }
+}
+
+impl<M: Clone + Send + 'static> DatagramEndpoint<M> {
+    /// This endpoint's node.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// Puts `message` on the wire to `to`. Never blocks and never fails: a datagram that
+    /// the network drops is simply never delivered (and counted).
+    pub fn send(&self, to: NodeId, message: M) {
+        let world = &self.inner.world;
+        let to_index = world.index(to);
+        let Some((latency, duplicate)) = world.state.lock().route_datagram(self.index, to_index)
+        else {
+            return;
+        };
+        let now = world.time.now_instant();
+        let mut mailbox = self.inner.mailboxes[to_index].lock();
+        if let Some(duplicate_latency) = duplicate {
+            mailbox.push(now + duplicate_latency, self.node, message.clone());
+        }
+        mailbox.push(now + latency, self.node, message);
+    }
+
+    /// Receives the next datagram (waits until one is delivered).
+    pub fn recv(&self) -> DatagramRecv<'_, M> {
+        DatagramRecv { endpoint: self }
+    }
+
+    /// Receives a datagram if one has been delivered by now.
+    pub fn try_recv(&self) -> Option<Datagram<M>> {
+        let now = self.inner.world.time.now_instant();
+        self.inner.mailboxes[self.index].lock().pop_delivered(now)
+    }
+}
+
+impl<M> Mailbox<M> {
+    fn push(&mut self, deliver_at: Instant, from: NodeId, message: M) {
+        self.next_sequence += 1;
+        let sequence = self.next_sequence;
+        self.queue.push(InFlight {
+            deliver_at,
+            sequence,
+            from,
+            message,
+        });
+        // Only a new earliest message changes when the receiver must wake up.
+        let earliest = self
+            .queue
+            .peek()
+            .is_some_and(|top| top.sequence == sequence);
+        if earliest {
+            if let Some(waker) = self.waker.take() {
+                waker.wake();
+            }
+        }
+    }
+
+    fn pop_delivered(&mut self, now: Instant) -> Option<Datagram<M>> {
+        if self.queue.peek()?.deliver_at > now {
+            return None;
+        }
+        let InFlight { from, message, .. } = self.queue.pop()?;
+        Some(Datagram { from, message })
+    }
+}
+
+/// Future returned by [`DatagramEndpoint::recv`].
+pub struct DatagramRecv<'a, M> {
+    endpoint: &'a DatagramEndpoint<M>,
+}
+
+impl<M: Clone + Send + 'static> Future for DatagramRecv<'_, M> {
+    type Output = Datagram<M>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Datagram<M>> {
+        let inner = &self.endpoint.inner;
+        let time = &inner.world.time;
+        let now = time.now_instant();
+        let mut mailbox = inner.mailboxes[self.endpoint.index].lock();
+        if let Some(datagram) = mailbox.pop_delivered(now) {
+            return Poll::Ready(datagram);
+        }
+        if !mailbox
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            mailbox.waker = Some(cx.waker().clone());
+        }
+        if let Some(deliver_at) = mailbox.queue.peek().map(|top| top.deliver_at) {
+            mailbox.timer.arm(time, deliver_at, cx);
+        }
+        Poll::Pending
+    }
+}

@@ -1,0 +1,346 @@
+//! The world's shared state: node table, links, network conditions, counters, history.
+
+use crate::{
+    clock::Clock,
+    config::WorldConfig,
+    disk::Disk,
+    history::{Event, Record},
+    nemesis::FaultCounts,
+    node::{NodeId, NodeKind},
+    ratio::Ratio,
+    seed::Seed,
+    shared::Shared,
+    signal::Signal,
+    time::SimTime,
+};
+use madsim::time::TimeHandle;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::{
+    collections::BTreeMap,
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Weak},
+    time::Duration,
+};
+
+/// A node program: started at boot and again after every restart.
+pub(crate) type Program =
+    Arc<dyn Fn(super::NodeContext) -> Pin<Box<dyn Future<Output = ()>>> + Send + Sync>;
+
+/// Whether a node is running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NodeStatus {
+    Up,
+    Paused,
+    Crashed,
+}
+
+/// Per-node handles that live as long as the world (they survive crashes).
+pub(crate) struct NodeSlot {
+    pub id: NodeId,
+    pub madsim_id: madsim::task::NodeId,
+    pub clock: Clock,
+    pub disk: Disk,
+    pub program: Shared<Option<Program>>,
+    pub program_started: Signal,
+}
+
+/// Something that holds per-node network state which a crash must wipe.
+pub(crate) trait CrashHook: Send + Sync {
+    /// Drops everything queued for node `index`; returns how many messages were dropped.
+    fn on_crash(&self, index: usize) -> u64;
+}
+
+/// A FIFO connection the world may have to break.
+pub(crate) trait Breakable: Send + Sync {
+    /// Breaks the connection abruptly; returns how many queued messages were discarded, or
+    /// `None` if it was already broken or closed.
+    fn break_abruptly(&self, reason: crate::net::BreakReason) -> Option<u64>;
+}
+
+pub(crate) struct RegisteredConnection {
+    pub ends: [usize; 2],
+    pub handle: Weak<dyn Breakable>,
+}
+
+/// Current network conditions.
+#[derive(Clone, Debug)]
+pub(crate) struct Conditions {
+    pub latency_min: Duration,
+    pub latency_max: Duration,
+    pub loss: Ratio,
+    pub duplication: Ratio,
+}
+
+impl Conditions {
+    pub fn from_config(config: &WorldConfig) -> Self {
+        Self {
+            latency_min: Duration::from_micros(config.network.latency_min_us),
+            latency_max: Duration::from_micros(config.network.latency_max_us),
+            loss: config.network.loss,
+            duplication: config.network.duplication,
+        }
+    }
+}
+
+/// Mutable world state, behind one lock.
+///
+/// Lock discipline: code holding this lock never takes a mailbox, listener or connection
+/// lock, and code holding one of those never takes this one. Hooks that touch them are
+/// called after this lock is released.
+pub(crate) struct WorldState {
+    pub statuses: Vec<NodeStatus>,
+    pub incarnations: Vec<u32>,
+    node_count: usize,
+    /// `partition_cut[from * n + to]`: `to` receives nothing from `from` (partition).
+    pub partition_cut: Vec<bool>,
+    /// Same, for explicit one-way clogs (kept apart so `Heal` leaves clogs alone).
+    pub clogged: Vec<bool>,
+    pub conditions: Conditions,
+    pub network_rng: ChaCha8Rng,
+    pub nemesis_rng: ChaCha8Rng,
+    pub counts: FaultCounts,
+    pub history: Vec<Record>,
+    pub next_op_id: u64,
+    pub next_connection_id: u64,
+    pub connections: BTreeMap<u64, RegisteredConnection>,
+    live_connections_after_cleanup: usize,
+    pub crash_hooks: Vec<Weak<dyn CrashHook>>,
+}
+
+impl WorldState {
+    pub fn is_cut(&self, from: usize, to: usize) -> bool {
+        let link = from * self.node_count + to;
+        self.partition_cut[link] || self.clogged[link]
+    }
+
+    /// Both directions open.
+    pub fn reachable(&self, a: usize, b: usize) -> bool {
+        !self.is_cut(a, b) && !self.is_cut(b, a)
+    }
+
+    pub fn is_crashed(&self, index: usize) -> bool {
+        self.statuses[index] == NodeStatus::Crashed
+    }
+
+    pub fn sample_latency(&mut self) -> Duration {
+        let Conditions {
+            latency_min,
+            latency_max,
+            ..
+        } = self.conditions;
+        if latency_min >= latency_max {
+            latency_min
+        } else {
+            self.network_rng.gen_range(latency_min..=latency_max)
+        }
+    }
+
+    /// Decides the fate of one datagram: its latency (and a duplicate's), or a drop.
+    pub fn route_datagram(
+        &mut self,
+        from: usize,
+        to: usize,
+    ) -> Option<(Duration, Option<Duration>)> {
+        self.counts.messages_sent += 1;
+        if from == to {
+            return Some((Duration::ZERO, None));
+        }
+        if self.is_crashed(to) {
+            self.counts.messages_dropped_node_down += 1;
+            return None;
+        }
+        if self.is_cut(from, to) {
+            self.counts.messages_dropped_partition += 1;
+            return None;
+        }
+        if self.conditions.loss.sample(&mut self.network_rng) {
+            self.counts.messages_dropped_loss += 1;
+            return None;
+        }
+        let latency = self.sample_latency();
+        let duplicate = if self.conditions.duplication.sample(&mut self.network_rng) {
+            self.counts.messages_duplicated += 1;
+            Some(self.sample_latency())
+        } else {
+            None
+        };
+        Some((latency, duplicate))
+    }
+
+    pub fn allocate_connection_id(&mut self) -> u64 {
+        self.next_connection_id += 1;
+        self.next_connection_id
+    }
+
+    pub fn register_connection(&mut self, id: u64, ends: [usize; 2], handle: Weak<dyn Breakable>) {
+        self.connections
+            .insert(id, RegisteredConnection { ends, handle });
+        // Closed connections are forgotten lazily; sweep when the table has doubled.
+        if self.connections.len() > 64
+            && self.connections.len() > 2 * self.live_connections_after_cleanup
+        {
+            self.connections
+                .retain(|_, connection| connection.handle.strong_count() > 0);
+            self.live_connections_after_cleanup = self.connections.len();
+        }
+    }
+
+    /// Removes and returns the live connections that `should_break` selects.
+    pub fn take_connections(
+        &mut self,
+        should_break: impl Fn(&WorldState, [usize; 2]) -> bool,
+    ) -> Vec<Arc<dyn Breakable>> {
+        let selected: Vec<u64> = self
+            .connections
+            .iter()
+            .filter(|(_, connection)| should_break(self, connection.ends))
+            .map(|(id, _)| *id)
+            .collect();
+        selected
+            .into_iter()
+            .filter_map(|id| self.connections.remove(&id))
+            .filter_map(|connection| connection.handle.upgrade())
+            .collect()
+    }
+
+    pub fn live_crash_hooks(&mut self) -> Vec<Arc<dyn CrashHook>> {
+        self.crash_hooks.retain(|hook| hook.strong_count() > 0);
+        self.crash_hooks.iter().filter_map(Weak::upgrade).collect()
+    }
+}
+
+/// Everything the world shares with node programs, the nemesis and the scenario.
+pub(crate) struct WorldShared {
+    pub seed: Seed,
+    pub config: WorldConfig,
+    pub time: TimeHandle,
+    pub madsim: madsim::runtime::Handle,
+    pub nodes: Vec<NodeSlot>,
+    pub state: Shared<WorldState>,
+    pub fault_phase_ended: Signal,
+}
+
+impl WorldShared {
+    /// Builds the world inside a running madsim runtime: one madsim node per world node.
+    pub fn create(seed: Seed, config: WorldConfig) -> Arc<Self> {
+        let madsim = madsim::runtime::Handle::current();
+        let time = TimeHandle::current();
+        let node_ids: Vec<NodeId> = config.nodes().collect();
+        let node_count = node_ids.len();
+        let mut clock_rng = seed.stream("clocks");
+        Arc::new_cyclic(|weak: &Weak<WorldShared>| {
+            let nodes = node_ids
+                .iter()
+                .enumerate()
+                .map(|(index, &id)| {
+                    let max_offset_ns = config.clocks.max_initial_offset_ms * 1_000_000;
+                    let offset = Duration::from_nanos(clock_rng.gen_range(0..=max_offset_ns));
+                    let max_drift = i32::try_from(config.clocks.max_drift_ppm).unwrap_or(i32::MAX);
+                    let drift_ppm = clock_rng.gen_range(-max_drift..=max_drift);
+                    let weak = weak.clone();
+                    let madsim_node = madsim
+                        .create_node()
+                        .name(id.to_string())
+                        .init(move || {
+                            let weak = weak.clone();
+                            async move {
+                                if let Some(world) = weak.upgrade() {
+                                    world.run_program(index).await;
+                                }
+                            }
+                        })
+                        .build();
+                    NodeSlot {
+                        id,
+                        madsim_id: madsim_node.id(),
+                        clock: Clock::new(offset, drift_ppm),
+                        disk: Disk::new(
+                            id,
+                            Duration::from_micros(config.disk.sync_latency_min_us)
+                                ..Duration::from_micros(config.disk.sync_latency_max_us),
+                            seed.node_stream("disk", id, 0),
+                        ),
+                        program: Shared::new(None),
+                        program_started: Signal::new(),
+                    }
+                })
+                .collect();
+            let state = WorldState {
+                statuses: vec![NodeStatus::Up; node_count],
+                incarnations: vec![0; node_count],
+                node_count,
+                partition_cut: vec![false; node_count * node_count],
+                clogged: vec![false; node_count * node_count],
+                conditions: Conditions::from_config(&config),
+                network_rng: seed.stream("network"),
+                nemesis_rng: seed.stream("nemesis"),
+                counts: FaultCounts::default(),
+                history: Vec::new(),
+                next_op_id: 0,
+                next_connection_id: 0,
+                connections: BTreeMap::new(),
+                live_connections_after_cleanup: 0,
+                crash_hooks: Vec::new(),
+            };
+            WorldShared {
+                seed,
+                config,
+                time,
+                madsim,
+                nodes,
+                state: Shared::new(state),
+                fault_phase_ended: Signal::new(),
+            }
+        })
+    }
+
+    /// The position of `node` in per-node tables.
+    ///
+    /// # Panics
+    /// If the node is not in this world: a scenario bug, not bad input (plans and configs
+    /// are validated before the world is built).
+    pub fn index(&self, node: NodeId) -> usize {
+        assert!(
+            self.config.contains(node),
+            "node {node} is not in this world ({} servers, {} clients)",
+            self.config.servers,
+            self.config.clients
+        );
+        match node.kind() {
+            NodeKind::Server => node.ordinal(),
+            NodeKind::Client => self.config.servers + node.ordinal(),
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        SimTime::from_nanos(crate::time::duration_nanos(self.time.elapsed()))
+    }
+
+    pub fn record(&self, node: Option<NodeId>, event: Event) {
+        let at = self.now();
+        self.state.lock().history.push(Record { at, node, event });
+    }
+
+    /// The body of every node's madsim init task: wait for a program, then run it.
+    async fn run_program(self: Arc<Self>, index: usize) {
+        let slot = &self.nodes[index];
+        let program = loop {
+            if let Some(program) = slot.program.lock().clone() {
+                break program;
+            }
+            slot.program_started.wait().await;
+        };
+        let incarnation = self.state.lock().incarnations[index];
+        let context = super::NodeContext::new(self.clone(), slot.id, incarnation);
+        program(context).await;
+    }
+
+    /// Forgets node programs, which hold handles to the world (a reference cycle).
+    pub fn forget_programs(&self) {
+        for slot in &self.nodes {
+            slot.program.lock().take();
+        }
+    }
+}
