@@ -326,11 +326,11 @@ impl WorldShared {
     /// The body of every node's madsim init task: wait for a program, then run it.
     async fn run_program(self: Arc<Self>, index: usize) {
         let slot = &self.nodes[index];
-        let program = loop {
-            if let Some(program) = slot.program.lock().clone() {
-                break program;
-            }
-            slot.program_started.wait().await;
+        slot.program_started.wait().await;
+        // The slot is empty again only once the run is over (`forget_programs`); madsim may
+        // still poll this task in its last scheduling round.
+        let Some(program) = slot.program.lock().clone() else {
+            return std::future::pending().await;
         };
         let incarnation = self.state.lock().incarnations[index];
         let context = super::NodeContext::new(self.clone(), slot.id, incarnation);
