@@ -1,1 +1,74 @@
-fn main() {}
+//! `coordsim`: run the simulated world and its checks from the command line.
+//!
+//! Bad input (an unknown command, a seed that is not a number, a malformed plan file,
+//! impossible sizes) is reported on one line naming what was expected, with exit code 2.
+
+mod demo;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Deterministic simulation testbed for distributed coordination.
+#[derive(Parser, Debug)]
+#[command(name = "coordsim", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the demo workload (a replicated ledger) in a world with faults, and print the run.
+    Demo(demo::DemoArgs),
+}
+
+/// A failure to report on one line; the process exits with `code`.
+pub struct CliError {
+    message: String,
+    code: u8,
+}
+
+impl CliError {
+    /// Bad input: exit code 2.
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 2,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = error.print();
+                return ExitCode::SUCCESS;
+            }
+            let rendered = error.render().to_string();
+            let first_line = rendered
+                .lines()
+                .next()
+                .unwrap_or("error: invalid arguments");
+            eprintln!("{first_line} (see `coordsim --help`)");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", error.message);
+            ExitCode::from(error.code)
+        }
+    }
+}

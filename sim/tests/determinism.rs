@@ -4,7 +4,7 @@ use sim::{
     Seed, World,
     demo::{DemoWorkload, ledger_scenario},
     fault::{ClientFaults, SwarmConfig},
-    history::History,
+    history::{Event, History, PhaseEvent},
 };
 
 fn demo(seed: Seed) -> sim::RunOutcome {
