@@ -61,9 +61,21 @@ fn the_same_seed_gives_the_same_history_digest() {
 #[test]
 fn different_seeds_give_different_histories() {
     let digests: std::collections::BTreeSet<_> = (100..106)
-        .map(|seed| demo(Seed::new(seed)).history_digest())
+        .map(|seed| digest_without_seed(&demo(Seed::new(seed)).history))
         .collect();
     assert_eq!(digests.len(), 6);
+}
+
+/// The digest of everything but the `Started` record, which names the seed and would make
+/// different seeds differ trivially.
+fn digest_without_seed(history: &History) -> sim::digest::Digest {
+    let records = history
+        .records()
+        .iter()
+        .filter(|r| !matches!(r.event, Event::Phase(PhaseEvent::Started { .. })))
+        .cloned()
+        .collect();
+    History::from_records(records).digest()
 }
 
 #[test]
