@@ -96,12 +96,7 @@ impl<M: Clone + Send + 'static> DatagramNetwork<M> {
             .collect();
         let inner = Arc::new(DatagramInner { world, mailboxes });
         let hook: Arc<dyn CrashHook> = inner.clone();
-        inner
-            .world
-            .state
-            .lock()
-            .crash_hooks
-            .push(Arc::downgrade(&hook));
+        inner.world.register_crash_hook(&hook);
         Self { inner }
     }
 

@@ -134,12 +134,7 @@ impl<M: Send + 'static> StreamNetwork<M> {
             .collect();
         let inner = Arc::new(StreamInner { world, listeners });
         let hook: Arc<dyn CrashHook> = inner.clone();
-        inner
-            .world
-            .state
-            .lock()
-            .crash_hooks
-            .push(Arc::downgrade(&hook));
+        inner.world.register_crash_hook(&hook);
         Self { inner }
     }
 

@@ -323,6 +323,11 @@ impl WorldShared {
         self.state.lock().history.push(Record { at, node, event });
     }
 
+    /// Makes a crash of any node wipe `hook`'s state for that node (held weakly).
+    pub fn register_crash_hook(&self, hook: &Arc<dyn CrashHook>) {
+        self.state.lock().crash_hooks.push(Arc::downgrade(hook));
+    }
+
     /// The body of every node's madsim init task: wait for a program, then run it.
     async fn run_program(self: Arc<Self>, index: usize) {
         let slot = &self.nodes[index];
