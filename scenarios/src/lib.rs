@@ -1,2 +1,14 @@
-//! Workloads, checkers and suites. (Filled in by the checker and suite issues.)
+//! Workloads, checkers and the seed-sweeping suites.
+//!
+//! Checkers ([`checkers`]) are pure functions of a recorded [`sim::history::History`]: they
+//! never look inside the models, so a model bug cannot leak into the oracle. Each checks one
+//! property and returns typed violations that cite where the property comes from.
+//! [`sweep`] runs a scenario over many seeds and turns violations into failure reports with
+//! the exact command that replays them.
 #![deny(missing_docs)]
+
+pub mod checkers;
+pub mod sweep;
+mod violation;
+
+pub use violation::Violation;

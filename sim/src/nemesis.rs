@@ -62,6 +62,54 @@ pub struct FaultCounts {
 }
 
 impl FaultCounts {
+    /// Adds `other`'s counts to these (to total a sweep).
+    pub fn accumulate(&mut self, other: &FaultCounts) {
+        let FaultCounts {
+            partitions,
+            heals,
+            clogs,
+            unclogs,
+            network_changes,
+            crashes,
+            restarts,
+            pauses,
+            resumes,
+            clock_steps,
+            clock_drifts,
+            heal_alls,
+            skipped,
+            messages_sent,
+            messages_dropped_loss,
+            messages_dropped_partition,
+            messages_dropped_node_down,
+            messages_dropped_broken_connection,
+            messages_duplicated,
+            connections_broken,
+            unsynced_writes_lost,
+        } = other;
+        self.partitions += partitions;
+        self.heals += heals;
+        self.clogs += clogs;
+        self.unclogs += unclogs;
+        self.network_changes += network_changes;
+        self.crashes += crashes;
+        self.restarts += restarts;
+        self.pauses += pauses;
+        self.resumes += resumes;
+        self.clock_steps += clock_steps;
+        self.clock_drifts += clock_drifts;
+        self.heal_alls += heal_alls;
+        self.skipped += skipped;
+        self.messages_sent += messages_sent;
+        self.messages_dropped_loss += messages_dropped_loss;
+        self.messages_dropped_partition += messages_dropped_partition;
+        self.messages_dropped_node_down += messages_dropped_node_down;
+        self.messages_dropped_broken_connection += messages_dropped_broken_connection;
+        self.messages_duplicated += messages_duplicated;
+        self.connections_broken += connections_broken;
+        self.unsynced_writes_lost += unsynced_writes_lost;
+    }
+
     /// Total messages dropped for any reason.
     pub fn messages_dropped(&self) -> u64 {
         self.messages_dropped_loss
