@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod checkers;
+pub mod strategies;
 pub mod sweep;
 mod violation;
 
