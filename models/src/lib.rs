@@ -1,2 +1,4 @@
 //! The stores and their clients. (Filled in by the Raft, ZAB and recipe issues.)
 #![deny(missing_docs)]
+
+pub mod zab;
