@@ -623,7 +623,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     /// Proposes a transaction (established leader only): logs it, asks for it to be made
     /// durable, and sends it to every synced follower.
-    pub fn propose(&mut self, _now: LocalTime, txn: S::Txn) -> Result<Zxid, ProposeError> {
+    pub fn propose(&mut self, now: LocalTime, txn: S::Txn) -> Result<Zxid, ProposeError> {
         let epoch = self.current_epoch;
         let Role::Leading(leader) = &mut self.role else {
             return Err(ProposeError::NotLeader);
@@ -637,6 +637,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             0
         };
         let Some(counter) = counter.checked_add(1) else {
+            // As ZooKeeper does when the counter rolls over: elect again, new epoch.
+            self.start_election(now);
             return Err(ProposeError::EpochExhausted);
         };
         let zxid = Zxid::new(epoch, counter);
