@@ -107,6 +107,10 @@ pub(super) struct LeaderState<S: StateMachine> {
     newleader_ackers: BTreeSet<NodeId>,
     learners: BTreeMap<NodeId, Learner>,
     links: BTreeMap<Link, NodeId>,
+    /// Synced learners whose connection dropped, with when they were last heard. Like
+    /// ZooKeeper's LearnerHandler on a half-open TCP connection, the leader keeps counting
+    /// them until `sync_limit` passes without hearing from them.
+    departed: BTreeMap<NodeId, LocalTime>,
     last_proposed: Zxid,
     self_durable: Zxid,
     next_ping_at: LocalTime,
@@ -164,6 +168,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             newleader_ackers: BTreeSet::new(),
             learners: BTreeMap::new(),
             links: BTreeMap::new(),
+            departed: BTreeMap::new(),
             last_proposed: last_logged,
             self_durable: last_logged,
             next_ping_at: now,
@@ -183,6 +188,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     pub(super) fn leader_link_up(&mut self, now: LocalTime, link: Link, peer: NodeId) {
         let leader = self.leader_mut();
+        leader.departed.remove(&peer);
         let old = leader.learners.insert(
             peer,
             Learner {
@@ -204,7 +210,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         let leader = self.leader_mut();
         if let Some(peer) = leader.links.remove(&link) {
             if leader.learners.get(&peer).is_some_and(|l| l.link == link) {
-                leader.learners.remove(&peer);
+                if let Some(learner) = leader.learners.remove(&peer) {
+                    if learner.synced() {
+                        leader.departed.insert(peer, learner.last_heard);
+                    }
+                }
             }
         }
     }
@@ -696,11 +706,15 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         if now >= leader.next_quorum_check_at {
             leader.next_quorum_check_at = now + tick;
             // ZooKeeper checks on every tick that a quorum is still in sync with it.
-            let in_touch = 1 + leader
-                .learners
-                .values()
-                .filter(|l| l.synced() && now.saturating_duration_since(l.last_heard) <= sync_limit)
-                .count();
+            let recent = |heard: LocalTime| now.saturating_duration_since(heard) <= sync_limit;
+            leader.departed.retain(|_, heard| recent(*heard));
+            let in_touch = 1
+                + leader
+                    .learners
+                    .values()
+                    .filter(|l| l.synced() && recent(l.last_heard))
+                    .count()
+                + leader.departed.len();
             if in_touch < quorum {
                 self.start_election(now);
             }

@@ -287,6 +287,11 @@ impl ZkClient {
         matches!(self.shared.lock().phase, Phase::Expired)
     }
 
+    /// Whether the client was closed (by [`close`](Self::close) or a failed connect).
+    pub fn is_closed(&self) -> bool {
+        matches!(self.shared.lock().phase, Phase::Closed)
+    }
+
     /// Whether the client is attached to a server right now.
     pub fn is_connected(&self) -> bool {
         matches!(self.shared.lock().phase, Phase::Connected { .. })
@@ -378,6 +383,13 @@ impl ZkClient {
                     }
                     Phase::Connected { connection } => {
                         let connection = connection.clone();
+                        if connection.is_broken() {
+                            // Broken before the connection manager noticed: drop it now
+                            // (requests already sent on it fail with ConnectionLoss) and
+                            // wait for a new one; this request was not sent.
+                            lose_connection(shared, &mut state, connection.peer());
+                            continue;
+                        }
                         state.next_xid += 1;
                         let xid = state.next_xid;
                         let (sender, receiver) = async_channel::bounded(1);
@@ -390,15 +402,13 @@ impl ZkClient {
                             },
                         );
                         let request = request.take().expect("sent once");
-                        if connection
-                            .send(ClientMessage::Request { xid, request })
-                            .is_err()
-                        {
-                            state.pending.remove(&xid);
-                            shared.complete(op_id, unknown("connection loss"));
-                            Step::Done(Err(ZkClientError::ConnectionLoss))
-                        } else {
-                            Step::AwaitReply(receiver)
+                        match connection.send(ClientMessage::Request { xid, request }) {
+                            Ok(()) => Step::AwaitReply(receiver),
+                            Err(_) => {
+                                state.pending.remove(&xid);
+                                shared.complete(op_id, unknown("connection loss"));
+                                Step::Done(Err(ZkClientError::ConnectionLoss))
+                            }
                         }
                     }
                     Phase::Connecting => {
@@ -1091,9 +1101,15 @@ fn expire(shared: &Shared) {
 
 fn disconnected(shared: &Shared, server: NodeId) {
     let mut state = shared.lock();
-    if !matches!(state.phase, Phase::Connected { .. }) {
+    lose_connection(shared, &mut state, server);
+}
+
+/// Drops the current connection (if still current): pending calls fail with ConnectionLoss.
+fn lose_connection(shared: &Shared, state: &mut ClientState, server: NodeId) {
+    let Phase::Connected { connection } = &state.phase else {
         return;
-    }
+    };
+    connection.close();
     state.phase = Phase::Connecting;
     if let Some(session) = state.session {
         shared.record_zk(ZkEvent::Disconnected {
@@ -1102,5 +1118,5 @@ fn disconnected(shared: &Shared, server: NodeId) {
             server,
         });
     }
-    fail_pending(shared, &mut state, ZkClientError::ConnectionLoss);
+    fail_pending(shared, state, ZkClientError::ConnectionLoss);
 }

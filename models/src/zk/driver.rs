@@ -37,6 +37,8 @@ pub struct ZkEnsembleConfig {
     pub servers: Vec<NodeId>,
     /// Heartbeat period (ZooKeeper's `tickTime`).
     pub tick: Duration,
+    /// Liveness bound in ticks (ZooKeeper's `syncLimit`).
+    pub sync_limit_ticks: u32,
     /// Leader's DIFF window before it sends a SNAP.
     pub diff_window: usize,
     /// Largest session timeout granted.
@@ -51,6 +53,7 @@ impl ZkEnsembleConfig {
         Self {
             servers,
             tick: Duration::from_millis(100),
+            sync_limit_ticks: 5,
             diff_window: 500,
             max_session_timeout: Duration::from_secs(4),
             bugs: KnownBugs::none(),
@@ -61,6 +64,7 @@ impl ZkEnsembleConfig {
     pub fn server_config(&self, me: NodeId) -> ZkServerConfig {
         let mut zab = ZabConfig::new(me, self.servers.clone());
         zab.tick = self.tick;
+        zab.sync_limit_ticks = self.sync_limit_ticks;
         zab.diff_window = self.diff_window;
         zab.bugs = self.bugs.clone();
         let mut config = ZkServerConfig::new(zab);
