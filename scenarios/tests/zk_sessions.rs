@@ -349,3 +349,73 @@ fn sequential_names_stay_unique_and_increasing_under_faults() {
         assert!(outcome.fault_counts.partitions > 0 && outcome.fault_counts.crashes > 0);
     }
 }
+
+/// Protected create: the create commits but its reply is lost with the connection; the
+/// client finds its own node by GUID instead of creating a second one.
+#[test]
+fn protected_create_finds_its_node_after_the_reply_is_lost() {
+    let test = "protected_create_finds_its_node_after_the_reply_is_lost";
+    let mut recovered = 0;
+    for seed in sim::env::test_seeds(3) {
+        let outcome = World::builder()
+            .seed(seed)
+            .servers(3)
+            .clients(1)
+            // Fixed latency: the request reaches the follower after 5 ms, the reply would
+            // leave it after about 25 ms; the link is cut in between.
+            .latency(Duration::from_millis(5)..=Duration::from_millis(5))
+            .disk_sync_latency(Duration::from_millis(1)..=Duration::from_millis(1))
+            .time_limit(Duration::from_secs(60))
+            .build()
+            .expect("a valid world")
+            .run(move |sim| async move {
+                let ensemble =
+                    ZkEnsemble::new(&sim, ZkEnsembleConfig::new(sim.servers())).expect("ensemble");
+                ensemble.start(&sim);
+                sim.sleep(Duration::from_secs(1)).await;
+                // Attach to a follower first (s1), fail over to s2.
+                let (context, ensemble) = (sim.node(C1), ensemble.clone());
+                let mut config = ensemble.client_config(0);
+                config.servers = vec![NodeId::server(0), NodeId::server(1)];
+                let zk = sim
+                    .spawn(C1, async move { ensemble.connect(&context, config).await })
+                    .await
+                    .unwrap()
+                    .expect("connects");
+                let parent = zk.clone();
+                on(&sim, C1, async move {
+                    parent.create("/locks", "", CreateMode::Persistent).await.unwrap();
+                })
+                .await;
+                let server = attached_server(&sim, C1);
+                let creator = zk.clone();
+                let created = sim.spawn(C1, async move {
+                    creator
+                        .create_protected("/locks/lock-", "", CreateMode::EphemeralSequential)
+                        .await
+                });
+                sim.sleep(Duration::from_millis(15)).await;
+                let nemesis = sim.nemesis();
+                nemesis.clog(C1, server);
+                nemesis.clog(server, C1);
+                let name = created.await.unwrap().expect("the protected create succeeds");
+                let lister = zk.clone();
+                let (children, _) = on(&sim, C1, async move {
+                    lister.sync("/").await.unwrap();
+                    lister.get_children("/locks").await.unwrap()
+                })
+                .await;
+                assert_eq!(children.len(), 1, "exactly one node: {children:?}");
+                assert_eq!(format!("/locks/{}", children[0]), name);
+            });
+        assert_clean(&outcome, test);
+        // The first create's outcome was unknown (its reply was lost)...
+        let unknown_create = outcome.history.operations().iter().any(|op| {
+            matches!(op.operation, sim::history::Operation::Zk(sim::history::zk::ZkOperation::Create { .. }))
+                && matches!(op.completion, Some((_, sim::history::OpResult::Unknown { .. })))
+        });
+        recovered += usize::from(unknown_create);
+    }
+    // ...and the client recovered its node instead of creating another.
+    assert!(recovered > 0, "the create's reply was never lost: the test proves nothing");
+}
