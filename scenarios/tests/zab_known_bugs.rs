@@ -183,7 +183,7 @@ fn epoch_not_persisted_gives_one_epoch_two_leaders() {
         "epoch_not_persisted_gives_one_epoch_two_leaders",
         ZabBug::EpochNotPersisted,
         "leader uniqueness",
-        2,
+        4,
         Script::new,
         |sim: Sim, _ensemble| async move {
             sim.sleep(Duration::from_secs(1)).await;
@@ -208,7 +208,7 @@ fn diff_without_trunc_keeps_a_dead_proposal() {
         "diff_without_trunc_keeps_a_dead_proposal",
         ZabBug::DiffWithoutTrunc,
         "replica prefix agreement",
-        2,
+        4,
         Script::new,
         |sim: Sim, ensemble| async move {
             sim.sleep(Duration::from_secs(1)).await;
@@ -252,7 +252,7 @@ fn last_processed_zxid_on_diff_leaves_a_dead_ephemeral() {
         "last_processed_zxid_on_diff_leaves_a_dead_ephemeral",
         ZabBug::LastProcessedZxidOnDiff,
         "ephemeral exists iff session alive",
-        2,
+        4,
         Script::new,
         |sim: Sim, ensemble| async move {
             sim.sleep(Duration::from_secs(1)).await;
@@ -305,7 +305,7 @@ fn ack_newleader_before_persist_loses_an_acknowledged_write() {
         "ack_newleader_before_persist_loses_an_acknowledged_write",
         ZabBug::AckNewLeaderBeforePersist,
         "acknowledged write durability",
-        3,
+        4,
         |bugs| Script {
             sync_limit_ticks: 20,
             disk_sync: Duration::from_millis(100)..=Duration::from_millis(400),
@@ -352,7 +352,7 @@ fn sync_not_quorum_lets_sync_then_read_miss_a_write() {
         "sync_not_quorum_lets_sync_then_read_miss_a_write",
         ZabBug::SyncNotQuorum,
         "sync then read sees prior acknowledged writes",
-        2,
+        4,
         |bugs| Script {
             sync_limit_ticks: 10,
             ..Script::new(bugs)

@@ -96,7 +96,7 @@ fn three_servers_stay_safe_under_swarm_faults() {
         "scenarios",
         "zab_safety",
         "three_servers_stay_safe_under_swarm_faults",
-        4,
+        16,
     )
     .run(
         |seed| workload.run(seed),
@@ -128,7 +128,7 @@ fn five_servers_stay_safe_under_swarm_faults() {
         "scenarios",
         "zab_safety",
         "five_servers_stay_safe_under_swarm_faults",
-        3,
+        8,
     )
     .run(|seed| workload.run(seed), all_checks);
     summary.assert_clean();
@@ -150,7 +150,7 @@ fn ensembles_of_one_and_seven_serve_and_stay_safe() {
             "scenarios",
             "zab_safety",
             "ensembles_of_one_and_seven_serve_and_stay_safe",
-            1,
+            3,
         )
         .run(|seed| workload.run(seed), all_checks);
         summary.assert_clean();
@@ -175,7 +175,7 @@ fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
     use sim::{NodeId, World, history::zk::CreateMode};
     let mut stale = 0;
     let mut synced_fresh = 0;
-    for seed in sim::env::test_seeds(3) {
+    for seed in sim::env::test_seeds(6) {
         let outcome = World::builder()
             .seed(seed)
             .servers(3)

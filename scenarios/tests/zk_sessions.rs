@@ -108,7 +108,7 @@ enum CutOff {
 }
 
 fn owner_cut_off_past_timeout_is_expired(cut_off: CutOff, test: &str) {
-    for seed in sim::env::test_seeds(3) {
+    for seed in sim::env::test_seeds(6) {
         let outcome = run(seed, 3, move |sim, ensemble| async move {
             let owner = client(&sim, &ensemble, C1, 1_000).await;
             let observer = client(&sim, &ensemble, C2, 2_000).await;
@@ -199,7 +199,7 @@ fn attached_server(sim: &Sim, node: NodeId) -> NodeId {
 fn client_that_reconnects_within_its_timeout_keeps_session_and_ephemerals() {
     let test = "client_that_reconnects_within_its_timeout_keeps_session_and_ephemerals";
     let mut leader_isolated = 0;
-    for seed in sim::env::test_seeds(4) {
+    for seed in sim::env::test_seeds(8) {
         let outcome = run(seed, 5, move |sim, ensemble| async move {
             let owner = client(&sim, &ensemble, C1, 2_000).await;
             let observer = client(&sim, &ensemble, C2, 2_000).await;
@@ -252,7 +252,7 @@ fn client_that_reconnects_within_its_timeout_keeps_session_and_ephemerals() {
 #[test]
 fn leader_change_does_not_expire_live_sessions() {
     let test = "leader_change_does_not_expire_live_sessions";
-    for seed in sim::env::test_seeds(3) {
+    for seed in sim::env::test_seeds(6) {
         let outcome = run(seed, 3, move |sim, ensemble| async move {
             let mut clients = Vec::new();
             for node in [C1, C2, C3] {
@@ -296,7 +296,7 @@ fn leader_change_does_not_expire_live_sessions() {
 #[test]
 fn sequential_names_stay_unique_and_increasing_under_faults() {
     let test = "sequential_names_stay_unique_and_increasing_under_faults";
-    for seed in sim::env::test_seeds(3) {
+    for seed in sim::env::test_seeds(6) {
         let outcome = run(seed, 3, move |sim, ensemble| async move {
             let parent = client(&sim, &ensemble, C1, 2_000).await;
             let zk = parent.clone();
@@ -356,7 +356,7 @@ fn sequential_names_stay_unique_and_increasing_under_faults() {
 fn protected_create_finds_its_node_after_the_reply_is_lost() {
     let test = "protected_create_finds_its_node_after_the_reply_is_lost";
     let mut recovered = 0;
-    for seed in sim::env::test_seeds(3) {
+    for seed in sim::env::test_seeds(6) {
         let outcome = World::builder()
             .seed(seed)
             .servers(3)
@@ -384,7 +384,10 @@ fn protected_create_finds_its_node_after_the_reply_is_lost() {
                     .expect("connects");
                 let parent = zk.clone();
                 on(&sim, C1, async move {
-                    parent.create("/locks", "", CreateMode::Persistent).await.unwrap();
+                    parent
+                        .create("/locks", "", CreateMode::Persistent)
+                        .await
+                        .unwrap();
                 })
                 .await;
                 let server = attached_server(&sim, C1);
@@ -398,7 +401,10 @@ fn protected_create_finds_its_node_after_the_reply_is_lost() {
                 let nemesis = sim.nemesis();
                 nemesis.clog(C1, server);
                 nemesis.clog(server, C1);
-                let name = created.await.unwrap().expect("the protected create succeeds");
+                let name = created
+                    .await
+                    .unwrap()
+                    .expect("the protected create succeeds");
                 let lister = zk.clone();
                 let (children, _) = on(&sim, C1, async move {
                     lister.sync("/").await.unwrap();
@@ -411,11 +417,19 @@ fn protected_create_finds_its_node_after_the_reply_is_lost() {
         assert_clean(&outcome, test);
         // The first create's outcome was unknown (its reply was lost)...
         let unknown_create = outcome.history.operations().iter().any(|op| {
-            matches!(op.operation, sim::history::Operation::Zk(sim::history::zk::ZkOperation::Create { .. }))
-                && matches!(op.completion, Some((_, sim::history::OpResult::Unknown { .. })))
+            matches!(
+                op.operation,
+                sim::history::Operation::Zk(sim::history::zk::ZkOperation::Create { .. })
+            ) && matches!(
+                op.completion,
+                Some((_, sim::history::OpResult::Unknown { .. }))
+            )
         });
         recovered += usize::from(unknown_create);
     }
     // ...and the client recovered its node instead of creating another.
-    assert!(recovered > 0, "the create's reply was never lost: the test proves nothing");
+    assert!(
+        recovered > 0,
+        "the create's reply was never lost: the test proves nothing"
+    );
 }

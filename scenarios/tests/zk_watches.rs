@@ -153,7 +153,7 @@ fn watches_fire_exactly_once_in_zxid_order_through_failover() {
         "scenarios",
         "zk_watches",
         "watches_fire_exactly_once_in_zxid_order_through_failover",
-        4,
+        10,
     )
     .run(run, |outcome| {
         let mut violations = protocol_checks(&outcome.history);
