@@ -389,11 +389,11 @@ impl Cluster {
     fn collect(&mut self, node: NodeId) {
         for effect in self.core(node).take_effects() {
             match effect {
-                Effect::Notify { to, notification } => {
-                    if self.cores.contains_key(&to) && !self.down.contains(&to) {
-                        self.queue
-                            .push_back(Delivery::Notification(node, to, notification));
-                    }
+                Effect::Notify { to, notification }
+                    if self.cores.contains_key(&to) && !self.down.contains(&to) =>
+                {
+                    self.queue
+                        .push_back(Delivery::Notification(node, to, notification));
                 }
                 Effect::Connect { leader } => {
                     let now = self.now;
@@ -424,10 +424,8 @@ impl Cluster {
                         self.queue.push_back(Delivery::LinkDown(other, link));
                     }
                 }
-                Effect::Sync { token } => {
-                    if !self.held_disks.contains(&node) {
-                        self.queue.push_back(Delivery::Persisted(node, token));
-                    }
+                Effect::Sync { token } if !self.held_disks.contains(&node) => {
+                    self.queue.push_back(Delivery::Persisted(node, token));
                 }
                 _ => {}
             }

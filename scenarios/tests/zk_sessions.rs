@@ -77,10 +77,10 @@ async fn synced_exists(sim: &Sim, zk: &ZkClient, node: NodeId, path: &str) -> Op
     let (zk, path) = (zk.clone(), path.to_string());
     on(sim, node, async move {
         for _ in 0..20 {
-            if zk.sync("/").await.is_ok() {
-                if let Ok(stat) = zk.exists(&path).await {
-                    return stat.map(|stat| stat.ephemeral_owner);
-                }
+            if zk.sync("/").await.is_ok()
+                && let Ok(stat) = zk.exists(&path).await
+            {
+                return stat.map(|stat| stat.ephemeral_owner);
             }
         }
         panic!("no synced read of {path}");

@@ -80,12 +80,12 @@ async fn writer(zk: ZkClient, stop: Arc<AtomicBool>) {
         round += 1;
         let path = PATHS[(round % 3) as usize];
         let _ = zk.set_data(path, &round.to_string(), None).await;
-        if round % 4 == 0 {
+        if round.is_multiple_of(4) {
             let _ = zk
                 .create(&format!("/w0/c{round}"), "", CreateMode::Persistent)
                 .await;
         }
-        if round % 6 == 0 {
+        if round.is_multiple_of(6) {
             let _ = zk
                 .create(&format!("/x{}", round / 6), "", CreateMode::Persistent)
                 .await;
@@ -135,10 +135,10 @@ fn delivered_after_reconnect(outcome: &RunOutcome) -> usize {
                 *reconnects.entry(node).or_default() += 1;
             }
             Event::Zk(ZkEvent::WatchDelivered { op_id, .. }) => {
-                if let Some(&(client, epoch)) = registered.get(op_id) {
-                    if reconnects.get(&client).copied().unwrap_or(0) > epoch {
-                        count += 1;
-                    }
+                if let Some(&(client, epoch)) = registered.get(op_id)
+                    && reconnects.get(&client).copied().unwrap_or(0) > epoch
+                {
+                    count += 1;
                 }
             }
             _ => {}

@@ -279,10 +279,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     /// Connecting to `leader` failed.
     pub fn on_connect_failed(&mut self, now: LocalTime, leader: NodeId) {
-        if let Role::Following(follower) = &mut self.role {
-            if follower.leader == leader && follower.link.is_none() {
-                follower.connect_at = Some(now + self.config.connect_retry);
-            }
+        if let Role::Following(follower) = &mut self.role
+            && follower.leader == leader
+            && follower.link.is_none()
+        {
+            follower.connect_at = Some(now + self.config.connect_retry);
         }
     }
 

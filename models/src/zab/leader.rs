@@ -208,14 +208,12 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     pub(super) fn leader_link_down(&mut self, link: Link) {
         let leader = self.leader_mut();
-        if let Some(peer) = leader.links.remove(&link) {
-            if leader.learners.get(&peer).is_some_and(|l| l.link == link) {
-                if let Some(learner) = leader.learners.remove(&peer) {
-                    if learner.synced() {
-                        leader.departed.insert(peer, learner.last_heard);
-                    }
-                }
-            }
+        if let Some(peer) = leader.links.remove(&link)
+            && leader.learners.get(&peer).is_some_and(|l| l.link == link)
+            && let Some(learner) = leader.learners.remove(&peer)
+            && learner.synced()
+        {
+            leader.departed.insert(peer, learner.last_heard);
         }
     }
 
@@ -490,10 +488,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             // The leader's first entry after the agreed point must be of this epoch too,
             // or the follower skipped an epoch the leader has.
             let next = self.log.partition_point(|entry| entry.zxid <= common);
-            if let Some(entry) = self.log.get(next) {
-                if entry.zxid.epoch != end.epoch && common >= base {
-                    break;
-                }
+            if let Some(entry) = self.log.get(next)
+                && entry.zxid.epoch != end.epoch
+                && common >= base
+            {
+                break;
             }
             if end <= base {
                 // Inside the leader's snapshot: only the snapshot's own epoch is known to

@@ -814,7 +814,7 @@ async fn run_connection(shared: Arc<Shared>) {
             }
             let server = servers[next % servers.len()];
             next += 1;
-            if next % servers.len() == 0 {
+            if next.is_multiple_of(servers.len()) {
                 clock.sleep(Duration::from_millis(50)).await;
             }
             let (session, timeout_ms, last_zxid) = {

@@ -309,7 +309,7 @@ impl ZkServer {
             }
             (ConnState::Attached { session }, ClientMessage::Ping) => {
                 self.touch(session, now);
-                self.to_client(link, ClientMessage::Pong);
+                self.send_to_client(link, ClientMessage::Pong);
             }
             (
                 ConnState::Attached { .. },
@@ -428,9 +428,11 @@ impl ZkServer {
                 if let Some(&link) = self.attached.get(&session) {
                     match reason {
                         CloseReason::Closed => {
-                            self.to_client(link, ClientMessage::Closed { xid: txn.cxid })
+                            self.send_to_client(link, ClientMessage::Closed { xid: txn.cxid })
                         }
-                        CloseReason::Expired => self.to_client(link, ClientMessage::SessionExpired),
+                        CloseReason::Expired => {
+                            self.send_to_client(link, ClientMessage::SessionExpired)
+                        }
                     }
                     self.close_client(link);
                 }
@@ -554,14 +556,14 @@ impl ZkServer {
             return;
         };
         conn.state = ConnState::Attached { session };
-        if let Some(old) = self.attached.insert(session, link) {
-            if old != link {
-                // The client moved to a new connection to this same server.
-                self.close_client(old);
-                self.attached.insert(session, link);
-            }
+        if let Some(old) = self.attached.insert(session, link)
+            && old != link
+        {
+            // The client moved to a new connection to this same server.
+            self.close_client(old);
+            self.attached.insert(session, link);
         }
-        self.to_client(
+        self.send_to_client(
             link,
             ClientMessage::Connected {
                 session,
@@ -642,7 +644,7 @@ impl ZkServer {
             _ => Err(ZkError::BadArguments),
         };
         let zxid = self.core.last_applied().as_u64();
-        self.to_client(link, ClientMessage::Reply { xid, zxid, result });
+        self.send_to_client(link, ClientMessage::Reply { xid, zxid, result });
     }
 
     /// Answers the write at the head of the session's queue, then the reads behind it.
@@ -666,7 +668,7 @@ impl ZkServer {
             // Asked through another connection (the client moved): not ours to answer.
             _ => return,
         }
-        self.to_client(
+        self.send_to_client(
             link,
             ClientMessage::Reply {
                 xid: cxid,
@@ -728,7 +730,7 @@ impl ZkServer {
         }
         events.sort();
         for (zxid, path, event) in events {
-            self.to_client(link, ClientMessage::WatchEvent { path, event, zxid });
+            self.send_to_client(link, ClientMessage::WatchEvent { path, event, zxid });
         }
     }
 
@@ -868,12 +870,12 @@ impl ZkServer {
         }
     }
 
-    fn to_client(&mut self, link: ClientLink, message: ClientMessage) {
+    fn send_to_client(&mut self, link: ClientLink, message: ClientMessage) {
         self.effects.push(ServerEffect::ToClient { link, message });
     }
 
     fn refuse(&mut self, link: ClientLink, reason: Refusal) {
-        self.to_client(link, ClientMessage::Refused { reason });
+        self.send_to_client(link, ClientMessage::Refused { reason });
         self.close_client(link);
     }
 

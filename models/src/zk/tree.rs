@@ -268,12 +268,12 @@ impl DataTree {
             return;
         };
         let owner = node.stat.ephemeral_owner;
-        if owner != 0 {
-            if let Some(set) = self.ephemerals.get_mut(&owner) {
-                set.remove(path);
-                if set.is_empty() {
-                    self.ephemerals.remove(&owner);
-                }
+        if owner != 0
+            && let Some(set) = self.ephemerals.get_mut(&owner)
+        {
+            set.remove(path);
+            if set.is_empty() {
+                self.ephemerals.remove(&owner);
             }
         }
         let parent_path = path::parent(path);

@@ -40,10 +40,10 @@ pub fn applied_runs(history: &History) -> Vec<AppliedRun> {
     let close = |open: &mut BTreeMap<NodeId, Vec<AppliedEntry>>,
                  runs: &mut Vec<AppliedRun>,
                  node: NodeId| {
-        if let Some(entries) = open.remove(&node) {
-            if !entries.is_empty() {
-                runs.push(AppliedRun { node, entries });
-            }
+        if let Some(entries) = open.remove(&node)
+            && !entries.is_empty()
+        {
+            runs.push(AppliedRun { node, entries });
         }
     };
     for record in history.records() {

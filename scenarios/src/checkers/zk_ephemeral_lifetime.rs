@@ -162,21 +162,19 @@ pub fn check(history: &History) -> Vec<EphemeralViolation> {
             _ => continue,
         };
         // 1. No ephemeral node of an ended session.
-        if let Some(stat) = seen {
-            if stat.ephemeral_owner != 0 {
-                if let Some(&ended) = ends.get(&stat.ephemeral_owner) {
-                    if ended < sync_invoked_at {
-                        violations.push(EphemeralViolation::OutlivedSession {
-                            read: op.op_id,
-                            client: op.client,
-                            path: path.clone(),
-                            session: stat.ephemeral_owner,
-                            session_ended_at: ended,
-                            sync_invoked_at,
-                        });
-                    }
-                }
-            }
+        if let Some(stat) = seen
+            && stat.ephemeral_owner != 0
+            && let Some(&ended) = ends.get(&stat.ephemeral_owner)
+            && ended < sync_invoked_at
+        {
+            violations.push(EphemeralViolation::OutlivedSession {
+                read: op.op_id,
+                client: op.client,
+                path: path.clone(),
+                session: stat.ephemeral_owner,
+                session_ended_at: ended,
+                sync_invoked_at,
+            });
         }
         // 2. Every ephemeral node of a live session.
         for (create, created_path, session, created_at) in &creates {

@@ -59,11 +59,12 @@ impl Violation for SequenceViolation {
     }
 }
 
+/// One acknowledged sequential create: (sequence, name, create, invoked, acknowledged).
+type SequentialCreate = (u64, String, OpId, SimTime, SimTime);
+
 /// Every duplicate or out-of-order sequential name.
 pub fn check(history: &History) -> Vec<SequenceViolation> {
-    // parent -> (sequence, name, create, invoked, acknowledged)
-    let mut by_parent: BTreeMap<String, Vec<(u64, String, OpId, SimTime, SimTime)>> =
-        BTreeMap::new();
+    let mut by_parent: BTreeMap<String, Vec<SequentialCreate>> = BTreeMap::new();
     for op in zk_operations(history) {
         let ZkOperation::Create { mode, .. } = op.operation else {
             continue;

@@ -274,13 +274,13 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
                         );
                     } else if let (Some(data), Fact::Set { data: written, .. }) =
                         (data, &write.fact)
+                        && stat.mzxid == mzxid
+                        && data != written
                     {
-                        if stat.mzxid == mzxid && data != written {
-                            report(
-                                write,
-                                format!("data {data:?} at mzxid {mzxid:#x}, written {written:?}"),
-                            );
-                        }
+                        report(
+                            write,
+                            format!("data {data:?} at mzxid {mzxid:#x}, written {written:?}"),
+                        );
                     }
                 }
                 None => {

@@ -125,15 +125,15 @@ pub fn check(history: &History) -> Vec<WatchOrderViolation> {
             }) => {
                 delivered.entry(*op_id).or_insert(record.at);
                 let key = (client, *process, *session);
-                if let Some(&earlier) = last.get(&key) {
-                    if *zxid < earlier.1 {
-                        violations.push(WatchOrderViolation::OutOfOrder {
-                            client,
-                            session: *session,
-                            earlier,
-                            later: (*op_id, *zxid, record.at),
-                        });
-                    }
+                if let Some(&earlier) = last.get(&key)
+                    && *zxid < earlier.1
+                {
+                    violations.push(WatchOrderViolation::OutOfOrder {
+                        client,
+                        session: *session,
+                        earlier,
+                        later: (*op_id, *zxid, record.at),
+                    });
                 }
                 last.insert(key, (*op_id, *zxid, record.at));
             }

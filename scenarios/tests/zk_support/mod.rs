@@ -214,11 +214,10 @@ async fn worker(ensemble: ZkEnsemble, context: NodeContext, process: u32, stop: 
             }
             76..=81 => {
                 let path = format!("/e/p{process}");
-                match zk.create(&path, &value, CreateMode::Ephemeral).await {
-                    Err(ZkClientError::Api(_)) => {
-                        let _ = zk.delete(&path, None).await;
-                    }
-                    _ => {}
+                if let Err(ZkClientError::Api(_)) =
+                    zk.create(&path, &value, CreateMode::Ephemeral).await
+                {
+                    let _ = zk.delete(&path, None).await;
                 }
             }
             82..=87 => {
@@ -227,10 +226,10 @@ async fn worker(ensemble: ZkEnsemble, context: NodeContext, process: u32, stop: 
                 }
             }
             88..=92 => {
-                if let Ok((children, _)) = zk.get_children("/q").await {
-                    if let Some(child) = children.first() {
-                        let _ = zk.delete(&format!("/q/{child}"), None).await;
-                    }
+                if let Ok((children, _)) = zk.get_children("/q").await
+                    && let Some(child) = children.first()
+                {
+                    let _ = zk.delete(&format!("/q/{child}"), None).await;
                 }
             }
             _ => {
