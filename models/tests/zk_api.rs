@@ -339,3 +339,53 @@ fn reads_wait_behind_the_same_sessions_writes() {
         assert_eq!(stat.mzxid, written.unwrap().mzxid);
     });
 }
+
+#[test]
+fn bad_configurations_are_typed_errors_not_panics() {
+    use models::zab::ConfigError;
+    use sim::NodeId;
+    World::builder()
+        .seed(Seed::new(17))
+        .servers(3)
+        .clients(1)
+        .build()
+        .unwrap()
+        .run(|sim: Sim| async move {
+            let mut config = ZkEnsembleConfig::new(vec![NodeId::server(0), NodeId::server(7)]);
+            assert_eq!(
+                ZkEnsemble::new(&sim, config.clone()).err(),
+                Some(ConfigError::NotInWorld {
+                    node: NodeId::server(7)
+                })
+            );
+            config.servers = vec![];
+            assert_eq!(
+                ZkEnsemble::new(&sim, config.clone()).err(),
+                Some(ConfigError::EmptyEnsemble)
+            );
+            config.servers = sim.servers();
+            config.tick = Duration::ZERO;
+            assert_eq!(
+                ZkEnsemble::new(&sim, config).err(),
+                Some(ConfigError::ZeroTiming { field: "tick" })
+            );
+            let ensemble = ZkEnsemble::new(&sim, ZkEnsembleConfig::new(sim.servers())).unwrap();
+            let node = sim.clients()[0];
+            let context = sim.node(node);
+            sim.spawn(node, async move {
+                let mut config = ensemble.client_config(0);
+                config.servers = vec![NodeId::server(9)];
+                assert_eq!(
+                    ensemble.connect(&context, config.clone()).await.err(),
+                    Some(ZkClientError::UnknownServer(NodeId::server(9)))
+                );
+                config.servers = vec![];
+                assert_eq!(
+                    ensemble.connect(&context, config).await.err(),
+                    Some(ZkClientError::NoServers)
+                );
+            })
+            .await
+            .unwrap();
+        });
+}

@@ -182,6 +182,11 @@ pub enum ConfigError {
         /// The node.
         node: NodeId,
     },
+    /// A server that is not in the simulated world.
+    NotInWorld {
+        /// The node.
+        node: NodeId,
+    },
     /// A zero duration or count where a positive one is needed.
     ZeroTiming {
         /// Which field.
@@ -196,6 +201,7 @@ impl fmt::Display for ConfigError {
             ConfigError::NotAMember { me } => write!(f, "{me} is not in the ensemble"),
             ConfigError::Duplicate { server } => write!(f, "{server} is listed twice"),
             ConfigError::NotAServer { node } => write!(f, "{node} is not a server node"),
+            ConfigError::NotInWorld { node } => write!(f, "{node} is not in the world"),
             ConfigError::ZeroTiming { field } => write!(f, "{field} must be positive"),
         }
     }

@@ -78,6 +78,8 @@ pub enum ZkClientError {
     Closed,
     /// The configuration names no server.
     NoServers,
+    /// The configuration names a node that is not a server of this world.
+    UnknownServer(NodeId),
 }
 
 impl fmt::Display for ZkClientError {
@@ -88,6 +90,9 @@ impl fmt::Display for ZkClientError {
             ZkClientError::SessionExpired => write!(f, "session expired"),
             ZkClientError::Closed => write!(f, "client closed"),
             ZkClientError::NoServers => write!(f, "no servers configured"),
+            ZkClientError::UnknownServer(node) => {
+                write!(f, "{node} is not a server of this world")
+            }
         }
     }
 }
@@ -172,6 +177,8 @@ struct ClientState {
     pending: BTreeMap<u64, PendingCall>,
     waiting_for_connection: Vec<async_channel::Sender<()>>,
     watches: BTreeMap<(String, WatchKind), Vec<Registration>>,
+    /// Protected creates made so far (part of each GUID).
+    protected_creates: u64,
 }
 
 struct Shared {
@@ -244,6 +251,14 @@ impl ZkClient {
         if config.servers.is_empty() {
             return Err(ZkClientError::NoServers);
         }
+        let world = context.sim().config();
+        if let Some(&node) = config
+            .servers
+            .iter()
+            .find(|node| !node.is_server() || !world.contains(**node))
+        {
+            return Err(ZkClientError::UnknownServer(node));
+        }
         let timeout_ms = u64::try_from(config.session_timeout.as_millis()).unwrap_or(u64::MAX);
         let patience = config.connect_patience;
         let shared = Arc::new(Shared {
@@ -259,6 +274,7 @@ impl ZkClient {
                 pending: BTreeMap::new(),
                 waiting_for_connection: Vec::new(),
                 watches: BTreeMap::new(),
+                protected_creates: 0,
             }),
         });
         let client = ZkClient { shared };
@@ -705,12 +721,24 @@ impl ZkClient {
         if let Err(error) = path::validate_create(path, sequential) {
             return Err(ZkClientError::Api(error));
         }
-        let guid: u128 = self
+        // Unique in the run: the session id (a zxid) and a per-session counter, mixed with
+        // the node's random stream so names do not reveal them.
+        let (session, count) = {
+            let mut state = self.shared.lock();
+            state.protected_creates += 1;
+            (state.session.unwrap_or(0), state.protected_creates)
+        };
+        let noise: u64 = self
             .shared
             .context
             .rng(&format!("zk-protected-create-{}", self.process()))
-            .r#gen::<u128>()
-            ^ u128::from(self.shared.lock().next_xid);
+            .r#gen();
+        let mut hasher = sim::digest::StableHasher::new();
+        hasher.write_u64(session);
+        hasher.write_u64(count);
+        hasher.write_u64(noise);
+        let guid =
+            (u128::from(hasher.finish().0) << 64) | u128::from(session ^ count.rotate_left(48));
         let parent = path::parent(path).to_string();
         let marker = format!("_c_{guid:032x}-");
         let protected = path::join(&parent, &format!("{marker}{}", path::name(path)));

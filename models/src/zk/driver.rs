@@ -91,6 +91,13 @@ impl ZkEnsemble {
         if config.servers.is_empty() {
             return Err(ConfigError::EmptyEnsemble);
         }
+        if let Some(&node) = config
+            .servers
+            .iter()
+            .find(|node| !sim.config().contains(**node))
+        {
+            return Err(ConfigError::NotInWorld { node });
+        }
         Ok(Self {
             config: Arc::new(config),
             peers: sim.stream_network(),
