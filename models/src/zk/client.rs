@@ -400,30 +400,33 @@ impl ZkClient {
                     Phase::Connected { connection } => {
                         let connection = connection.clone();
                         if connection.is_broken() {
-                            // Broken before the connection manager noticed: drop it now
-                            // (requests already sent on it fail with ConnectionLoss) and
-                            // wait for a new one; this request was not sent.
-                            lose_connection(shared, &mut state, connection.peer());
-                            continue;
-                        }
-                        state.next_xid += 1;
-                        let xid = state.next_xid;
-                        let (sender, receiver) = async_channel::bounded(1);
-                        state.pending.insert(
-                            xid,
-                            PendingCall {
-                                op_id,
-                                reply: sender,
-                                watch: watch.take(),
-                            },
-                        );
-                        let request = request.take().expect("sent once");
-                        match connection.send(ClientMessage::Request { xid, request }) {
-                            Ok(()) => Step::AwaitReply(receiver),
-                            Err(_) => {
-                                state.pending.remove(&xid);
-                                shared.complete(op_id, unknown("connection loss"));
-                                Step::Done(Err(ZkClientError::ConnectionLoss))
+                            // Closing: the connection manager is still reading what the
+                            // server sent before the close (watch events, replies), after
+                            // which it reconnects. This request was not sent; wait for the
+                            // next connection.
+                            let (sender, waiter) = async_channel::bounded(1);
+                            state.waiting_for_connection.push(sender);
+                            Step::WaitForConnection(waiter)
+                        } else {
+                            state.next_xid += 1;
+                            let xid = state.next_xid;
+                            let (sender, receiver) = async_channel::bounded(1);
+                            state.pending.insert(
+                                xid,
+                                PendingCall {
+                                    op_id,
+                                    reply: sender,
+                                    watch: watch.take(),
+                                },
+                            );
+                            let request = request.take().expect("sent once");
+                            match connection.send(ClientMessage::Request { xid, request }) {
+                                Ok(()) => Step::AwaitReply(receiver),
+                                Err(_) => {
+                                    state.pending.remove(&xid);
+                                    shared.complete(op_id, unknown("connection loss"));
+                                    Step::Done(Err(ZkClientError::ConnectionLoss))
+                                }
                             }
                         }
                     }
@@ -938,9 +941,9 @@ async fn run_connection(shared: Arc<Shared>) {
                     }
                     if now >= next_ping {
                         next_ping = now + ping_interval;
-                        if connection.send(ClientMessage::Ping).is_err() {
-                            break;
-                        }
+                        // A failed send means the server closed: keep reading what it sent
+                        // before closing; the receive reports the end.
+                        let _ = connection.send(ClientMessage::Ping);
                     }
                 }
             }

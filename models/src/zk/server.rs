@@ -19,11 +19,11 @@
 
 use super::{
     prep,
-    sessions::SessionTracker,
+    sessions::{SessionStatus, SessionTracker},
     tree::DataTree,
     txn::{ApplyOutcome, CloseReason, SessionId, Txn, TxnBody, TxnResult},
     watches::WatchManager,
-    wire::{ClientMessage, ClientRequest, LeaderRequest, Refusal, ServerMessage},
+    wire::{ClientMessage, ClientRequest, LeaderRequest, Refusal, Revalidation, ServerMessage},
 };
 use crate::zab::{
     ConfigError, Effect, Link, LinkDirection, Notification, PeerMessage, PersistToken,
@@ -98,7 +98,7 @@ pub enum ServerEffect {
 enum ConnState {
     AwaitingConnect,
     Creating { token: u64 },
-    Revalidating { token: u64 },
+    Revalidating { token: u64, session: SessionId },
     Attached { session: SessionId },
 }
 
@@ -462,22 +462,20 @@ impl ZkServer {
             }
             ServerMessage::Revalidate { session, token } => {
                 if self.leader.is_some() {
-                    let timeout_ms = self.revalidate_at_leader(session, now);
+                    let answer = self.revalidate_at_leader(session, now);
                     self.core.send_to_follower(
                         from,
                         ServerMessage::Revalidated {
                             session,
                             token,
-                            timeout_ms,
+                            answer,
                         },
                     );
                 }
             }
-            ServerMessage::Revalidated {
-                session,
-                token,
-                timeout_ms,
-            } => self.finish_revalidation(token, session, timeout_ms),
+            ServerMessage::Revalidated { token, answer, .. } => {
+                self.finish_revalidation(token, answer)
+            }
             ServerMessage::SyncDone { session, cxid } => {
                 let zxid = self.core.last_applied().as_u64();
                 self.answer_forwarded(session, cxid, zxid, Ok(ZkResponse::Synced));
@@ -485,12 +483,21 @@ impl ZkServer {
         }
     }
 
-    fn revalidate_at_leader(&mut self, session: SessionId, now: LocalTime) -> Option<u64> {
-        let leader = self.leader.as_mut()?;
-        if !leader.tracker.touch(session, now) {
-            return None;
+    fn revalidate_at_leader(&mut self, session: SessionId, now: LocalTime) -> Revalidation {
+        let Some(leader) = self.leader.as_mut() else {
+            return Revalidation::Undecided;
+        };
+        match leader.tracker.status(session) {
+            SessionStatus::Live => {
+                leader.tracker.touch(session, now);
+                match leader.prepared.sessions().get(&session) {
+                    Some(&timeout_ms) => Revalidation::Live { timeout_ms },
+                    None => Revalidation::Undecided,
+                }
+            }
+            SessionStatus::Closing => Revalidation::Undecided,
+            SessionStatus::Gone => Revalidation::Expired,
         }
-        leader.prepared.sessions().get(&session).copied()
     }
 
     fn on_connect(
@@ -526,11 +533,11 @@ impl ZkServer {
                 );
             }
             Some(session) => {
-                conn.state = ConnState::Revalidating { token };
+                conn.state = ConnState::Revalidating { token, session };
                 self.revalidating.insert(token, link);
                 if self.leader.is_some() {
-                    let timeout_ms = self.revalidate_at_leader(session, now);
-                    self.finish_revalidation(token, session, timeout_ms);
+                    let answer = self.revalidate_at_leader(session, now);
+                    self.finish_revalidation(token, answer);
                 } else if !self
                     .core
                     .send_to_leader(ServerMessage::Revalidate { session, token })
@@ -541,13 +548,18 @@ impl ZkServer {
         }
     }
 
-    fn finish_revalidation(&mut self, token: u64, session: SessionId, timeout_ms: Option<u64>) {
+    fn finish_revalidation(&mut self, token: u64, answer: Revalidation) {
         let Some(link) = self.revalidating.remove(&token) else {
             return;
         };
-        match timeout_ms {
-            Some(timeout_ms) => self.attach(link, session, timeout_ms),
-            None => self.refuse(link, Refusal::SessionExpired),
+        let session = match self.clients.get(&link).map(|conn| conn.state) {
+            Some(ConnState::Revalidating { session, .. }) => session,
+            _ => return,
+        };
+        match answer {
+            Revalidation::Live { timeout_ms } => self.attach(link, session, timeout_ms),
+            Revalidation::Expired => self.refuse(link, Refusal::SessionExpired),
+            Revalidation::Undecided => self.refuse(link, Refusal::NotServing),
         }
     }
 
@@ -899,7 +911,7 @@ impl ZkServer {
             ConnState::Creating { token } => {
                 self.creating.remove(&token);
             }
-            ConnState::Revalidating { token } => {
+            ConnState::Revalidating { token, .. } => {
                 self.revalidating.remove(&token);
             }
             ConnState::AwaitingConnect => {}

@@ -24,6 +24,18 @@ struct Tracked {
     state: SessionState,
 }
 
+/// What the leader knows of a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionStatus {
+    /// Live.
+    Live,
+    /// Its close is proposed but not committed: the session is not gone yet, and may not
+    /// be (this leader may have been deposed without knowing).
+    Closing,
+    /// Not tracked: its close is committed (or it never existed).
+    Gone,
+}
+
 /// Live sessions and when each expires unless touched.
 #[derive(Clone, Debug, Default)]
 pub struct SessionTracker {
@@ -54,6 +66,15 @@ impl SessionTracker {
                 state: SessionState::Live,
             },
         );
+    }
+
+    /// What the leader knows of a session.
+    pub fn status(&self, session: SessionId) -> SessionStatus {
+        match self.sessions.get(&session) {
+            Some(tracked) if tracked.state == SessionState::Live => SessionStatus::Live,
+            Some(_) => SessionStatus::Closing,
+            None => SessionStatus::Gone,
+        }
     }
 
     /// Whether the session is live (known and not closing).
@@ -122,6 +143,8 @@ mod tests {
         assert_eq!(tracker.expired(LocalTime::from_millis(1_000)), vec![7]);
         tracker.mark_closing(7);
         assert!(!tracker.is_live(7));
+        assert_eq!(tracker.status(7), SessionStatus::Closing);
+        assert_eq!(tracker.status(8), SessionStatus::Gone);
         assert!(!tracker.touch(7, LocalTime::from_millis(1_001)));
         assert_eq!(tracker.expired(LocalTime::from_millis(1_900)), vec![9]);
         // A new leader at local time 5 s: full timeouts from then.

@@ -159,6 +159,22 @@ pub enum LeaderRequest {
     CloseSession,
 }
 
+/// The leader's answer to "may this session attach?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revalidation {
+    /// Yes: the session is live, with this timeout.
+    Live {
+        /// The session timeout.
+        timeout_ms: u64,
+    },
+    /// No: the session's close is committed; the client must be told it expired.
+    Expired,
+    /// Not now: the session's close is proposed but not committed (this leader may even be
+    /// deposed); the client should try again elsewhere. Telling it "expired" now could be
+    /// false, and would make it abandon ephemeral nodes that still exist.
+    Undecided,
+}
+
 /// Server ↔ server messages of the ZooKeeper layer, carried in ZAB's FIFO connections.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServerMessage {
@@ -189,8 +205,8 @@ pub enum ServerMessage {
         session: SessionId,
         /// The token.
         token: u64,
-        /// Its timeout, if the session is live.
-        timeout_ms: Option<u64>,
+        /// The answer.
+        answer: Revalidation,
     },
     /// Leader → follower: everything before this sync is committed (only with the
     /// `zab.sync_not_quorum` bug; the correct model orders syncs through the broadcast).
