@@ -5,6 +5,9 @@
 //! future changes, you must set another watch"; a watch set by a read fires when the data
 //! it watches changes (ZooKeeper Programmer's Guide, *ZooKeeper Watches*). Watches survive
 //! reconnection to another server (the client re-registers them) but not session expiry.
+//! One documented exception: "a watch for the existence of a znode not yet created will be
+//! missed if the znode is created and deleted while disconnected", so an exists watch whose
+//! client was disconnected after setting it is not required to fire.
 
 use super::zk_operations::{ZkOp, parent_of, session_ends, zk_operations};
 use crate::Violation;
@@ -128,8 +131,12 @@ pub fn check(history: &History, settle: Duration) -> Vec<WatchDeliveryViolation>
     let mut registrations: BTreeMap<OpId, Registration> = BTreeMap::new();
     let mut deliveries: BTreeMap<OpId, Vec<SimTime>> = BTreeMap::new();
     let mut crashed: BTreeMap<NodeId, SimTime> = BTreeMap::new();
+    let mut disconnections: BTreeMap<u64, Vec<SimTime>> = BTreeMap::new();
     for record in history.records() {
         match (&record.event, record.node) {
+            (Event::Zk(ZkEvent::Disconnected { session, .. }), _) => {
+                disconnections.entry(*session).or_default().push(record.at);
+            }
             (
                 Event::Zk(ZkEvent::WatchRegistered {
                     session,
@@ -177,11 +184,15 @@ pub fn check(history: &History, settle: Duration) -> Vec<WatchDeliveryViolation>
         }
     }
     for (op_id, registration) in &registrations {
+        let disconnected_since = disconnections
+            .get(&registration.session)
+            .is_some_and(|times| times.iter().any(|at| *at > registration.at));
         if deliveries.contains_key(op_id)
             || ends.contains_key(&registration.session)
             || crashed
                 .get(&registration.client)
                 .is_some_and(|at| *at > registration.at)
+            || (registration.kind == WatchKind::Exists && disconnected_since)
         {
             continue;
         }
