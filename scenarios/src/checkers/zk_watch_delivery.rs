@@ -270,4 +270,32 @@ mod tests {
             }]
         ));
     }
+    #[test]
+    fn an_exists_watch_may_miss_a_create_while_disconnected() {
+        use sim::history::zk::CreateMode;
+        let settle = Duration::from_millis(5);
+        let mut history = vec![
+            registered(10, C1, 1, "/x", WatchKind::Exists),
+            invoke(20, C2, 2, create("/x", CreateMode::Persistent)),
+            ok(21, C2, 2, ZkResponse::Created { path: "/x".into() }),
+            record(100, C1, Event::Note { text: "end".into() }),
+        ];
+        assert_eq!(
+            check(&History::from_records(history.clone()), settle).len(),
+            1
+        );
+        history.insert(
+            1,
+            record(
+                15,
+                C1,
+                Event::Zk(ZkEvent::Disconnected {
+                    process: 0,
+                    session: 7,
+                    server: NodeId::server(0),
+                }),
+            ),
+        );
+        assert!(check(&History::from_records(history), settle).is_empty());
+    }
 }
