@@ -1,2 +1,6 @@
-//! The stores and their clients. (Filled in by the Raft, ZAB and recipe issues.)
+//! The stores and their clients.
+//!
+//! - [`raft`]: the Raft consensus core (sans-IO) and its driver.
 #![deny(missing_docs)]
+
+pub mod raft;
