@@ -26,3 +26,6 @@ pub use effect::{DurableWrite, Effect, Observation};
 pub use log::RaftLog;
 pub use message::{AppendOutcome, Message};
 pub use types::{Entry, EntryPayload, HardState, PersistId, ReadRequestId};
+
+#[cfg(test)]
+mod tests;
