@@ -1,6 +1,8 @@
 //! The stores and their clients.
 //!
 //! - [`raft`]: the Raft consensus core (sans-IO) and its driver.
+//! - [`etcd`]: the etcd-like store on Raft: MVCC, leases, watches, server and client.
 #![deny(missing_docs)]
 
+pub mod etcd;
 pub mod raft;
