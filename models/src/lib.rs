@@ -5,4 +5,5 @@
 #![deny(missing_docs)]
 
 pub mod etcd;
+mod local_queue;
 pub mod raft;

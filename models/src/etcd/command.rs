@@ -31,10 +31,13 @@ pub enum StoreCommand {
         /// Lease id.
         lease: u64,
     },
-    /// The leader's lessor found the lease expired: revoke it, deleting its keys.
+    /// The leader's lessor found the lease expired: revoke it, deleting its keys — unless
+    /// it was renewed since the leader looked (`renewals` no longer matches).
     LeaseExpire {
         /// Lease id.
         lease: u64,
+        /// The lease's renewal count the leader saw.
+        renewals: u64,
     },
     /// The leader's remaining time for each lease, so that a new leader does not restart
     /// TTLs from scratch (etcd lease checkpointing, etcd#9924).

@@ -27,6 +27,9 @@ pub struct LeaseRecord {
     pub checkpointed_remaining_ms: Option<u64>,
     /// Keys attached to the lease.
     pub keys: BTreeSet<String>,
+    /// Keep-alives applied so far: an expiry proposed for an older count is void (a
+    /// keep-alive won the race in the log).
+    pub renewals: u64,
 }
 
 /// The replicated lease table.
@@ -53,6 +56,7 @@ impl LeaseTable {
                 ttl_ms,
                 checkpointed_remaining_ms: None,
                 keys: BTreeSet::new(),
+                renewals: 0,
             },
         );
     }
@@ -64,6 +68,7 @@ impl LeaseTable {
     pub(super) fn renew(&mut self, lease: u64) -> Option<u64> {
         let record = self.leases.get_mut(&lease)?;
         record.checkpointed_remaining_ms = None;
+        record.renewals += 1;
         Some(record.ttl_ms)
     }
 
@@ -121,8 +126,10 @@ impl Lessor {
         self.primary
     }
 
-    /// This server became leader: start every lease's clock.
-    pub fn promote(&mut self, now: LocalTime, table: &LeaseTable) {
+    /// This server became leader: start every lease's clock, `extend` later than its
+    /// remaining time (etcd extends by an election timeout, so that renewals sent to the
+    /// old leader just before it fell are not lost).
+    pub fn promote(&mut self, now: LocalTime, table: &LeaseTable, extend: Duration) {
         self.primary = true;
         self.expiring.clear();
         self.deadlines = table
@@ -134,7 +141,7 @@ impl Lessor {
                     }
                     PromotionTtl::ResetToFullTtl => record.ttl_ms,
                 };
-                (lease, now + Duration::from_millis(remaining_ms))
+                (lease, now + Duration::from_millis(remaining_ms) + extend)
             })
             .collect();
     }
@@ -228,16 +235,16 @@ mod tests {
         table.grant(7, 1_000);
         table.checkpoint(7, 300);
         let mut correct = Lessor::new(PromotionTtl::Checkpointed);
-        correct.promote(ms(5_000), &table);
+        correct.promote(ms(5_000), &table, Duration::ZERO);
         assert_eq!(correct.next_deadline(), Some(ms(5_300)));
         let mut buggy = Lessor::new(PromotionTtl::ResetToFullTtl);
-        buggy.promote(ms(5_000), &table);
+        buggy.promote(ms(5_000), &table, Duration::ZERO);
         assert_eq!(buggy.next_deadline(), Some(ms(6_000)));
         assert!(buggy.checkpoints(ms(5_000)).is_empty());
         // A keep-alive restores the full TTL for the next leader.
         table.renew(7);
-        correct.promote(ms(9_000), &table);
-        assert_eq!(correct.next_deadline(), Some(ms(10_000)));
+        correct.promote(ms(9_000), &table, Duration::from_millis(50));
+        assert_eq!(correct.next_deadline(), Some(ms(10_050)));
     }
 
     #[test]
@@ -246,7 +253,7 @@ mod tests {
         table.grant(1, 100);
         let mut lessor = Lessor::new(PromotionTtl::Checkpointed);
         assert!(lessor.take_expired(ms(1_000)).is_empty());
-        lessor.promote(ms(0), &table);
+        lessor.promote(ms(0), &table, Duration::ZERO);
         assert!(lessor.take_expired(ms(99)).is_empty());
         assert_eq!(lessor.take_expired(ms(100)), vec![1]);
         assert!(lessor.take_expired(ms(200)).is_empty());

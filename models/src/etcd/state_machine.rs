@@ -146,8 +146,9 @@ impl StoreStateMachine {
                 }
                 None => ApplyResult::Kv(Err(KvError::LeaseNotFound { lease: *lease })),
             },
-            StoreCommand::LeaseExpire { lease } => {
-                if self.revoke(*lease).is_some() {
+            StoreCommand::LeaseExpire { lease, renewals } => {
+                let current = self.leases.get(*lease).map(|record| record.renewals);
+                if current == Some(*renewals) && self.revoke(*lease).is_some() {
                     lease_change = Some(LeaseChange::Removed {
                         lease: *lease,
                         expired: true,
@@ -452,7 +453,24 @@ mod tests {
         result(machine.apply(8, &kv(put("z", "1", None)))).unwrap();
         // Re-putting y without the lease detaches it.
         result(machine.apply(9, &kv(put("y", "2", None)))).unwrap();
-        let outcome = machine.apply(10, &StoreCommand::LeaseExpire { lease: 5 });
+        let stale = machine.apply(
+            10,
+            &StoreCommand::LeaseExpire {
+                lease: 5,
+                renewals: 1,
+            },
+        );
+        assert_eq!(
+            stale.lease_change, None,
+            "an expiry for another renewal count is void"
+        );
+        let outcome = machine.apply(
+            11,
+            &StoreCommand::LeaseExpire {
+                lease: 5,
+                renewals: 0,
+            },
+        );
         assert_eq!(outcome.changed_revision, Some(6));
         assert_eq!(
             outcome.lease_change,

@@ -582,8 +582,9 @@ impl<C: Clone> RaftCore<C> {
         self.update_timer();
     }
 
-    pub(super) fn update_timer(&mut self) {
-        let next = match &self.role {
+    /// When [`RaftCore::tick`] is next due (the last [`Effect::SetTimer`]).
+    pub fn timer_deadline(&self) -> LocalTime {
+        match &self.role {
             Role::Leader(leader) => {
                 if self.config.has(RaftBug::NoPreVoteNoCheckQuorum) {
                     leader.heartbeat_deadline
@@ -592,7 +593,11 @@ impl<C: Clone> RaftCore<C> {
                 }
             }
             _ => self.election_deadline,
-        };
+        }
+    }
+
+    pub(super) fn update_timer(&mut self) {
+        let next = self.timer_deadline();
         if self.armed_timer != Some(next) {
             self.armed_timer = Some(next);
             self.output.push(Effect::SetTimer { at: next });

@@ -12,6 +12,7 @@
 
 mod config;
 mod core;
+pub mod driver;
 mod effect;
 mod election;
 mod log;
