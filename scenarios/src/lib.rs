@@ -8,6 +8,8 @@
 #![deny(missing_docs)]
 
 pub mod checkers;
+pub mod kv_history;
+pub mod lease_history;
 pub mod strategies;
 pub mod sweep;
 mod violation;
