@@ -86,9 +86,12 @@ pub(super) enum Role {
     PreCandidate {
         granted: BTreeSet<NodeId>,
     },
-    /// Collecting votes; its own vote counts once it is durable.
+    /// Collecting votes; its own vote counts once it is durable. Unanswered vote requests
+    /// are sent again every heartbeat interval (Raft §5.1: servers retry RPCs that get no
+    /// timely answer).
     Candidate {
         granted: BTreeSet<NodeId>,
+        retry_at: LocalTime,
     },
     Leader(Box<LeaderState>),
 }
@@ -308,6 +311,8 @@ impl<C: Clone> RaftCore<C> {
             _ => {
                 if self.now >= self.election_deadline {
                     self.start_election();
+                } else {
+                    self.retry_vote_requests();
                 }
             }
         }
@@ -371,7 +376,7 @@ impl<C: Clone> RaftCore<C> {
                 }
                 AfterPersist::OwnVote { term } => {
                     if term == self.term {
-                        if let Role::Candidate { granted } = &mut self.role {
+                        if let Role::Candidate { granted, .. } = &mut self.role {
                             granted.insert(self.config.id);
                         }
                         self.maybe_win_election();
@@ -592,6 +597,7 @@ impl<C: Clone> RaftCore<C> {
                     leader.heartbeat_deadline.min(leader.check_quorum_deadline)
                 }
             }
+            Role::Candidate { retry_at, .. } => self.election_deadline.min(*retry_at),
             _ => self.election_deadline,
         }
     }

@@ -64,6 +64,7 @@ impl<C: Clone> RaftCore<C> {
         self.voted_for = Some(self.config.id);
         self.role = Role::Candidate {
             granted: BTreeSet::new(),
+            retry_at: self.now + self.config.heartbeat_interval,
         };
         self.leader = None;
         self.reset_election_deadline();
@@ -83,6 +84,34 @@ impl<C: Clone> RaftCore<C> {
                 to: peer,
                 message: message.clone(),
             });
+        }
+    }
+
+    /// Sends the vote request again to voters that have not granted it yet.
+    pub(super) fn retry_vote_requests(&mut self) {
+        let now = self.now;
+        let interval = self.config.heartbeat_interval;
+        let Role::Candidate { granted, retry_at } = &mut self.role else {
+            return;
+        };
+        if now < *retry_at {
+            return;
+        }
+        *retry_at = now + interval;
+        let waiting: Vec<NodeId> = self
+            .config
+            .voters
+            .iter()
+            .copied()
+            .filter(|voter| *voter != self.config.id && !granted.contains(voter))
+            .collect();
+        let message = Message::RequestVote {
+            term: self.term,
+            last_log_index: self.log.last_index(),
+            last_log_term: self.log.last_term(),
+        };
+        for voter in waiting {
+            self.send_when_durable(voter, message.clone());
         }
     }
 
@@ -157,14 +186,14 @@ impl<C: Clone> RaftCore<C> {
         if !granted {
             return;
         }
-        if let Role::Candidate { granted } = &mut self.role {
+        if let Role::Candidate { granted, .. } = &mut self.role {
             granted.insert(from);
         }
         self.maybe_win_election();
     }
 
     pub(super) fn maybe_win_election(&mut self) {
-        if let Role::Candidate { granted } = &self.role {
+        if let Role::Candidate { granted, .. } = &self.role {
             if granted.len() >= self.config.quorum() {
                 self.become_leader();
             }

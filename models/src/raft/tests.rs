@@ -91,7 +91,8 @@ fn a_single_voter_elects_itself_once_its_vote_is_durable_and_commits_after_fsync
                 id: PersistId(1),
                 write: hard_state(1, Some(S1)),
             },
-            Effect::SetTimer { at: ms(800) },
+            // The vote-request retry comes before the next election timeout.
+            Effect::SetTimer { at: ms(450) },
         ]
     );
     assert_eq!(solo.role(), RoleName::Candidate);

@@ -20,6 +20,8 @@
 //! - `campaign sX` — fire sX's election timer (PreVote first unless the bug disables it).
 //! - `tick sX [ms=M]` — advance sX's clock by M ms (default: to its armed timer) and tick.
 //! - `deliver [from=sX] [to=sY] [drop]` — deliver (or drop) queued messages once.
+//! - `duplicate from=sX to=sY` — the network keeps a delayed copy of those messages.
+//! - `release` — the delayed copies arrive (are queued for delivery again).
 //! - `persist sX...` — make sX's writes durable and release its held messages.
 //! - `propose sX value` — propose a command.
 //! - `read-index sX id` — ask for a linearizable read.
@@ -56,6 +58,7 @@ struct Node {
 pub struct Interaction {
     nodes: BTreeMap<NodeId, Node>,
     in_flight: Vec<(NodeId, NodeId, Message<Command>)>,
+    delayed: Vec<(NodeId, NodeId, Message<Command>)>,
 }
 
 fn node_id(text: &str) -> NodeId {
@@ -174,6 +177,7 @@ impl Interaction {
         Self {
             nodes: BTreeMap::new(),
             in_flight: Vec::new(),
+            delayed: Vec::new(),
         }
     }
 
@@ -335,6 +339,23 @@ impl Interaction {
                     };
                     core.step(node.now, f, message);
                     self.collect(t, &mut out);
+                }
+            }
+            "duplicate" => {
+                let from = keyed("from").map(node_id);
+                let to = keyed("to").map(node_id);
+                for (f, t, message) in &self.in_flight {
+                    if from.is_none_or(|x| x == *f) && to.is_none_or(|x| x == *t) {
+                        writeln!(out, "delayed copy of {f}->{t} {}", render_message(message))
+                            .unwrap();
+                        self.delayed.push((*f, *t, message.clone()));
+                    }
+                }
+            }
+            "release" => {
+                for (f, t, message) in std::mem::take(&mut self.delayed) {
+                    writeln!(out, "released {f}->{t} {}", render_message(&message)).unwrap();
+                    self.in_flight.push((f, t, message));
                 }
             }
             "persist" => {
