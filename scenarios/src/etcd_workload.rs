@@ -3,7 +3,7 @@
 //!
 //! This module drives `models`; the checkers never do (they read only the history).
 
-use models::etcd::{EtcdClient, EtcdCluster, EtcdConfig, KnownBug, kv_response};
+use models::etcd::{ClientConfig, EtcdClient, EtcdCluster, EtcdConfig, KnownBug, kv_response};
 use rand::Rng;
 use sim::{
     NodeId, RunOutcome, Seed, World,
@@ -31,6 +31,95 @@ pub enum Faults {
     Swarm(SwarmConfig),
     /// An explicit schedule.
     Plan(FaultPlan),
+    /// Crash the current leader again and again (after a random delay), restart crashed
+    /// servers so that a majority stays up, and partition at random — like the "Figure 8"
+    /// tests of MIT 6.824. Runs for `phase`, then heals everything.
+    LeaderKiller(LeaderKiller),
+    /// Every `interval`, cut the current leader off from the other servers for `duration`,
+    /// together with the first `with_clients` client nodes (which can then reach only it).
+    CutOffLeader {
+        /// How long the nemesis runs.
+        phase: Duration,
+        /// Time between cuts.
+        interval: Duration,
+        /// How long each cut lasts.
+        duration: Duration,
+        /// Client nodes cut off with the leader.
+        with_clients: usize,
+        /// Drift of the cut-off leader's clock while it is cut off (negative: slow), ppm.
+        leader_drift_ppm: i32,
+    },
+    /// Once a leader is elected, cut one follower off for `cut`, then reconnect it for
+    /// `reconnect`, `rounds` times: a flapping link.
+    FlapFollower {
+        /// How long each cut lasts.
+        cut: Duration,
+        /// How long the follower is reconnected between cuts.
+        reconnect: Duration,
+        /// Number of cuts.
+        rounds: u32,
+    },
+}
+
+/// The operations a workload issues, in percent (the rest are deletes).
+#[derive(Clone, Copy, Debug)]
+pub struct OperationMix {
+    /// Puts.
+    pub put_percent: u32,
+    /// Linearizable gets.
+    pub get_percent: u32,
+    /// Serializable gets.
+    pub serializable_get_percent: u32,
+    /// Compare-and-put transactions.
+    pub txn_percent: u32,
+}
+
+impl Default for OperationMix {
+    fn default() -> Self {
+        Self {
+            put_percent: 45,
+            get_percent: 35,
+            serializable_get_percent: 5,
+            txn_percent: 10,
+        }
+    }
+}
+
+/// Parameters of [`Faults::LeaderKiller`].
+#[derive(Clone, Copy, Debug)]
+pub struct LeaderKiller {
+    /// How long the nemesis runs.
+    pub phase: Duration,
+    /// Longest wait before crashing a leader (the wait is random in `0..=this`).
+    pub max_delay: Duration,
+    /// Percent chance, per round, that the leader is crashed (otherwise a random server).
+    pub leader_percent: u32,
+    /// Percent chance, per round, of cutting the leader off from the other servers (but not
+    /// from the clients, so it keeps appending writes it cannot commit) for a while and
+    /// then crashing it.
+    pub strand_leader_percent: u32,
+}
+
+/// Adjusts the store configuration of a workload (Raft timing, batch sizes, …).
+#[derive(Clone)]
+pub struct Tuning(pub Arc<dyn Fn(&mut EtcdConfig) + Send + Sync>);
+
+impl Tuning {
+    /// No adjustment.
+    pub fn none() -> Self {
+        Self(Arc::new(|_| {}))
+    }
+
+    /// This adjustment.
+    pub fn with(adjust: impl Fn(&mut EtcdConfig) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(adjust))
+    }
+}
+
+impl std::fmt::Debug for Tuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tuning(..)")
+    }
 }
 
 /// A key-value workload on the Raft store.
@@ -55,9 +144,19 @@ pub struct KvWorkload {
     /// Known-bug variants switched on.
     pub bugs: Vec<KnownBug>,
     /// Store configuration tweaks applied after the defaults (e.g. Raft timing).
-    pub tune: fn(&mut EtcdConfig),
-    /// Datagram duplication rate at the start (as `Ratio` numerator per 100).
+    pub tune: Tuning,
+    /// Datagram duplication rate at the start, percent.
     pub duplication_percent: u32,
+    /// Datagram loss rate at the start, percent.
+    pub loss_percent: u32,
+    /// What the clients do.
+    pub mix: OperationMix,
+    /// Client timing.
+    pub client: ClientConfig,
+    /// Disk sync latency range, if not the world's default.
+    pub disk_sync_latency: Option<(Duration, Duration)>,
+    /// One-way network latency range, if not the world's default.
+    pub network_latency: Option<(Duration, Duration)>,
 }
 
 impl Default for KvWorkload {
@@ -72,8 +171,13 @@ impl Default for KvWorkload {
             settle: Duration::from_secs(3),
             faults: Faults::None,
             bugs: Vec::new(),
-            tune: |_| {},
+            tune: Tuning::none(),
             duplication_percent: 0,
+            loss_percent: 0,
+            mix: OperationMix::default(),
+            client: ClientConfig::default(),
+            disk_sync_latency: None,
+            network_latency: None,
         }
     }
 }
@@ -104,13 +208,29 @@ pub fn run(seed: Seed, workload: &KvWorkload) -> KvRun {
     if workload.duplication_percent > 0 {
         builder = builder.duplication(sim::Ratio::new(workload.duplication_percent, 100));
     }
+    if workload.loss_percent > 0 {
+        builder = builder.packet_loss(sim::Ratio::new(workload.loss_percent, 100));
+    }
+    if let Some((min, max)) = workload.disk_sync_latency {
+        builder = builder.disk_sync_latency(min..=max);
+    }
+    if let Some((min, max)) = workload.network_latency {
+        builder = builder.latency(min..=max);
+    }
     builder = match &workload.faults {
         Faults::None => builder,
         Faults::Swarm(swarm) => builder.swarm_faults(swarm.clone()),
         Faults::Plan(plan) => builder.fault_plan(plan.clone()),
+        Faults::LeaderKiller(_) | Faults::CutOffLeader { .. } | Faults::FlapFollower { .. } => {
+            builder
+        }
     };
     let world = builder.build().expect("a valid workload world");
     let has_faults = !world.fault_plan().faults.is_empty();
+    let directed = matches!(
+        workload.faults,
+        Faults::LeaderKiller(_) | Faults::CutOffLeader { .. } | Faults::FlapFollower { .. }
+    );
     let final_reads_from = Arc::new(AtomicU64::new(u64::MAX));
     let final_read_succeeded = Arc::new(AtomicBool::new(false));
     let acknowledged = Arc::new(AtomicU64::new(0));
@@ -122,7 +242,7 @@ pub fn run(seed: Seed, workload: &KvWorkload) -> KvRun {
     );
     let outcome = world.run(move |sim| async move {
         let mut config = EtcdConfig::new(&sim.servers()).with_bugs(workload.bugs.iter().copied());
-        (workload.tune)(&mut config);
+        (workload.tune.0)(&mut config);
         let cluster = EtcdCluster::start(&sim, config);
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::new();
@@ -134,7 +254,8 @@ pub fn run(seed: Seed, workload: &KvWorkload) -> KvRun {
                 workers.push(sim.spawn(client, async move {
                     let mut rng = context.rng(&format!("kv-workload-{process}"));
                     let clock = context.clock().clone();
-                    let mut client = EtcdClient::new(&cluster, context, process);
+                    let mut client =
+                        EtcdClient::new(&cluster, context, process).with_config(workload.client);
                     let mut sequence = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         sequence += 1;
@@ -149,7 +270,9 @@ pub fn run(seed: Seed, workload: &KvWorkload) -> KvRun {
                 }));
             }
         }
-        if has_faults {
+        if directed {
+            run_directed_faults(&sim, &workload.faults).await;
+        } else if has_faults {
             sim.fault_phase_ended().await;
         } else {
             sim.sleep(workload.duration).await;
@@ -192,25 +315,31 @@ fn random_operation(
 ) -> KvOperation {
     let key = format!("{KEY_PREFIX}{}", rng.gen_range(0..workload.keys));
     let value = format!("p{process}-{sequence}-{}", rng.r#gen::<u16>());
-    match rng.gen_range(0..100) {
-        0..45 => KvOperation::Put {
+    let mix = workload.mix;
+    let roll = rng.gen_range(0..100);
+    let puts = mix.put_percent;
+    let gets = puts + mix.get_percent;
+    let serializable = gets + mix.serializable_get_percent;
+    let txns = serializable + mix.txn_percent;
+    match roll {
+        roll if roll < puts => KvOperation::Put {
             key,
             value,
             lease: None,
         },
-        45..80 => KvOperation::Get {
+        roll if roll < gets => KvOperation::Get {
             key,
             range_end: None,
             revision: None,
             consistency: ReadConsistency::Linearizable,
         },
-        80..85 => KvOperation::Get {
+        roll if roll < serializable => KvOperation::Get {
             key,
             range_end: None,
             revision: None,
             consistency: ReadConsistency::Serializable,
         },
-        85..95 => KvOperation::Txn {
+        roll if roll < txns => KvOperation::Txn {
             compares: vec![Compare {
                 key: key.clone(),
                 target: CompareTarget::Version(rng.gen_range(0..4)),
@@ -242,5 +371,155 @@ pub fn write_revision(result: &OpResult) -> Option<u64> {
         | KvResponse::Delete { revision, .. }
         | KvResponse::Txn { revision, .. } => Some(*revision),
         _ => None,
+    }
+}
+
+/// The server that most recently became leader and has not stepped down or crashed.
+fn current_leader(sim: &sim::Sim) -> Option<NodeId> {
+    use sim::history::{Event, ProtocolEvent};
+    let mut leader: Option<(NodeId, u64)> = None;
+    for record in sim.history_snapshot().records() {
+        match (&record.event, record.node) {
+            (Event::Protocol(ProtocolEvent::BecameLeader { term }), Some(node)) => {
+                if leader.is_none_or(|(_, t)| *term >= t) {
+                    leader = Some((node, *term));
+                }
+            }
+            (Event::Protocol(ProtocolEvent::SteppedDown { term }), Some(node)) => {
+                if leader == Some((node, *term)) {
+                    leader = None;
+                }
+            }
+            _ => {}
+        }
+    }
+    leader
+        .map(|(node, _)| node)
+        .filter(|node| !sim.is_crashed(*node))
+}
+
+async fn kill_leaders(sim: &sim::Sim, killer: LeaderKiller) {
+    use rand::seq::SliceRandom;
+    use sim::fault::PartitionShape;
+    let mut rng = sim.seed().stream("leader-killer");
+    let _ = &mut rng;
+    let nemesis = sim.nemesis();
+    let servers = sim.servers();
+    let clients = sim.clients();
+    let minority = (servers.len() - 1) / 2;
+    let max_delay_ms = killer.max_delay.as_millis() as u64;
+    let start = sim.now();
+    while sim.now().saturating_duration_since(start) < killer.phase {
+        sim.sleep(Duration::from_millis(rng.gen_range(0..=max_delay_ms)))
+            .await;
+        let crashed: Vec<NodeId> = servers
+            .iter()
+            .copied()
+            .filter(|s| sim.is_crashed(*s))
+            .collect();
+        if minority == 0 || crashed.len() >= minority {
+            if let Some(node) = crashed.choose(&mut rng) {
+                nemesis.restart(*node);
+            } else if minority == 0 {
+                // A single server: crash it and bring it back.
+                nemesis.crash(servers[0]);
+                sim.sleep(Duration::from_millis(rng.gen_range(0..=max_delay_ms)))
+                    .await;
+                nemesis.restart(servers[0]);
+            }
+            continue;
+        }
+        let roll = rng.gen_range(0..100);
+        let leader = current_leader(sim);
+        if roll < killer.strand_leader_percent {
+            let Some(leader) = leader else { continue };
+            let mut stranded = vec![leader];
+            stranded.extend(clients.iter().copied());
+            let others: Vec<NodeId> = servers.iter().copied().filter(|s| *s != leader).collect();
+            nemesis.partition(PartitionShape::Groups {
+                groups: vec![stranded, others],
+            });
+            sim.sleep(Duration::from_millis(rng.gen_range(0..=max_delay_ms)))
+                .await;
+            nemesis.crash(leader);
+            nemesis.heal();
+        } else if roll < killer.strand_leader_percent + killer.leader_percent {
+            if let Some(leader) = leader {
+                nemesis.crash(leader);
+            }
+        } else if let Some(victim) = servers.choose(&mut rng) {
+            if !sim.is_crashed(*victim) {
+                nemesis.crash(*victim);
+            }
+        }
+    }
+    nemesis.heal_all();
+}
+
+async fn run_directed_faults(sim: &sim::Sim, faults: &Faults) {
+    use sim::fault::PartitionShape;
+    let nemesis = sim.nemesis();
+    match faults {
+        Faults::LeaderKiller(killer) => kill_leaders(sim, *killer).await,
+        Faults::CutOffLeader {
+            phase,
+            interval,
+            duration,
+            with_clients,
+            leader_drift_ppm,
+        } => {
+            let start = sim.now();
+            while sim.now().saturating_duration_since(start) < *phase {
+                sim.sleep(*interval).await;
+                let Some(leader) = current_leader(sim) else {
+                    continue;
+                };
+                let clients = sim.clients();
+                let (cut_clients, other_clients) =
+                    clients.split_at((*with_clients).min(clients.len()));
+                let mut cut: Vec<NodeId> = vec![leader];
+                cut.extend(cut_clients);
+                let mut rest: Vec<NodeId> =
+                    sim.servers().into_iter().filter(|s| *s != leader).collect();
+                rest.extend(other_clients);
+                nemesis.partition(PartitionShape::Groups {
+                    groups: vec![cut, rest],
+                });
+                if *leader_drift_ppm != 0 {
+                    nemesis.set_drift(leader, *leader_drift_ppm);
+                }
+                sim.sleep(*duration).await;
+                nemesis.heal();
+                if *leader_drift_ppm != 0 {
+                    nemesis.set_drift(leader, 0);
+                }
+            }
+            nemesis.heal_all();
+        }
+        Faults::FlapFollower {
+            cut,
+            reconnect,
+            rounds,
+        } => {
+            let leader = loop {
+                if let Some(leader) = current_leader(sim) {
+                    break leader;
+                }
+                sim.sleep(Duration::from_millis(10)).await;
+            };
+            let follower = sim
+                .servers()
+                .into_iter()
+                .find(|server| *server != leader)
+                .expect("a cluster with a follower");
+            for _ in 0..*rounds {
+                nemesis.isolate(follower);
+                sim.sleep(*cut).await;
+                nemesis.heal();
+                sim.sleep(*reconnect).await;
+            }
+            nemesis.heal_all();
+        }
+        Faults::None | Faults::Swarm(_) | Faults::Plan(_) => {}
     }
 }

@@ -244,11 +244,19 @@ impl<C: Clone> RaftCore<C> {
                 if stale {
                     return;
                 }
-                progress.next_index = rejected_prev_index
+                let next_index = rejected_prev_index
                     .min(retry_hint + 1)
                     .max(progress.match_index + 1);
+                let progressed =
+                    progress.mode == ReplicationMode::Replicate || next_index < progress.next_index;
+                progress.next_index = next_index;
                 progress.mode = ReplicationMode::Probe;
-                self.send_append(from);
+                // Flow control (etcd pauses a probing follower): a rejection that does not
+                // move nextIndex back waits for the next heartbeat instead of bouncing the
+                // same probe at network speed.
+                if progressed {
+                    self.send_append(from);
+                }
             }
         }
     }
