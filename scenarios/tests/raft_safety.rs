@@ -111,7 +111,9 @@ fn assert_fired(totals: &FaultCounts, kinds: &[FaultKind]) {
             FaultKind::Clog => totals.clogs > 0,
             FaultKind::ClockStep => totals.clock_steps > 0,
             FaultKind::ClockDrift => totals.clock_drifts > 0,
-            FaultKind::Latency | FaultKind::HealAll => totals.network_changes > 0 || totals.heal_alls > 0,
+            FaultKind::Latency | FaultKind::HealAll => {
+                totals.network_changes > 0 || totals.heal_alls > 0
+            }
         };
         assert!(fired, "{kind:?} never fired over the sweep: {totals}");
     }
@@ -166,7 +168,12 @@ fn five_servers_stay_safe_under_every_fault_kind() {
 
 #[test]
 fn seven_servers_stay_safe_under_partitions_crashes_and_pauses() {
-    let kinds = vec![FaultKind::Partition, FaultKind::Crash, FaultKind::Pause, FaultKind::Loss];
+    let kinds = vec![
+        FaultKind::Partition,
+        FaultKind::Crash,
+        FaultKind::Pause,
+        FaultKind::Loss,
+    ];
     let totals = sweep(
         "seven_servers_stay_safe_under_partitions_crashes_and_pauses",
         8,
@@ -205,7 +212,10 @@ fn a_single_server_keeps_acknowledged_writes_across_crashes() {
     );
     assert_fired(&totals, &kinds);
     if sweeping() {
-        assert!(totals.unsynced_writes_lost > 0, "no crash ever lost unsynced writes: {totals}");
+        assert!(
+            totals.unsynced_writes_lost > 0,
+            "no crash ever lost unsynced writes: {totals}"
+        );
     }
 }
 
