@@ -130,7 +130,11 @@ fn per_second(count: u64, elapsed: Duration) -> f64 {
 
 fn main() {
     let load = raft_store_under_load();
-    assert_eq!(raft_store_under_load(), load, "the loaded run is deterministic");
+    assert_eq!(
+        raft_store_under_load(),
+        load,
+        "the loaded run is deterministic"
+    );
     let mut criterion = Criterion::default().configure_from_args();
     let mut group = criterion.benchmark_group("raft_store");
     group.sample_size(10);
@@ -167,7 +171,10 @@ fn main() {
         load.operations,
         load.messages
     );
-    println!("  raw madsim messages per wall second: {:>12.0}", raw / rounds);
+    println!(
+        "  raw madsim messages per wall second: {:>12.0}",
+        raw / rounds
+    );
     println!(
         "  Raft store messages per wall second: {:>12.0}  ratio to raw madsim: {:.2} (target >= 0.50)",
         messages / rounds,

@@ -88,8 +88,12 @@ fn main() {
         think_time: Duration::from_millis(knob("THINK", 40)),
         duplication_percent: knob("DUP", 0) as u32,
         loss_percent: knob("LOSS", 0) as u32,
-        disk_sync_latency: (sync_ms > 0)
-            .then(|| (Duration::from_millis(sync_ms / 2), Duration::from_millis(sync_ms))),
+        disk_sync_latency: (sync_ms > 0).then(|| {
+            (
+                Duration::from_millis(sync_ms / 2),
+                Duration::from_millis(sync_ms),
+            )
+        }),
         client: ClientConfig {
             request_timeout: Duration::from_millis(knob("REQ_MS", 1_000)),
             connect_timeout: Duration::from_millis(knob("CONNECT_MS", 300)),

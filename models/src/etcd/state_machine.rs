@@ -333,11 +333,13 @@ impl StoreStateMachine {
     }
 }
 
-/// Stamps a write response with the store revision after its transaction.
+/// Stamps a response inside a write transaction with the store revision after it (a read
+/// in the transaction sees the transaction's own writes, so it is at that revision too).
 fn with_revision(response: KvResponse, revision: u64) -> KvResponse {
     match response {
         KvResponse::Put { .. } => KvResponse::Put { revision },
         KvResponse::Delete { deleted, .. } => KvResponse::Delete { revision, deleted },
+        KvResponse::Get { kvs, .. } => KvResponse::Get { revision, kvs },
         other => other,
     }
 }
