@@ -375,7 +375,7 @@ pub fn write_revision(result: &OpResult) -> Option<u64> {
 }
 
 /// The server that most recently became leader and has not stepped down or crashed.
-fn current_leader(sim: &sim::Sim) -> Option<NodeId> {
+pub fn current_leader(sim: &sim::Sim) -> Option<NodeId> {
     use sim::history::{Event, ProtocolEvent};
     let mut leader: Option<(NodeId, u64)> = None;
     for record in sim.history_snapshot().records() {

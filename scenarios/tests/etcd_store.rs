@@ -752,3 +752,141 @@ fn compact_drops_tombstone_makes_a_watch_miss_the_delete() {
     println!("{}", caught.violations[0]);
     sweep(Vec::new()).assert_clean();
 }
+
+/// Cuts the current leader off from the other servers together with `clients` (which can
+/// then reach only it).
+fn cut_off_leader_with(sim: &Sim, clients: Vec<NodeId>) -> NodeId {
+    let leader = scenarios::etcd_workload::current_leader(sim).expect("a leader");
+    let mut cut = vec![leader];
+    cut.extend(clients.iter().copied());
+    let rest: Vec<NodeId> = sim
+        .servers()
+        .into_iter()
+        .filter(|s| *s != leader)
+        .chain(sim.clients().into_iter().filter(|c| !clients.contains(c)))
+        .collect();
+    sim.nemesis().partition(PartitionShape::Groups {
+        groups: vec![cut, rest],
+    });
+    leader
+}
+
+/// The lock holder renews its lease every 250 ms; it gets cut off together with the leader.
+fn holder_cut_off_with_the_leader(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcome {
+    world(seed, 3, 1).run(move |sim| async move {
+        let config = EtcdConfig::new(&sim.servers()).with_bugs(bugs);
+        let cluster = EtcdCluster::start(&sim, config);
+        sim.sleep(Duration::from_millis(1_000)).await;
+        let holder = NodeId::client(0);
+        let context = sim.node(holder);
+        let renewing = sim.spawn(holder, async move {
+            let mut client = EtcdClient::new(&cluster, context.clone(), 0);
+            let lease = lease_of(&client.lease_grant(1_000).await);
+            ok(&client.put_with_lease("lock", "holder", lease).await);
+            EtcdClient::spawn_keep_alive(&cluster, context, 1, lease, Duration::from_millis(250))
+                .await
+        });
+        sim.sleep(Duration::from_millis(1_000)).await;
+        cut_off_leader_with(&sim, vec![holder]);
+        sim.sleep(Duration::from_millis(4_000)).await;
+        sim.nemesis().heal_all();
+        sim.sleep(Duration::from_millis(2_000)).await;
+        renewing.abort();
+    })
+}
+
+/// etcd-io/etcd#15247: the deposed leader's lessor, never demoted, keeps acknowledging the
+/// cut-off holder's keep-alives while the new leader — which never hears of them — expires
+/// the lease: the holder was told its lease lives, and it is gone.
+#[test]
+fn lessor_not_demoted_acknowledges_renewals_of_an_expired_lease() {
+    let sweep = |bugs: Vec<KnownBug>| {
+        Sweep::new(
+            "scenarios",
+            TARGET,
+            "lessor_not_demoted_acknowledges_renewals_of_an_expired_lease",
+            3,
+        )
+        .run(
+            |seed| holder_cut_off_with_the_leader(seed, bugs.clone()),
+            store_checks,
+        )
+    };
+    let buggy = sweep(vec![KnownBug::Etcd(EtcdBug::LessorNotDemoted)]);
+    let caught = buggy
+        .first_violation_of("lease not expired early")
+        .expect("the deposed leader's renewals were never contradicted");
+    println!("{}", caught.violations[0]);
+    let correct = sweep(Vec::new());
+    correct.assert_clean();
+}
+
+/// A lease abandoned just before its leader is cut off (with a reader, and its clock running
+/// slow); the new leader expires it while the old one still answers reads.
+fn stale_reader_of_an_expired_lease(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcome {
+    world(seed, 3, 2).run(move |sim| async move {
+        let mut config = EtcdConfig::new(&sim.servers()).with_bugs(bugs);
+        config.raft.election_timeout_min = Duration::from_millis(150);
+        config.raft.election_timeout_max = Duration::from_millis(160);
+        config.lease_checkpoint_interval = Duration::from_millis(100);
+        let cluster = EtcdCluster::start(&sim, config);
+        sim.sleep(Duration::from_millis(1_000)).await;
+        let owner = NodeId::client(0);
+        let context = sim.node(owner);
+        let owner_cluster = cluster.clone();
+        sim.spawn(owner, async move {
+            let mut client = EtcdClient::new(&owner_cluster, context, 0);
+            let lease = lease_of(&client.lease_grant(1_000).await);
+            ok(&client.put_with_lease("lock", "owner", lease).await);
+        })
+        .await
+        .expect("the owner finishes");
+        sim.sleep(Duration::from_millis(900)).await;
+        let reader = NodeId::client(1);
+        let leader = cut_off_leader_with(&sim, vec![reader]);
+        sim.nemesis().set_drift(leader, -500_000);
+        let context = sim.node(reader);
+        sim.spawn(reader, async move {
+            let mut client = EtcdClient::new(&cluster, context.clone(), 0).with_config(
+                models::etcd::ClientConfig {
+                    operation_timeout: Duration::from_millis(300),
+                    ..models::etcd::ClientConfig::default()
+                },
+            );
+            let until = context.clock().now() + Duration::from_millis(1_500);
+            while context.clock().now() < until {
+                client.get("lock").await;
+                pause_for(&context, 10).await;
+            }
+        })
+        .await
+        .expect("the reader finishes");
+        sim.nemesis().heal_all();
+    })
+}
+
+/// The lease-keys checker fires on a known-bad variant: with `raft.read_without_readindex`
+/// the cut-off old leader keeps showing the lock key of a lease the new leader expired.
+#[test]
+fn read_without_readindex_shows_keys_of_an_expired_lease() {
+    let sweep = |bugs: Vec<KnownBug>| {
+        Sweep::new(
+            "scenarios",
+            TARGET,
+            "read_without_readindex_shows_keys_of_an_expired_lease",
+            5,
+        )
+        .run(
+            |seed| stale_reader_of_an_expired_lease(seed, bugs.clone()),
+            store_checks,
+        )
+    };
+    let buggy = sweep(vec![KnownBug::Raft(
+        models::raft::RaftBug::ReadWithoutReadIndex,
+    )]);
+    let caught = buggy
+        .first_violation_of("lease keys removed")
+        .expect("no stale read showed the expired lease's key");
+    println!("{}", caught.violations[0]);
+    sweep(Vec::new()).assert_clean();
+}

@@ -67,13 +67,19 @@ pub enum EtcdBug {
     /// `etcd.compact_drops_tombstone`: compaction drops the delete events at the compaction
     /// revision, which a watcher from that revision still needs (etcd#18089, #19179).
     CompactDropsTombstone,
+    /// `etcd.lessor_not_demoted`: the lessor is not demoted when its server stops leading,
+    /// and — as etcd's lessor did before #16822 — renews a keep-alive on its own while it
+    /// believes it is primary, without the log or a leadership check. A deposed leader keeps
+    /// acknowledging renewals that the real leader never hears of (etcd#15247, #12528).
+    LessorNotDemoted,
 }
 
 impl EtcdBug {
     /// Every etcd-store bug variant.
-    pub const ALL: [EtcdBug; 2] = [
+    pub const ALL: [EtcdBug; 3] = [
         EtcdBug::LeaseTtlResetOnLeaderChange,
         EtcdBug::CompactDropsTombstone,
+        EtcdBug::LessorNotDemoted,
     ];
 
     /// The stable name.
@@ -81,6 +87,7 @@ impl EtcdBug {
         match self {
             EtcdBug::LeaseTtlResetOnLeaderChange => "etcd.lease_ttl_reset_on_leader_change",
             EtcdBug::CompactDropsTombstone => "etcd.compact_drops_tombstone",
+            EtcdBug::LessorNotDemoted => "etcd.lessor_not_demoted",
         }
     }
 }
@@ -148,5 +155,21 @@ impl FromStr for KnownBug {
             .into_iter()
             .find(|bug| bug.name() == name)
             .ok_or_else(|| UnknownBug { name: name.into() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_bug_name_round_trips_and_unknown_names_are_refused() {
+        let all = KnownBug::all();
+        assert_eq!(all.len(), 10);
+        for bug in all {
+            assert_eq!(bug.name().parse::<KnownBug>(), Ok(bug));
+        }
+        let error = "etcd.nope".parse::<KnownBug>().unwrap_err();
+        assert!(error.to_string().contains("raft.volatile_vote"), "{error}");
     }
 }

@@ -326,11 +326,24 @@ impl Server {
             KvOperation::LeaseRevoke { lease } => {
                 self.propose(connection, request_id, StoreCommand::LeaseRevoke { lease })
             }
-            KvOperation::LeaseKeepAlive { lease } => self.propose(
-                connection,
-                request_id,
-                StoreCommand::LeaseKeepAlive { lease },
-            ),
+            KvOperation::LeaseKeepAlive { lease } => {
+                if self.config.has(EtcdBug::LessorNotDemoted) && self.lessor.is_primary() {
+                    // The bug: a lessor that believes it is primary renews on its own.
+                    if let Some(record) = self.machine.leases().get(lease) {
+                        let ttl_ms = record.ttl_ms;
+                        self.lessor.renewed(self.raft.now(), lease, ttl_ms);
+                        let response =
+                            ClientResponse::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms }));
+                        self.respond(connection, request_id, response);
+                        return;
+                    }
+                }
+                self.propose(
+                    connection,
+                    request_id,
+                    StoreCommand::LeaseKeepAlive { lease },
+                )
+            }
         }
     }
 
@@ -444,7 +457,11 @@ impl Server {
                     self.lessor.promote(now, self.machine.leases(), extend);
                     self.next_checkpoint = now + self.config.lease_checkpoint_interval;
                 }
-                AppEvent::SteppedDown => self.lessor.demote(),
+                AppEvent::SteppedDown => {
+                    if !self.config.has(EtcdBug::LessorNotDemoted) {
+                        self.lessor.demote();
+                    }
+                }
             }
         }
         self.arm_lease_timer();
