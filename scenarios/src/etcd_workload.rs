@@ -380,15 +380,15 @@ pub fn current_leader(sim: &sim::Sim) -> Option<NodeId> {
     let mut leader: Option<(NodeId, u64)> = None;
     for record in sim.history_snapshot().records() {
         match (&record.event, record.node) {
-            (Event::Protocol(ProtocolEvent::BecameLeader { term }), Some(node)) => {
-                if leader.is_none_or(|(_, t)| *term >= t) {
-                    leader = Some((node, *term));
-                }
+            (Event::Protocol(ProtocolEvent::BecameLeader { term }), Some(node))
+                if leader.is_none_or(|(_, t)| *term >= t) =>
+            {
+                leader = Some((node, *term));
             }
-            (Event::Protocol(ProtocolEvent::SteppedDown { term }), Some(node)) => {
-                if leader == Some((node, *term)) {
-                    leader = None;
-                }
+            (Event::Protocol(ProtocolEvent::SteppedDown { term }), Some(node))
+                if leader == Some((node, *term)) =>
+            {
+                leader = None;
             }
             _ => {}
         }
@@ -447,10 +447,10 @@ async fn kill_leaders(sim: &sim::Sim, killer: LeaderKiller) {
             if let Some(leader) = leader {
                 nemesis.crash(leader);
             }
-        } else if let Some(victim) = servers.choose(&mut rng) {
-            if !sim.is_crashed(*victim) {
-                nemesis.crash(*victim);
-            }
+        } else if let Some(victim) = servers.choose(&mut rng)
+            && !sim.is_crashed(*victim)
+        {
+            nemesis.crash(*victim);
         }
     }
     nemesis.heal_all();

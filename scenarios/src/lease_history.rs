@@ -54,14 +54,14 @@ pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
                 facts.ttl_ms = Some(*ttl_ms);
                 facts.renewals.push((record.invoked_at, true));
             }
-            (KvOperation::LeaseKeepAlive { lease }, result) => {
-                if !matches!(result, Some(OpResult::Fail { .. })) {
-                    leases
-                        .entry(*lease)
-                        .or_default()
-                        .renewals
-                        .push((record.invoked_at, acknowledged));
-                }
+            (KvOperation::LeaseKeepAlive { lease }, result)
+                if !matches!(result, Some(OpResult::Fail { .. })) =>
+            {
+                leases
+                    .entry(*lease)
+                    .or_default()
+                    .renewals
+                    .push((record.invoked_at, acknowledged));
             }
             (KvOperation::LeaseRevoke { lease }, Some(OpResult::Ok { .. })) => {
                 let (at, _) = record.completion.expect("a result has a completion");
@@ -71,10 +71,10 @@ pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
         }
     }
     for record in history.records() {
-        if let Event::Protocol(ProtocolEvent::SessionExpired { session }) = &record.event {
-            if let Some(facts) = leases.get_mut(session) {
-                facts.expired_at.push(record.at);
-            }
+        if let Event::Protocol(ProtocolEvent::SessionExpired { session }) = &record.event
+            && let Some(facts) = leases.get_mut(session)
+        {
+            facts.expired_at.push(record.at);
         }
     }
     leases

@@ -352,16 +352,16 @@ impl EtcdClient {
     }
 
     async fn connect(&mut self, deadline: LocalTime) -> Option<Connection<ClientFrame>> {
-        if let Some(connection) = &self.connection {
-            if !connection.is_broken() {
-                return Some(connection.clone());
-            }
+        if let Some(connection) = &self.connection
+            && !connection.is_broken()
+        {
+            return Some(connection.clone());
         }
         self.connection = None;
-        let target = self.preferred.take().unwrap_or_else(|| {
-            let server = self.servers[self.rotation % self.servers.len()];
-            server
-        });
+        let target = self
+            .preferred
+            .take()
+            .unwrap_or_else(|| self.servers[self.rotation % self.servers.len()]);
         let clock = self.context.clock().clone();
         let timeout = self
             .config
@@ -458,10 +458,9 @@ async fn response_to(
             request_id: answered,
             response,
         } = connection.recv().await?
+            && answered == request_id
         {
-            if answered == request_id {
-                return Ok(response);
-            }
+            return Ok(response);
         }
     }
 }

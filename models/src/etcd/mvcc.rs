@@ -353,11 +353,11 @@ impl MvccStore {
         });
         let kept = self.changes.split_off(&revision);
         self.changes = kept;
-        if drop_tombstone_events {
-            if let btree_map::Entry::Occupied(mut at) = self.changes.entry(revision) {
-                at.get_mut()
-                    .retain(|event| event.kind != ChangeKind::Delete);
-            }
+        if drop_tombstone_events
+            && let btree_map::Entry::Occupied(mut at) = self.changes.entry(revision)
+        {
+            at.get_mut()
+                .retain(|event| event.kind != ChangeKind::Delete);
         }
         Ok(())
     }

@@ -227,7 +227,7 @@ impl Server {
     /// The next input; Raft and client inputs take turns so neither starves the other.
     async fn next_event(&mut self) -> ServerEvent {
         self.fairness += 1;
-        let raft_first = self.fairness % 2 == 0;
+        let raft_first = self.fairness.is_multiple_of(2);
         std::future::poll_fn(|cx| {
             for turn in 0..2 {
                 if (turn == 0) == raft_first {
@@ -238,11 +238,11 @@ impl Server {
                     return Poll::Ready(ServerEvent::Client(inbound));
                 }
             }
-            if let Some(timer) = self.lease_timer.as_mut() {
-                if timer.as_mut().poll(cx).is_ready() {
-                    self.lease_timer = None;
-                    return Poll::Ready(ServerEvent::LeaseTimer);
-                }
+            if let Some(timer) = self.lease_timer.as_mut()
+                && timer.as_mut().poll(cx).is_ready()
+            {
+                self.lease_timer = None;
+                return Poll::Ready(ServerEvent::LeaseTimer);
             }
             Poll::Pending
         })

@@ -266,10 +266,9 @@ impl StoreStateMachine {
             if let KvOperation::Put {
                 lease: Some(lease), ..
             } = operation
+                && self.leases.get(*lease).is_none()
             {
-                if self.leases.get(*lease).is_none() {
-                    return Err(KvError::LeaseNotFound { lease: *lease });
-                }
+                return Err(KvError::LeaseNotFound { lease: *lease });
             }
         }
         Ok(())
@@ -280,10 +279,10 @@ impl StoreStateMachine {
         match operation {
             KvOperation::Put { key, value, lease } => {
                 let previous = self.mvcc.put(key, value, *lease);
-                if let Some(old) = previous.and_then(|kv| kv.lease) {
-                    if Some(old) != *lease {
-                        self.leases.detach(old, key);
-                    }
+                if let Some(old) = previous.and_then(|kv| kv.lease)
+                    && Some(old) != *lease
+                {
+                    self.leases.detach(old, key);
                 }
                 if let Some(lease) = lease {
                     self.leases.attach(*lease, key);

@@ -384,12 +384,12 @@ impl<C: Clone> RaftCore<C> {
                 }
             }
         }
-        if let Some(term) = highest_term {
-            if term > self.reported_durable_term {
-                self.reported_durable_term = term;
-                self.output
-                    .push(Effect::Observe(Observation::TermPersisted { term }));
-            }
+        if let Some(term) = highest_term
+            && term > self.reported_durable_term
+        {
+            self.reported_durable_term = term;
+            self.output
+                .push(Effect::Observe(Observation::TermPersisted { term }));
         }
         self.finish_input();
     }

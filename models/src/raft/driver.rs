@@ -197,11 +197,11 @@ impl<C: RaftCommand> RaftDriver<C> {
             }
             sync.driver = Some(cx.waker().clone());
         }
-        if let Some(timer) = self.timer.as_mut() {
-            if timer.as_mut().poll(cx).is_ready() {
-                self.timer = None;
-                return Poll::Ready(RaftInput::Timer);
-            }
+        if let Some(timer) = self.timer.as_mut()
+            && timer.as_mut().poll(cx).is_ready()
+        {
+            self.timer = None;
+            return Poll::Ready(RaftInput::Timer);
         }
         let mut receive = self.endpoint.recv();
         if let Poll::Ready(datagram) = Pin::new(&mut receive).poll(cx) {

@@ -50,10 +50,10 @@ impl<C: Clone> RaftCore<C> {
     }
 
     fn maybe_win_pre_vote(&mut self) {
-        if let Role::PreCandidate { granted } = &self.role {
-            if granted.len() >= self.config.quorum() {
-                self.become_candidate();
-            }
+        if let Role::PreCandidate { granted } = &self.role
+            && granted.len() >= self.config.quorum()
+        {
+            self.become_candidate();
         }
     }
 
@@ -193,10 +193,10 @@ impl<C: Clone> RaftCore<C> {
     }
 
     pub(super) fn maybe_win_election(&mut self) {
-        if let Role::Candidate { granted, .. } = &self.role {
-            if granted.len() >= self.config.quorum() {
-                self.become_leader();
-            }
+        if let Role::Candidate { granted, .. } = &self.role
+            && granted.len() >= self.config.quorum()
+        {
+            self.become_leader();
         }
     }
 

@@ -81,10 +81,10 @@ impl<C: Clone> RaftCore<C> {
             .term_at(prev_log_index)
             .expect("prev_log_index is within the log");
         let entries = self.log.slice(progress.next_index, max_entries);
-        if progress.mode == ReplicationMode::Replicate {
-            if let Some(last) = entries.last() {
-                progress.next_index = last.index + 1;
-            }
+        if progress.mode == ReplicationMode::Replicate
+            && let Some(last) = entries.last()
+        {
+            progress.next_index = last.index + 1;
         }
         self.send(
             peer,

@@ -58,15 +58,15 @@ pub fn check(history: &History, allowed_drift_ppm: u64) -> Vec<ExpiredEarly> {
                 .filter(|(at, acknowledged)| *acknowledged && *at <= expired_at)
                 .map(|(at, _)| *at)
                 .max();
-            if let Some(renewed_at) = latest {
-                if expired_at + slack < renewed_at + ttl {
-                    violations.push(ExpiredEarly {
-                        lease,
-                        renewed_at,
-                        ttl_ms,
-                        expired_at,
-                    });
-                }
+            if let Some(renewed_at) = latest
+                && expired_at + slack < renewed_at + ttl
+            {
+                violations.push(ExpiredEarly {
+                    lease,
+                    renewed_at,
+                    ttl_ms,
+                    expired_at,
+                });
             }
         }
     }

@@ -177,24 +177,24 @@ pub fn check(history: &History) -> Vec<WatchViolation> {
                 state.start_revision = start_revision;
             }
             WatchStep::Opened { from_revision, .. } => {
-                if let Some((last, _)) = &state.last {
-                    if from_revision != last + 1 {
-                        fault(WatchFault::ResumedAt {
-                            last_delivered: *last,
-                            resumed_from: from_revision,
-                        });
-                    }
+                if let Some((last, _)) = &state.last
+                    && from_revision != last + 1
+                {
+                    fault(WatchFault::ResumedAt {
+                        last_delivered: *last,
+                        resumed_from: from_revision,
+                    });
                 }
             }
             WatchStep::Delivered { changes, .. } => {
                 for change in changes {
                     let id = (change.mod_revision, change.key.clone());
-                    if let Some(span) = &state.span {
-                        if !span.contains(&change.key) {
-                            fault(WatchFault::OutsideRange {
-                                key: change.key.clone(),
-                            });
-                        }
+                    if let Some(span) = &state.span
+                        && !span.contains(&change.key)
+                    {
+                        fault(WatchFault::OutsideRange {
+                            key: change.key.clone(),
+                        });
                     }
                     if state.start_revision > 0 && change.mod_revision < state.start_revision {
                         fault(WatchFault::BeforeStart {
@@ -207,13 +207,13 @@ pub fn check(history: &History) -> Vec<WatchViolation> {
                             revision: id.0,
                             key: id.1.clone(),
                         });
-                    } else if let Some(previous) = &state.last {
-                        if change.mod_revision < previous.0 {
-                            fault(WatchFault::OutOfOrder {
-                                previous: previous.clone(),
-                                next: id.clone(),
-                            });
-                        }
+                    } else if let Some(previous) = &state.last
+                        && change.mod_revision < previous.0
+                    {
+                        fault(WatchFault::OutOfOrder {
+                            previous: previous.clone(),
+                            next: id.clone(),
+                        });
                     }
                     state.first_delivered.get_or_insert(change.mod_revision);
                     state.last = Some(id.clone());
