@@ -195,6 +195,9 @@ pub struct RaftCore<C> {
     /// Reads confirmed by a quorum, waiting for the state machine to reach their index.
     pub(super) ready_reads: VecDeque<(ReadRequestId, u64)>,
     pub(super) output: Vec<Effect<C>>,
+    /// Reused buffers, so that per-message work does not allocate.
+    pub(super) scratch_matches: Vec<u64>,
+    pub(super) scratch_peers: Vec<NodeId>,
 }
 
 impl<C: Clone> RaftCore<C> {
@@ -233,6 +236,8 @@ impl<C: Clone> RaftCore<C> {
             hard_state_dirty: false,
             ready_reads: VecDeque::new(),
             output: Vec::new(),
+            scratch_matches: Vec::new(),
+            scratch_peers: Vec::new(),
         };
         core.reset_election_deadline();
         core.update_timer();

@@ -51,15 +51,19 @@ impl<C: Clone> RaftCore<C> {
         let Role::Leader(leader) = &self.role else {
             return;
         };
-        let streaming: Vec<NodeId> = leader
-            .progress
-            .iter()
-            .filter(|(_, progress)| progress.mode == ReplicationMode::Replicate)
-            .map(|(peer, _)| *peer)
-            .collect();
-        for peer in streaming {
+        let mut streaming = std::mem::take(&mut self.scratch_peers);
+        streaming.clear();
+        streaming.extend(
+            leader
+                .progress
+                .iter()
+                .filter(|(_, progress)| progress.mode == ReplicationMode::Replicate)
+                .map(|(peer, _)| *peer),
+        );
+        for &peer in &streaming {
             self.send_append(peer);
         }
+        self.scratch_peers = streaming;
     }
 
     /// Sends `peer` the entries from its `next_index` (possibly none: a probe).
@@ -285,14 +289,18 @@ impl<C: Clone> RaftCore<C> {
         let Role::Leader(leader) = &self.role else {
             return;
         };
-        let mut matches: Vec<u64> = leader
-            .progress
-            .values()
-            .map(|progress| progress.match_index)
-            .chain(std::iter::once(leader.self_match))
-            .collect();
+        let mut matches = std::mem::take(&mut self.scratch_matches);
+        matches.clear();
+        matches.extend(
+            leader
+                .progress
+                .values()
+                .map(|progress| progress.match_index),
+        );
+        matches.push(leader.self_match);
         matches.sort_unstable_by(|a, b| b.cmp(a));
         let majority_match = matches[self.config.quorum() - 1];
+        self.scratch_matches = matches;
         if majority_match <= self.commit_index {
             return;
         }
