@@ -3,6 +3,10 @@
 //! correct model passes the same seeds under the same faults.
 //!
 //! Exact traces of the same bugs, step by step, are in models/tests/raft_scripts.rs.
+//!
+//! Each test expects the violation *somewhere in its sweep*: with `COORDSIM_SEED` pinned to
+//! a seed that does not trigger the bug, the buggy half fails (the report names the seeds
+//! that did). The correct half's failures print the usual replay line.
 
 use models::{
     etcd::{ClientConfig, KnownBug},

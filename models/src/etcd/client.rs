@@ -416,7 +416,8 @@ impl EtcdClient {
     }
 
     /// Renews `lease` every `interval` in a background task on this node, as client process
-    /// `process`, until the lease is gone or the task is aborted.
+    /// `process`, until the lease is gone or the task is aborted. Call it from a task
+    /// running on the client's node (the loop is spawned there and dies with the node).
     pub fn spawn_keep_alive(
         cluster: &EtcdCluster,
         context: NodeContext,

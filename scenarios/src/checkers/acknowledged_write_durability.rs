@@ -81,18 +81,20 @@ impl Violation for LostWrite {
     }
 }
 
-/// Checks the reads invoked at or after `final_reads_from` (the final reads, after the
-/// faults healed) against every write acknowledged before each of them, and that no two
+/// Checks the linearizable reads invoked at or after `final_reads_from` (the final reads,
+/// after the faults healed) against every write acknowledged before each of them, and that no two
 /// acknowledged writes share a revision.
 pub fn check(history: &History, final_reads_from: SimTime) -> Vec<LostWrite> {
     let kv = KvHistory::of(history);
-    let mut violations: Vec<LostWrite> =
-        check_reads(&kv, |read| read.invoked_at >= final_reads_from)
-            .into_iter()
-            .map(|stale| LostWrite {
-                evidence: LostWriteEvidence::FinalRead(stale),
-            })
-            .collect();
+    let mut violations: Vec<LostWrite> = check_reads(&kv, |read| {
+        read.invoked_at >= final_reads_from
+            && read.consistency == sim::history::kv::ReadConsistency::Linearizable
+    })
+    .into_iter()
+    .map(|stale| LostWrite {
+        evidence: LostWriteEvidence::FinalRead(stale),
+    })
+    .collect();
     let mut by_revision: BTreeMap<u64, (OpId, SimTime)> = BTreeMap::new();
     let mut acknowledged: Vec<_> = kv
         .acknowledged()
