@@ -4,10 +4,17 @@
 //! [`sim::history::ProtocolEvent`]s (`BecameLeader`, `TermChanged`, `Applied`): `term` is a
 //! Raft term or a ZAB epoch, `index` a Raft log index or a ZAB zxid.
 
+pub mod acknowledged_write_durability;
 pub mod applied_in_order;
+pub mod leader_stability;
 pub mod leader_uniqueness;
+pub mod lease_expires_in_bound;
+pub mod lease_keys_removed;
+pub mod lease_not_expired_early;
+pub mod read_sees_prior_writes;
 pub mod replica_agreement;
 pub mod term_monotonicity;
+pub mod watch_delivery;
 
 use crate::Violation;
 use sim::history::History;
