@@ -8,6 +8,9 @@
 #![deny(missing_docs)]
 
 pub mod checkers;
+pub mod etcd_workload;
+pub mod kv_history;
+pub mod lease_history;
 pub mod strategies;
 pub mod sweep;
 mod violation;

@@ -4,21 +4,28 @@
 //! [`sim::history::ProtocolEvent`]s (`BecameLeader`, `TermChanged`, `Applied`): `term` is a
 //! Raft term or a ZAB epoch, `index` a Raft log index or a ZAB zxid.
 
-pub mod acked_write_durability;
+pub mod acknowledged_write_durability;
 pub mod applied_in_order;
 pub mod applied_runs;
+pub mod leader_stability;
 pub mod leader_uniqueness;
+pub mod lease_expires_in_bound;
+pub mod lease_keys_removed;
+pub mod lease_not_expired_early;
+pub mod read_sees_prior_writes;
 pub mod replica_agreement;
 pub mod replica_prefix;
 pub mod term_monotonicity;
 #[cfg(test)]
 mod test_history;
+pub mod watch_delivery;
 pub mod zk_ephemeral_lifetime;
 pub mod zk_operations;
 pub mod zk_sequential_names;
 pub mod zk_sync_then_read;
 pub mod zk_watch_delivery;
 pub mod zk_watch_order;
+pub mod zk_write_durability;
 
 use crate::Violation;
 use sim::history::History;
@@ -42,9 +49,7 @@ pub fn zk_store_checks(
 ) -> Vec<Box<dyn Violation>> {
     let mut violations = Vec::new();
     violations.extend(crate::violation::boxed(replica_prefix::check(history)));
-    violations.extend(crate::violation::boxed(acked_write_durability::check(
-        history,
-    )));
+    violations.extend(crate::violation::boxed(zk_write_durability::check(history)));
     violations.extend(crate::violation::boxed(zk_sync_then_read::check(history)));
     violations.extend(crate::violation::boxed(zk_ephemeral_lifetime::check(
         history,

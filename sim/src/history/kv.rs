@@ -228,3 +228,137 @@ pub enum KvError {
         message: String,
     },
 }
+
+/// The `name` of the [`crate::history::RecipeEvent::Other`] events that carry a
+/// [`WatchRecord`] (watches are streams, not invoke/complete operations).
+pub const WATCH_EVENT_NAME: &str = "kv_watch";
+
+/// One observable step of a client's watch stream, as the client saw it.
+///
+/// Recorded as `RecipeEvent::Other { name: "kv_watch", detail }` (see
+/// [`WatchRecord::to_recipe_event`]) so that adding watches changed no existing enum.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchRecord {
+    /// The client's logical process.
+    pub process: u32,
+    /// The watch, unique on its client node.
+    pub watch: u64,
+    /// What happened.
+    pub step: WatchStep,
+}
+
+/// What happened to a watch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum WatchStep {
+    /// The client started watching `key` (or `[key, range_end)`) from `start_revision`
+    /// (0: from the next change).
+    Created {
+        /// First key.
+        key: String,
+        /// End of the range (exclusive), as in [`KvOperation::Get`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range_end: Option<String>,
+        /// First revision wanted.
+        start_revision: u64,
+    },
+    /// The stream (re)opened on `server`, asking for changes from `from_revision`.
+    Opened {
+        /// The server.
+        server: crate::NodeId,
+        /// First revision asked for.
+        from_revision: u64,
+    },
+    /// Changes were delivered, in the order received.
+    Delivered {
+        /// The server that sent them.
+        server: crate::NodeId,
+        /// The changes.
+        changes: Vec<WatchedChange>,
+    },
+    /// The server cancelled the watch: the revision asked for was compacted.
+    Compacted {
+        /// The compaction revision.
+        compact_revision: u64,
+    },
+    /// The client stopped watching.
+    Closed,
+}
+
+/// One change a watch delivered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchedChange {
+    /// Put or delete.
+    pub kind: WatchedChangeKind,
+    /// The key.
+    pub key: String,
+    /// The value after a put (empty after a delete).
+    pub value: String,
+    /// Revision of the change.
+    pub mod_revision: u64,
+    /// Create revision after a put (0 after a delete).
+    pub create_revision: u64,
+    /// Version after a put (0 after a delete).
+    pub version: u64,
+}
+
+/// Kinds of watched change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchedChangeKind {
+    /// Created or updated.
+    Put,
+    /// Deleted.
+    Delete,
+}
+
+impl WatchRecord {
+    /// The history event that carries this record.
+    pub fn to_recipe_event(&self) -> crate::history::RecipeEvent {
+        crate::history::RecipeEvent::Other {
+            name: WATCH_EVENT_NAME.to_string(),
+            detail: serde_json::to_value(self).expect("watch records serialize"),
+        }
+    }
+
+    /// The record carried by `event`, if it is one.
+    pub fn from_recipe_event(event: &crate::history::RecipeEvent) -> Option<Self> {
+        match event {
+            crate::history::RecipeEvent::Other { name, detail } if name == WATCH_EVENT_NAME => {
+                serde_json::from_value(detail.clone()).ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod watch_record_tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_record_round_trips_through_a_recipe_event() {
+        let record = WatchRecord {
+            process: 2,
+            watch: 7,
+            step: WatchStep::Delivered {
+                server: crate::NodeId::server(1),
+                changes: vec![WatchedChange {
+                    kind: WatchedChangeKind::Delete,
+                    key: "k".into(),
+                    value: String::new(),
+                    mod_revision: 9,
+                    create_revision: 0,
+                    version: 0,
+                }],
+            },
+        };
+        let event = record.to_recipe_event();
+        assert_eq!(WatchRecord::from_recipe_event(&event), Some(record));
+        let other = crate::history::RecipeEvent::Other {
+            name: "something_else".into(),
+            detail: serde_json::Value::Null,
+        };
+        assert_eq!(WatchRecord::from_recipe_event(&other), None);
+    }
+}

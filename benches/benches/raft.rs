@@ -1,0 +1,187 @@
+//! A 5-server Raft store under a steady client load: simulated operations and messages per
+//! wall second, compared with raw madsim message throughput in the same process.
+//!
+//! The load: 4 client nodes × 2 processes, each doing puts (60%) and linearizable gets
+//! (40%) on 8 keys back to back for 5 s of simulated time; no faults. "Messages" are every
+//! message the world put on the wire: Raft datagrams between servers and client-connection
+//! frames. The raw baseline is the typed round trip of benches/transport.rs (madsim
+//! `Endpoint::send_to_raw`, no coordsim layer at all).
+//! Target: Raft-store traffic at ≥ 50% of raw madsim message throughput.
+
+use criterion::{Criterion, Throughput};
+use madsim::{net::Endpoint, runtime::Runtime};
+use models::etcd::{EtcdClient, EtcdCluster, EtcdConfig};
+use sim::{Seed, World, history::OpResult};
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+/// A small typed message, never serialized (as in benches/transport.rs).
+#[derive(Clone, Debug)]
+struct Ping {
+    sequence: u64,
+    payload: [u64; 4],
+}
+
+const RAW_ROUND_TRIPS: u64 = 2_000;
+const LOAD_SIMULATED: Duration = Duration::from_secs(5);
+
+fn raw_madsim_round_trips(round_trips: u64) -> u64 {
+    let runtime = Runtime::with_seed_and_config(1, madsim::Config::default());
+    let server_address: SocketAddr = "10.0.0.2:1".parse().unwrap();
+    let client_address: SocketAddr = "10.0.0.1:1".parse().unwrap();
+    let server = runtime.create_node().ip(server_address.ip()).build();
+    let client = runtime.create_node().ip(client_address.ip()).build();
+    runtime.block_on(async move {
+        server.spawn(async move {
+            let endpoint = Endpoint::bind(server_address).await.unwrap();
+            loop {
+                let (message, from) = endpoint.recv_from_raw(0).await.unwrap();
+                let mut ping = *message.downcast::<Ping>().unwrap();
+                ping.sequence += 1;
+                endpoint.send_to_raw(from, 0, Box::new(ping)).await.unwrap();
+            }
+        });
+        let done = client.spawn(async move {
+            let endpoint = Endpoint::bind(client_address).await.unwrap();
+            madsim::time::sleep(Duration::from_millis(10)).await;
+            let mut received = 0;
+            for sequence in 0..round_trips {
+                let ping = Ping {
+                    sequence,
+                    payload: [sequence; 4],
+                };
+                endpoint
+                    .send_to_raw(server_address, 0, Box::new(ping))
+                    .await
+                    .unwrap();
+                let (message, _) = endpoint.recv_from_raw(0).await.unwrap();
+                received += message.downcast::<Ping>().unwrap().payload[0] - sequence + 1;
+            }
+            received
+        });
+        done.await.unwrap()
+    })
+}
+
+/// What one loaded run did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Load {
+    operations: u64,
+    messages: u64,
+}
+
+fn raft_store_under_load() -> Load {
+    let operations = Arc::new(AtomicU64::new(0));
+    let counter = operations.clone();
+    let outcome = World::builder()
+        .seed(Seed::new(1))
+        .servers(5)
+        .clients(4)
+        .clock_skew(Duration::ZERO, 0)
+        .build()
+        .unwrap()
+        .run(move |sim| async move {
+            let cluster = EtcdCluster::start(&sim, EtcdConfig::new(&sim.servers()));
+            sim.sleep(Duration::from_secs(1)).await;
+            let deadline = sim.now() + LOAD_SIMULATED;
+            let mut tasks = Vec::new();
+            for node in sim.clients() {
+                for process in 0..2 {
+                    let (cluster, context, counter) =
+                        (cluster.clone(), sim.node(node), counter.clone());
+                    let sim = sim.clone();
+                    tasks.push(sim.clone().spawn(node, async move {
+                        let mut client = EtcdClient::new(&cluster, context, process);
+                        let mut sequence = 0u64;
+                        while sim.now() < deadline {
+                            sequence += 1;
+                            let key = format!("key/{}", sequence % 8);
+                            let result = if sequence % 5 < 3 {
+                                client.put(&key, &format!("{process}-{sequence}")).await
+                            } else {
+                                client.get(&key).await
+                            };
+                            if matches!(result, OpResult::Ok { .. }) {
+                                counter.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }));
+                }
+            }
+            for task in tasks {
+                task.await.unwrap();
+            }
+        });
+    Load {
+        operations: operations.load(Ordering::Relaxed),
+        messages: outcome.fault_counts.messages_sent,
+    }
+}
+
+fn per_second(count: u64, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64()
+}
+
+fn main() {
+    let load = raft_store_under_load();
+    assert_eq!(
+        raft_store_under_load(),
+        load,
+        "the loaded run is deterministic"
+    );
+    let mut criterion = Criterion::default().configure_from_args();
+    let mut group = criterion.benchmark_group("raft_store");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(load.messages));
+    group.bench_function("five_servers_steady_load_messages", |b| {
+        b.iter(raft_store_under_load)
+    });
+    group.throughput(Throughput::Elements(2 * RAW_ROUND_TRIPS));
+    group.bench_function("raw_madsim_round_trips_messages", |b| {
+        b.iter(|| raw_madsim_round_trips(RAW_ROUND_TRIPS))
+    });
+    group.finish();
+    criterion.final_summary();
+
+    // Interleaved so that machine noise hits both sides alike.
+    let (mut raw, mut messages, mut operations) = (0.0, 0.0, 0.0);
+    let rounds = 3;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for _ in 0..5 {
+            assert_eq!(raw_madsim_round_trips(RAW_ROUND_TRIPS), RAW_ROUND_TRIPS);
+        }
+        raw += per_second(5 * 2 * RAW_ROUND_TRIPS, start.elapsed());
+        let start = Instant::now();
+        let run = raft_store_under_load();
+        let elapsed = start.elapsed();
+        messages += per_second(run.messages, elapsed);
+        operations += per_second(run.operations, elapsed);
+    }
+    let rounds = f64::from(rounds);
+    println!(
+        "5-server Raft store, steady load ({} simulated s): {} operations, {} messages per run",
+        LOAD_SIMULATED.as_secs(),
+        load.operations,
+        load.messages
+    );
+    println!(
+        "  raw madsim messages per wall second: {:>12.0}",
+        raw / rounds
+    );
+    println!(
+        "  Raft store messages per wall second: {:>12.0}  ratio to raw madsim: {:.2} (target >= 0.50)",
+        messages / rounds,
+        messages / raw
+    );
+    println!(
+        "  Raft store operations per wall second: {:>10.0}",
+        operations / rounds
+    );
+}

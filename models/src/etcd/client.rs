@@ -1,0 +1,640 @@
+//! The async client: runs on a client node, one operation at a time per client (a
+//! "process" in Jepsen's sense), and records every operation in the history.
+//!
+//! - It connects to any server and follows "not applied here" answers to the leader they
+//!   name (or the next server).
+//! - Reads are retried on a timeout or a broken connection until the operation's deadline.
+//!   Writes are retried only when the server said they were not applied; a write whose
+//!   answer never came (timeout, broken connection) completes with an explicit *unknown*
+//!   outcome: it may or may not have taken effect, and retrying could apply it twice.
+//! - [`EtcdClient::spawn_keep_alive`] renews a lease in the background;
+//!   [`EtcdClient::watch`] opens a watch stream that resumes after a reconnect from the
+//!   revision after the last one it delivered.
+
+use super::{
+    mvcc::{ChangeEvent, ChangeKind},
+    protocol::{ClientFrame, ClientRequest, ClientResponse},
+    server::EtcdCluster,
+};
+use rand::Rng;
+use sim::{
+    HistoryRecorder, NodeContext, NodeId,
+    clock::LocalTime,
+    history::{
+        OpError, OpResult, Operation, RecipeEvent, Response,
+        kv::{
+            Compare, KvError, KvOperation, KvResponse, ReadConsistency, WatchRecord, WatchStep,
+            WatchedChange, WatchedChangeKind,
+        },
+    },
+    net::{Connection, ConnectionBroken, StreamNetwork},
+};
+use std::time::Duration;
+
+/// Client timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// How long one attempt waits for its answer.
+    pub request_timeout: Duration,
+    /// How long a connection attempt may take.
+    pub connect_timeout: Duration,
+    /// How long an operation may take in all, retries included.
+    pub operation_timeout: Duration,
+    /// Pause before retrying when no server knows a leader.
+    pub retry_backoff: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_millis(1_000),
+            connect_timeout: Duration::from_millis(300),
+            operation_timeout: Duration::from_millis(3_000),
+            retry_backoff: Duration::from_millis(50),
+        }
+    }
+}
+
+/// The `name` of compaction operations in the history (`Operation::Other`).
+pub const COMPACT_OPERATION: &str = "kv_compact";
+
+/// A client process.
+pub struct EtcdClient {
+    context: NodeContext,
+    history: HistoryRecorder,
+    network: StreamNetwork<ClientFrame>,
+    servers: Vec<NodeId>,
+    process: u32,
+    config: ClientConfig,
+    connection: Option<Connection<ClientFrame>>,
+    preferred: Option<NodeId>,
+    rotation: usize,
+    next_request_id: u64,
+    next_watch_id: u64,
+}
+
+/// How an attempt ended, before the history sees it.
+enum Attempt {
+    Done(OpResult),
+    /// Try again (another server, after a break, after "not applied").
+    Retry,
+    /// The request went out and no answer came: for a write, the outcome is unknown.
+    NoAnswer(String),
+}
+
+impl EtcdClient {
+    /// A client process `process` on `context`'s node, talking to `cluster`.
+    pub fn new(cluster: &EtcdCluster, context: NodeContext, process: u32) -> Self {
+        let servers = cluster.servers().to_vec();
+        let mut rng = context.rng(&format!("etcd-client-{process}"));
+        let rotation = rng.gen_range(0..servers.len().max(1));
+        Self {
+            history: context.history(),
+            network: cluster.client_network().clone(),
+            context,
+            servers,
+            process,
+            config: ClientConfig::default(),
+            connection: None,
+            preferred: None,
+            rotation,
+            next_request_id: 0,
+            next_watch_id: 0,
+        }
+    }
+
+    /// With this timing.
+    pub fn with_config(mut self, config: ClientConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The process number.
+    pub fn process(&self) -> u32 {
+        self.process
+    }
+
+    /// Writes `value` at `key`.
+    pub async fn put(&mut self, key: &str, value: &str) -> OpResult {
+        self.execute(KvOperation::Put {
+            key: key.into(),
+            value: value.into(),
+            lease: None,
+        })
+        .await
+    }
+
+    /// Writes `value` at `key`, attached to `lease`.
+    pub async fn put_with_lease(&mut self, key: &str, value: &str, lease: u64) -> OpResult {
+        self.execute(KvOperation::Put {
+            key: key.into(),
+            value: value.into(),
+            lease: Some(lease),
+        })
+        .await
+    }
+
+    /// Reads `key` (linearizable).
+    pub async fn get(&mut self, key: &str) -> OpResult {
+        self.execute(get(key, None, None, ReadConsistency::Linearizable))
+            .await
+    }
+
+    /// Reads `key` from whichever server answers, possibly stale.
+    pub async fn get_serializable(&mut self, key: &str) -> OpResult {
+        self.execute(get(key, None, None, ReadConsistency::Serializable))
+            .await
+    }
+
+    /// Reads every key starting with `prefix` (linearizable).
+    pub async fn get_prefix(&mut self, prefix: &str) -> OpResult {
+        let end = super::mvcc::prefix_range_end(prefix);
+        self.execute(get(prefix, Some(end), None, ReadConsistency::Linearizable))
+            .await
+    }
+
+    /// Reads `key` as of `revision`.
+    pub async fn get_at_revision(&mut self, key: &str, revision: u64) -> OpResult {
+        self.execute(get(
+            key,
+            None,
+            Some(revision),
+            ReadConsistency::Linearizable,
+        ))
+        .await
+    }
+
+    /// Deletes `key`.
+    pub async fn delete(&mut self, key: &str) -> OpResult {
+        self.execute(KvOperation::Delete {
+            key: key.into(),
+            range_end: None,
+        })
+        .await
+    }
+
+    /// Deletes every key starting with `prefix`.
+    pub async fn delete_prefix(&mut self, prefix: &str) -> OpResult {
+        self.execute(KvOperation::Delete {
+            key: prefix.into(),
+            range_end: Some(super::mvcc::prefix_range_end(prefix)),
+        })
+        .await
+    }
+
+    /// If every compare holds run `success`, else `failure`, atomically.
+    pub async fn txn(
+        &mut self,
+        compares: Vec<Compare>,
+        success: Vec<KvOperation>,
+        failure: Vec<KvOperation>,
+    ) -> OpResult {
+        self.execute(KvOperation::Txn {
+            compares,
+            success,
+            failure,
+        })
+        .await
+    }
+
+    /// Grants a lease.
+    pub async fn lease_grant(&mut self, ttl_ms: u64) -> OpResult {
+        self.execute(KvOperation::LeaseGrant { ttl_ms }).await
+    }
+
+    /// Revokes a lease, deleting its keys.
+    pub async fn lease_revoke(&mut self, lease: u64) -> OpResult {
+        self.execute(KvOperation::LeaseRevoke { lease }).await
+    }
+
+    /// Renews a lease once.
+    pub async fn lease_keep_alive(&mut self, lease: u64) -> OpResult {
+        self.execute(KvOperation::LeaseKeepAlive { lease }).await
+    }
+
+    /// Asks how long a lease has left.
+    pub async fn lease_time_to_live(&mut self, lease: u64) -> OpResult {
+        self.execute(KvOperation::LeaseTimeToLive { lease }).await
+    }
+
+    /// Runs `operation`, recording its invocation and completion.
+    pub async fn execute(&mut self, operation: KvOperation) -> OpResult {
+        let op_id = self
+            .history
+            .invoke(self.process, Operation::Kv(operation.clone()));
+        let read_only = super::command::is_read_only(&operation);
+        let result = self.run(ClientRequest::Kv(operation), read_only).await;
+        self.history.complete(op_id, result.clone());
+        result
+    }
+
+    /// Compacts history up to `revision` (recorded as `Operation::Other` named
+    /// [`COMPACT_OPERATION`]).
+    pub async fn compact(&mut self, revision: u64) -> OpResult {
+        let op_id = self.history.invoke(
+            self.process,
+            Operation::Other {
+                name: COMPACT_OPERATION.into(),
+                argument: serde_json::json!({ "revision": revision }),
+            },
+        );
+        let result = self.run(ClientRequest::Compact { revision }, false).await;
+        self.history.complete(op_id, result.clone());
+        result
+    }
+
+    async fn run(&mut self, request: ClientRequest, read_only: bool) -> OpResult {
+        let clock = self.context.clock().clone();
+        let deadline = clock.now() + self.config.operation_timeout;
+        loop {
+            if clock.now() >= deadline {
+                return if read_only {
+                    OpResult::Unknown {
+                        reason: "no server answered before the deadline".into(),
+                    }
+                } else {
+                    OpResult::Fail {
+                        error: OpError::Kv(KvError::Other {
+                            message:
+                                "unavailable: no leader accepted the request before the deadline"
+                                    .into(),
+                        }),
+                    }
+                };
+            }
+            match self.attempt(&request, deadline).await {
+                Attempt::Done(result) => return result,
+                Attempt::Retry => {}
+                Attempt::NoAnswer(reason) => {
+                    if !read_only {
+                        return OpResult::Unknown { reason };
+                    }
+                }
+            }
+        }
+    }
+
+    async fn attempt(&mut self, request: &ClientRequest, deadline: LocalTime) -> Attempt {
+        let clock = self.context.clock().clone();
+        let Some(connection) = self.connect(deadline).await else {
+            return Attempt::Retry;
+        };
+        self.next_request_id += 1;
+        let request_id = self.next_request_id;
+        let frame = ClientFrame::Request {
+            request_id,
+            request: request.clone(),
+        };
+        if connection.send(frame).is_err() {
+            // Never left: certainly not applied.
+            self.connection = None;
+            return Attempt::Retry;
+        }
+        let wait = self
+            .config
+            .request_timeout
+            .min(deadline.saturating_duration_since(clock.now()));
+        match clock
+            .timeout(wait, response_to(&connection, request_id))
+            .await
+        {
+            Ok(Ok(response)) => self.interpret(response, connection.peer()).await,
+            Ok(Err(broken)) => {
+                self.connection = None;
+                Attempt::NoAnswer(broken.to_string())
+            }
+            Err(_) => {
+                // The server may be partitioned, paused or crashed: try another next time.
+                self.connection = None;
+                self.rotation += 1;
+                Attempt::NoAnswer(format!(
+                    "no answer from {} within {} ms",
+                    connection.peer(),
+                    wait.as_millis()
+                ))
+            }
+        }
+    }
+
+    async fn interpret(&mut self, response: ClientResponse, server: NodeId) -> Attempt {
+        match response {
+            ClientResponse::Kv(Ok(response)) => Attempt::Done(OpResult::Ok {
+                response: Response::Kv(response),
+            }),
+            ClientResponse::Kv(Err(error)) => Attempt::Done(OpResult::Fail {
+                error: OpError::Kv(error),
+            }),
+            ClientResponse::Compact(Ok(revision)) => Attempt::Done(OpResult::Ok {
+                response: Response::Other {
+                    value: serde_json::json!({ "compact_revision": revision }),
+                },
+            }),
+            ClientResponse::Compact(Err(error)) => Attempt::Done(OpResult::Fail {
+                error: OpError::Kv(error),
+            }),
+            ClientResponse::NotApplied { leader_hint } => {
+                match leader_hint {
+                    Some(leader) if leader != server => {
+                        self.preferred = Some(leader);
+                        self.connection = None;
+                    }
+                    _ => {
+                        // Nobody leads yet (or the hint is this server, which just lost
+                        // leadership): wait a little, then try the next server.
+                        self.connection = None;
+                        self.rotation += 1;
+                        self.context.clock().sleep(self.config.retry_backoff).await;
+                    }
+                }
+                Attempt::Retry
+            }
+        }
+    }
+
+    async fn connect(&mut self, deadline: LocalTime) -> Option<Connection<ClientFrame>> {
+        if let Some(connection) = &self.connection
+            && !connection.is_broken()
+        {
+            return Some(connection.clone());
+        }
+        self.connection = None;
+        let target = self
+            .preferred
+            .take()
+            .unwrap_or_else(|| self.servers[self.rotation % self.servers.len()]);
+        let clock = self.context.clock().clone();
+        let timeout = self
+            .config
+            .connect_timeout
+            .min(deadline.saturating_duration_since(clock.now()));
+        match self
+            .network
+            .connect(self.context.id(), target, timeout)
+            .await
+        {
+            Ok(connection) => {
+                self.connection = Some(connection.clone());
+                Some(connection)
+            }
+            Err(_) => {
+                self.rotation += 1;
+                None
+            }
+        }
+    }
+
+    /// Opens a watch on `key` (or `[key, range_end)`) from `start_revision` (0: from the
+    /// next change), on its own connection.
+    pub fn watch(
+        &mut self,
+        key: &str,
+        range_end: Option<String>,
+        start_revision: u64,
+    ) -> WatchStream {
+        self.next_watch_id += 1;
+        let watch = (u64::from(self.process) << 32) | self.next_watch_id;
+        let stream = WatchStream {
+            context: self.context.clone(),
+            history: self.history.clone(),
+            network: self.network.clone(),
+            servers: self.servers.clone(),
+            process: self.process,
+            watch,
+            key: key.to_string(),
+            range_end: range_end.clone(),
+            next_revision: start_revision,
+            rotation: self.rotation + 1,
+            connection: None,
+            config: self.config,
+        };
+        stream.record(WatchStep::Created {
+            key: key.to_string(),
+            range_end,
+            start_revision,
+        });
+        stream
+    }
+
+    /// Renews `lease` every `interval` in a background task on this node, as client process
+    /// `process`, until the lease is gone or the task is aborted. Call it from a task
+    /// running on the client's node (the loop is spawned there and dies with the node).
+    pub fn spawn_keep_alive(
+        cluster: &EtcdCluster,
+        context: NodeContext,
+        process: u32,
+        lease: u64,
+        interval: Duration,
+    ) -> sim::task::JoinHandle<KeepAliveEnd> {
+        let mut client = EtcdClient::new(cluster, context.clone(), process);
+        sim::task::spawn_local(async move {
+            loop {
+                let result = client.lease_keep_alive(lease).await;
+                if let OpResult::Fail {
+                    error: OpError::Kv(KvError::LeaseNotFound { .. }),
+                } = result
+                {
+                    return KeepAliveEnd::LeaseGone;
+                }
+                context.clock().sleep(interval).await;
+            }
+        })
+    }
+}
+
+/// Why a keep-alive loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeepAliveEnd {
+    /// The server said the lease does not exist (expired or revoked).
+    LeaseGone,
+}
+
+/// The answer to `request_id` on `connection` (answers to earlier, abandoned requests are
+/// skipped).
+async fn response_to(
+    connection: &Connection<ClientFrame>,
+    request_id: u64,
+) -> Result<ClientResponse, ConnectionBroken> {
+    loop {
+        if let ClientFrame::Response {
+            request_id: answered,
+            response,
+        } = connection.recv().await?
+            && answered == request_id
+        {
+            return Ok(response);
+        }
+    }
+}
+
+fn get(
+    key: &str,
+    range_end: Option<String>,
+    revision: Option<u64>,
+    consistency: ReadConsistency,
+) -> KvOperation {
+    KvOperation::Get {
+        key: key.into(),
+        range_end,
+        revision,
+        consistency,
+    }
+}
+
+/// The key-value response of a successful result.
+pub fn kv_response(result: &OpResult) -> Option<&KvResponse> {
+    match result {
+        OpResult::Ok {
+            response: Response::Kv(response),
+        } => Some(response),
+        _ => None,
+    }
+}
+
+/// What a watch stream yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchItem {
+    /// Changes, in revision order.
+    Changes(Vec<ChangeEvent>),
+    /// The revision asked for was compacted: the stream is over.
+    Compacted {
+        /// The compaction revision.
+        compact_revision: u64,
+    },
+}
+
+/// A watch: yields changes in revision order, reconnecting (to any server) after a break and
+/// resuming from the revision after the last change it delivered.
+pub struct WatchStream {
+    context: NodeContext,
+    history: HistoryRecorder,
+    network: StreamNetwork<ClientFrame>,
+    servers: Vec<NodeId>,
+    process: u32,
+    watch: u64,
+    key: String,
+    range_end: Option<String>,
+    next_revision: u64,
+    rotation: usize,
+    connection: Option<Connection<ClientFrame>>,
+    config: ClientConfig,
+}
+
+impl WatchStream {
+    fn record(&self, step: WatchStep) {
+        let record = WatchRecord {
+            process: self.process,
+            watch: self.watch,
+            step,
+        };
+        self.history
+            .record(sim::history::Event::Recipe(record.to_recipe_event()));
+    }
+
+    /// The first revision the stream has not delivered yet (0: none delivered and none
+    /// asked for).
+    pub fn next_revision(&self) -> u64 {
+        self.next_revision
+    }
+
+    /// The next changes (waits; reconnects as needed).
+    pub async fn next(&mut self) -> WatchItem {
+        loop {
+            let connection = match &self.connection {
+                Some(connection) if !connection.is_broken() => connection.clone(),
+                _ => match self.open().await {
+                    Some(connection) => connection,
+                    None => {
+                        self.context.clock().sleep(self.config.retry_backoff).await;
+                        continue;
+                    }
+                },
+            };
+            match connection.recv().await {
+                Ok(ClientFrame::WatchEvents { watch_id, events }) if watch_id == self.watch => {
+                    if let Some(last) = events.last() {
+                        self.next_revision = last.revision() + 1;
+                    }
+                    self.record(WatchStep::Delivered {
+                        server: connection.peer(),
+                        changes: events.iter().map(watched_change).collect(),
+                    });
+                    return WatchItem::Changes(events);
+                }
+                Ok(ClientFrame::WatchCompacted {
+                    watch_id,
+                    compact_revision,
+                }) if watch_id == self.watch => {
+                    self.record(WatchStep::Compacted { compact_revision });
+                    self.connection = None;
+                    return WatchItem::Compacted { compact_revision };
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    self.connection = None;
+                    self.rotation += 1;
+                }
+            }
+        }
+    }
+
+    /// Stops watching.
+    pub fn close(mut self) {
+        if let Some(connection) = self.connection.take() {
+            connection.close();
+        }
+        self.record(WatchStep::Closed);
+    }
+
+    async fn open(&mut self) -> Option<Connection<ClientFrame>> {
+        let server = self.servers[self.rotation % self.servers.len()];
+        let connection = match self
+            .network
+            .connect(self.context.id(), server, self.config.connect_timeout)
+            .await
+        {
+            Ok(connection) => connection,
+            Err(_) => {
+                self.rotation += 1;
+                return None;
+            }
+        };
+        let created = connection.send(ClientFrame::WatchCreate {
+            watch_id: self.watch,
+            key: self.key.clone(),
+            range_end: self.range_end.clone(),
+            start_revision: self.next_revision,
+        });
+        if created.is_err() {
+            self.rotation += 1;
+            return None;
+        }
+        self.record(WatchStep::Opened {
+            server,
+            from_revision: self.next_revision,
+        });
+        self.connection = Some(connection.clone());
+        Some(connection)
+    }
+}
+
+fn watched_change(event: &ChangeEvent) -> WatchedChange {
+    WatchedChange {
+        kind: match event.kind {
+            ChangeKind::Put => WatchedChangeKind::Put,
+            ChangeKind::Delete => WatchedChangeKind::Delete,
+        },
+        key: event.kv.key.clone(),
+        value: event.kv.value.clone(),
+        mod_revision: event.kv.mod_revision,
+        create_revision: event.kv.create_revision,
+        version: event.kv.version,
+    }
+}
+
+/// The recipe events of a history that are watch records (for tests and tools).
+pub fn watch_records<'a>(events: impl IntoIterator<Item = &'a RecipeEvent>) -> Vec<WatchRecord> {
+    events
+        .into_iter()
+        .filter_map(WatchRecord::from_recipe_event)
+        .collect()
+}

@@ -1,0 +1,175 @@
+//! Server configuration and the etcd-store known-bug switches.
+
+use crate::raft::{RaftBug, RaftConfig};
+use sim::NodeId;
+use std::{collections::BTreeSet, fmt, str::FromStr, time::Duration};
+
+/// How every server of a cluster behaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdConfig {
+    /// Raft timing; `id` and `voters` are filled in per server.
+    pub raft: RaftConfig,
+    /// How often the leader's lessor looks for expired leases.
+    pub lease_check_interval: Duration,
+    /// How often the leader checkpoints remaining lease TTLs through the log.
+    pub lease_checkpoint_interval: Duration,
+    /// Known store bugs switched on.
+    pub bugs: BTreeSet<EtcdBug>,
+}
+
+impl EtcdConfig {
+    /// A cluster of `servers` with the default timing and no bugs.
+    pub fn new(servers: &[NodeId]) -> Self {
+        let first = servers.first().copied().unwrap_or(NodeId::server(0));
+        Self {
+            raft: RaftConfig::new(first, servers.to_vec()),
+            lease_check_interval: Duration::from_millis(50),
+            lease_checkpoint_interval: Duration::from_millis(500),
+            bugs: BTreeSet::new(),
+        }
+    }
+
+    /// With these known bugs (Raft or store) switched on.
+    pub fn with_bugs(mut self, bugs: impl IntoIterator<Item = KnownBug>) -> Self {
+        for bug in bugs {
+            match bug {
+                KnownBug::Raft(bug) => {
+                    self.raft.bugs.insert(bug);
+                }
+                KnownBug::Etcd(bug) => {
+                    self.bugs.insert(bug);
+                }
+            }
+        }
+        self
+    }
+
+    /// Whether `bug` is switched on.
+    pub fn has(&self, bug: EtcdBug) -> bool {
+        self.bugs.contains(&bug)
+    }
+
+    /// The Raft configuration of server `id`.
+    pub fn raft_for(&self, id: NodeId) -> RaftConfig {
+        RaftConfig {
+            id,
+            ..self.raft.clone()
+        }
+    }
+}
+
+/// Known-bug variants of the etcd store (../shared/BUGS.md, "etcd store").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EtcdBug {
+    /// `etcd.lease_ttl_reset_on_leader_change`: no lease checkpoints; a new leader gives
+    /// every lease its full TTL again (etcd#9395, fixed by #9924).
+    LeaseTtlResetOnLeaderChange,
+    /// `etcd.compact_drops_tombstone`: compaction drops the delete events at the compaction
+    /// revision, which a watcher from that revision still needs (etcd#18089, #19179).
+    CompactDropsTombstone,
+    /// `etcd.lessor_not_demoted`: the lessor is not demoted when its server stops leading,
+    /// and — as etcd's lessor did before #16822 — renews a keep-alive on its own while it
+    /// believes it is primary, without the log or a leadership check. A deposed leader keeps
+    /// acknowledging renewals that the real leader never hears of (etcd#15247, #12528).
+    LessorNotDemoted,
+}
+
+impl EtcdBug {
+    /// Every etcd-store bug variant.
+    pub const ALL: [EtcdBug; 3] = [
+        EtcdBug::LeaseTtlResetOnLeaderChange,
+        EtcdBug::CompactDropsTombstone,
+        EtcdBug::LessorNotDemoted,
+    ];
+
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EtcdBug::LeaseTtlResetOnLeaderChange => "etcd.lease_ttl_reset_on_leader_change",
+            EtcdBug::CompactDropsTombstone => "etcd.compact_drops_tombstone",
+            EtcdBug::LessorNotDemoted => "etcd.lessor_not_demoted",
+        }
+    }
+}
+
+/// Any known-bug variant of the Raft store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KnownBug {
+    /// In the Raft core.
+    Raft(RaftBug),
+    /// In the etcd store.
+    Etcd(EtcdBug),
+}
+
+impl KnownBug {
+    /// Every known-bug variant of the Raft store.
+    pub fn all() -> Vec<KnownBug> {
+        RaftBug::ALL
+            .into_iter()
+            .map(KnownBug::Raft)
+            .chain(EtcdBug::ALL.into_iter().map(KnownBug::Etcd))
+            .collect()
+    }
+
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            KnownBug::Raft(bug) => bug.name(),
+            KnownBug::Etcd(bug) => bug.name(),
+        }
+    }
+}
+
+impl fmt::Display for KnownBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no known-bug variant of the Raft store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownBug {
+    /// The name given.
+    pub name: String,
+}
+
+impl fmt::Display for UnknownBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = KnownBug::all().into_iter().map(KnownBug::name).collect();
+        write!(
+            f,
+            "unknown Raft-store bug variant `{}` (expected one of: {})",
+            self.name,
+            names.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownBug {}
+
+impl FromStr for KnownBug {
+    type Err = UnknownBug;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        KnownBug::all()
+            .into_iter()
+            .find(|bug| bug.name() == name)
+            .ok_or_else(|| UnknownBug { name: name.into() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_bug_name_round_trips_and_unknown_names_are_refused() {
+        let all = KnownBug::all();
+        assert_eq!(all.len(), 10);
+        for bug in all {
+            assert_eq!(bug.name().parse::<KnownBug>(), Ok(bug));
+        }
+        let error = "etcd.nope".parse::<KnownBug>().unwrap_err();
+        assert!(error.to_string().contains("raft.volatile_vote"), "{error}");
+    }
+}

@@ -1,0 +1,25 @@
+//! An etcd-like key-value store on the Raft core: MVCC with revisions, transactions,
+//! leases, watches and compaction, a server per node and an async client.
+
+mod client;
+mod command;
+mod config;
+mod lease;
+mod mvcc;
+mod protocol;
+mod server;
+mod state_machine;
+
+pub use client::{
+    COMPACT_OPERATION, ClientConfig, EtcdClient, KeepAliveEnd, WatchItem, WatchStream, kv_response,
+    watch_records,
+};
+pub use command::{StoreCommand, is_read_only, validate};
+pub use config::{EtcdBug, EtcdConfig, KnownBug, UnknownBug};
+pub use lease::{LeaseRecord, LeaseTable, Lessor, PromotionTtl};
+pub use mvcc::{ChangeEvent, ChangeKind, KeyRange, MvccStore, prefix_range_end};
+pub use protocol::{ClientFrame, ClientRequest, ClientResponse};
+pub use server::{EtcdCluster, LogCommand, StoreMessage};
+pub use state_machine::{
+    ApplyOutcome, ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine,
+};

@@ -1,0 +1,78 @@
+//! Frames between clients and servers, on FIFO connections. Typed values: never serialized.
+
+use super::mvcc::ChangeEvent;
+use sim::{
+    NodeId,
+    history::kv::{KvError, KvOperation, KvResponse},
+};
+
+/// A frame on a client connection (both directions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientFrame {
+    /// Client → server: do this.
+    Request {
+        /// The client's id for the request (unique per connection).
+        request_id: u64,
+        /// What to do.
+        request: ClientRequest,
+    },
+    /// Server → client: the answer to a request.
+    Response {
+        /// The request answered.
+        request_id: u64,
+        /// The answer.
+        response: ClientResponse,
+    },
+    /// Client → server: stream the changes to `key` (or `[key, range_end)`) from
+    /// `start_revision` (0: from the next change).
+    WatchCreate {
+        /// The client's id for the watch.
+        watch_id: u64,
+        /// First key.
+        key: String,
+        /// End of the range (etcd encoding).
+        range_end: Option<String>,
+        /// First revision wanted.
+        start_revision: u64,
+    },
+    /// Server → client: changes, in revision order.
+    WatchEvents {
+        /// The watch.
+        watch_id: u64,
+        /// The changes.
+        events: Vec<ChangeEvent>,
+    },
+    /// Server → client: the watch cannot start: its revision was compacted.
+    WatchCompacted {
+        /// The watch.
+        watch_id: u64,
+        /// The compaction revision.
+        compact_revision: u64,
+    },
+}
+
+/// What a client asks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientRequest {
+    /// A key-value or lease operation.
+    Kv(KvOperation),
+    /// Compact history up to `revision`.
+    Compact {
+        /// The revision.
+        revision: u64,
+    },
+}
+
+/// A server's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientResponse {
+    /// The outcome of a key-value or lease operation.
+    Kv(Result<KvResponse, KvError>),
+    /// The outcome of a compaction.
+    Compact(Result<u64, KvError>),
+    /// The request definitely did not take effect here: retry, preferably at the leader.
+    NotApplied {
+        /// The leader, if this server knows it.
+        leader_hint: Option<NodeId>,
+    },
+}

@@ -1,0 +1,570 @@
+//! An etcd-like server: a Raft driver, the state machine it applies, the leader's lessor,
+//! client connections and watches, in one task per node (plus small reader tasks).
+//!
+//! Requests:
+//! - writes (put, delete, txn, lease grant/revoke/keep-alive, compaction) are proposed to
+//!   Raft and answered when their entry is applied — or answered "not applied" when another
+//!   entry is applied at their index (the proposal was overwritten) or this server does not
+//!   lead;
+//! - linearizable reads and lease TTL queries go through ReadIndex; serializable reads are
+//!   served from the local state at once;
+//! - watches may be opened on any server and are served from its applied state.
+
+use super::{
+    command::{StoreCommand, validate},
+    config::{EtcdBug, EtcdConfig},
+    lease::{Lessor, PromotionTtl},
+    mvcc::KeyRange,
+    protocol::{ClientFrame, ClientRequest, ClientResponse},
+    state_machine::{ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine},
+};
+use crate::{
+    local_queue::LocalQueue,
+    raft::{
+        EntryPayload, Message, ProposeError, ReadRequestId,
+        driver::{AppEvent, RaftCommand, RaftDriver, RaftInput},
+    },
+};
+use sim::{
+    NodeContext, NodeId, Sim,
+    clock::LocalSleep,
+    history::{
+        ProtocolEvent,
+        kv::{KvError, KvOperation, KvResponse, ReadConsistency},
+    },
+    net::{Connection, DatagramNetwork, StreamNetwork},
+};
+use std::{collections::BTreeMap, future::Future, pin::Pin, sync::Arc, task::Poll};
+
+/// What a Raft log entry of the store carries: shared, so AppendEntries clone cheaply.
+pub type LogCommand = Arc<StoreCommand>;
+
+impl RaftCommand for LogCommand {
+    fn digest(&self) -> u64 {
+        StoreCommand::digest(self)
+    }
+}
+
+/// The Raft messages of the store.
+pub type StoreMessage = Message<LogCommand>;
+
+/// A running cluster: the networks its servers and clients share. Cheap to clone.
+#[derive(Clone)]
+pub struct EtcdCluster {
+    raft_network: DatagramNetwork<StoreMessage>,
+    client_network: StreamNetwork<ClientFrame>,
+    servers: Vec<NodeId>,
+    config: EtcdConfig,
+}
+
+impl EtcdCluster {
+    /// Starts a server on every server node of `sim` (each restarts with its node).
+    pub fn start(sim: &Sim, config: EtcdConfig) -> Self {
+        let servers = sim.servers();
+        let mut config = config;
+        config.raft.voters = servers.clone();
+        let cluster = Self {
+            raft_network: sim.datagram_network(),
+            client_network: sim.stream_network(),
+            servers: servers.clone(),
+            config,
+        };
+        for server in servers {
+            let cluster = cluster.clone();
+            sim.start(server, move |context| {
+                let cluster = cluster.clone();
+                async move { run_server(context, cluster).await }
+            });
+        }
+        cluster
+    }
+
+    /// The servers.
+    pub fn servers(&self) -> &[NodeId] {
+        &self.servers
+    }
+
+    /// The network clients connect through.
+    pub fn client_network(&self) -> &StreamNetwork<ClientFrame> {
+        &self.client_network
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EtcdConfig {
+        &self.config
+    }
+}
+
+enum Inbound {
+    Opened(u64, Connection<ClientFrame>),
+    Frame(u64, ClientFrame),
+    Closed(u64),
+}
+
+async fn accept_connections(listener: sim::net::Listener<ClientFrame>, inbox: LocalQueue<Inbound>) {
+    let mut next_id = 0;
+    loop {
+        let connection = listener.accept().await;
+        next_id += 1;
+        inbox.push(Inbound::Opened(next_id, connection.clone()));
+        sim::task::spawn_local(read_connection(next_id, connection, inbox.clone()));
+    }
+}
+
+async fn read_connection(id: u64, connection: Connection<ClientFrame>, inbox: LocalQueue<Inbound>) {
+    loop {
+        match connection.recv().await {
+            Ok(frame) => inbox.push(Inbound::Frame(id, frame)),
+            Err(_) => {
+                inbox.push(Inbound::Closed(id));
+                return;
+            }
+        }
+    }
+}
+
+struct PendingProposal {
+    term: u64,
+    connection: u64,
+    request_id: u64,
+}
+
+struct PendingRead {
+    connection: u64,
+    request_id: u64,
+    operation: KvOperation,
+}
+
+struct Watcher {
+    connection: u64,
+    watch_id: u64,
+    range: KeyRange,
+    next_revision: u64,
+}
+
+enum ServerEvent {
+    Raft(RaftInput<LogCommand>),
+    Client(Inbound),
+    LeaseTimer,
+}
+
+struct Server {
+    context: NodeContext,
+    config: EtcdConfig,
+    raft: RaftDriver<LogCommand>,
+    machine: StoreStateMachine,
+    lessor: Lessor,
+    inbox: LocalQueue<Inbound>,
+    connections: BTreeMap<u64, Connection<ClientFrame>>,
+    proposals: BTreeMap<u64, PendingProposal>,
+    reads: BTreeMap<ReadRequestId, PendingRead>,
+    next_read: u64,
+    watchers: Vec<Watcher>,
+    lease_timer: Option<Pin<Box<LocalSleep>>>,
+    next_checkpoint: sim::clock::LocalTime,
+    fairness: u64,
+}
+
+async fn run_server(context: NodeContext, cluster: EtcdCluster) {
+    let inbox = LocalQueue::new();
+    let listener = cluster.client_network.listen(context.id());
+    sim::task::spawn_local(accept_connections(listener, inbox.clone()));
+    let raft = RaftDriver::boot(
+        &context,
+        cluster.config.raft_for(context.id()),
+        &cluster.raft_network,
+    );
+    let tombstones = if cluster.config.has(EtcdBug::CompactDropsTombstone) {
+        CompactionTombstones::Dropped
+    } else {
+        CompactionTombstones::Kept
+    };
+    let promotion = if cluster.config.has(EtcdBug::LeaseTtlResetOnLeaderChange) {
+        PromotionTtl::ResetToFullTtl
+    } else {
+        PromotionTtl::Checkpointed
+    };
+    let now = context.clock().now();
+    let mut server = Server {
+        context,
+        config: cluster.config.clone(),
+        raft,
+        machine: StoreStateMachine::new(tombstones),
+        lessor: Lessor::new(promotion),
+        inbox,
+        connections: BTreeMap::new(),
+        proposals: BTreeMap::new(),
+        reads: BTreeMap::new(),
+        next_read: 0,
+        watchers: Vec::new(),
+        lease_timer: None,
+        next_checkpoint: now,
+        fairness: 0,
+    };
+    server.run().await;
+}
+
+impl Server {
+    async fn run(&mut self) {
+        loop {
+            let event = self.next_event().await;
+            match event {
+                ServerEvent::Raft(input) => self.raft.handle(input),
+                ServerEvent::Client(Inbound::Opened(id, connection)) => {
+                    self.connections.insert(id, connection);
+                }
+                ServerEvent::Client(Inbound::Closed(id)) => {
+                    self.connections.remove(&id);
+                    self.watchers.retain(|watcher| watcher.connection != id);
+                }
+                ServerEvent::Client(Inbound::Frame(id, frame)) => self.handle_frame(id, frame),
+                ServerEvent::LeaseTimer => self.lease_tick(),
+            }
+            self.drain_raft_events();
+        }
+    }
+
+    /// The next input; Raft and client inputs take turns so neither starves the other.
+    async fn next_event(&mut self) -> ServerEvent {
+        self.fairness += 1;
+        let raft_first = self.fairness.is_multiple_of(2);
+        std::future::poll_fn(|cx| {
+            for turn in 0..2 {
+                if (turn == 0) == raft_first {
+                    if let Poll::Ready(input) = self.raft.poll_input(cx) {
+                        return Poll::Ready(ServerEvent::Raft(input));
+                    }
+                } else if let Poll::Ready(inbound) = self.inbox.poll_pop(cx) {
+                    return Poll::Ready(ServerEvent::Client(inbound));
+                }
+            }
+            if let Some(timer) = self.lease_timer.as_mut()
+                && timer.as_mut().poll(cx).is_ready()
+            {
+                self.lease_timer = None;
+                return Poll::Ready(ServerEvent::LeaseTimer);
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    fn respond(&self, connection: u64, request_id: u64, response: ClientResponse) {
+        if let Some(connection) = self.connections.get(&connection) {
+            // A broken connection: the client sees the break and the outcome is unknown.
+            let _ = connection.send(ClientFrame::Response {
+                request_id,
+                response,
+            });
+        }
+    }
+
+    fn handle_frame(&mut self, connection: u64, frame: ClientFrame) {
+        match frame {
+            ClientFrame::Request {
+                request_id,
+                request,
+            } => self.handle_request(connection, request_id, request),
+            ClientFrame::WatchCreate {
+                watch_id,
+                key,
+                range_end,
+                start_revision,
+            } => self.create_watch(
+                connection,
+                watch_id,
+                &key,
+                range_end.as_deref(),
+                start_revision,
+            ),
+            // Server-to-client frames are not expected here.
+            ClientFrame::Response { .. }
+            | ClientFrame::WatchEvents { .. }
+            | ClientFrame::WatchCompacted { .. } => {}
+        }
+    }
+
+    fn handle_request(&mut self, connection: u64, request_id: u64, request: ClientRequest) {
+        let operation = match request {
+            ClientRequest::Kv(operation) => operation,
+            ClientRequest::Compact { revision } => {
+                self.propose(connection, request_id, StoreCommand::Compact { revision });
+                return;
+            }
+        };
+        if let Err(error) = validate(&operation) {
+            self.respond(connection, request_id, ClientResponse::Kv(Err(error)));
+            return;
+        }
+        match operation {
+            KvOperation::Get {
+                consistency: ReadConsistency::Serializable,
+                ..
+            } => {
+                let result = self.machine.read(&operation);
+                self.respond(connection, request_id, ClientResponse::Kv(result));
+            }
+            KvOperation::Get { .. } | KvOperation::LeaseTimeToLive { .. } => {
+                self.next_read += 1;
+                let read = ReadRequestId(self.next_read);
+                self.reads.insert(
+                    read,
+                    PendingRead {
+                        connection,
+                        request_id,
+                        operation,
+                    },
+                );
+                self.raft.read_index(read);
+            }
+            KvOperation::Put { .. } | KvOperation::Delete { .. } | KvOperation::Txn { .. } => {
+                self.propose(connection, request_id, StoreCommand::Kv { operation })
+            }
+            KvOperation::LeaseGrant { ttl_ms } => {
+                self.propose(connection, request_id, StoreCommand::LeaseGrant { ttl_ms })
+            }
+            KvOperation::LeaseRevoke { lease } => {
+                self.propose(connection, request_id, StoreCommand::LeaseRevoke { lease })
+            }
+            KvOperation::LeaseKeepAlive { lease } => {
+                if self.config.has(EtcdBug::LessorNotDemoted) && self.lessor.is_primary() {
+                    // The bug: a lessor that believes it is primary renews on its own.
+                    if let Some(record) = self.machine.leases().get(lease) {
+                        let ttl_ms = record.ttl_ms;
+                        self.lessor.renewed(self.raft.now(), lease, ttl_ms);
+                        let response =
+                            ClientResponse::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms }));
+                        self.respond(connection, request_id, response);
+                        return;
+                    }
+                }
+                self.propose(
+                    connection,
+                    request_id,
+                    StoreCommand::LeaseKeepAlive { lease },
+                )
+            }
+        }
+    }
+
+    fn propose(&mut self, connection: u64, request_id: u64, command: StoreCommand) {
+        match self.raft.propose(Arc::new(command)) {
+            Ok(slot) => {
+                self.proposals.insert(
+                    slot.index,
+                    PendingProposal {
+                        term: slot.term,
+                        connection,
+                        request_id,
+                    },
+                );
+            }
+            Err(ProposeError::NotLeader { leader_hint }) => {
+                self.respond(
+                    connection,
+                    request_id,
+                    ClientResponse::NotApplied { leader_hint },
+                );
+            }
+        }
+    }
+
+    fn create_watch(
+        &mut self,
+        connection: u64,
+        watch_id: u64,
+        key: &str,
+        range_end: Option<&str>,
+        start_revision: u64,
+    ) {
+        let Some(channel) = self.connections.get(&connection) else {
+            return;
+        };
+        let range = KeyRange::new(key, range_end);
+        let current = self.machine.mvcc().revision();
+        let start = if start_revision == 0 {
+            current + 1
+        } else {
+            start_revision
+        };
+        match self.machine.mvcc().changes_since(start, &range) {
+            Err(KvError::Compacted { compact_revision }) => {
+                let _ = channel.send(ClientFrame::WatchCompacted {
+                    watch_id,
+                    compact_revision,
+                });
+                return;
+            }
+            Err(_) => return,
+            Ok(events) => {
+                if !events.is_empty() {
+                    let _ = channel.send(ClientFrame::WatchEvents { watch_id, events });
+                }
+            }
+        }
+        self.watchers.push(Watcher {
+            connection,
+            watch_id,
+            range,
+            next_revision: start.max(current + 1),
+        });
+    }
+
+    fn notify_watchers(&mut self, revision: u64) {
+        let changes = self.machine.mvcc().changes_at(revision);
+        for watcher in &mut self.watchers {
+            if watcher.next_revision > revision {
+                continue;
+            }
+            watcher.next_revision = revision + 1;
+            let events: Vec<_> = changes
+                .iter()
+                .filter(|change| watcher.range.contains(&change.kv.key))
+                .cloned()
+                .collect();
+            if events.is_empty() {
+                continue;
+            }
+            if let Some(connection) = self.connections.get(&watcher.connection) {
+                let _ = connection.send(ClientFrame::WatchEvents {
+                    watch_id: watcher.watch_id,
+                    events,
+                });
+            }
+        }
+    }
+
+    fn drain_raft_events(&mut self) {
+        while let Some(event) = self.raft.next_app_event() {
+            match event {
+                AppEvent::Apply(entry) => self.apply(entry),
+                AppEvent::ReadReady(read) => self.serve_read(read),
+                AppEvent::ReadRejected {
+                    request,
+                    leader_hint,
+                } => {
+                    if let Some(read) = self.reads.remove(&request) {
+                        self.respond(
+                            read.connection,
+                            read.request_id,
+                            ClientResponse::NotApplied { leader_hint },
+                        );
+                    }
+                }
+                AppEvent::BecameLeader { .. } => {
+                    let now = self.raft.now();
+                    let extend = self.config.raft.election_timeout_max;
+                    self.lessor.promote(now, self.machine.leases(), extend);
+                    self.next_checkpoint = now + self.config.lease_checkpoint_interval;
+                }
+                AppEvent::SteppedDown => {
+                    if !self.config.has(EtcdBug::LessorNotDemoted) {
+                        self.lessor.demote();
+                    }
+                }
+            }
+        }
+        self.arm_lease_timer();
+    }
+
+    fn apply(&mut self, entry: crate::raft::Entry<LogCommand>) {
+        let result = match &entry.payload {
+            EntryPayload::Noop => None,
+            EntryPayload::Command(command) => {
+                let outcome = self.machine.apply(entry.index, command);
+                let now = self.raft.now();
+                match outcome.lease_change {
+                    Some(LeaseChange::Renewed { lease, ttl_ms }) => {
+                        self.lessor.renewed(now, lease, ttl_ms)
+                    }
+                    Some(LeaseChange::Removed { lease, expired }) => {
+                        if expired && self.lessor.is_primary() {
+                            self.context
+                                .history()
+                                .protocol(ProtocolEvent::SessionExpired { session: lease });
+                        }
+                        self.lessor.removed(lease);
+                    }
+                    None => {}
+                }
+                if let Some(revision) = outcome.changed_revision {
+                    self.notify_watchers(revision);
+                }
+                Some(outcome.result)
+            }
+        };
+        let Some(proposal) = self.proposals.remove(&entry.index) else {
+            return;
+        };
+        let response = if proposal.term != entry.term {
+            // Another leader's entry won this index: ours will never be applied.
+            ClientResponse::NotApplied {
+                leader_hint: self.raft.core().leader(),
+            }
+        } else {
+            match result {
+                Some(ApplyResult::Kv(result)) => ClientResponse::Kv(result),
+                Some(ApplyResult::Compact(result)) => ClientResponse::Compact(result),
+                Some(ApplyResult::Internal) | None => return,
+            }
+        };
+        self.respond(proposal.connection, proposal.request_id, response);
+    }
+
+    fn serve_read(&mut self, read: ReadRequestId) {
+        let Some(read) = self.reads.remove(&read) else {
+            return;
+        };
+        let result = match &read.operation {
+            KvOperation::LeaseTimeToLive { lease } => match self.machine.leases().get(*lease) {
+                None => Err(KvError::LeaseNotFound { lease: *lease }),
+                Some(record) => {
+                    let remaining_ms = match self.lessor.remaining(self.raft.now(), *lease) {
+                        Some(remaining) => u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),
+                        None => record.checkpointed_remaining_ms.unwrap_or(record.ttl_ms),
+                    };
+                    Ok(KvResponse::LeaseTimeToLive { remaining_ms })
+                }
+            },
+            operation => self.machine.read(operation),
+        };
+        self.respond(read.connection, read.request_id, ClientResponse::Kv(result));
+    }
+
+    /// The leader's lessor: propose the expiry of leases past their deadline, and
+    /// checkpoint remaining TTLs now and then.
+    fn lease_tick(&mut self) {
+        if !self.lessor.is_primary() || !self.raft.core().is_leader() {
+            return;
+        }
+        let now = self.raft.now();
+        for lease in self.lessor.take_expired(now) {
+            if let Some(record) = self.machine.leases().get(lease) {
+                let command = StoreCommand::LeaseExpire {
+                    lease,
+                    renewals: record.renewals,
+                };
+                // Not leading any more: the demotion that follows forgets the deadline.
+                let _ = self.raft.propose(Arc::new(command));
+            }
+        }
+        if now >= self.next_checkpoint {
+            self.next_checkpoint = now + self.config.lease_checkpoint_interval;
+            let remaining = self.lessor.checkpoints(now);
+            if !remaining.is_empty() {
+                let _ = self
+                    .raft
+                    .propose(Arc::new(StoreCommand::LeaseCheckpoint { remaining }));
+            }
+        }
+    }
+
+    fn arm_lease_timer(&mut self) {
+        if self.lessor.is_primary() && self.lease_timer.is_none() {
+            let sleep = self.context.clock().sleep(self.config.lease_check_interval);
+            self.lease_timer = Some(Box::pin(sleep));
+        } else if !self.lessor.is_primary() {
+            self.lease_timer = None;
+        }
+    }
+}

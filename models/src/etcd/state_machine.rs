@@ -1,0 +1,550 @@
+//! The replicated state machine: the MVCC store and the lease table, changed only by
+//! applying committed [`StoreCommand`]s, identically on every replica.
+
+use super::{
+    command::StoreCommand,
+    lease::LeaseTable,
+    mvcc::{KeyRange, MvccStore},
+};
+use sim::history::kv::{Compare, CompareOperator, CompareTarget, KvError, KvOperation, KvResponse};
+use std::cmp::Ordering;
+
+/// What applying a command produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApplyOutcome {
+    /// The answer for the client that proposed it (`None` for internal commands).
+    pub result: ApplyResult,
+    /// The revision whose changes this command made, if it changed keys (for watches).
+    pub changed_revision: Option<u64>,
+    /// What happened to leases (for the leader's lessor).
+    pub lease_change: Option<LeaseChange>,
+}
+
+/// The client-visible result of a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApplyResult {
+    /// A key-value or lease operation.
+    Kv(Result<KvResponse, KvError>),
+    /// A compaction (the compaction revision).
+    Compact(Result<u64, KvError>),
+    /// An internal command (expiry, checkpoint): nobody waits for it.
+    Internal,
+}
+
+/// A lease event the lessor must hear about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseChange {
+    /// Granted or renewed: lives `ttl_ms` from now.
+    Renewed {
+        /// Lease id.
+        lease: u64,
+        /// Time to live, milliseconds.
+        ttl_ms: u64,
+    },
+    /// Revoked or expired.
+    Removed {
+        /// Lease id.
+        lease: u64,
+        /// Whether it expired (rather than being revoked by a client).
+        expired: bool,
+    },
+}
+
+/// Known etcd-store bugs that live in the state machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompactionTombstones {
+    /// Delete events at the compaction revision stay watchable (correct).
+    #[default]
+    Kept,
+    /// `etcd.compact_drops_tombstone`: they are dropped.
+    Dropped,
+}
+
+/// The state machine.
+#[derive(Clone, Debug, Default)]
+pub struct StoreStateMachine {
+    mvcc: MvccStore,
+    leases: LeaseTable,
+    tombstones: CompactionTombstones,
+}
+
+impl StoreStateMachine {
+    /// An empty store.
+    pub fn new(tombstones: CompactionTombstones) -> Self {
+        Self {
+            tombstones,
+            ..Self::default()
+        }
+    }
+
+    /// The MVCC store.
+    pub fn mvcc(&self) -> &MvccStore {
+        &self.mvcc
+    }
+
+    /// The lease table.
+    pub fn leases(&self) -> &LeaseTable {
+        &self.leases
+    }
+
+    /// Serves a read (`Get`) from the current state.
+    pub fn read(&self, operation: &KvOperation) -> Result<KvResponse, KvError> {
+        match operation {
+            KvOperation::Get {
+                key,
+                range_end,
+                revision,
+                ..
+            } => {
+                let range = KeyRange::new(key, range_end.as_deref());
+                let kvs = self.mvcc.range(&range, *revision)?;
+                Ok(KvResponse::Get {
+                    revision: self.mvcc.revision(),
+                    kvs,
+                })
+            }
+            other => Err(KvError::Other {
+                message: format!("not a read: {other:?}"),
+            }),
+        }
+    }
+
+    /// Applies the command of log entry `index`.
+    pub fn apply(&mut self, index: u64, command: &StoreCommand) -> ApplyOutcome {
+        let before = self.mvcc.revision();
+        let mut lease_change = None;
+        let result = match command {
+            StoreCommand::Kv { operation } => ApplyResult::Kv(self.apply_kv(operation)),
+            StoreCommand::LeaseGrant { ttl_ms } => {
+                self.leases.grant(index, *ttl_ms);
+                lease_change = Some(LeaseChange::Renewed {
+                    lease: index,
+                    ttl_ms: *ttl_ms,
+                });
+                ApplyResult::Kv(Ok(KvResponse::LeaseGrant {
+                    lease: index,
+                    ttl_ms: *ttl_ms,
+                }))
+            }
+            StoreCommand::LeaseKeepAlive { lease } => match self.leases.renew(*lease) {
+                Some(ttl_ms) => {
+                    lease_change = Some(LeaseChange::Renewed {
+                        lease: *lease,
+                        ttl_ms,
+                    });
+                    ApplyResult::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms }))
+                }
+                None => ApplyResult::Kv(Err(KvError::LeaseNotFound { lease: *lease })),
+            },
+            StoreCommand::LeaseRevoke { lease } => match self.revoke(*lease) {
+                Some(revision) => {
+                    lease_change = Some(LeaseChange::Removed {
+                        lease: *lease,
+                        expired: false,
+                    });
+                    ApplyResult::Kv(Ok(KvResponse::LeaseRevoke { revision }))
+                }
+                None => ApplyResult::Kv(Err(KvError::LeaseNotFound { lease: *lease })),
+            },
+            StoreCommand::LeaseExpire { lease, renewals } => {
+                let current = self.leases.get(*lease).map(|record| record.renewals);
+                if current == Some(*renewals) && self.revoke(*lease).is_some() {
+                    lease_change = Some(LeaseChange::Removed {
+                        lease: *lease,
+                        expired: true,
+                    });
+                }
+                ApplyResult::Internal
+            }
+            StoreCommand::LeaseCheckpoint { remaining } => {
+                for (lease, remaining_ms) in remaining {
+                    self.leases.checkpoint(*lease, *remaining_ms);
+                }
+                ApplyResult::Internal
+            }
+            StoreCommand::Compact { revision } => {
+                let drop = self.tombstones == CompactionTombstones::Dropped;
+                ApplyResult::Compact(self.mvcc.compact(*revision, drop).map(|()| *revision))
+            }
+        };
+        let after = self.mvcc.revision();
+        ApplyOutcome {
+            result,
+            changed_revision: (after > before).then_some(after),
+            lease_change,
+        }
+    }
+
+    /// Deletes the lease and its keys in one revision; `None` if it does not exist.
+    fn revoke(&mut self, lease: u64) -> Option<u64> {
+        let record = self.leases.remove(lease)?;
+        self.mvcc.begin();
+        for key in &record.keys {
+            self.mvcc.delete(key);
+        }
+        Some(self.mvcc.commit())
+    }
+
+    fn apply_kv(&mut self, operation: &KvOperation) -> Result<KvResponse, KvError> {
+        super::command::validate(operation)?;
+        match operation {
+            KvOperation::Put { .. } | KvOperation::Delete { .. } => {
+                self.check_leases(std::slice::from_ref(operation))?;
+                self.mvcc.begin();
+                let response = self.write(operation);
+                let revision = self.mvcc.commit();
+                Ok(with_revision(response, revision))
+            }
+            KvOperation::Txn {
+                compares,
+                success,
+                failure,
+            } => {
+                let succeeded = compares.iter().all(|compare| self.holds(compare));
+                let branch = if succeeded { success } else { failure };
+                self.check_leases(branch)?;
+                self.check_reads(branch)?;
+                self.mvcc.begin();
+                let mut responses = Vec::with_capacity(branch.len());
+                for operation in branch {
+                    let response = match operation {
+                        KvOperation::Get { .. } => self.read(operation),
+                        _ => Ok(self.write(operation)),
+                    };
+                    match response {
+                        Ok(response) => responses.push(response),
+                        Err(error) => {
+                            // Unreachable: `check_reads` refused bad revisions up front.
+                            self.mvcc.commit();
+                            return Err(error);
+                        }
+                    }
+                }
+                let revision = self.mvcc.commit();
+                let responses = responses
+                    .into_iter()
+                    .map(|response| with_revision(response, revision))
+                    .collect();
+                Ok(KvResponse::Txn {
+                    revision,
+                    succeeded,
+                    responses,
+                })
+            }
+            other => Err(KvError::Other {
+                message: format!("not a write: {other:?}"),
+            }),
+        }
+    }
+
+    /// Refuses a transaction whose reads ask for a compacted or future revision before it
+    /// writes anything.
+    fn check_reads(&self, operations: &[KvOperation]) -> Result<(), KvError> {
+        for operation in operations {
+            if let KvOperation::Get {
+                revision: Some(revision),
+                ..
+            } = operation
+            {
+                if *revision > self.mvcc.revision() {
+                    return Err(KvError::FutureRevision {
+                        current_revision: self.mvcc.revision(),
+                    });
+                }
+                if *revision < self.mvcc.compact_revision() {
+                    return Err(KvError::Compacted {
+                        compact_revision: self.mvcc.compact_revision(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_leases(&self, operations: &[KvOperation]) -> Result<(), KvError> {
+        for operation in operations {
+            if let KvOperation::Put {
+                lease: Some(lease), ..
+            } = operation
+                && self.leases.get(*lease).is_none()
+            {
+                return Err(KvError::LeaseNotFound { lease: *lease });
+            }
+        }
+        Ok(())
+    }
+
+    /// One write inside an open MVCC transaction.
+    fn write(&mut self, operation: &KvOperation) -> KvResponse {
+        match operation {
+            KvOperation::Put { key, value, lease } => {
+                let previous = self.mvcc.put(key, value, *lease);
+                if let Some(old) = previous.and_then(|kv| kv.lease)
+                    && Some(old) != *lease
+                {
+                    self.leases.detach(old, key);
+                }
+                if let Some(lease) = lease {
+                    self.leases.attach(*lease, key);
+                }
+                KvResponse::Put { revision: 0 }
+            }
+            KvOperation::Delete { key, range_end } => {
+                let range = KeyRange::new(key, range_end.as_deref());
+                let deleted = self.mvcc.delete_range(&range);
+                for kv in &deleted {
+                    if let Some(lease) = kv.lease {
+                        self.leases.detach(lease, &kv.key);
+                    }
+                }
+                KvResponse::Delete {
+                    revision: 0,
+                    deleted: deleted.len() as u64,
+                }
+            }
+            _ => unreachable!("validated: only puts and deletes are written"),
+        }
+    }
+
+    fn holds(&self, compare: &Compare) -> bool {
+        let kv = self.mvcc.get(&compare.key);
+        let ordering = match &compare.target {
+            // etcd: a value compare on a missing key is false whatever the operator.
+            CompareTarget::Value(value) => match kv {
+                Some(kv) => kv.value.as_str().cmp(value.as_str()),
+                None => return false,
+            },
+            CompareTarget::Version(version) => kv.map_or(0, |kv| kv.version).cmp(version),
+            CompareTarget::CreateRevision(revision) => {
+                kv.map_or(0, |kv| kv.create_revision).cmp(revision)
+            }
+            CompareTarget::ModRevision(revision) => {
+                kv.map_or(0, |kv| kv.mod_revision).cmp(revision)
+            }
+            CompareTarget::Lease(lease) => kv.and_then(|kv| kv.lease).unwrap_or(0).cmp(lease),
+        };
+        match compare.operator {
+            CompareOperator::Equal => ordering == Ordering::Equal,
+            CompareOperator::NotEqual => ordering != Ordering::Equal,
+            CompareOperator::Greater => ordering == Ordering::Greater,
+            CompareOperator::Less => ordering == Ordering::Less,
+        }
+    }
+}
+
+/// Stamps a response inside a write transaction with the store revision after it (a read
+/// in the transaction sees the transaction's own writes, so it is at that revision too).
+fn with_revision(response: KvResponse, revision: u64) -> KvResponse {
+    match response {
+        KvResponse::Put { .. } => KvResponse::Put { revision },
+        KvResponse::Delete { deleted, .. } => KvResponse::Delete { revision, deleted },
+        KvResponse::Get { kvs, .. } => KvResponse::Get { revision, kvs },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim::history::kv::KeyValue;
+
+    fn put(key: &str, value: &str, lease: Option<u64>) -> KvOperation {
+        KvOperation::Put {
+            key: key.into(),
+            value: value.into(),
+            lease,
+        }
+    }
+
+    fn get(key: &str) -> KvOperation {
+        KvOperation::Get {
+            key: key.into(),
+            range_end: None,
+            revision: None,
+            consistency: Default::default(),
+        }
+    }
+
+    fn kv(operation: KvOperation) -> StoreCommand {
+        StoreCommand::Kv { operation }
+    }
+
+    fn result(outcome: ApplyOutcome) -> Result<KvResponse, KvError> {
+        match outcome.result {
+            ApplyResult::Kv(result) => result,
+            other => panic!("not a kv result: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn transactions_compare_then_run_one_branch_atomically() {
+        let mut machine = StoreStateMachine::default();
+        result(machine.apply(1, &kv(put("a", "1", None)))).unwrap();
+        let txn = |expected_version| {
+            kv(KvOperation::Txn {
+                compares: vec![Compare {
+                    key: "a".into(),
+                    target: CompareTarget::Version(expected_version),
+                    operator: CompareOperator::Equal,
+                }],
+                success: vec![put("a", "2", None), put("b", "2", None), get("a")],
+                failure: vec![get("a")],
+            })
+        };
+        let response = result(machine.apply(2, &txn(1))).unwrap();
+        let KvResponse::Txn {
+            revision,
+            succeeded,
+            responses,
+        } = response
+        else {
+            panic!("a txn response");
+        };
+        assert!(succeeded);
+        assert_eq!(revision, 3, "one revision for the whole transaction");
+        assert_eq!(responses[0], KvResponse::Put { revision: 3 });
+        let KvResponse::Get { kvs, .. } = &responses[2] else {
+            panic!("a get");
+        };
+        assert_eq!(
+            kvs[0].value, "2",
+            "a read sees the transaction's own writes"
+        );
+        let response = result(machine.apply(3, &txn(1))).unwrap();
+        assert!(matches!(
+            response,
+            KvResponse::Txn {
+                succeeded: false,
+                revision: 3,
+                ..
+            }
+        ));
+        // A value compare on a missing key is false even for `!=`.
+        let missing = kv(KvOperation::Txn {
+            compares: vec![Compare {
+                key: "zz".into(),
+                target: CompareTarget::Value("x".into()),
+                operator: CompareOperator::NotEqual,
+            }],
+            success: vec![put("c", "1", None)],
+            failure: vec![],
+        });
+        assert!(matches!(
+            result(machine.apply(4, &missing)),
+            Ok(KvResponse::Txn {
+                succeeded: false,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn revoking_a_lease_deletes_its_keys_in_one_revision() {
+        let mut machine = StoreStateMachine::default();
+        let grant = machine.apply(5, &StoreCommand::LeaseGrant { ttl_ms: 1_000 });
+        assert_eq!(
+            result(grant),
+            Ok(KvResponse::LeaseGrant {
+                lease: 5,
+                ttl_ms: 1_000
+            })
+        );
+        result(machine.apply(6, &kv(put("x", "1", Some(5))))).unwrap();
+        result(machine.apply(7, &kv(put("y", "1", Some(5))))).unwrap();
+        result(machine.apply(8, &kv(put("z", "1", None)))).unwrap();
+        // Re-putting y without the lease detaches it.
+        result(machine.apply(9, &kv(put("y", "2", None)))).unwrap();
+        let stale = machine.apply(
+            10,
+            &StoreCommand::LeaseExpire {
+                lease: 5,
+                renewals: 1,
+            },
+        );
+        assert_eq!(
+            stale.lease_change, None,
+            "an expiry for another renewal count is void"
+        );
+        let outcome = machine.apply(
+            11,
+            &StoreCommand::LeaseExpire {
+                lease: 5,
+                renewals: 0,
+            },
+        );
+        assert_eq!(outcome.changed_revision, Some(6));
+        assert_eq!(
+            outcome.lease_change,
+            Some(LeaseChange::Removed {
+                lease: 5,
+                expired: true
+            })
+        );
+        let live: Vec<KeyValue> = machine
+            .mvcc()
+            .range(&KeyRange::new("", Some("\0")), None)
+            .unwrap();
+        let keys: Vec<&str> = live.iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(keys, ["y", "z"]);
+    }
+
+    #[test]
+    fn bad_input_gets_typed_errors() {
+        let mut machine = StoreStateMachine::default();
+        assert_eq!(
+            result(machine.apply(1, &kv(put("", "1", None)))),
+            Err(KvError::EmptyKey)
+        );
+        assert_eq!(
+            result(machine.apply(2, &kv(put("k", "1", Some(99))))),
+            Err(KvError::LeaseNotFound { lease: 99 })
+        );
+        assert_eq!(
+            result(machine.apply(3, &StoreCommand::LeaseKeepAlive { lease: 99 })),
+            Err(KvError::LeaseNotFound { lease: 99 })
+        );
+        assert_eq!(
+            result(machine.apply(4, &StoreCommand::LeaseRevoke { lease: 99 })),
+            Err(KvError::LeaseNotFound { lease: 99 })
+        );
+        let empty = KvOperation::Txn {
+            compares: vec![],
+            success: vec![],
+            failure: vec![],
+        };
+        assert_eq!(
+            result(machine.apply(5, &kv(empty))),
+            Err(KvError::EmptyTransaction)
+        );
+        result(machine.apply(6, &kv(put("k", "1", None)))).unwrap();
+        result(machine.apply(7, &kv(put("k", "2", None)))).unwrap();
+        assert_eq!(
+            machine
+                .apply(8, &StoreCommand::Compact { revision: 3 })
+                .result,
+            ApplyResult::Compact(Ok(3))
+        );
+        let old = KvOperation::Get {
+            key: "k".into(),
+            range_end: None,
+            revision: Some(2),
+            consistency: Default::default(),
+        };
+        assert_eq!(
+            machine.read(&old),
+            Err(KvError::Compacted {
+                compact_revision: 3
+            })
+        );
+        assert_eq!(
+            machine
+                .apply(9, &StoreCommand::Compact { revision: 2 })
+                .result,
+            ApplyResult::Compact(Err(KvError::Compacted {
+                compact_revision: 3
+            }))
+        );
+        // Nothing changed the store.
+        assert_eq!(machine.mvcc().revision(), 3);
+    }
+}

@@ -1,0 +1,334 @@
+//! The async driver: one [`RaftCore`] on a simulated node, wired to `sim`'s datagram
+//! network, the node's disk and its local clock.
+//!
+//! - `Send` goes on the wire at once; `Persist` is written to the disk files at once
+//!   (volatile) and made durable by a background syncer that batches syncs (group commit);
+//!   `SendAfterPersist` waits in the driver until its write is durable.
+//! - `SetTimer` re-arms one local-clock timer; when it fires the core is ticked.
+//! - Protocol observations and applied entries are recorded in the history:
+//!   `BecameLeader`, `SteppedDown`, `TermChanged` (when the term is durable), `Applied`.
+//! - `Apply`, `ReadReady` and `ReadRejected` are handed to the application above.
+//!
+//! After a restart the node reads its durable hard state and log and starts as a follower;
+//! its state machine is rebuilt by applying the log again as the commit index is learned.
+
+use super::{
+    DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation, PersistId,
+    ProposalSlot, ProposeError, RaftConfig, RaftCore, ReadRequestId,
+};
+use sim::{
+    HistoryRecorder, NodeContext, NodeId,
+    clock::{LocalSleep, LocalTime},
+    disk::{CellFile, Disk, LogFile},
+    history::ProtocolEvent,
+    net::{Datagram, DatagramEndpoint, DatagramNetwork},
+};
+use std::{
+    cell::RefCell,
+    collections::VecDeque,
+    future::Future,
+    pin::Pin,
+    rc::Rc,
+    task::{Context, Poll, Waker},
+};
+
+/// A command a driven core can carry: cheap to clone, with a stable digest for the
+/// history's `Applied` events.
+pub trait RaftCommand: Clone + Send + Sync + 'static {
+    /// A stable digest of the command.
+    fn digest(&self) -> u64;
+}
+
+/// The digest recorded for an entry (no-ops digest to 0).
+pub fn entry_digest<C: RaftCommand>(payload: &EntryPayload<C>) -> u64 {
+    match payload {
+        EntryPayload::Noop => 0,
+        EntryPayload::Command(command) => command.digest(),
+    }
+}
+
+/// What the driver hands to the application.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppEvent<C> {
+    /// Apply this committed entry (in index order).
+    Apply(Entry<C>),
+    /// The read may be served now.
+    ReadReady(ReadRequestId),
+    /// The read cannot be served here.
+    ReadRejected {
+        /// The read.
+        request: ReadRequestId,
+        /// The leader, if known.
+        leader_hint: Option<NodeId>,
+    },
+    /// This server became leader of `term`.
+    BecameLeader {
+        /// The term.
+        term: u64,
+    },
+    /// This server stopped leading.
+    SteppedDown,
+}
+
+/// One input for the driver, from the network, the timer or the disk.
+pub enum RaftInput<C> {
+    /// A Raft message arrived.
+    Message(Datagram<Message<C>>),
+    /// The timer fired.
+    Timer,
+    /// Writes up to this id are durable.
+    Synced(PersistId),
+}
+
+#[derive(Default)]
+struct SyncState {
+    /// Highest persist id whose write has been issued.
+    requested: u64,
+    /// Highest persist id known durable.
+    completed: u64,
+    /// Highest id reported to the core.
+    reported: u64,
+    syncer: Option<Waker>,
+    driver: Option<Waker>,
+}
+
+/// Makes writes durable in the background, one sync at a time; each sync covers every write
+/// issued before it started.
+async fn syncer(disk: Disk, state: Rc<RefCell<SyncState>>) {
+    loop {
+        let target = std::future::poll_fn(|cx| {
+            let mut state = state.borrow_mut();
+            if state.requested > state.completed {
+                Poll::Ready(state.requested)
+            } else {
+                state.syncer = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await;
+        disk.sync().await;
+        let waker = {
+            let mut state = state.borrow_mut();
+            state.completed = state.completed.max(target);
+            state.driver.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// A Raft server on a simulated node.
+pub struct RaftDriver<C: RaftCommand> {
+    core: RaftCore<C>,
+    context: NodeContext,
+    history: HistoryRecorder,
+    endpoint: DatagramEndpoint<Message<C>>,
+    log_file: LogFile<Entry<C>>,
+    hard_state_file: CellFile<HardState>,
+    sync: Rc<RefCell<SyncState>>,
+    held: VecDeque<(PersistId, NodeId, Message<C>)>,
+    timer: Option<Pin<Box<LocalSleep>>>,
+    timer_deadline: Option<LocalTime>,
+    effects: Vec<Effect<C>>,
+    app_events: VecDeque<AppEvent<C>>,
+}
+
+/// The disk files a Raft server keeps.
+const HARD_STATE_FILE: &str = "raft-hard-state";
+const LOG_FILE: &str = "raft-log";
+
+impl<C: RaftCommand> RaftDriver<C> {
+    /// Boots (or reboots) the server on `context`'s node from its durable state.
+    pub fn boot(
+        context: &NodeContext,
+        config: RaftConfig,
+        network: &DatagramNetwork<Message<C>>,
+    ) -> Self {
+        let disk = context.disk().clone();
+        let log_file = disk
+            .open_log::<Entry<C>>(LOG_FILE)
+            .expect("the Raft log file has one type");
+        let hard_state_file = disk
+            .open_cell::<HardState>(HARD_STATE_FILE)
+            .expect("the hard state file has one type");
+        let hard_state = hard_state_file.get().unwrap_or_default();
+        let log = log_file.read_all();
+        let jitter = Box::new(context.rng("raft-election-jitter"));
+        let now = context.clock().now();
+        let core = RaftCore::restore(config, jitter, now, hard_state, log);
+        let sync = Rc::new(RefCell::new(SyncState::default()));
+        sim::task::spawn_local(syncer(disk, sync.clone()));
+        let mut driver = Self {
+            core,
+            context: context.clone(),
+            history: context.history(),
+            endpoint: network.endpoint(context.id()),
+            log_file,
+            hard_state_file,
+            sync,
+            held: VecDeque::new(),
+            timer: None,
+            timer_deadline: None,
+            effects: Vec::new(),
+            app_events: VecDeque::new(),
+        };
+        driver.run_effects();
+        driver
+    }
+
+    /// The core (read-only).
+    pub fn core(&self) -> &RaftCore<C> {
+        &self.core
+    }
+
+    /// The node's local time.
+    pub fn now(&self) -> LocalTime {
+        self.context.clock().now()
+    }
+
+    /// Waits for the next network, timer or disk input.
+    pub fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<RaftInput<C>> {
+        {
+            let mut sync = self.sync.borrow_mut();
+            if sync.completed > sync.reported {
+                sync.reported = sync.completed;
+                return Poll::Ready(RaftInput::Synced(PersistId(sync.completed)));
+            }
+            sync.driver = Some(cx.waker().clone());
+        }
+        if let Some(timer) = self.timer.as_mut()
+            && timer.as_mut().poll(cx).is_ready()
+        {
+            self.timer = None;
+            return Poll::Ready(RaftInput::Timer);
+        }
+        let mut receive = self.endpoint.recv();
+        if let Poll::Ready(datagram) = Pin::new(&mut receive).poll(cx) {
+            return Poll::Ready(RaftInput::Message(datagram));
+        }
+        Poll::Pending
+    }
+
+    /// Feeds an input to the core and carries out what it asks.
+    pub fn handle(&mut self, input: RaftInput<C>) {
+        let now = self.now();
+        match input {
+            RaftInput::Message(Datagram { from, message }) => self.core.step(now, from, message),
+            RaftInput::Timer => {
+                self.timer_deadline = None;
+                self.core.tick(now);
+            }
+            RaftInput::Synced(id) => {
+                while let Some((after, _, _)) = self.held.front() {
+                    if *after > id {
+                        break;
+                    }
+                    let (_, to, message) = self.held.pop_front().expect("front exists");
+                    self.endpoint.send(to, message);
+                }
+                self.core.on_persisted(now, id);
+            }
+        }
+        self.run_effects();
+    }
+
+    /// Proposes `command` (see [`RaftCore::propose`]).
+    pub fn propose(&mut self, command: C) -> Result<ProposalSlot, ProposeError> {
+        let now = self.now();
+        let slot = self.core.propose(now, command);
+        self.run_effects();
+        slot
+    }
+
+    /// Asks for a linearizable read (see [`RaftCore::read_index`]).
+    pub fn read_index(&mut self, request: ReadRequestId) {
+        let now = self.now();
+        self.core.read_index(now, request);
+        self.run_effects();
+    }
+
+    /// The next event for the application, if any.
+    pub fn next_app_event(&mut self) -> Option<AppEvent<C>> {
+        self.app_events.pop_front()
+    }
+
+    fn run_effects(&mut self) {
+        self.core.drain_effects(&mut self.effects);
+        let mut effects = std::mem::take(&mut self.effects);
+        for effect in effects.drain(..) {
+            match effect {
+                Effect::Send { to, message } => self.endpoint.send(to, message),
+                Effect::Persist { id, write } => self.write(id, write),
+                Effect::SendAfterPersist { after, to, message } => {
+                    if after.0 <= self.sync.borrow().reported {
+                        self.endpoint.send(to, message);
+                    } else {
+                        self.held.push_back((after, to, message));
+                    }
+                }
+                Effect::Apply { entry } => {
+                    self.history.protocol(ProtocolEvent::Applied {
+                        index: entry.index,
+                        term: entry.term,
+                        digest: entry_digest(&entry.payload),
+                    });
+                    self.app_events.push_back(AppEvent::Apply(entry));
+                }
+                Effect::ReadReady { request, .. } => {
+                    self.app_events.push_back(AppEvent::ReadReady(request))
+                }
+                Effect::ReadRejected {
+                    request,
+                    leader_hint,
+                } => self.app_events.push_back(AppEvent::ReadRejected {
+                    request,
+                    leader_hint,
+                }),
+                // The timer follows `timer_deadline()` below, whatever the effects said.
+                Effect::SetTimer { .. } => {}
+                Effect::Observe(observation) => match observation {
+                    Observation::BecameLeader { term } => {
+                        self.history.protocol(ProtocolEvent::BecameLeader { term });
+                        self.app_events.push_back(AppEvent::BecameLeader { term });
+                    }
+                    Observation::SteppedDown { term } => {
+                        self.history.protocol(ProtocolEvent::SteppedDown { term });
+                        self.app_events.push_back(AppEvent::SteppedDown);
+                    }
+                    Observation::TermPersisted { term } => {
+                        self.history.protocol(ProtocolEvent::TermChanged { term });
+                    }
+                },
+            }
+        }
+        self.effects = effects;
+        let deadline = self.core.timer_deadline();
+        if self.timer.is_none() || self.timer_deadline != Some(deadline) {
+            self.timer_deadline = Some(deadline);
+            self.timer = Some(Box::pin(self.context.clock().sleep_until(deadline)));
+        }
+    }
+
+    /// Issues a write to the disk files (volatile) and asks the syncer to make it durable.
+    fn write(&mut self, id: PersistId, write: DurableWrite<C>) {
+        if let Some(hard_state) = write.hard_state {
+            self.hard_state_file.set(hard_state);
+        }
+        if let Some(index) = write.truncate_after {
+            self.log_file
+                .truncate(usize::try_from(index).unwrap_or(usize::MAX));
+        }
+        if !write.append.is_empty() {
+            self.log_file.append(write.append);
+        }
+        let waker = {
+            let mut sync = self.sync.borrow_mut();
+            sync.requested = sync.requested.max(id.0);
+            sync.syncer.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! Log replication, commitment and heartbeats (Raft §5.3, §5.4, etcd's Progress tracking).
+
+use super::{
+    config::RaftBug,
+    core::{AfterPersist, ProposalSlot, RaftCore, ReplicationMode, Role},
+    effect::DurableWrite,
+    message::{AppendOutcome, Message},
+    types::{Entry, EntryPayload},
+};
+use sim::NodeId;
+
+impl<C: Clone> RaftCore<C> {
+    /// Appends an entry of the current term to the leader's log and persists it. The leader
+    /// counts itself toward commitment only once the entry is durable — except with
+    /// `raft.ack_before_fsync`, which counts it at once.
+    pub(super) fn append_as_leader(&mut self, payload: EntryPayload<C>) -> ProposalSlot {
+        let slot = ProposalSlot {
+            index: self.log.last_index() + 1,
+            term: self.term,
+        };
+        let entry = Entry {
+            index: slot.index,
+            term: slot.term,
+            payload,
+        };
+        self.log.push(entry.clone());
+        let write = DurableWrite {
+            append: vec![entry],
+            ..DurableWrite::default()
+        };
+        if self.config.has(RaftBug::AckBeforeFsync) {
+            self.persist(write, AfterPersist::Nothing);
+            if let Role::Leader(leader) = &mut self.role {
+                leader.self_match = slot.index;
+            }
+            self.maybe_commit();
+        } else {
+            self.persist(
+                write,
+                AfterPersist::LeaderSelfMatch {
+                    term: slot.term,
+                    index: slot.index,
+                },
+            );
+        }
+        slot
+    }
+
+    /// Streams new entries to followers that are in sync; probing ones wait for an answer.
+    pub(super) fn broadcast_new_entries(&mut self) {
+        let Role::Leader(leader) = &self.role else {
+            return;
+        };
+        let mut streaming = std::mem::take(&mut self.scratch_peers);
+        streaming.clear();
+        streaming.extend(
+            leader
+                .progress
+                .iter()
+                .filter(|(_, progress)| progress.mode == ReplicationMode::Replicate)
+                .map(|(peer, _)| *peer),
+        );
+        for &peer in &streaming {
+            self.send_append(peer);
+        }
+        self.scratch_peers = streaming;
+    }
+
+    /// Sends `peer` the entries from its `next_index` (possibly none: a probe).
+    pub(super) fn send_append(&mut self, peer: NodeId) {
+        let last_index = self.log.last_index();
+        let term = self.term;
+        let leader_commit = self.commit_index;
+        let max_entries = self.config.max_entries_per_append;
+        let Role::Leader(leader) = &mut self.role else {
+            return;
+        };
+        let Some(progress) = leader.progress.get_mut(&peer) else {
+            return;
+        };
+        progress.next_index = progress.next_index.clamp(1, last_index + 1);
+        let prev_log_index = progress.next_index - 1;
+        let prev_log_term = self
+            .log
+            .term_at(prev_log_index)
+            .expect("prev_log_index is within the log");
+        let entries = self.log.slice(progress.next_index, max_entries);
+        if progress.mode == ReplicationMode::Replicate
+            && let Some(last) = entries.last()
+        {
+            progress.next_index = last.index + 1;
+        }
+        self.send(
+            peer,
+            Message::AppendEntries {
+                term,
+                prev_log_index,
+                prev_log_term,
+                entries,
+                leader_commit,
+            },
+        );
+    }
+
+    pub(super) fn handle_append_entries(
+        &mut self,
+        from: NodeId,
+        prev_log_index: u64,
+        prev_log_term: u64,
+        entries: Vec<Entry<C>>,
+        leader_commit: u64,
+    ) {
+        if !self.follow(from) {
+            return;
+        }
+        let term = self.term;
+        let matches_prev = self.log.term_at(prev_log_index) == Some(prev_log_term);
+        if !matches_prev {
+            let retry_hint = if prev_log_index > self.log.last_index() {
+                self.log.last_index()
+            } else {
+                // Skip back over the whole run of the conflicting term in one round trip.
+                self.log
+                    .first_index_of_term_run(prev_log_index)
+                    .saturating_sub(1)
+            };
+            self.send(
+                from,
+                Message::AppendEntriesResponse {
+                    term,
+                    outcome: AppendOutcome::Rejected {
+                        rejected_prev_index: prev_log_index,
+                        retry_hint,
+                    },
+                },
+            );
+            return;
+        }
+        let match_index = prev_log_index + entries.len() as u64;
+        let mut write = DurableWrite::default();
+        if self.config.has(RaftBug::TruncateOnStaleAppend) {
+            // The bug: drop everything after prev_log_index even when the request is an old
+            // one whose entries this log already holds (and more after them).
+            if self.log.last_index() > prev_log_index {
+                self.log.truncate_after(prev_log_index);
+                write.truncate_after = Some(prev_log_index);
+            }
+            for entry in entries {
+                self.log.push(entry.clone());
+                write.append.push(entry);
+            }
+        } else {
+            // Raft §5.3: delete an existing entry only if it conflicts (same index, other
+            // term), and everything after it; append what is new; keep the rest.
+            for entry in entries {
+                match self.log.term_at(entry.index) {
+                    Some(existing) if existing == entry.term && write.append.is_empty() => {}
+                    Some(_) if write.append.is_empty() => {
+                        self.log.truncate_after(entry.index - 1);
+                        write.truncate_after = Some(entry.index - 1);
+                        self.log.push(entry.clone());
+                        write.append.push(entry);
+                    }
+                    _ => {
+                        self.log.push(entry.clone());
+                        write.append.push(entry);
+                    }
+                }
+            }
+        }
+        if !write.is_empty() {
+            self.persist(write, AfterPersist::Nothing);
+        }
+        // Commit no further than what this request proved to match the leader's log.
+        let new_commit = leader_commit.min(match_index);
+        if new_commit > self.commit_index {
+            self.commit_index = new_commit;
+        }
+        self.send_when_durable(
+            from,
+            Message::AppendEntriesResponse {
+                term,
+                outcome: AppendOutcome::Accepted { match_index },
+            },
+        );
+        self.apply_committed();
+    }
+
+    /// A message from the leader of the current term: follow it, and restart the election
+    /// timer. Returns false if this server itself leads the term (impossible unless a
+    /// known bug elected two leaders): a leader ignores another leader's messages, as etcd's
+    /// `stepLeader` does.
+    fn follow(&mut self, leader: NodeId) -> bool {
+        if !matches!(self.role, Role::Follower) {
+            if let Role::Leader(_) = &self.role {
+                return false;
+            }
+            self.become_follower(self.term, Some(leader));
+        }
+        self.leader = Some(leader);
+        self.last_leader_contact = Some(self.now);
+        self.reset_election_deadline();
+        true
+    }
+
+    pub(super) fn handle_heartbeat(&mut self, from: NodeId, commit: u64, read_round: u64) {
+        if !self.follow(from) {
+            return;
+        }
+        let new_commit = commit.min(self.log.last_index());
+        if new_commit > self.commit_index {
+            self.commit_index = new_commit;
+        }
+        let term = self.term;
+        self.send(from, Message::HeartbeatResponse { term, read_round });
+        self.apply_committed();
+    }
+
+    pub(super) fn handle_append_response(&mut self, from: NodeId, outcome: AppendOutcome) {
+        let last_index = self.log.last_index();
+        let Role::Leader(leader) = &mut self.role else {
+            return;
+        };
+        leader.recently_active.insert(from);
+        let Some(progress) = leader.progress.get_mut(&from) else {
+            return;
+        };
+        match outcome {
+            AppendOutcome::Accepted { match_index } => {
+                // matchIndex comes from the acknowledged request, never from nextIndex.
+                progress.match_index = progress.match_index.max(match_index);
+                progress.next_index = progress.next_index.max(match_index + 1);
+                progress.mode = ReplicationMode::Replicate;
+                let more = progress.next_index <= last_index;
+                self.maybe_commit();
+                if more {
+                    self.send_append(from);
+                }
+            }
+            AppendOutcome::Rejected {
+                rejected_prev_index,
+                retry_hint,
+            } => {
+                let stale = match progress.mode {
+                    ReplicationMode::Replicate => rejected_prev_index <= progress.match_index,
+                    ReplicationMode::Probe => rejected_prev_index + 1 != progress.next_index,
+                };
+                if stale {
+                    return;
+                }
+                let next_index = rejected_prev_index
+                    .min(retry_hint + 1)
+                    .max(progress.match_index + 1);
+                let progressed =
+                    progress.mode == ReplicationMode::Replicate || next_index < progress.next_index;
+                progress.next_index = next_index;
+                progress.mode = ReplicationMode::Probe;
+                // Flow control (etcd pauses a probing follower): a rejection that does not
+                // move nextIndex back waits for the next heartbeat instead of bouncing the
+                // same probe at network speed.
+                if progressed {
+                    self.send_append(from);
+                }
+            }
+        }
+    }
+
+    pub(super) fn handle_heartbeat_response(&mut self, from: NodeId, read_round: u64) {
+        let last_index = self.log.last_index();
+        let Role::Leader(leader) = &mut self.role else {
+            return;
+        };
+        leader.recently_active.insert(from);
+        let Some(progress) = leader.progress.get_mut(&from) else {
+            return;
+        };
+        progress.acked_read_round = progress.acked_read_round.max(read_round);
+        let lagging = progress.match_index < last_index;
+        self.confirm_reads();
+        if lagging {
+            self.send_append(from);
+        }
+    }
+
+    /// Advances the commit index to the highest index stored on a majority — only if that
+    /// entry is of the current term (Raft §5.4.2); `raft.commit_prev_term_by_count` skips
+    /// that check.
+    pub(super) fn maybe_commit(&mut self) {
+        let Role::Leader(leader) = &self.role else {
+            return;
+        };
+        let mut matches = std::mem::take(&mut self.scratch_matches);
+        matches.clear();
+        matches.extend(
+            leader
+                .progress
+                .values()
+                .map(|progress| progress.match_index),
+        );
+        matches.push(leader.self_match);
+        matches.sort_unstable_by(|a, b| b.cmp(a));
+        let majority_match = matches[self.config.quorum() - 1];
+        self.scratch_matches = matches;
+        if majority_match <= self.commit_index {
+            return;
+        }
+        let of_current_term = self.log.term_at(majority_match) == Some(self.term);
+        if !of_current_term && !self.config.has(RaftBug::CommitPrevTermByCount) {
+            return;
+        }
+        let reached_term_start = majority_match >= leader.term_start_index
+            && self.commit_index < leader.term_start_index;
+        self.commit_index = majority_match;
+        self.apply_committed();
+        if reached_term_start {
+            self.start_reads_waiting_for_term_commit();
+        }
+    }
+
+    /// Heartbeats, and CheckQuorum: a leader that has not heard from a majority within an
+    /// election timeout steps down (etcd `checkQuorum`).
+    pub(super) fn leader_tick(&mut self) {
+        let now = self.now;
+        let heartbeat_interval = self.config.heartbeat_interval;
+        let election_timeout_min = self.config.election_timeout_min;
+        let check_quorum = !self.config.has(RaftBug::NoPreVoteNoCheckQuorum);
+        let quorum = self.config.quorum();
+        let Role::Leader(leader) = &mut self.role else {
+            return;
+        };
+        if check_quorum && now >= leader.check_quorum_deadline {
+            let active = leader.recently_active.len() + 1;
+            leader.recently_active.clear();
+            leader.check_quorum_deadline = now + election_timeout_min;
+            if active < quorum {
+                let term = self.term;
+                self.become_follower(term, None);
+                return;
+            }
+        }
+        if now >= leader.heartbeat_deadline {
+            leader.heartbeat_deadline = now + heartbeat_interval;
+            self.broadcast_heartbeat();
+        }
+    }
+
+    /// Sends every follower a heartbeat for the current ReadIndex round.
+    pub(super) fn broadcast_heartbeat(&mut self) {
+        let term = self.term;
+        let commit_index = self.commit_index;
+        let Role::Leader(leader) = &self.role else {
+            return;
+        };
+        let read_round = leader.read_round;
+        let beats: Vec<(NodeId, u64)> = leader
+            .progress
+            .iter()
+            .map(|(peer, progress)| (*peer, commit_index.min(progress.match_index)))
+            .collect();
+        for (peer, commit) in beats {
+            self.send(
+                peer,
+                Message::Heartbeat {
+                    term,
+                    commit,
+                    read_round,
+                },
+            );
+        }
+    }
+}

@@ -1,0 +1,691 @@
+//! Core tests: each input's exact output list.
+
+use super::*;
+use sim::{NodeId, clock::LocalTime};
+use std::time::Duration;
+
+type Core = RaftCore<&'static str>;
+
+const S1: NodeId = NodeId::server(0);
+const S2: NodeId = NodeId::server(1);
+const S3: NodeId = NodeId::server(2);
+
+fn ms(millis: u64) -> LocalTime {
+    LocalTime::from_millis(millis)
+}
+
+fn core(id: NodeId, voters: &[NodeId], bugs: &[RaftBug]) -> Core {
+    let config = RaftConfig::new(id, voters.to_vec()).with_bugs(bugs.iter().copied());
+    let jitter = ScriptedTimeouts::new([], Duration::from_millis(400));
+    let mut core = RaftCore::new(config, Box::new(jitter), ms(0));
+    assert_eq!(core.take_effects(), vec![Effect::SetTimer { at: ms(400) }]);
+    core
+}
+
+fn noop(index: u64, term: u64) -> Entry<&'static str> {
+    Entry {
+        index,
+        term,
+        payload: EntryPayload::Noop,
+    }
+}
+
+fn command(index: u64, term: u64, text: &'static str) -> Entry<&'static str> {
+    Entry {
+        index,
+        term,
+        payload: EntryPayload::Command(text),
+    }
+}
+
+fn hard_state(term: u64, voted_for: Option<NodeId>) -> DurableWrite<&'static str> {
+    DurableWrite {
+        hard_state: Some(HardState { term, voted_for }),
+        ..DurableWrite::default()
+    }
+}
+
+fn append(entries: Vec<Entry<&'static str>>) -> DurableWrite<&'static str> {
+    DurableWrite {
+        append: entries,
+        ..DurableWrite::default()
+    }
+}
+
+/// s1 of {s1, s2, s3}, elected in term 1 with s2's vote, its no-op durable but not yet
+/// acknowledged by anyone.
+fn leader_of_three(bugs: &[RaftBug]) -> Core {
+    let mut leader = core(S1, &[S1, S2, S3], bugs);
+    leader.tick(ms(400));
+    leader.step(
+        ms(401),
+        S2,
+        Message::PreVoteResponse {
+            term: 1,
+            granted: true,
+        },
+    );
+    leader.on_persisted(ms(402), PersistId(1));
+    leader.step(
+        ms(403),
+        S2,
+        Message::RequestVoteResponse {
+            term: 1,
+            granted: true,
+        },
+    );
+    leader.on_persisted(ms(404), PersistId(2));
+    assert!(leader.is_leader());
+    leader.take_effects();
+    leader
+}
+
+#[test]
+fn a_single_voter_elects_itself_once_its_vote_is_durable_and_commits_after_fsync() {
+    let mut solo = core(S1, &[S1], &[]);
+    solo.tick(ms(400));
+    assert_eq!(
+        solo.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: hard_state(1, Some(S1)),
+            },
+            // The vote-request retry comes before the next election timeout.
+            Effect::SetTimer { at: ms(450) },
+        ]
+    );
+    assert_eq!(solo.role(), RoleName::Candidate);
+    solo.on_persisted(ms(401), PersistId(1));
+    assert_eq!(
+        solo.take_effects(),
+        vec![
+            Effect::Observe(Observation::BecameLeader { term: 1 }),
+            Effect::Persist {
+                id: PersistId(2),
+                write: append(vec![noop(1, 1)]),
+            },
+            Effect::Observe(Observation::TermPersisted { term: 1 }),
+            Effect::SetTimer { at: ms(451) },
+        ]
+    );
+    solo.on_persisted(ms(402), PersistId(2));
+    assert_eq!(
+        solo.take_effects(),
+        vec![Effect::Apply { entry: noop(1, 1) }]
+    );
+    assert_eq!(
+        solo.propose(ms(403), "x=1"),
+        Ok(ProposalSlot { index: 2, term: 1 })
+    );
+    // Not applied (acknowledged) before it is durable.
+    assert_eq!(
+        solo.take_effects(),
+        vec![Effect::Persist {
+            id: PersistId(3),
+            write: append(vec![command(2, 1, "x=1")]),
+        }]
+    );
+    solo.on_persisted(ms(404), PersistId(3));
+    assert_eq!(
+        solo.take_effects(),
+        vec![Effect::Apply {
+            entry: command(2, 1, "x=1")
+        }]
+    );
+}
+
+#[test]
+fn ack_before_fsync_applies_a_single_voter_write_before_it_is_durable() {
+    let mut solo = core(S1, &[S1], &[RaftBug::AckBeforeFsync]);
+    solo.tick(ms(400));
+    solo.on_persisted(ms(401), PersistId(1));
+    // The no-op is applied in the same step it is written, before its fsync.
+    assert!(
+        solo.take_effects()
+            .contains(&Effect::Apply { entry: noop(1, 1) })
+    );
+    solo.propose(ms(403), "x=1").unwrap();
+    assert_eq!(
+        solo.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(3),
+                write: append(vec![command(2, 1, "x=1")]),
+            },
+            Effect::Apply {
+                entry: command(2, 1, "x=1")
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_vote_is_sent_only_after_it_is_durable() {
+    let mut follower = core(S2, &[S1, S2, S3], &[]);
+    follower.step(
+        ms(10),
+        S1,
+        Message::RequestVote {
+            term: 1,
+            last_log_index: 0,
+            last_log_term: 0,
+        },
+    );
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: hard_state(1, Some(S1)),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: Message::RequestVoteResponse {
+                    term: 1,
+                    granted: true
+                },
+            },
+            Effect::SetTimer { at: ms(410) },
+        ]
+    );
+    // A second candidate of the same term is refused.
+    follower.step(
+        ms(11),
+        S3,
+        Message::RequestVote {
+            term: 1,
+            last_log_index: 0,
+            last_log_term: 0,
+        },
+    );
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::SendAfterPersist {
+            after: PersistId(1),
+            to: S3,
+            message: Message::RequestVoteResponse {
+                term: 1,
+                granted: false
+            },
+        }]
+    );
+}
+
+#[test]
+fn volatile_vote_answers_at_once_and_never_writes_the_vote() {
+    let mut follower = core(S2, &[S1, S2, S3], &[RaftBug::VolatileVote]);
+    follower.step(
+        ms(10),
+        S1,
+        Message::RequestVote {
+            term: 1,
+            last_log_index: 0,
+            last_log_term: 0,
+        },
+    );
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: hard_state(1, None),
+            },
+            Effect::Send {
+                to: S1,
+                message: Message::RequestVoteResponse {
+                    term: 1,
+                    granted: true
+                },
+            },
+            Effect::SetTimer { at: ms(410) },
+        ]
+    );
+}
+
+#[test]
+fn pre_vote_does_not_raise_the_term_and_a_leader_lease_ignores_it() {
+    let mut follower = core(S2, &[S1, S2, S3], &[]);
+    follower.step(
+        ms(10),
+        S3,
+        Message::PreVote {
+            term: 1,
+            last_log_index: 0,
+            last_log_term: 0,
+        },
+    );
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::Send {
+            to: S3,
+            message: Message::PreVoteResponse {
+                term: 1,
+                granted: true
+            },
+        }]
+    );
+    assert_eq!(follower.term(), 0);
+    // s1 leads term 1; within the lease a disruptive candidate gets no answer at all.
+    follower.step(
+        ms(20),
+        S1,
+        Message::Heartbeat {
+            term: 1,
+            commit: 0,
+            read_round: 0,
+        },
+    );
+    follower.take_effects();
+    for message in [
+        Message::PreVote {
+            term: 2,
+            last_log_index: 5,
+            last_log_term: 1,
+        },
+        Message::RequestVote {
+            term: 2,
+            last_log_index: 5,
+            last_log_term: 1,
+        },
+    ] {
+        follower.step(ms(30), S3, message);
+        assert_eq!(follower.take_effects(), vec![]);
+    }
+    assert_eq!(follower.term(), 1);
+}
+
+#[test]
+fn without_prevote_and_checkquorum_a_disruptive_candidate_raises_the_term() {
+    let mut follower = core(S2, &[S1, S2, S3], &[RaftBug::NoPreVoteNoCheckQuorum]);
+    follower.step(
+        ms(20),
+        S1,
+        Message::Heartbeat {
+            term: 1,
+            commit: 0,
+            read_round: 0,
+        },
+    );
+    follower.take_effects();
+    follower.step(
+        ms(30),
+        S3,
+        Message::RequestVote {
+            term: 7,
+            last_log_index: 0,
+            last_log_term: 0,
+        },
+    );
+    assert_eq!(follower.term(), 7);
+    assert_eq!(follower.leader(), None);
+}
+
+#[test]
+fn a_follower_truncates_only_on_a_conflict() {
+    let log = vec![noop(1, 1), command(2, 1, "a"), command(3, 1, "b")];
+    for bug in [None, Some(RaftBug::TruncateOnStaleAppend)] {
+        let config = RaftConfig::new(S2, vec![S1, S2, S3]).with_bugs(bug);
+        let jitter = ScriptedTimeouts::new([], Duration::from_millis(400));
+        let hard = HardState {
+            term: 1,
+            voted_for: Some(S1),
+        };
+        let mut follower = RaftCore::restore(config, Box::new(jitter), ms(0), hard, log.clone());
+        follower.take_effects();
+        // A stale request: its one entry is already here, and more after it.
+        follower.step(
+            ms(5),
+            S1,
+            Message::AppendEntries {
+                term: 1,
+                prev_log_index: 1,
+                prev_log_term: 1,
+                entries: vec![command(2, 1, "a")],
+                leader_commit: 1,
+            },
+        );
+        let response = Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 2 },
+        };
+        let expected = match bug {
+            None => vec![
+                Effect::Send {
+                    to: S1,
+                    message: response,
+                },
+                Effect::Apply { entry: noop(1, 1) },
+                Effect::SetTimer { at: ms(405) },
+            ],
+            Some(_) => vec![
+                Effect::Persist {
+                    id: PersistId(1),
+                    write: DurableWrite {
+                        hard_state: None,
+                        truncate_after: Some(1),
+                        append: vec![command(2, 1, "a")],
+                    },
+                },
+                Effect::SendAfterPersist {
+                    after: PersistId(1),
+                    to: S1,
+                    message: response,
+                },
+                Effect::Apply { entry: noop(1, 1) },
+                Effect::SetTimer { at: ms(405) },
+            ],
+        };
+        assert_eq!(follower.take_effects(), expected, "bug: {bug:?}");
+        let kept = if bug.is_none() { 3 } else { 2 };
+        assert_eq!(follower.log().last_index(), kept);
+    }
+}
+
+#[test]
+fn a_conflicting_entry_and_all_after_it_are_replaced() {
+    let config = RaftConfig::new(S2, vec![S1, S2, S3]);
+    let jitter = ScriptedTimeouts::new([], Duration::from_millis(400));
+    let log = vec![noop(1, 1), command(2, 1, "a"), command(3, 1, "b")];
+    let mut follower =
+        RaftCore::restore(config, Box::new(jitter), ms(0), HardState::default(), log);
+    follower.take_effects();
+    follower.step(
+        ms(5),
+        S3,
+        Message::AppendEntries {
+            term: 2,
+            prev_log_index: 1,
+            prev_log_term: 1,
+            entries: vec![noop(2, 2)],
+            leader_commit: 0,
+        },
+    );
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: DurableWrite {
+                    hard_state: Some(HardState {
+                        term: 2,
+                        voted_for: None
+                    }),
+                    truncate_after: Some(1),
+                    append: vec![noop(2, 2)],
+                },
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S3,
+                message: Message::AppendEntriesResponse {
+                    term: 2,
+                    outcome: AppendOutcome::Accepted { match_index: 2 },
+                },
+            },
+            Effect::SetTimer { at: ms(405) },
+        ]
+    );
+    // A request whose previous entry conflicts is rejected with a hint before that term.
+    follower.step(
+        ms(6),
+        S3,
+        Message::AppendEntries {
+            term: 2,
+            prev_log_index: 2,
+            prev_log_term: 7,
+            entries: vec![],
+            leader_commit: 0,
+        },
+    );
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Send {
+                to: S3,
+                message: Message::AppendEntriesResponse {
+                    term: 2,
+                    outcome: AppendOutcome::Rejected {
+                        rejected_prev_index: 2,
+                        retry_hint: 1,
+                    },
+                },
+            },
+            Effect::SetTimer { at: ms(406) },
+        ]
+    );
+}
+
+#[test]
+fn match_index_comes_from_the_acknowledged_request() {
+    let mut leader = leader_of_three(&[]);
+    // s2 acknowledges the no-op: it streams from now on.
+    leader.step(
+        ms(410),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 1 },
+        },
+    );
+    assert_eq!(
+        leader.take_effects(),
+        vec![Effect::Apply { entry: noop(1, 1) }]
+    );
+    leader.propose(ms(411), "a").unwrap();
+    leader.propose(ms(412), "b").unwrap();
+    leader.take_effects();
+    let super::core::Role::Leader(state) = &leader.role else {
+        panic!("leads");
+    };
+    assert_eq!(state.progress[&S2].next_index, 4, "advanced optimistically");
+    // An acknowledgement of the first of the two requests proves only index 2.
+    leader.on_persisted(ms(413), PersistId(4));
+    leader.step(
+        ms(414),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 2 },
+        },
+    );
+    let super::core::Role::Leader(state) = &leader.role else {
+        panic!("leads");
+    };
+    assert_eq!(state.progress[&S2].match_index, 2);
+    assert_eq!(leader.commit_index(), 2);
+}
+
+#[test]
+fn read_index_waits_for_the_term_commit_and_a_quorum_round() {
+    let mut leader = leader_of_three(&[]);
+    leader.read_index(ms(405), ReadRequestId(1));
+    assert_eq!(
+        leader.take_effects(),
+        vec![],
+        "waits for the no-op to commit"
+    );
+    leader.step(
+        ms(406),
+        S3,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 1 },
+        },
+    );
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Apply { entry: noop(1, 1) },
+            Effect::Send {
+                to: S2,
+                message: Message::Heartbeat {
+                    term: 1,
+                    commit: 0,
+                    read_round: 1
+                },
+            },
+            Effect::Send {
+                to: S3,
+                message: Message::Heartbeat {
+                    term: 1,
+                    commit: 1,
+                    read_round: 1
+                },
+            },
+        ]
+    );
+    // An answer to an older round does not confirm the read.
+    leader.step(
+        ms(407),
+        S2,
+        Message::HeartbeatResponse {
+            term: 1,
+            read_round: 0,
+        },
+    );
+    assert!(
+        !leader
+            .take_effects()
+            .iter()
+            .any(|e| matches!(e, Effect::ReadReady { .. }))
+    );
+    leader.step(
+        ms(408),
+        S3,
+        Message::HeartbeatResponse {
+            term: 1,
+            read_round: 1,
+        },
+    );
+    assert_eq!(
+        leader.take_effects(),
+        vec![Effect::ReadReady {
+            request: ReadRequestId(1),
+            read_index: 1
+        }]
+    );
+}
+
+#[test]
+fn readindex_before_term_commit_reads_at_a_stale_commit_index() {
+    let mut leader = leader_of_three(&[RaftBug::ReadIndexBeforeTermCommit]);
+    leader.read_index(ms(405), ReadRequestId(1));
+    leader.step(
+        ms(406),
+        S2,
+        Message::HeartbeatResponse {
+            term: 1,
+            read_round: 1,
+        },
+    );
+    let effects = leader.take_effects();
+    assert!(
+        effects.contains(&Effect::ReadReady {
+            request: ReadRequestId(1),
+            read_index: 0
+        }),
+        "{effects:?}"
+    );
+}
+
+#[test]
+fn read_without_readindex_is_served_at_once() {
+    let mut leader = leader_of_three(&[RaftBug::ReadWithoutReadIndex]);
+    leader.read_index(ms(405), ReadRequestId(9));
+    assert_eq!(
+        leader.take_effects(),
+        vec![Effect::ReadReady {
+            request: ReadRequestId(9),
+            read_index: 0
+        }]
+    );
+}
+
+#[test]
+fn a_read_on_a_follower_is_rejected_with_the_leader() {
+    let mut follower = core(S2, &[S1, S2, S3], &[]);
+    follower.step(
+        ms(1),
+        S1,
+        Message::Heartbeat {
+            term: 1,
+            commit: 0,
+            read_round: 0,
+        },
+    );
+    follower.take_effects();
+    follower.read_index(ms(2), ReadRequestId(3));
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::ReadRejected {
+            request: ReadRequestId(3),
+            leader_hint: Some(S1)
+        }]
+    );
+}
+
+#[test]
+fn check_quorum_deposes_a_leader_that_hears_from_nobody() {
+    let mut leader = leader_of_three(&[]);
+    leader.read_index(ms(405), ReadRequestId(1));
+    // Heartbeats go out but nobody answers; at the check-quorum deadline it steps down.
+    leader.tick(ms(404 + 300));
+    let effects = leader.take_effects();
+    assert_eq!(
+        effects,
+        vec![
+            Effect::Observe(Observation::SteppedDown { term: 1 }),
+            Effect::ReadRejected {
+                request: ReadRequestId(1),
+                leader_hint: None
+            },
+            Effect::SetTimer { at: ms(1104) },
+        ]
+    );
+    assert_eq!(leader.role(), RoleName::Follower);
+    let mut without = leader_of_three(&[RaftBug::NoPreVoteNoCheckQuorum]);
+    without.tick(ms(404 + 300));
+    assert!(without.is_leader(), "no CheckQuorum: leads on alone");
+}
+
+#[test]
+fn a_stale_leader_learns_the_new_term_and_steps_down() {
+    let mut leader = leader_of_three(&[]);
+    leader.step(
+        ms(410),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 5,
+            outcome: AppendOutcome::Rejected {
+                rejected_prev_index: 0,
+                retry_hint: 0,
+            },
+        },
+    );
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Observe(Observation::SteppedDown { term: 1 }),
+            Effect::Persist {
+                id: PersistId(3),
+                write: hard_state(5, None),
+            },
+            Effect::SetTimer { at: ms(810) },
+        ]
+    );
+    leader.on_persisted(ms(411), PersistId(3));
+    assert_eq!(
+        leader.take_effects(),
+        vec![Effect::Observe(Observation::TermPersisted { term: 5 })]
+    );
+}
+
+#[test]
+fn bug_names_round_trip() {
+    for bug in RaftBug::ALL {
+        assert_eq!(bug.name().parse::<RaftBug>(), Ok(bug));
+    }
+    assert!("raft.nope".parse::<RaftBug>().is_err());
+}

@@ -1,0 +1,102 @@
+//! Liveness: a healthy leader is not deposed again and again.
+//!
+//! With PreVote and CheckQuorum, a server that was cut off and comes back cannot force an
+//! election while the leader still has a quorum (Raft thesis §9.6). Without them, a
+//! rejoining node with a higher term deposes a healthy leader every time a flapping link
+//! lets it through (etcd-io/etcd#8499, #9333; Cloudflare's 2020-11-02 incident report).
+//! The check counts elections (`BecameLeader`) in a window against a bound.
+
+use crate::Violation;
+use sim::{
+    NodeId,
+    history::{Event, History, ProtocolEvent},
+    time::SimTime,
+};
+use std::fmt;
+
+/// Too many elections in the window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderChurn {
+    /// Window start.
+    pub from: SimTime,
+    /// Window end.
+    pub to: SimTime,
+    /// The bound.
+    pub max_elections: usize,
+    /// Every election in the window: who, which term, when.
+    pub elections: Vec<(NodeId, u64, SimTime)>,
+}
+
+impl fmt::Display for LeaderChurn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} elections between {} and {} (at most {} allowed):",
+            self.elections.len(),
+            self.from,
+            self.to,
+            self.max_elections
+        )?;
+        for (node, term, at) in &self.elections {
+            write!(f, " {node} term {term} at {at};")?;
+        }
+        Ok(())
+    }
+}
+
+impl Violation for LeaderChurn {
+    fn property(&self) -> &'static str {
+        "leader stability"
+    }
+
+    fn reference(&self) -> &'static str {
+        "Raft thesis §9.6 (PreVote, CheckQuorum); etcd-io/etcd#8499, #9333; Cloudflare 2020-11-02"
+    }
+}
+
+/// A violation if more than `max_elections` leaders were elected in `[from, to]`.
+pub fn check(
+    history: &History,
+    from: SimTime,
+    to: SimTime,
+    max_elections: usize,
+) -> Option<LeaderChurn> {
+    let elections: Vec<(NodeId, u64, SimTime)> = history
+        .records()
+        .iter()
+        .filter(|record| record.at >= from && record.at <= to)
+        .filter_map(|record| match (&record.event, record.node) {
+            (Event::Protocol(ProtocolEvent::BecameLeader { term }), Some(node)) => {
+                Some((node, *term, record.at))
+            }
+            _ => None,
+        })
+        .collect();
+    (elections.len() > max_elections).then_some(LeaderChurn {
+        from,
+        to,
+        max_elections,
+        elections,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim::history::Record;
+
+    #[test]
+    fn elections_beyond_the_bound_are_churn() {
+        let elected = |at_ms, term| Record {
+            at: SimTime::from_millis(at_ms),
+            node: Some(NodeId::server(0)),
+            event: Event::Protocol(ProtocolEvent::BecameLeader { term }),
+        };
+        let history = History::from_records(vec![elected(10, 1), elected(500, 2), elected(900, 3)]);
+        let window = |from, to| (SimTime::from_millis(from), SimTime::from_millis(to));
+        let (from, to) = window(0, 1_000);
+        assert_eq!(check(&history, from, to, 2).unwrap().elections.len(), 3);
+        let (from, to) = window(100, 1_000);
+        assert!(check(&history, from, to, 2).is_none());
+    }
+}

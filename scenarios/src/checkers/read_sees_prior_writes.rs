@@ -1,0 +1,237 @@
+//! A linearizable read sees every write acknowledged before it began.
+//!
+//! Linearizability (Herlihy & Wing, 1990) orders a write that completed before a read was
+//! invoked before that read. For etcd this means: the read's store revision is at least the
+//! write's, and a key the write put shows that write or a later modification. Violated by
+//! reads served without confirming leadership (etcd-io/etcd#741, `raft.read_without_readindex`)
+//! or before the new leader committed an entry of its term (etcd-io/raft 758ff0163,
+//! `raft.readindex_before_term_commit`). Serializable reads may be stale and are not checked.
+
+use crate::{
+    Violation,
+    kv_history::{KvHistory, MissedWrite, missed_write},
+};
+use sim::{
+    NodeId,
+    history::{History, OpId, kv::ReadConsistency},
+    time::SimTime,
+};
+use std::{collections::BTreeMap, fmt};
+
+/// A read missed a write acknowledged before it was invoked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaleRead {
+    /// The read.
+    pub read: OpId,
+    /// Its client.
+    pub reader: NodeId,
+    /// When it was invoked.
+    pub read_invoked_at: SimTime,
+    /// The write it missed.
+    pub write: OpId,
+    /// When that write was acknowledged.
+    pub write_completed_at: SimTime,
+    /// How.
+    pub missed: MissedWrite,
+}
+
+impl fmt::Display for StaleRead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "read {} by {} invoked at {} missed write {} acknowledged at {}: {:?}",
+            self.read,
+            self.reader,
+            self.read_invoked_at,
+            self.write,
+            self.write_completed_at,
+            self.missed
+        )
+    }
+}
+
+impl Violation for StaleRead {
+    fn property(&self) -> &'static str {
+        "read sees prior writes"
+    }
+
+    fn reference(&self) -> &'static str {
+        "linearizability (Herlihy & Wing 1990); etcd-io/etcd#741; etcd-io/raft 758ff0163 (etcd#12680)"
+    }
+}
+
+/// Every linearizable read that misses a write acknowledged before it began (at most one
+/// violation per read: the latest such write).
+pub fn check(history: &History) -> Vec<StaleRead> {
+    let kv = KvHistory::of(history);
+    check_reads(&kv, |read| {
+        read.consistency == ReadConsistency::Linearizable
+    })
+}
+
+/// The check over the reads `selected` picks (shared with the durability checker).
+pub(crate) fn check_reads(
+    kv: &KvHistory,
+    selected: impl Fn(&crate::kv_history::Read) -> bool,
+) -> Vec<StaleRead> {
+    let mut acknowledged: Vec<_> = kv
+        .acknowledged()
+        .filter_map(|(write, revision)| write.completed_at.map(|at| (at, write, revision)))
+        .collect();
+    acknowledged.sort_by_key(|(at, write, _)| (*at, write.op_id));
+    let mut reads: Vec<_> = kv.reads.iter().filter(|read| selected(read)).collect();
+    reads.sort_by_key(|read| (read.invoked_at, read.op_id));
+    let mut violations = Vec::new();
+    let mut next = 0;
+    // The latest acknowledged write per key, and overall, among writes completed so far.
+    let mut latest_put: BTreeMap<&str, (&crate::kv_history::Write, u64)> = BTreeMap::new();
+    let mut highest: Option<(&crate::kv_history::Write, u64)> = None;
+    for read in reads {
+        while next < acknowledged.len() && acknowledged[next].0 < read.invoked_at {
+            let (_, write, revision) = acknowledged[next];
+            if let crate::kv_history::WriteEffect::Put { key, .. } = &write.effect {
+                let entry = latest_put.entry(key.as_str()).or_insert((write, revision));
+                if revision >= entry.1 {
+                    *entry = (write, revision);
+                }
+            }
+            if highest.is_none_or(|(_, top)| revision > top) {
+                highest = Some((write, revision));
+            }
+            next += 1;
+        }
+        let mut candidates: Vec<(&crate::kv_history::Write, u64)> = highest.into_iter().collect();
+        candidates.extend(
+            latest_put
+                .iter()
+                .filter(|(key, _)| read.span.contains(key))
+                .map(|(_, found)| *found),
+        );
+        for (write, revision) in candidates {
+            if let Some(missed) = missed_write(kv, read, write, revision) {
+                violations.push(StaleRead {
+                    read: read.op_id,
+                    reader: read.client,
+                    read_invoked_at: read.invoked_at,
+                    write: write.op_id,
+                    write_completed_at: write.completed_at.expect("acknowledged"),
+                    missed,
+                });
+                break;
+            }
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use sim::history::{
+        Event, OpResult, Operation, Record, Response,
+        kv::{KeyValue, KvOperation, KvResponse},
+    };
+
+    pub(crate) fn invoke(at_ms: u64, op: u64, operation: KvOperation) -> Record {
+        Record {
+            at: SimTime::from_millis(at_ms),
+            node: Some(NodeId::client(0)),
+            event: Event::Invoke {
+                client: NodeId::client(0),
+                process: 0,
+                op_id: OpId(op),
+                operation: Operation::Kv(operation),
+            },
+        }
+    }
+
+    pub(crate) fn complete(at_ms: u64, op: u64, response: KvResponse) -> Record {
+        Record {
+            at: SimTime::from_millis(at_ms),
+            node: Some(NodeId::client(0)),
+            event: Event::Complete {
+                op_id: OpId(op),
+                result: OpResult::Ok {
+                    response: Response::Kv(response),
+                },
+            },
+        }
+    }
+
+    pub(crate) fn put(key: &str, value: &str) -> KvOperation {
+        KvOperation::Put {
+            key: key.into(),
+            value: value.into(),
+            lease: None,
+        }
+    }
+
+    pub(crate) fn get(key: &str) -> KvOperation {
+        KvOperation::Get {
+            key: key.into(),
+            range_end: None,
+            revision: None,
+            consistency: ReadConsistency::Linearizable,
+        }
+    }
+
+    pub(crate) fn found(revision: u64, kvs: &[(&str, &str, u64)]) -> KvResponse {
+        KvResponse::Get {
+            revision,
+            kvs: kvs
+                .iter()
+                .map(|(key, value, mod_revision)| KeyValue {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                    create_revision: 2,
+                    mod_revision: *mod_revision,
+                    version: 1,
+                    lease: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_read_after_an_acknowledged_write_must_see_it() {
+        let fresh = History::from_records(vec![
+            invoke(1, 1, put("k", "a")),
+            complete(2, 1, KvResponse::Put { revision: 2 }),
+            invoke(3, 2, get("k")),
+            complete(4, 2, found(2, &[("k", "a", 2)])),
+        ]);
+        assert!(check(&fresh).is_empty());
+        let stale = History::from_records(vec![
+            invoke(1, 1, put("k", "a")),
+            complete(2, 1, KvResponse::Put { revision: 2 }),
+            invoke(3, 2, get("k")),
+            complete(4, 2, found(1, &[])),
+        ]);
+        let violations = check(&stale);
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].read, OpId(2));
+        assert!(matches!(
+            violations[0].missed,
+            MissedWrite::RevisionBehind { .. }
+        ));
+        // Concurrent (read invoked before the write completed): either answer is fine.
+        let concurrent = History::from_records(vec![
+            invoke(1, 1, put("k", "a")),
+            invoke(2, 2, get("k")),
+            complete(3, 1, KvResponse::Put { revision: 2 }),
+            complete(4, 2, found(1, &[])),
+        ]);
+        assert!(check(&concurrent).is_empty());
+        // A lost write replaced by another at the same revision.
+        let replaced = History::from_records(vec![
+            invoke(1, 1, put("k", "a")),
+            complete(2, 1, KvResponse::Put { revision: 2 }),
+            invoke(3, 2, get("k")),
+            complete(4, 2, found(2, &[("k", "b", 2)])),
+        ]);
+        assert!(matches!(
+            check(&replaced)[0].missed,
+            MissedWrite::OtherValueAtRevision { .. }
+        ));
+    }
+}

@@ -1,0 +1,432 @@
+//! A watch delivers every change in its range from its start revision, in revision order,
+//! exactly once — across reconnects, which resume from the revision after the last change
+//! delivered.
+//!
+//! etcd's watch guarantees (etcd API guarantees, "Watch"): *ordered* (events by revision),
+//! *unique* (an event is never delivered twice), *reliable* (no subsequence of events is
+//! dropped: no gap), *resumable* from a revision. A compaction must not drop an event a
+//! watcher from an older revision still needs (etcd-io/etcd#18089, #19179,
+//! `etcd.compact_drops_tombstone`). Watches are read from `kv_watch` records
+//! (`sim::history::kv::WatchRecord`); completeness is checked against acknowledged writes.
+
+use crate::{
+    Violation,
+    kv_history::{KeySpan, KvHistory, WriteEffect, WriteOutcome},
+};
+use sim::{
+    NodeId,
+    history::{
+        Event, History, OpId,
+        kv::{WatchRecord, WatchStep, WatchedChangeKind},
+    },
+    time::SimTime,
+};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt,
+};
+
+/// Which watch: the client node, its process and the watch id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WatchKey {
+    /// Client node.
+    pub client: NodeId,
+    /// Process on it.
+    pub process: u32,
+    /// Watch id.
+    pub watch: u64,
+}
+
+/// What went wrong with a watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchFault {
+    /// A change came after one with a higher revision.
+    OutOfOrder {
+        /// The previous change (revision, key).
+        previous: (u64, String),
+        /// The offending change.
+        next: (u64, String),
+    },
+    /// The same change was delivered twice.
+    Duplicate {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+    },
+    /// A change before the revision the watch started from.
+    BeforeStart {
+        /// Revision.
+        revision: u64,
+        /// The start revision.
+        start_revision: u64,
+    },
+    /// A change for a key outside the watched range.
+    OutsideRange {
+        /// Key.
+        key: String,
+    },
+    /// The stream reopened from a revision other than the one after the last delivered.
+    ResumedAt {
+        /// Last revision delivered before the reconnect.
+        last_delivered: u64,
+        /// Revision asked for on reopening.
+        resumed_from: u64,
+    },
+    /// An acknowledged write in range, between the start and the last revision delivered,
+    /// was never delivered.
+    Missed {
+        /// The write.
+        write: OpId,
+        /// Its revision.
+        revision: u64,
+        /// Its key.
+        key: String,
+    },
+    /// A delivered change disagrees with the acknowledged write at its revision.
+    WrongContent {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+        /// What the watch delivered.
+        delivered: String,
+        /// What the write did.
+        written: String,
+    },
+}
+
+/// A broken watch guarantee.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchViolation {
+    /// The watch.
+    pub watch: WatchKey,
+    /// When the evidence was recorded.
+    pub at: SimTime,
+    /// What went wrong.
+    pub fault: WatchFault,
+}
+
+impl fmt::Display for WatchViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "watch {:x} of {} (process {}) at {}: {:?}",
+            self.watch.watch, self.watch.client, self.watch.process, self.at, self.fault
+        )
+    }
+}
+
+impl Violation for WatchViolation {
+    fn property(&self) -> &'static str {
+        "watch delivery"
+    }
+
+    fn reference(&self) -> &'static str {
+        "etcd API guarantees (watch: ordered, unique, reliable, resumable); etcd-io/etcd#18089"
+    }
+}
+
+#[derive(Default)]
+struct WatchState {
+    span: Option<KeySpan>,
+    start_revision: u64,
+    first_delivered: Option<u64>,
+    last: Option<(u64, String)>,
+    delivered: BTreeMap<(u64, String), (WatchedChangeKind, String)>,
+    /// Stopped because the start revision was compacted.
+    compacted: bool,
+}
+
+/// Every broken watch guarantee.
+pub fn check(history: &History) -> Vec<WatchViolation> {
+    let mut watches: BTreeMap<WatchKey, WatchState> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for record in history.records() {
+        let (Some(client), Event::Recipe(event)) = (record.node, &record.event) else {
+            continue;
+        };
+        let Some(WatchRecord {
+            process,
+            watch,
+            step,
+        }) = WatchRecord::from_recipe_event(event)
+        else {
+            continue;
+        };
+        let key = WatchKey {
+            client,
+            process,
+            watch,
+        };
+        let state = watches.entry(key).or_default();
+        let mut fault = |fault| {
+            violations.push(WatchViolation {
+                watch: key,
+                at: record.at,
+                fault,
+            })
+        };
+        match step {
+            WatchStep::Created {
+                key,
+                range_end,
+                start_revision,
+            } => {
+                state.span = Some(KeySpan::new(&key, range_end.as_deref()));
+                state.start_revision = start_revision;
+            }
+            WatchStep::Opened { from_revision, .. } => {
+                if let Some((last, _)) = &state.last
+                    && from_revision != last + 1
+                {
+                    fault(WatchFault::ResumedAt {
+                        last_delivered: *last,
+                        resumed_from: from_revision,
+                    });
+                }
+            }
+            WatchStep::Delivered { changes, .. } => {
+                for change in changes {
+                    let id = (change.mod_revision, change.key.clone());
+                    if let Some(span) = &state.span
+                        && !span.contains(&change.key)
+                    {
+                        fault(WatchFault::OutsideRange {
+                            key: change.key.clone(),
+                        });
+                    }
+                    if state.start_revision > 0 && change.mod_revision < state.start_revision {
+                        fault(WatchFault::BeforeStart {
+                            revision: change.mod_revision,
+                            start_revision: state.start_revision,
+                        });
+                    }
+                    if state.delivered.contains_key(&id) {
+                        fault(WatchFault::Duplicate {
+                            revision: id.0,
+                            key: id.1.clone(),
+                        });
+                    } else if let Some(previous) = &state.last
+                        && change.mod_revision < previous.0
+                    {
+                        fault(WatchFault::OutOfOrder {
+                            previous: previous.clone(),
+                            next: id.clone(),
+                        });
+                    }
+                    state.first_delivered.get_or_insert(change.mod_revision);
+                    state.last = Some(id.clone());
+                    state
+                        .delivered
+                        .insert(id, (change.kind, change.value.clone()));
+                }
+            }
+            WatchStep::Compacted { .. } => state.compacted = true,
+            WatchStep::Closed => {}
+        }
+    }
+    violations.extend(check_completeness(history, &watches));
+    violations
+}
+
+/// No gap: every acknowledged write in range between the start and the last delivered
+/// revision was delivered, with the written content.
+fn check_completeness(
+    history: &History,
+    watches: &BTreeMap<WatchKey, WatchState>,
+) -> Vec<WatchViolation> {
+    let kv = KvHistory::of(history);
+    let end = history.records().last().map_or(SimTime::ZERO, |r| r.at);
+    let mut violations = Vec::new();
+    for (key, state) in watches {
+        let (Some(span), Some((last, _))) = (&state.span, &state.last) else {
+            continue;
+        };
+        let lower = if state.start_revision > 0 {
+            state.start_revision
+        } else {
+            state.first_delivered.unwrap_or(u64::MAX)
+        };
+        let mut reported = BTreeSet::new();
+        for write in &kv.writes {
+            let WriteOutcome::Acknowledged { revision } = write.outcome else {
+                continue;
+            };
+            if revision < lower || revision > *last {
+                continue;
+            }
+            let (written_key, kind, value) = match &write.effect {
+                WriteEffect::Put { key, value, .. } => (key, WatchedChangeKind::Put, value.clone()),
+                // A single-key delete that deleted something, outside a transaction (whose
+                // deletes may have deleted nothing).
+                WriteEffect::Delete { span } if span.end.is_none() && !write.in_transaction => {
+                    (&span.start, WatchedChangeKind::Delete, String::new())
+                }
+                WriteEffect::Delete { .. } => continue,
+            };
+            if !span.contains(written_key) || !reported.insert((revision, written_key.clone())) {
+                continue;
+            }
+            match state.delivered.get(&(revision, written_key.clone())) {
+                None => violations.push(WatchViolation {
+                    watch: *key,
+                    at: end,
+                    fault: WatchFault::Missed {
+                        write: write.op_id,
+                        revision,
+                        key: written_key.clone(),
+                    },
+                }),
+                Some((delivered_kind, delivered_value))
+                    if *delivered_kind != kind || *delivered_value != value =>
+                {
+                    violations.push(WatchViolation {
+                        watch: *key,
+                        at: end,
+                        fault: WatchFault::WrongContent {
+                            revision,
+                            key: written_key.clone(),
+                            delivered: format!("{delivered_kind:?} {delivered_value:?}"),
+                            written: format!("{kind:?} {value:?}"),
+                        },
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkers::read_sees_prior_writes::tests::{complete, invoke, put};
+    use sim::history::{
+        Record,
+        kv::{KvResponse, WatchedChange},
+    };
+
+    fn watch_record(at_ms: u64, step: WatchStep) -> Record {
+        Record {
+            at: SimTime::from_millis(at_ms),
+            node: Some(NodeId::client(0)),
+            event: Event::Recipe(
+                WatchRecord {
+                    process: 0,
+                    watch: 1,
+                    step,
+                }
+                .to_recipe_event(),
+            ),
+        }
+    }
+
+    fn delivered(at_ms: u64, changes: &[(u64, &str, &str)]) -> Record {
+        watch_record(
+            at_ms,
+            WatchStep::Delivered {
+                server: NodeId::server(0),
+                changes: changes
+                    .iter()
+                    .map(|(revision, key, value)| WatchedChange {
+                        kind: WatchedChangeKind::Put,
+                        key: key.to_string(),
+                        value: value.to_string(),
+                        mod_revision: *revision,
+                        create_revision: *revision,
+                        version: 1,
+                    })
+                    .collect(),
+            },
+        )
+    }
+
+    fn writes() -> Vec<Record> {
+        vec![
+            invoke(1, 1, put("k/a", "1")),
+            complete(2, 1, KvResponse::Put { revision: 2 }),
+            invoke(3, 2, put("k/b", "2")),
+            complete(4, 2, KvResponse::Put { revision: 3 }),
+            invoke(5, 3, put("k/a", "3")),
+            complete(6, 3, KvResponse::Put { revision: 4 }),
+        ]
+    }
+
+    fn created() -> Record {
+        watch_record(
+            0,
+            WatchStep::Created {
+                key: "k/".into(),
+                range_end: Some("k0".into()),
+                start_revision: 2,
+            },
+        )
+    }
+
+    fn opened(at_ms: u64, from_revision: u64) -> Record {
+        watch_record(
+            at_ms,
+            WatchStep::Opened {
+                server: NodeId::server(0),
+                from_revision,
+            },
+        )
+    }
+
+    #[test]
+    fn a_complete_resumed_watch_passes() {
+        let mut records = vec![created(), opened(0, 2)];
+        records.extend(writes());
+        records.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
+        records.push(opened(8, 4));
+        records.push(delivered(9, &[(4, "k/a", "3")]));
+        assert_eq!(check(&History::from_records(records)), vec![]);
+    }
+
+    #[test]
+    fn gaps_duplicates_disorder_and_bad_resumes_are_caught() {
+        let mut gap = vec![created(), opened(0, 2)];
+        gap.extend(writes());
+        gap.push(delivered(7, &[(2, "k/a", "1"), (4, "k/a", "3")]));
+        let faults: Vec<_> = check(&History::from_records(gap))
+            .into_iter()
+            .map(|v| v.fault)
+            .collect();
+        assert!(matches!(
+            &faults[..],
+            [WatchFault::Missed { revision: 3, .. }]
+        ));
+
+        let mut duplicate = vec![created(), opened(0, 2)];
+        duplicate.extend(writes());
+        duplicate.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
+        duplicate.push(opened(8, 3));
+        duplicate.push(delivered(9, &[(3, "k/b", "2"), (4, "k/a", "3")]));
+        let faults: Vec<_> = check(&History::from_records(duplicate))
+            .into_iter()
+            .map(|v| v.fault)
+            .collect();
+        assert!(faults.contains(&WatchFault::ResumedAt {
+            last_delivered: 3,
+            resumed_from: 3
+        }));
+        assert!(faults.contains(&WatchFault::Duplicate {
+            revision: 3,
+            key: "k/b".into()
+        }));
+
+        let mut disorder = vec![created(), opened(0, 2)];
+        disorder.extend(writes());
+        disorder.push(delivered(
+            7,
+            &[(3, "k/b", "2"), (2, "k/a", "1"), (4, "k/a", "3")],
+        ));
+        assert!(
+            check(&History::from_records(disorder))
+                .iter()
+                .any(|v| matches!(v.fault, WatchFault::OutOfOrder { .. }))
+        );
+    }
+}

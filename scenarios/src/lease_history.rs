@@ -1,0 +1,81 @@
+//! The lease operations and expiries of a history (pure; `sim::history::kv` vocabulary).
+
+use sim::{
+    history::{
+        Event, History, OpResult, Operation, ProtocolEvent, Response,
+        kv::{KvOperation, KvResponse},
+    },
+    time::SimTime,
+};
+use std::collections::BTreeMap;
+
+/// What a history says about one lease.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeaseFacts {
+    /// Time to live granted, milliseconds.
+    pub ttl_ms: Option<u64>,
+    /// Invocation times of grants and keep-alives that may have renewed it (acknowledged or
+    /// unknown outcome), with whether they were acknowledged.
+    pub renewals: Vec<(SimTime, bool)>,
+    /// When a server recorded its expiry (`ProtocolEvent::SessionExpired`).
+    pub expired_at: Vec<SimTime>,
+    /// When a revoke of it was acknowledged.
+    pub revoked_at: Vec<SimTime>,
+}
+
+impl LeaseFacts {
+    /// When the lease ended (first expiry or acknowledged revoke), if it did.
+    pub fn ended_at(&self) -> Option<SimTime> {
+        self.expired_at
+            .iter()
+            .chain(&self.revoked_at)
+            .min()
+            .copied()
+    }
+}
+
+/// Facts about every lease granted in `history`, by lease id.
+pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
+    let mut leases: BTreeMap<u64, LeaseFacts> = BTreeMap::new();
+    for record in history.operations() {
+        let Operation::Kv(operation) = record.operation else {
+            continue;
+        };
+        let result = record.completion.map(|(_, result)| result);
+        let acknowledged = matches!(result, Some(OpResult::Ok { .. }));
+        match (operation, result) {
+            (
+                KvOperation::LeaseGrant { .. },
+                Some(OpResult::Ok {
+                    response: Response::Kv(KvResponse::LeaseGrant { lease, ttl_ms }),
+                }),
+            ) => {
+                let facts = leases.entry(*lease).or_default();
+                facts.ttl_ms = Some(*ttl_ms);
+                facts.renewals.push((record.invoked_at, true));
+            }
+            (KvOperation::LeaseKeepAlive { lease }, result)
+                if !matches!(result, Some(OpResult::Fail { .. })) =>
+            {
+                leases
+                    .entry(*lease)
+                    .or_default()
+                    .renewals
+                    .push((record.invoked_at, acknowledged));
+            }
+            (KvOperation::LeaseRevoke { lease }, Some(OpResult::Ok { .. })) => {
+                let (at, _) = record.completion.expect("a result has a completion");
+                leases.entry(*lease).or_default().revoked_at.push(at);
+            }
+            _ => {}
+        }
+    }
+    for record in history.records() {
+        if let Event::Protocol(ProtocolEvent::SessionExpired { session }) = &record.event
+            && let Some(facts) = leases.get_mut(session)
+        {
+            facts.expired_at.push(record.at);
+        }
+    }
+    leases
+}
