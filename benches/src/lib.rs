@@ -1,1 +1,4 @@
-//! Benchmarks live in `benches/`.
+//! Benchmarks live in `benches/`; this library holds what several of them share.
+#![deny(missing_docs)]
+
+pub mod raw_madsim;

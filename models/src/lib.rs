@@ -2,8 +2,13 @@
 //!
 //! - [`raft`]: the Raft consensus core (sans-IO) and its driver.
 //! - [`etcd`]: the etcd-like store on Raft: MVCC, leases, watches, server and client.
+//! - [`zab`]: the ZAB atomic broadcast core (sans-IO) and its storage adapter.
+//! - [`zk`]: the ZooKeeper-like store on ZAB: znode tree, sessions, watches, server, driver
+//!   and client.
 #![deny(missing_docs)]
 
 pub mod etcd;
 mod local_queue;
 pub mod raft;
+pub mod zab;
+pub mod zk;

@@ -6,6 +6,7 @@
 
 pub mod acknowledged_write_durability;
 pub mod applied_in_order;
+pub mod applied_runs;
 pub mod leader_stability;
 pub mod leader_uniqueness;
 pub mod lease_expires_in_bound;
@@ -13,8 +14,18 @@ pub mod lease_keys_removed;
 pub mod lease_not_expired_early;
 pub mod read_sees_prior_writes;
 pub mod replica_agreement;
+pub mod replica_prefix;
 pub mod term_monotonicity;
+#[cfg(test)]
+mod test_history;
 pub mod watch_delivery;
+pub mod zk_ephemeral_lifetime;
+pub mod zk_operations;
+pub mod zk_sequential_names;
+pub mod zk_sync_then_read;
+pub mod zk_watch_delivery;
+pub mod zk_watch_order;
+pub mod zk_write_durability;
 
 use crate::Violation;
 use sim::history::History;
@@ -26,5 +37,28 @@ pub fn protocol_checks(history: &History) -> Vec<Box<dyn Violation>> {
     violations.extend(crate::violation::boxed(term_monotonicity::check(history)));
     violations.extend(crate::violation::boxed(replica_agreement::check(history)));
     violations.extend(crate::violation::boxed(applied_in_order::check(history)));
+    violations
+}
+
+/// Every ZooKeeper-store check (znode tree, sessions, watches) plus the two replica checks
+/// that need applied sequences (prefix agreement, acknowledged-write durability). Watches
+/// count as missed only for changes acknowledged at least `watch_settle` before the end.
+pub fn zk_store_checks(
+    history: &History,
+    watch_settle: std::time::Duration,
+) -> Vec<Box<dyn Violation>> {
+    let mut violations = Vec::new();
+    violations.extend(crate::violation::boxed(replica_prefix::check(history)));
+    violations.extend(crate::violation::boxed(zk_write_durability::check(history)));
+    violations.extend(crate::violation::boxed(zk_sync_then_read::check(history)));
+    violations.extend(crate::violation::boxed(zk_ephemeral_lifetime::check(
+        history,
+    )));
+    violations.extend(crate::violation::boxed(zk_sequential_names::check(history)));
+    violations.extend(crate::violation::boxed(zk_watch_delivery::check(
+        history,
+        watch_settle,
+    )));
+    violations.extend(crate::violation::boxed(zk_watch_order::check(history)));
     violations
 }

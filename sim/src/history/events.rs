@@ -48,6 +48,9 @@ pub enum Event {
     Protocol(ProtocolEvent),
     /// A coordination recipe did something observable.
     Recipe(RecipeEvent),
+    /// A ZooKeeper-style client session did something observable (session established,
+    /// resumed, expired; watch registered or delivered).
+    Zk(zk::ZkEvent),
     /// A fault fired (or was skipped).
     Fault(FaultRecord),
     /// The run moved to a new phase.
@@ -164,6 +167,14 @@ pub enum ProtocolEvent {
         term: u64,
         /// Digest of the entry's content, to compare replicas.
         digest: u64,
+    },
+    /// This node replaced its state machine with a snapshot taken at `index` (Raft
+    /// InstallSnapshot, ZAB SNAP sync): entries up to `index` were not applied one by one.
+    SnapshotInstalled {
+        /// Log index or zxid the snapshot covers.
+        index: u64,
+        /// Term or epoch of that entry.
+        term: u64,
     },
     /// A session (ZooKeeper) or lease (etcd) expired on this node's authority.
     SessionExpired {

@@ -168,3 +168,110 @@ pub enum ZkError {
         error: Box<ZkError>,
     },
 }
+
+/// Which one-shot watch a read set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchKind {
+    /// Set by `getData` (or `exists` on an existing node): fires on data change or delete.
+    Data,
+    /// Set by `exists` on a missing node: fires on create.
+    Exists,
+    /// Set by `getChildren`: fires on a child created or deleted, or the node deleted.
+    Children,
+}
+
+/// What change fired a watch (ZooKeeper's `Watcher.Event.EventType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchEventType {
+    /// The node was created.
+    NodeCreated,
+    /// The node was deleted.
+    NodeDeleted,
+    /// The node's data changed.
+    NodeDataChanged,
+    /// A child was created or deleted.
+    NodeChildrenChanged,
+}
+
+/// Observable steps of a ZooKeeper-style client session, recorded by the client, for the
+/// session and watch checkers. `process` is the client's logical process (as in
+/// [`crate::history::Event::Invoke`]); `session` the session id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "zk_event", rename_all = "snake_case")]
+pub enum ZkEvent {
+    /// The client established a new session through `server`.
+    SessionEstablished {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+        /// Negotiated session timeout.
+        timeout_ms: u64,
+        /// The server that accepted it.
+        server: crate::node::NodeId,
+    },
+    /// The client re-attached its existing session through a new connection.
+    SessionResumed {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+        /// The server it is now connected to.
+        server: crate::node::NodeId,
+    },
+    /// The client lost its connection; the session may live on.
+    Disconnected {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+        /// The server it was connected to.
+        server: crate::node::NodeId,
+    },
+    /// The client learned that its session expired (its ephemerals are gone).
+    SessionExpired {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+    },
+    /// The client closed its session and the close was committed.
+    SessionClosed {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+    },
+    /// A successful read set a one-shot watch.
+    WatchRegistered {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+        /// The read that set it.
+        op_id: crate::history::OpId,
+        /// Watched path.
+        path: String,
+        /// Kind of watch.
+        kind: WatchKind,
+    },
+    /// A watch fired at the client (once per registration).
+    WatchDelivered {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+        /// The read that set the watch.
+        op_id: crate::history::OpId,
+        /// Watched path.
+        path: String,
+        /// Kind of watch.
+        kind: WatchKind,
+        /// The change that fired it.
+        event: WatchEventType,
+        /// Zxid of that change (as `epoch << 32 | counter`).
+        zxid: u64,
+    },
+}

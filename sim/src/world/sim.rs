@@ -281,6 +281,11 @@ impl HistoryRecorder {
         self.record(Event::Recipe(event));
     }
 
+    /// Records a ZooKeeper client-session event.
+    pub fn zk(&self, event: crate::history::zk::ZkEvent) {
+        self.record(Event::Zk(event));
+    }
+
     /// Records a note.
     pub fn note(&self, text: impl Into<String>) {
         self.record(Event::Note { text: text.into() });

@@ -1,0 +1,278 @@
+//! Ensemble configuration, protocol timing, and the known-bug switches.
+
+use sim::NodeId;
+use std::{collections::BTreeSet, fmt, str::FromStr, time::Duration};
+
+/// A documented ZooKeeper/ZAB bug that the model can reproduce (off by default).
+///
+/// Each switch makes the model do the real wrong thing, not set a flag for a checker; see
+/// `../shared/BUGS.md` and the test that shows each one caught.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ZabBug {
+    /// `zab.epoch_not_persisted` (ZOOKEEPER-335): the accepted and current epochs are kept
+    /// in memory only and re-derived from the last logged zxid after a restart, so a quorum
+    /// restart can hand the same epoch to two leaders.
+    EpochNotPersisted,
+    /// `zab.diff_without_trunc` (ZOOKEEPER-1154): a follower whose last zxid falls inside the
+    /// leader's history gets a DIFF from that zxid even if the leader never had it, so the
+    /// follower keeps an uncommitted proposal of an old epoch.
+    DiffWithoutTrunc,
+    /// `zab.last_processed_zxid_on_diff` (ZOOKEEPER-2355): on a DIFF the follower records the
+    /// leader's last zxid as processed before applying the diff, so the diff's transactions
+    /// (e.g. a session close) are never applied to its data tree.
+    LastProcessedZxidOnDiff,
+    /// `zab.ack_newleader_before_persist` (ZOOKEEPER-3911): a follower acknowledges NEWLEADER
+    /// before the synced history is durable.
+    AckNewLeaderBeforePersist,
+    /// `zab.sync_not_quorum` (ZOOKEEPER-1675): the leader answers `sync` once its outstanding
+    /// proposals commit, without confirming that a quorum still follows it.
+    SyncNotQuorum,
+}
+
+impl ZabBug {
+    /// Every known bug.
+    pub const ALL: [ZabBug; 5] = [
+        ZabBug::EpochNotPersisted,
+        ZabBug::DiffWithoutTrunc,
+        ZabBug::LastProcessedZxidOnDiff,
+        ZabBug::AckNewLeaderBeforePersist,
+        ZabBug::SyncNotQuorum,
+    ];
+
+    /// The stable name, e.g. `zab.epoch_not_persisted`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ZabBug::EpochNotPersisted => "zab.epoch_not_persisted",
+            ZabBug::DiffWithoutTrunc => "zab.diff_without_trunc",
+            ZabBug::LastProcessedZxidOnDiff => "zab.last_processed_zxid_on_diff",
+            ZabBug::AckNewLeaderBeforePersist => "zab.ack_newleader_before_persist",
+            ZabBug::SyncNotQuorum => "zab.sync_not_quorum",
+        }
+    }
+
+    /// The public bug report it reproduces.
+    pub const fn source(self) -> &'static str {
+        match self {
+            ZabBug::EpochNotPersisted => "ZOOKEEPER-335 (fixed by ZOOKEEPER-1081/1082)",
+            ZabBug::DiffWithoutTrunc => "ZOOKEEPER-1154 (and 1156)",
+            ZabBug::LastProcessedZxidOnDiff => "ZOOKEEPER-2355",
+            ZabBug::AckNewLeaderBeforePersist => "ZOOKEEPER-3911 (and 3023, 4646)",
+            ZabBug::SyncNotQuorum => "ZOOKEEPER-1675; Jepsen's 2019 note on ZooKeeper",
+        }
+    }
+}
+
+impl fmt::Display for ZabBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not a known ZAB bug.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownBug {
+    /// The name given.
+    pub name: String,
+}
+
+impl fmt::Display for UnknownBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let known: Vec<&str> = ZabBug::ALL.iter().map(|bug| bug.name()).collect();
+        write!(
+            f,
+            "unknown ZAB bug `{}` (expected one of: {})",
+            self.name,
+            known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownBug {}
+
+impl FromStr for ZabBug {
+    type Err = UnknownBug;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        ZabBug::ALL
+            .into_iter()
+            .find(|bug| bug.name() == name)
+            .ok_or_else(|| UnknownBug { name: name.into() })
+    }
+}
+
+/// The set of known bugs switched on (empty: the correct model).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KnownBugs(BTreeSet<ZabBug>);
+
+impl KnownBugs {
+    /// No bugs: the correct model.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Exactly this bug.
+    pub fn only(bug: ZabBug) -> Self {
+        Self(BTreeSet::from([bug]))
+    }
+
+    /// Whether `bug` is switched on.
+    pub fn has(&self, bug: ZabBug) -> bool {
+        self.0.contains(&bug)
+    }
+
+    /// The bugs switched on.
+    pub fn iter(&self) -> impl Iterator<Item = ZabBug> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+/// Ensemble membership and protocol timing for one server.
+///
+/// Timing follows ZooKeeper's `tickTime`/`initLimit`/`syncLimit`, scaled down for
+/// simulation: the leader pings every `tick`; a follower that hears nothing from its leader
+/// for `sync_limit_ticks` ticks, or a leader that hears from less than a quorum for as long,
+/// goes back to leader election; discovery and synchronization must finish within
+/// `init_limit_ticks` ticks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZabConfig {
+    /// This server.
+    pub me: NodeId,
+    /// Every voting server, this one included.
+    pub ensemble: Vec<NodeId>,
+    /// The heartbeat period.
+    pub tick: Duration,
+    /// Liveness bound while broadcasting, in ticks.
+    pub sync_limit_ticks: u32,
+    /// Bound on discovery plus synchronization, in ticks.
+    pub init_limit_ticks: u32,
+    /// How long an election waits for a better vote once a quorum agrees (ZooKeeper's
+    /// `finalizeWait`).
+    pub finalize_wait: Duration,
+    /// First interval between re-sent election notifications; it doubles up to
+    /// `notification_resend_max`.
+    pub notification_resend_min: Duration,
+    /// Largest interval between re-sent election notifications.
+    pub notification_resend_max: Duration,
+    /// Pause between attempts to connect to the elected leader.
+    pub connect_retry: Duration,
+    /// How many recent transactions a leader sends as a DIFF; a follower further behind gets
+    /// a SNAP (ZooKeeper's `commitLogCount`).
+    pub diff_window: usize,
+    /// Known bugs switched on.
+    pub bugs: KnownBugs,
+}
+
+/// An ensemble that cannot be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// No servers.
+    EmptyEnsemble,
+    /// `me` is not in the ensemble.
+    NotAMember {
+        /// The server.
+        me: NodeId,
+    },
+    /// A server is listed twice.
+    Duplicate {
+        /// The server.
+        server: NodeId,
+    },
+    /// A client node was listed as a server.
+    NotAServer {
+        /// The node.
+        node: NodeId,
+    },
+    /// A server that is not in the simulated world.
+    NotInWorld {
+        /// The node.
+        node: NodeId,
+    },
+    /// A zero duration or count where a positive one is needed.
+    ZeroTiming {
+        /// Which field.
+        field: &'static str,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::EmptyEnsemble => write!(f, "the ensemble has no servers"),
+            ConfigError::NotAMember { me } => write!(f, "{me} is not in the ensemble"),
+            ConfigError::Duplicate { server } => write!(f, "{server} is listed twice"),
+            ConfigError::NotAServer { node } => write!(f, "{node} is not a server node"),
+            ConfigError::NotInWorld { node } => write!(f, "{node} is not in the world"),
+            ConfigError::ZeroTiming { field } => write!(f, "{field} must be positive"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ZabConfig {
+    /// Default timing for server `me` of `ensemble`.
+    pub fn new(me: NodeId, ensemble: Vec<NodeId>) -> Self {
+        Self {
+            me,
+            ensemble,
+            tick: Duration::from_millis(100),
+            sync_limit_ticks: 5,
+            init_limit_ticks: 10,
+            finalize_wait: Duration::from_millis(40),
+            notification_resend_min: Duration::from_millis(50),
+            notification_resend_max: Duration::from_millis(800),
+            connect_retry: Duration::from_millis(50),
+            diff_window: 500,
+            bugs: KnownBugs::none(),
+        }
+    }
+
+    /// Checks membership and timing.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.ensemble.is_empty() {
+            return Err(ConfigError::EmptyEnsemble);
+        }
+        let mut seen = BTreeSet::new();
+        for &server in &self.ensemble {
+            if !server.is_server() {
+                return Err(ConfigError::NotAServer { node: server });
+            }
+            if !seen.insert(server) {
+                return Err(ConfigError::Duplicate { server });
+            }
+        }
+        if !seen.contains(&self.me) {
+            return Err(ConfigError::NotAMember { me: self.me });
+        }
+        for (field, zero) in [
+            ("tick", self.tick.is_zero()),
+            ("sync_limit_ticks", self.sync_limit_ticks == 0),
+            ("init_limit_ticks", self.init_limit_ticks == 0),
+            (
+                "notification_resend_min",
+                self.notification_resend_min.is_zero(),
+            ),
+            ("connect_retry", self.connect_retry.is_zero()),
+        ] {
+            if zero {
+                return Err(ConfigError::ZeroTiming { field });
+            }
+        }
+        Ok(())
+    }
+
+    /// Servers needed for a quorum: a strict majority.
+    pub fn quorum(&self) -> usize {
+        self.ensemble.len() / 2 + 1
+    }
+
+    /// `sync_limit_ticks` ticks.
+    pub fn sync_limit(&self) -> Duration {
+        self.tick * self.sync_limit_ticks
+    }
+
+    /// `init_limit_ticks` ticks.
+    pub fn init_limit(&self) -> Duration {
+        self.tick * self.init_limit_ticks
+    }
+}

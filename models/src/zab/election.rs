@@ -1,0 +1,212 @@
+//! Fast leader election (ZooKeeper's `FastLeaderElection`).
+//!
+//! A looking server votes for itself and tells everyone; on hearing a better vote (higher
+//! epoch, then higher last zxid, then higher server id) in its round it adopts it and tells
+//! everyone again. Once a quorum's latest votes in the round agree with its own, it waits
+//! `finalize_wait` for a better vote and then decides: lead if the vote names it, else follow.
+//! Servers already following or leading answer a looking server with the vote that elected
+//! their leader, so a late server joins the established leader once a quorum of such answers
+//! agree and the leader itself says it leads.
+
+use super::{
+    core::{Role, ZabCore},
+    effect::Effect,
+    message::{Notification, PeerState, Vote},
+    state_machine::StateMachine,
+};
+use sim::{NodeId, clock::LocalTime};
+use std::{collections::BTreeMap, time::Duration};
+
+/// A looking server's election state.
+#[derive(Debug)]
+pub(super) struct Election {
+    /// Latest vote of each server in the current round (this server included).
+    received: BTreeMap<NodeId, Vote>,
+    /// Votes of servers that already follow or lead, with their rounds.
+    out_of_election: BTreeMap<NodeId, (Vote, u64, PeerState)>,
+    /// When to decide, once a quorum agrees.
+    decide_at: Option<LocalTime>,
+    resend_at: LocalTime,
+    resend_interval: Duration,
+}
+
+impl Election {
+    pub(super) fn idle() -> Self {
+        Self {
+            received: BTreeMap::new(),
+            out_of_election: BTreeMap::new(),
+            decide_at: None,
+            resend_at: LocalTime::from_nanos(u64::MAX),
+            resend_interval: Duration::ZERO,
+        }
+    }
+
+    pub(super) fn next_deadline(&self) -> LocalTime {
+        match self.decide_at {
+            Some(decide_at) => decide_at.min(self.resend_at),
+            None => self.resend_at,
+        }
+    }
+}
+
+impl<S: StateMachine, A> ZabCore<S, A> {
+    /// Leaves the current role and starts a new election round.
+    pub(super) fn start_election(&mut self, now: LocalTime) {
+        self.leave_role();
+        self.round += 1;
+        self.vote = self.own_vote();
+        let mut election = Election::idle();
+        election.received.insert(self.config.me, self.vote);
+        election.resend_interval = self.config.notification_resend_min;
+        election.resend_at = now + election.resend_interval;
+        self.role = Role::Looking(election);
+        self.broadcast_notification();
+        self.check_election_quorum(now);
+    }
+
+    fn own_vote(&self) -> Vote {
+        Vote {
+            epoch: self.current_epoch,
+            zxid: self.last_logged(),
+            leader: self.config.me,
+        }
+    }
+
+    fn broadcast_notification(&mut self) {
+        let notification = self.my_notification();
+        for index in 0..self.config.ensemble.len() {
+            let to = self.config.ensemble[index];
+            if to != self.config.me {
+                self.effects.push(Effect::Notify { to, notification });
+            }
+        }
+    }
+
+    fn election_mut(&mut self) -> &mut Election {
+        match &mut self.role {
+            Role::Looking(election) => election,
+            _ => unreachable!("only called while looking"),
+        }
+    }
+
+    pub(super) fn looking_receive(&mut self, now: LocalTime, from: NodeId, n: Notification) {
+        match n.state {
+            PeerState::Looking => {
+                if n.round > self.round {
+                    // A newer round: forget this round's votes, vote afresh.
+                    self.round = n.round;
+                    self.vote = n.vote.max(self.own_vote());
+                    let (me, vote) = (self.config.me, self.vote);
+                    let election = self.election_mut();
+                    election.received.clear();
+                    election.received.insert(me, vote);
+                    election.decide_at = None;
+                    self.broadcast_notification();
+                } else if n.round < self.round {
+                    // Help a server in an older round catch up.
+                    let reply = self.my_notification();
+                    self.effects.push(Effect::Notify {
+                        to: from,
+                        notification: reply,
+                    });
+                    return;
+                } else if n.vote > self.vote {
+                    self.vote = n.vote;
+                    let (me, vote) = (self.config.me, self.vote);
+                    let election = self.election_mut();
+                    election.received.insert(me, vote);
+                    election.decide_at = None;
+                    self.broadcast_notification();
+                }
+                self.election_mut().received.insert(from, n.vote);
+                self.check_election_quorum(now);
+            }
+            PeerState::Following | PeerState::Leading => {
+                let quorum = self.quorum;
+                let me = self.config.me;
+                let round = self.round;
+                let election = self.election_mut();
+                if n.round == round {
+                    election.received.insert(from, n.vote);
+                    let agree = election
+                        .received
+                        .values()
+                        .filter(|vote| **vote == n.vote)
+                        .count();
+                    if agree >= quorum && check_leader(election, me, round, n.vote.leader, round) {
+                        self.finish_election(now, n.vote);
+                        return;
+                    }
+                }
+                let election = self.election_mut();
+                election
+                    .out_of_election
+                    .insert(from, (n.vote, n.round, n.state));
+                let agree = election
+                    .out_of_election
+                    .values()
+                    .filter(|(vote, vote_round, _)| *vote == n.vote && *vote_round == n.round)
+                    .count();
+                if agree >= quorum && check_leader(election, me, round, n.vote.leader, n.round) {
+                    self.round = n.round;
+                    self.finish_election(now, n.vote);
+                }
+            }
+        }
+    }
+
+    fn check_election_quorum(&mut self, now: LocalTime) {
+        let (quorum, vote, finalize) = (self.quorum, self.vote, self.config.finalize_wait);
+        let election = self.election_mut();
+        let agree = election.received.values().filter(|v| **v == vote).count();
+        if agree >= quorum && election.decide_at.is_none() {
+            election.decide_at = Some(now + finalize);
+        }
+    }
+
+    pub(super) fn election_tick(&mut self, now: LocalTime) {
+        let (quorum, vote, max) = (self.quorum, self.vote, self.config.notification_resend_max);
+        let election = self.election_mut();
+        if election.decide_at.is_some_and(|at| now >= at) {
+            let agree = election.received.values().filter(|v| **v == vote).count();
+            if agree >= quorum {
+                self.finish_election(now, vote);
+                return;
+            }
+            election.decide_at = None;
+        }
+        let election = self.election_mut();
+        if now >= election.resend_at {
+            election.resend_interval = (election.resend_interval * 2).min(max);
+            election.resend_at = now + election.resend_interval;
+            self.broadcast_notification();
+        }
+    }
+
+    fn finish_election(&mut self, now: LocalTime, vote: Vote) {
+        self.vote = vote;
+        if vote.leader == self.config.me {
+            self.become_leading(now);
+        } else {
+            self.become_following(now, vote.leader);
+        }
+    }
+}
+
+/// ZooKeeper's `checkLeader`: a leader other than this server must say it leads; this
+/// server may only lead a round it took part in.
+fn check_leader(
+    election: &Election,
+    me: NodeId,
+    my_round: u64,
+    leader: NodeId,
+    round: u64,
+) -> bool {
+    if leader == me {
+        return my_round == round;
+    }
+    matches!(
+        election.out_of_election.get(&leader),
+        Some((_, _, PeerState::Leading))
+    )
+}

@@ -1,0 +1,722 @@
+//! The leader: discovery (a new epoch from a quorum), synchronization (DIFF / TRUNC / SNAP per
+//! follower, NEWLEADER quorum) and broadcast (PROPOSAL / ACK / COMMIT).
+//!
+//! Establishing epoch *e*, step by step:
+//! 1. Followers connect and send FOLLOWERINFO with their accepted epoch. Once a quorum
+//!    (counting the leader) has, *e* = the largest accepted epoch + 1; the leader persists
+//!    *e* as its accepted epoch, and only then sends NEWEPOCH (ZooKeeper's LEADERINFO).
+//! 2. Each follower persists *e* as its accepted epoch, then answers ACKEPOCH with its
+//!    current epoch and history summary. A follower more recent than the leader aborts the
+//!    attempt (the election should have prevented it).
+//! 3. Once a quorum acknowledged *e*, the leader persists *e* as its current epoch and syncs
+//!    each acknowledging follower: the entries it lacks (DIFF), after dropping the entries the
+//!    leader lacks (TRUNC), or the leader's state (SNAP); then NEWLEADER.
+//! 4. Each follower makes the synced history and *e* durable, then ACKs NEWLEADER.
+//! 5. Once a quorum (counting the leader, whose current epoch must be durable) ACKed, the
+//!    leader's whole history is committed: it is *established*, applies it, sends UPTODATE
+//!    and starts proposing `(e, 1)`, `(e, 2)`, ...
+//!
+//! Followers that connect later go through the same steps, one by one, while the leader
+//! broadcasts; every proposal after their sync is forwarded to them in order.
+
+use super::{
+    Zxid,
+    config::ZabBug,
+    core::{AfterPersist, ProposeError, Role, ZabCore},
+    effect::{Effect, Link, Serving, Write},
+    message::{AckKind, LogEntry, PeerMessage, SyncMode},
+    state_machine::StateMachine,
+};
+use sim::{NodeId, clock::LocalTime, history::ProtocolEvent};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LeaderPhase {
+    /// Collecting FOLLOWERINFO from a quorum.
+    Discovery,
+    /// NEWEPOCH sent; collecting ACKEPOCH from a quorum.
+    AwaitingEpochAcks,
+    /// Followers synced; collecting NEWLEADER ACKs from a quorum.
+    AwaitingNewLeaderAcks,
+    /// Broadcasting.
+    Established,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LearnerStage {
+    /// Connected; FOLLOWERINFO not yet received.
+    Connected,
+    /// FOLLOWERINFO received.
+    InfoReceived,
+    /// NEWEPOCH sent.
+    EpochSent,
+    /// ACKEPOCH received, with the follower's history summary.
+    EpochAcked {
+        last_zxid: Zxid,
+        epoch_ends: Vec<Zxid>,
+    },
+    /// Sync and NEWLEADER sent.
+    Syncing,
+    /// NEWLEADER acknowledged.
+    Synced,
+    /// UPTODATE sent: a follower in broadcast.
+    UpToDate,
+}
+
+#[derive(Debug)]
+struct Learner {
+    link: Link,
+    stage: LearnerStage,
+    /// Cumulative ACK: every entry up to here is durable on the follower.
+    acked: Zxid,
+    last_heard: LocalTime,
+}
+
+impl Learner {
+    /// Receives proposals and commits (sync sent).
+    fn forwarding(&self) -> bool {
+        matches!(
+            self.stage,
+            LearnerStage::Syncing | LearnerStage::Synced | LearnerStage::UpToDate
+        )
+    }
+
+    /// ACKed NEWLEADER: its ACKs count towards commits.
+    fn synced(&self) -> bool {
+        matches!(self.stage, LearnerStage::Synced | LearnerStage::UpToDate)
+    }
+}
+
+/// A leading server's state.
+#[derive(Debug)]
+pub(super) struct LeaderState<S: StateMachine> {
+    phase: LeaderPhase,
+    /// Discovery and synchronization must finish by then.
+    init_deadline: LocalTime,
+    /// Accepted epochs reported in FOLLOWERINFO (the leader's own included).
+    proposers: BTreeMap<NodeId, u32>,
+    new_epoch: u32,
+    /// The new accepted epoch is durable: NEWEPOCH may go out.
+    epoch_announced: bool,
+    epoch_ackers: BTreeSet<NodeId>,
+    /// The new current epoch is durable: the leader counts towards NEWLEADER.
+    current_epoch_durable: bool,
+    newleader_ackers: BTreeSet<NodeId>,
+    learners: BTreeMap<NodeId, Learner>,
+    links: BTreeMap<Link, NodeId>,
+    /// Synced learners whose connection dropped, with when they were last heard. Like
+    /// ZooKeeper's LearnerHandler on a half-open TCP connection, the leader keeps counting
+    /// them until `sync_limit` passes without hearing from them.
+    departed: BTreeMap<NodeId, LocalTime>,
+    last_proposed: Zxid,
+    self_durable: Zxid,
+    next_ping_at: LocalTime,
+    next_quorum_check_at: LocalTime,
+    _machine: std::marker::PhantomData<S>,
+}
+
+impl<S: StateMachine> LeaderState<S> {
+    pub(super) fn is_established(&self) -> bool {
+        self.phase == LeaderPhase::Established
+    }
+
+    pub(super) fn links(&self) -> Vec<Link> {
+        self.links.keys().copied().collect()
+    }
+
+    pub(super) fn next_deadline(&self) -> LocalTime {
+        if self.is_established() {
+            self.next_ping_at.min(self.next_quorum_check_at)
+        } else {
+            self.init_deadline
+        }
+    }
+}
+
+impl<S: StateMachine, A> ZabCore<S, A> {
+    fn leader(&self) -> &LeaderState<S> {
+        match &self.role {
+            Role::Leading(leader) => leader,
+            _ => unreachable!("only called while leading"),
+        }
+    }
+
+    fn leader_mut(&mut self) -> &mut LeaderState<S> {
+        match &mut self.role {
+            Role::Leading(leader) => leader,
+            _ => unreachable!("only called while leading"),
+        }
+    }
+
+    pub(super) fn become_leading(&mut self, now: LocalTime) {
+        self.leave_role();
+        let me = self.config.me;
+        let mut proposers = BTreeMap::new();
+        proposers.insert(me, self.accepted_epoch);
+        let last_logged = self.last_logged();
+        self.role = Role::Leading(Box::new(LeaderState {
+            phase: LeaderPhase::Discovery,
+            init_deadline: now + self.config.init_limit(),
+            proposers,
+            new_epoch: 0,
+            epoch_announced: false,
+            epoch_ackers: BTreeSet::new(),
+            current_epoch_durable: false,
+            newleader_ackers: BTreeSet::new(),
+            learners: BTreeMap::new(),
+            links: BTreeMap::new(),
+            departed: BTreeMap::new(),
+            last_proposed: last_logged,
+            self_durable: last_logged,
+            next_ping_at: now,
+            next_quorum_check_at: now,
+            _machine: std::marker::PhantomData,
+        }));
+        // Followers that decided first may already be connected.
+        let parked = std::mem::take(&mut self.parked_links);
+        for (link, (peer, info)) in parked {
+            self.leader_link_up(now, link, peer);
+            if let Some(accepted_epoch) = info {
+                self.leader_receive(now, link, PeerMessage::FollowerInfo { accepted_epoch });
+            }
+        }
+        self.maybe_decide_epoch();
+    }
+
+    pub(super) fn leader_link_up(&mut self, now: LocalTime, link: Link, peer: NodeId) {
+        let leader = self.leader_mut();
+        leader.departed.remove(&peer);
+        let old = leader.learners.insert(
+            peer,
+            Learner {
+                link,
+                stage: LearnerStage::Connected,
+                acked: Zxid::ZERO,
+                last_heard: now,
+            },
+        );
+        leader.links.insert(link, peer);
+        if let Some(old) = old {
+            // The follower reconnected: the old connection is dead to us.
+            leader.links.remove(&old.link);
+            self.effects.push(Effect::Disconnect { link: old.link });
+        }
+    }
+
+    pub(super) fn leader_link_down(&mut self, link: Link) {
+        let leader = self.leader_mut();
+        if let Some(peer) = leader.links.remove(&link)
+            && leader.learners.get(&peer).is_some_and(|l| l.link == link)
+            && let Some(learner) = leader.learners.remove(&peer)
+            && learner.synced()
+        {
+            leader.departed.insert(peer, learner.last_heard);
+        }
+    }
+
+    pub(super) fn leader_receive(
+        &mut self,
+        now: LocalTime,
+        link: Link,
+        message: PeerMessage<S, A>,
+    ) {
+        let Some(&peer) = self.leader().links.get(&link) else {
+            return;
+        };
+        let Some(learner) = self.leader_mut().learners.get_mut(&peer) else {
+            return;
+        };
+        learner.last_heard = now;
+        match message {
+            PeerMessage::FollowerInfo { accepted_epoch } => {
+                if learner.stage != LearnerStage::Connected {
+                    return;
+                }
+                learner.stage = LearnerStage::InfoReceived;
+                let leader = self.leader_mut();
+                if leader.phase == LeaderPhase::Discovery {
+                    leader.proposers.insert(peer, accepted_epoch);
+                    self.maybe_decide_epoch();
+                } else if leader.epoch_announced {
+                    self.send_new_epoch(peer);
+                }
+            }
+            PeerMessage::AckEpoch {
+                current_epoch,
+                last_zxid,
+                epoch_ends,
+            } => {
+                if learner.stage != LearnerStage::EpochSent {
+                    return;
+                }
+                // ZooKeeper's waitForEpochAck: a follower more recent than the leader means
+                // the election went wrong; give up leading.
+                let (leader_epoch, leader_last) = self.leader_state_summary();
+                if (current_epoch, last_zxid) > (leader_epoch, leader_last) {
+                    self.start_election(now);
+                    return;
+                }
+                let learner = self
+                    .leader_mut()
+                    .learners
+                    .get_mut(&peer)
+                    .expect("checked above");
+                learner.stage = LearnerStage::EpochAcked {
+                    last_zxid,
+                    epoch_ends,
+                };
+                let leader = self.leader_mut();
+                if leader.phase == LeaderPhase::AwaitingEpochAcks {
+                    leader.epoch_ackers.insert(peer);
+                    self.check_epoch_quorum();
+                } else {
+                    self.sync_learner(peer);
+                }
+            }
+            PeerMessage::Ack { kind, zxid } => {
+                if !learner.forwarding() {
+                    return;
+                }
+                learner.acked = learner.acked.max(zxid);
+                if kind == AckKind::NewLeader && learner.stage == LearnerStage::Syncing {
+                    learner.stage = LearnerStage::Synced;
+                    let leader = self.leader_mut();
+                    match leader.phase {
+                        LeaderPhase::AwaitingNewLeaderAcks => {
+                            leader.newleader_ackers.insert(peer);
+                            self.check_establish(now);
+                        }
+                        LeaderPhase::Established => {
+                            self.send_up_to_date(peer);
+                            self.advance_commit();
+                        }
+                        _ => {}
+                    }
+                } else if learner.synced() {
+                    self.advance_commit();
+                }
+            }
+            PeerMessage::Ping => {}
+            PeerMessage::App(message) => self.effects.push(Effect::App {
+                from: peer,
+                message,
+            }),
+            // Leader-to-follower messages from a follower: ignore.
+            PeerMessage::NewEpoch { .. }
+            | PeerMessage::Sync { .. }
+            | PeerMessage::NewLeader { .. }
+            | PeerMessage::UpToDate { .. }
+            | PeerMessage::Proposal(_)
+            | PeerMessage::Commit { .. } => {}
+        }
+    }
+
+    /// `(current epoch, last logged zxid)`: no follower may be more recent.
+    fn leader_state_summary(&self) -> (u32, Zxid) {
+        (self.current_epoch, self.last_logged())
+    }
+
+    fn maybe_decide_epoch(&mut self) {
+        let quorum = self.quorum;
+        let leader = self.leader_mut();
+        if leader.phase != LeaderPhase::Discovery || leader.proposers.len() < quorum {
+            return;
+        }
+        let highest = leader.proposers.values().copied().max().unwrap_or(0);
+        let epoch = highest.max(self.accepted_epoch) + 1;
+        let leader = self.leader_mut();
+        leader.new_epoch = epoch;
+        leader.phase = LeaderPhase::AwaitingEpochAcks;
+        self.accepted_epoch = epoch;
+        if self.has_bug(ZabBug::EpochNotPersisted) {
+            self.leader_announce_epoch_now();
+        } else {
+            self.persist(Write::AcceptedEpoch(epoch));
+            self.sync_then(&[AfterPersist::LeaderAcceptedEpochDurable]);
+        }
+    }
+
+    pub(super) fn leader_announce_epoch(&mut self, _now: LocalTime) {
+        self.leader_announce_epoch_now();
+    }
+
+    fn leader_announce_epoch_now(&mut self) {
+        let leader = self.leader_mut();
+        leader.epoch_announced = true;
+        let waiting: Vec<NodeId> = leader
+            .learners
+            .iter()
+            .filter(|(_, learner)| learner.stage == LearnerStage::InfoReceived)
+            .map(|(peer, _)| *peer)
+            .collect();
+        for peer in waiting {
+            self.send_new_epoch(peer);
+        }
+        self.check_epoch_quorum();
+    }
+
+    fn send_new_epoch(&mut self, peer: NodeId) {
+        let leader = self.leader_mut();
+        let epoch = leader.new_epoch;
+        let learner = leader.learners.get_mut(&peer).expect("known learner");
+        learner.stage = LearnerStage::EpochSent;
+        let link = learner.link;
+        self.effects.push(Effect::Send {
+            link,
+            message: PeerMessage::NewEpoch { epoch },
+        });
+    }
+
+    fn check_epoch_quorum(&mut self) {
+        let quorum = self.quorum;
+        let leader = self.leader_mut();
+        if leader.phase != LeaderPhase::AwaitingEpochAcks
+            || !leader.epoch_announced
+            || leader.epoch_ackers.len() + 1 < quorum
+        {
+            return;
+        }
+        leader.phase = LeaderPhase::AwaitingNewLeaderAcks;
+        let epoch = leader.new_epoch;
+        self.current_epoch = epoch;
+        if self.has_bug(ZabBug::EpochNotPersisted) {
+            self.record(ProtocolEvent::TermChanged {
+                term: u64::from(epoch),
+            });
+            self.leader_mut().current_epoch_durable = true;
+        } else {
+            self.persist(Write::CurrentEpoch(epoch));
+            self.sync_then(&[
+                AfterPersist::EpochDurable(epoch),
+                AfterPersist::LeaderCurrentEpochDurable,
+            ]);
+        }
+        let acked: Vec<NodeId> = self
+            .leader()
+            .learners
+            .iter()
+            .filter(|(_, learner)| matches!(learner.stage, LearnerStage::EpochAcked { .. }))
+            .map(|(peer, _)| *peer)
+            .collect();
+        for peer in acked {
+            self.sync_learner(peer);
+        }
+    }
+
+    pub(super) fn leader_current_epoch_durable(&mut self, now: LocalTime) {
+        self.leader_mut().current_epoch_durable = true;
+        self.check_establish(now);
+    }
+
+    /// Sends the follower what it needs to match the leader's history, then NEWLEADER.
+    fn sync_learner(&mut self, peer: NodeId) {
+        let learner = &self.leader().learners[&peer];
+        let LearnerStage::EpochAcked {
+            last_zxid,
+            epoch_ends,
+        } = &learner.stage
+        else {
+            return;
+        };
+        let (peer_last, link) = (*last_zxid, learner.link);
+        let (mode, entries) = self.plan_sync(peer_last, epoch_ends);
+        let epoch = self.leader().new_epoch;
+        let last_zxid = self.last_logged();
+        let learner = self
+            .leader_mut()
+            .learners
+            .get_mut(&peer)
+            .expect("known learner");
+        learner.stage = LearnerStage::Syncing;
+        self.effects.push(Effect::Send {
+            link,
+            message: PeerMessage::Sync { mode, entries },
+        });
+        self.effects.push(Effect::Send {
+            link,
+            message: PeerMessage::NewLeader { epoch, last_zxid },
+        });
+    }
+
+    /// DIFF, TRUNC or SNAP for a follower whose history ends at `peer_last`.
+    fn plan_sync(
+        &self,
+        peer_last: Zxid,
+        peer_epoch_ends: &[Zxid],
+    ) -> (SyncMode<S::Snapshot>, Vec<LogEntry<S::Txn>>) {
+        let leader_last = self.last_logged();
+        if peer_last == leader_last {
+            return (SyncMode::Diff, Vec::new());
+        }
+        let common = if self.has_bug(ZabBug::DiffWithoutTrunc) {
+            // ZOOKEEPER-1154: trust the follower's last zxid as a point of the leader's
+            // history whenever it is not past the leader's end.
+            peer_last.min(leader_last)
+        } else {
+            self.common_point(peer_epoch_ends)
+        };
+        let base = self.snapshot_zxid();
+        let from = self.log.partition_point(|entry| entry.zxid <= common);
+        let too_far = self.log.len() - from > self.config.diff_window;
+        if common < base || too_far {
+            let snapshot = self.machine.snapshot();
+            let zxid = self.last_applied;
+            let after = self.log.partition_point(|entry| entry.zxid <= zxid);
+            return (
+                SyncMode::Snap { zxid, snapshot },
+                self.log[after..].to_vec(),
+            );
+        }
+        let entries = self.log[from..].to_vec();
+        if common < peer_last {
+            (SyncMode::Trunc { to: common }, entries)
+        } else {
+            (SyncMode::Diff, entries)
+        }
+    }
+
+    /// The last zxid the follower's history (summarised by the last zxid of each of its
+    /// epochs) shares with the leader's. Within one epoch both histories are prefixes of
+    /// what that epoch's single leader proposed, so they agree up to the shorter one.
+    fn common_point(&self, peer_epoch_ends: &[Zxid]) -> Zxid {
+        let base = self.snapshot_zxid();
+        let mut common = Zxid::ZERO;
+        for &end in peer_epoch_ends {
+            // The leader's first entry after the agreed point must be of this epoch too,
+            // or the follower skipped an epoch the leader has.
+            let next = self.log.partition_point(|entry| entry.zxid <= common);
+            if let Some(entry) = self.log.get(next)
+                && entry.zxid.epoch != end.epoch
+                && common >= base
+            {
+                break;
+            }
+            if end <= base {
+                // Inside the leader's snapshot: only the snapshot's own epoch is known to
+                // be a prefix of the committed history.
+                if end.epoch == base.epoch {
+                    common = end;
+                    continue;
+                }
+                break;
+            }
+            let in_epoch = self
+                .log
+                .partition_point(|entry| entry.zxid.epoch <= end.epoch);
+            let leader_end = match in_epoch.checked_sub(1).map(|i| self.log[i].zxid) {
+                Some(zxid) if zxid.epoch == end.epoch => zxid,
+                _ if base.epoch == end.epoch => base,
+                _ => break,
+            };
+            if leader_end == end {
+                common = end;
+            } else {
+                common = common.max(leader_end.min(end));
+                break;
+            }
+        }
+        common
+    }
+
+    fn check_establish(&mut self, now: LocalTime) {
+        let quorum = self.quorum;
+        let leader = self.leader();
+        if leader.phase != LeaderPhase::AwaitingNewLeaderAcks
+            || !leader.current_epoch_durable
+            || leader.newleader_ackers.len() + 1 < quorum
+        {
+            return;
+        }
+        // The leader's whole history is now committed (a quorum holds it durably).
+        let last_logged = self.last_logged();
+        let tick = self.config.tick;
+        let leader = self.leader_mut();
+        leader.phase = LeaderPhase::Established;
+        leader.last_proposed = last_logged;
+        leader.self_durable = last_logged;
+        leader.next_ping_at = now + tick;
+        leader.next_quorum_check_at = now + tick;
+        self.committed = self.committed.max(last_logged);
+        self.apply_committed();
+        let synced: Vec<NodeId> = self
+            .leader()
+            .learners
+            .iter()
+            .filter(|(_, learner)| learner.stage == LearnerStage::Synced)
+            .map(|(peer, _)| *peer)
+            .collect();
+        for peer in synced {
+            self.send_up_to_date(peer);
+        }
+        self.record(ProtocolEvent::BecameLeader {
+            term: u64::from(self.current_epoch),
+        });
+        self.serving = true;
+        self.effects.push(Effect::Serve(Serving::AsLeader {
+            epoch: self.current_epoch,
+        }));
+        self.advance_commit();
+    }
+
+    fn send_up_to_date(&mut self, peer: NodeId) {
+        let committed = self.committed;
+        let learner = self
+            .leader_mut()
+            .learners
+            .get_mut(&peer)
+            .expect("known learner");
+        learner.stage = LearnerStage::UpToDate;
+        let link = learner.link;
+        self.effects.push(Effect::Send {
+            link,
+            message: PeerMessage::UpToDate { committed },
+        });
+    }
+
+    pub(super) fn leader_log_durable(&mut self, _now: LocalTime, zxid: Zxid) {
+        let leader = self.leader_mut();
+        leader.self_durable = leader.self_durable.max(zxid);
+        if leader.is_established() {
+            self.advance_commit();
+        }
+    }
+
+    /// Commits the largest zxid a quorum (the leader included) has durably logged.
+    fn advance_commit(&mut self) {
+        let leader = self.leader();
+        if !leader.is_established() {
+            return;
+        }
+        let mut acks = [Zxid::ZERO; 16];
+        acks[0] = leader.self_durable;
+        let mut count = 1;
+        for learner in leader.learners.values() {
+            if learner.synced() && count < acks.len() {
+                acks[count] = learner.acked;
+                count += 1;
+            }
+        }
+        if count < self.quorum {
+            return;
+        }
+        let acks = &mut acks[..count];
+        acks.sort_unstable_by(|a, b| b.cmp(a));
+        let candidate = acks[self.quorum - 1].min(leader.last_proposed);
+        // Entries of earlier epochs were committed when the leader was established; by
+        // counting, only this epoch's proposals are committed.
+        if candidate <= self.committed || candidate.epoch != self.current_epoch {
+            return;
+        }
+        self.committed = candidate;
+        self.send_to_forwarding(|| PeerMessage::Commit { zxid: candidate });
+        self.apply_committed();
+    }
+
+    /// Sends a message to every follower that receives proposals, in learner order.
+    fn send_to_forwarding(&mut self, message: impl Fn() -> PeerMessage<S, A>) {
+        let Role::Leading(leader) = &self.role else {
+            return;
+        };
+        for learner in leader.learners.values() {
+            if learner.forwarding() {
+                self.effects.push(Effect::Send {
+                    link: learner.link,
+                    message: message(),
+                });
+            }
+        }
+    }
+
+    /// Proposes a transaction (established leader only): logs it, asks for it to be made
+    /// durable, and sends it to every synced follower.
+    pub fn propose(&mut self, now: LocalTime, txn: S::Txn) -> Result<Zxid, ProposeError> {
+        let epoch = self.current_epoch;
+        let Role::Leading(leader) = &mut self.role else {
+            return Err(ProposeError::NotLeader);
+        };
+        if !leader.is_established() {
+            return Err(ProposeError::NotLeader);
+        }
+        let counter = if leader.last_proposed.epoch == epoch {
+            leader.last_proposed.counter
+        } else {
+            0
+        };
+        let Some(counter) = counter.checked_add(1) else {
+            // As ZooKeeper does when the counter rolls over: elect again, new epoch.
+            self.start_election(now);
+            return Err(ProposeError::EpochExhausted);
+        };
+        let zxid = Zxid::new(epoch, counter);
+        leader.last_proposed = zxid;
+        let entry = LogEntry {
+            zxid,
+            txn: Arc::new(txn),
+        };
+        self.append(entry.clone());
+        self.sync_then(&[]);
+        self.send_to_forwarding(|| PeerMessage::Proposal(entry.clone()));
+        Ok(zxid)
+    }
+
+    /// The last zxid proposed, if this server is an established leader.
+    pub fn last_proposed(&self) -> Option<Zxid> {
+        match &self.role {
+            Role::Leading(leader) if leader.is_established() => Some(leader.last_proposed),
+            _ => None,
+        }
+    }
+
+    /// Sends a message of the layer above to a synced follower; false if there is none.
+    pub fn send_to_follower(&mut self, peer: NodeId, message: A) -> bool {
+        let Role::Leading(leader) = &self.role else {
+            return false;
+        };
+        match leader.learners.get(&peer) {
+            Some(learner) if learner.forwarding() => {
+                let link = learner.link;
+                self.effects.push(Effect::Send {
+                    link,
+                    message: PeerMessage::App(message),
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(super) fn leader_tick(&mut self, now: LocalTime) {
+        let (tick, sync_limit, quorum) = (self.config.tick, self.config.sync_limit(), self.quorum);
+        let leader = self.leader_mut();
+        if !leader.is_established() {
+            if now >= leader.init_deadline {
+                self.start_election(now);
+            }
+            return;
+        }
+        if now >= leader.next_ping_at {
+            leader.next_ping_at = now + tick;
+            self.send_to_forwarding(|| PeerMessage::Ping);
+        }
+        let leader = self.leader_mut();
+        if now >= leader.next_quorum_check_at {
+            leader.next_quorum_check_at = now + tick;
+            // ZooKeeper checks on every tick that a quorum is still in sync with it.
+            let recent = |heard: LocalTime| now.saturating_duration_since(heard) <= sync_limit;
+            leader.departed.retain(|_, heard| recent(*heard));
+            let in_touch = 1
+                + leader
+                    .learners
+                    .values()
+                    .filter(|l| l.synced() && recent(l.last_heard))
+                    .count()
+                + leader.departed.len();
+            if in_touch < quorum {
+                self.start_election(now);
+            }
+        }
+    }
+}

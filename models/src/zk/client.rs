@@ -1,0 +1,1153 @@
+//! The ZooKeeper client: one session, attached to one server at a time.
+//!
+//! - Reads are answered by the attached server from its own state (sequentially
+//!   consistent, possibly stale); `sync` then read catches up with the leader.
+//! - On connection loss (broken connection, or nothing heard for 2/3 of the session
+//!   timeout) every pending operation fails with [`ZkClientError::ConnectionLoss`] — its
+//!   outcome is unknown — and the client reconnects to another server, keeping its
+//!   session if the leader still has it, and re-registers its watches there.
+//! - When the session is gone (the leader expired it) the client learns it on reconnect
+//!   and every operation fails with [`ZkClientError::SessionExpired`].
+//! - A server that has applied less than the client has seen refuses it, so a client
+//!   never goes back in time when it fails over.
+//!
+//! Every operation's invocation and completion go to the run's history (as ZooKeeper
+//! operations), as do session and watch events ([`ZkEvent`]).
+
+use super::{
+    path,
+    prep::WriteOp,
+    txn::SessionId,
+    wire::{ClientMessage, ClientRequest, Refusal},
+};
+use futures_util::future::{Either, select};
+use rand::seq::SliceRandom;
+use sim::{
+    NodeContext, NodeId,
+    history::{
+        OpError, OpId, OpResult, Operation, Response,
+        zk::{
+            CreateMode, Stat, WatchEventType, WatchKind, ZkError, ZkEvent, ZkOperation, ZkResponse,
+        },
+    },
+    net::{Connection, StreamNetwork},
+};
+use std::{
+    collections::BTreeMap,
+    fmt,
+    sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
+};
+
+/// Client settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkClientConfig {
+    /// The ensemble's servers (tried in a random order, then round-robin).
+    pub servers: Vec<NodeId>,
+    /// Requested session timeout (the server may clamp it).
+    pub session_timeout: Duration,
+    /// The logical process recorded in the history for this client's operations.
+    pub process: u32,
+    /// How long [`ZkClient::connect`] keeps trying before giving up.
+    pub connect_patience: Duration,
+}
+
+impl ZkClientConfig {
+    /// A client of `servers` with a 2 s session timeout.
+    pub fn new(servers: Vec<NodeId>, process: u32) -> Self {
+        Self {
+            servers,
+            session_timeout: Duration::from_secs(2),
+            process,
+            connect_patience: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why an operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZkClientError {
+    /// A definite failure: the operation did not take effect.
+    Api(ZkError),
+    /// The connection was lost while the operation was pending: it may or may not have
+    /// taken effect.
+    ConnectionLoss,
+    /// The session expired: its ephemeral nodes are gone and it cannot be used again.
+    SessionExpired,
+    /// The client was closed.
+    Closed,
+    /// The configuration names no server.
+    NoServers,
+    /// The configuration names a node that is not a server of this world.
+    UnknownServer(NodeId),
+}
+
+impl fmt::Display for ZkClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ZkClientError::Api(error) => write!(f, "{error:?}"),
+            ZkClientError::ConnectionLoss => write!(f, "connection loss (outcome unknown)"),
+            ZkClientError::SessionExpired => write!(f, "session expired"),
+            ZkClientError::Closed => write!(f, "client closed"),
+            ZkClientError::NoServers => write!(f, "no servers configured"),
+            ZkClientError::UnknownServer(node) => {
+                write!(f, "{node} is not a server of this world")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ZkClientError {}
+
+/// A watch event as the client sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchedEvent {
+    /// The watched path.
+    pub path: String,
+    /// What happened.
+    pub event: WatchEventType,
+    /// The change's zxid.
+    pub zxid: u64,
+}
+
+/// The watch will never fire: its session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchLost;
+
+impl fmt::Display for WatchLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the watch's session ended before it fired")
+    }
+}
+
+impl std::error::Error for WatchLost {}
+
+/// A one-shot watch set by a read.
+#[derive(Debug)]
+pub struct Watch {
+    receiver: async_channel::Receiver<WatchedEvent>,
+    /// The registering read.
+    pub op_id: OpId,
+    /// The kind of watch.
+    pub kind: WatchKind,
+}
+
+impl Watch {
+    /// Waits for the watch to fire.
+    pub async fn fired(self) -> Result<WatchedEvent, WatchLost> {
+        self.receiver.recv().await.map_err(|_| WatchLost)
+    }
+}
+
+type CallOutcome = Result<(ZkResponse, Option<Watch>), ZkClientError>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WatchRequest {
+    Data,
+    Exists,
+    Children,
+}
+
+struct PendingCall {
+    op_id: Option<OpId>,
+    reply: async_channel::Sender<CallOutcome>,
+    watch: Option<(String, WatchRequest)>,
+}
+
+struct Registration {
+    op_id: OpId,
+    sender: async_channel::Sender<WatchedEvent>,
+}
+
+enum Phase {
+    Connecting,
+    Connected {
+        connection: Connection<ClientMessage>,
+    },
+    Expired,
+    Closed,
+}
+
+struct ClientState {
+    phase: Phase,
+    session: Option<SessionId>,
+    timeout_ms: u64,
+    last_zxid: u64,
+    next_xid: u64,
+    pending: BTreeMap<u64, PendingCall>,
+    waiting_for_connection: Vec<async_channel::Sender<()>>,
+    watches: BTreeMap<(String, WatchKind), Vec<Registration>>,
+    /// Protected creates made so far (part of each GUID).
+    protected_creates: u64,
+}
+
+struct Shared {
+    context: NodeContext,
+    network: StreamNetwork<ClientMessage>,
+    config: ZkClientConfig,
+    state: Mutex<ClientState>,
+}
+
+/// A ZooKeeper client session. Cheap to clone; clones share the session.
+#[derive(Clone)]
+pub struct ZkClient {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ZkClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ZkClient")
+            .field("node", &self.shared.context.id())
+            .field("process", &self.shared.config.process)
+            .field("session", &self.session_id())
+            .finish()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, ClientState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn record_zk(&self, event: ZkEvent) {
+        self.context.history().zk(event);
+    }
+
+    fn complete(&self, op_id: Option<OpId>, result: OpResult) {
+        if let Some(op_id) = op_id {
+            self.context.history().complete(op_id, result);
+        }
+    }
+}
+
+fn ok(response: &ZkResponse) -> OpResult {
+    OpResult::Ok {
+        response: Response::Zk(response.clone()),
+    }
+}
+
+fn failed(error: ZkError) -> OpResult {
+    OpResult::Fail {
+        error: OpError::Zk(error),
+    }
+}
+
+fn unknown(reason: &str) -> OpResult {
+    OpResult::Unknown {
+        reason: reason.to_string(),
+    }
+}
+
+impl ZkClient {
+    /// Opens a session through one of `config.servers`, from a task on the client node
+    /// `context`. Keeps trying for `config.connect_patience`.
+    pub async fn connect(
+        context: &NodeContext,
+        network: StreamNetwork<ClientMessage>,
+        config: ZkClientConfig,
+    ) -> Result<ZkClient, ZkClientError> {
+        if config.servers.is_empty() {
+            return Err(ZkClientError::NoServers);
+        }
+        let world = context.sim().config();
+        if let Some(&node) = config
+            .servers
+            .iter()
+            .find(|node| !node.is_server() || !world.contains(**node))
+        {
+            return Err(ZkClientError::UnknownServer(node));
+        }
+        let timeout_ms = u64::try_from(config.session_timeout.as_millis()).unwrap_or(u64::MAX);
+        let patience = config.connect_patience;
+        let shared = Arc::new(Shared {
+            context: context.clone(),
+            network,
+            config,
+            state: Mutex::new(ClientState {
+                phase: Phase::Connecting,
+                session: None,
+                timeout_ms,
+                last_zxid: 0,
+                next_xid: 0,
+                pending: BTreeMap::new(),
+                waiting_for_connection: Vec::new(),
+                watches: BTreeMap::new(),
+                protected_creates: 0,
+            }),
+        });
+        let client = ZkClient { shared };
+        sim::task::spawn_local(run_connection(client.shared.clone()));
+        match client.wait_for_connection(patience).await {
+            Ok(()) => Ok(client),
+            Err(error) => {
+                client.shut_down();
+                Err(error)
+            }
+        }
+    }
+
+    /// The session id, once established.
+    pub fn session_id(&self) -> Option<SessionId> {
+        self.shared.lock().session
+    }
+
+    /// The negotiated session timeout.
+    pub fn session_timeout(&self) -> Duration {
+        Duration::from_millis(self.shared.lock().timeout_ms)
+    }
+
+    /// Whether the session is known to have expired.
+    pub fn is_expired(&self) -> bool {
+        matches!(self.shared.lock().phase, Phase::Expired)
+    }
+
+    /// Whether the client was closed (by [`close`](Self::close) or a failed connect).
+    pub fn is_closed(&self) -> bool {
+        matches!(self.shared.lock().phase, Phase::Closed)
+    }
+
+    /// Whether the client is attached to a server right now.
+    pub fn is_connected(&self) -> bool {
+        matches!(self.shared.lock().phase, Phase::Connected { .. })
+    }
+
+    /// The logical process this client records as.
+    pub fn process(&self) -> u32 {
+        self.shared.config.process
+    }
+
+    /// The newest zxid this client has seen.
+    pub fn last_zxid_seen(&self) -> u64 {
+        self.shared.lock().last_zxid
+    }
+
+    async fn wait_for_connection(&self, patience: Duration) -> Result<(), ZkClientError> {
+        let clock = self.shared.context.clock().clone();
+        let deadline = clock.now() + patience;
+        loop {
+            let receiver = {
+                let mut state = self.shared.lock();
+                match state.phase {
+                    Phase::Connected { .. } => return Ok(()),
+                    Phase::Expired => return Err(ZkClientError::SessionExpired),
+                    Phase::Closed => return Err(ZkClientError::Closed),
+                    Phase::Connecting => {
+                        let (sender, receiver) = async_channel::bounded(1);
+                        state.waiting_for_connection.push(sender);
+                        receiver
+                    }
+                }
+            };
+            let left = deadline.saturating_duration_since(clock.now());
+            if left.is_zero() || clock.timeout(left, receiver.recv()).await.is_err() {
+                return Err(ZkClientError::ConnectionLoss);
+            }
+        }
+    }
+
+    fn shut_down(&self) {
+        let mut state = self.shared.lock();
+        if let Phase::Connected { connection } = &state.phase {
+            connection.close();
+        }
+        if !matches!(state.phase, Phase::Expired) {
+            state.phase = Phase::Closed;
+        }
+        state.waiting_for_connection.clear();
+    }
+
+    /// Sends a request and waits for its outcome. Invocation is recorded here (if
+    /// `operation` is given); completion by whoever learns the outcome.
+    async fn call(
+        &self,
+        operation: Option<Operation>,
+        request: ClientRequest,
+        mut watch: Option<(String, WatchRequest)>,
+    ) -> CallOutcome {
+        let shared = &self.shared;
+        let op_id = operation.map(|operation| {
+            shared
+                .context
+                .history()
+                .invoke(shared.config.process, operation)
+        });
+        if let Err(error) = validate(&request) {
+            shared.complete(op_id, failed(error.clone()));
+            return Err(ZkClientError::Api(error));
+        }
+        let timeout = self.session_timeout();
+        let mut request = Some(request);
+        enum Step {
+            WaitForConnection(async_channel::Receiver<()>),
+            AwaitReply(async_channel::Receiver<CallOutcome>),
+            Done(CallOutcome),
+        }
+        loop {
+            // Decide under the lock, await outside it.
+            let step = {
+                let mut state = shared.lock();
+                match &state.phase {
+                    Phase::Expired => {
+                        shared.complete(op_id, failed(ZkError::SessionExpired));
+                        Step::Done(Err(ZkClientError::SessionExpired))
+                    }
+                    Phase::Closed => {
+                        shared.complete(op_id, failed(ZkError::SessionExpired));
+                        Step::Done(Err(ZkClientError::Closed))
+                    }
+                    Phase::Connected { connection } => {
+                        let connection = connection.clone();
+                        if connection.is_broken() {
+                            // Closing: the connection manager is still reading what the
+                            // server sent before the close (watch events, replies), after
+                            // which it reconnects. This request was not sent; wait for the
+                            // next connection.
+                            let (sender, waiter) = async_channel::bounded(1);
+                            state.waiting_for_connection.push(sender);
+                            Step::WaitForConnection(waiter)
+                        } else {
+                            state.next_xid += 1;
+                            let xid = state.next_xid;
+                            let (sender, receiver) = async_channel::bounded(1);
+                            state.pending.insert(
+                                xid,
+                                PendingCall {
+                                    op_id,
+                                    reply: sender,
+                                    watch: watch.take(),
+                                },
+                            );
+                            let request = request.take().expect("sent once");
+                            match connection.send(ClientMessage::Request { xid, request }) {
+                                Ok(()) => Step::AwaitReply(receiver),
+                                Err(_) => {
+                                    state.pending.remove(&xid);
+                                    shared.complete(op_id, unknown("connection loss"));
+                                    Step::Done(Err(ZkClientError::ConnectionLoss))
+                                }
+                            }
+                        }
+                    }
+                    Phase::Connecting => {
+                        // ZooKeeper queues requests while reconnecting; give up after a
+                        // session timeout.
+                        let (sender, waiter) = async_channel::bounded(1);
+                        state.waiting_for_connection.push(sender);
+                        Step::WaitForConnection(waiter)
+                    }
+                }
+            };
+            match step {
+                Step::Done(outcome) => return outcome,
+                Step::AwaitReply(receiver) => {
+                    return receiver
+                        .recv()
+                        .await
+                        .unwrap_or(Err(ZkClientError::ConnectionLoss));
+                }
+                Step::WaitForConnection(waiter) => {
+                    let clock = shared.context.clock();
+                    if clock.timeout(timeout, waiter.recv()).await.is_err() {
+                        shared.complete(op_id, unknown("connection loss: no server"));
+                        return Err(ZkClientError::ConnectionLoss);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn write(
+        &self,
+        operation: ZkOperation,
+        op: WriteOp,
+    ) -> Result<ZkResponse, ZkClientError> {
+        self.call(
+            Some(Operation::Zk(operation)),
+            ClientRequest::Write(op),
+            None,
+        )
+        .await
+        .map(|(response, _)| response)
+    }
+
+    /// Creates a node; returns its actual path (with the sequence suffix if sequential).
+    pub async fn create(
+        &self,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+    ) -> Result<String, ZkClientError> {
+        let response = self
+            .write(
+                ZkOperation::Create {
+                    path: path.into(),
+                    data: data.into(),
+                    mode,
+                },
+                WriteOp::Create {
+                    path: path.into(),
+                    data: data.into(),
+                    mode,
+                },
+            )
+            .await?;
+        match response {
+            ZkResponse::Created { path } => Ok(path),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// Deletes a node without children if its version matches (`None`: any).
+    pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), ZkClientError> {
+        self.write(
+            ZkOperation::Delete {
+                path: path.into(),
+                version,
+            },
+            WriteOp::Delete {
+                path: path.into(),
+                version,
+            },
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Replaces a node's data if its version matches (`None`: any); returns the new stat.
+    pub async fn set_data(
+        &self,
+        path: &str,
+        data: &str,
+        version: Option<i32>,
+    ) -> Result<Stat, ZkClientError> {
+        let response = self
+            .write(
+                ZkOperation::SetData {
+                    path: path.into(),
+                    data: data.into(),
+                    version,
+                },
+                WriteOp::SetData {
+                    path: path.into(),
+                    data: data.into(),
+                    version,
+                },
+            )
+            .await?;
+        match response {
+            ZkResponse::Stat { stat } => Ok(stat),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    async fn read(
+        &self,
+        operation: ZkOperation,
+        request: ClientRequest,
+        watch: Option<(String, WatchRequest)>,
+    ) -> CallOutcome {
+        self.call(Some(Operation::Zk(operation)), request, watch)
+            .await
+    }
+
+    /// Reads a node's data and stat.
+    pub async fn get_data(&self, path: &str) -> Result<(String, Stat), ZkClientError> {
+        self.get_data_inner(path, false)
+            .await
+            .map(|(d, s, _)| (d, s))
+    }
+
+    /// Reads a node's data and stat and sets a one-shot data watch.
+    pub async fn get_data_watch(&self, path: &str) -> Result<(String, Stat, Watch), ZkClientError> {
+        let (data, stat, watch) = self.get_data_inner(path, true).await?;
+        Ok((data, stat, watch.ok_or(ZkClientError::ConnectionLoss)?))
+    }
+
+    async fn get_data_inner(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<(String, Stat, Option<Watch>), ZkClientError> {
+        let (response, watch) = self
+            .read(
+                ZkOperation::GetData { path: path.into() },
+                ClientRequest::GetData {
+                    path: path.into(),
+                    watch,
+                },
+                watch.then(|| (path.to_string(), WatchRequest::Data)),
+            )
+            .await?;
+        match response {
+            ZkResponse::Data { data, stat } => Ok((data, stat, watch)),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// A node's stat, if it exists.
+    pub async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkClientError> {
+        self.exists_inner(path, false).await.map(|(stat, _)| stat)
+    }
+
+    /// A node's stat, if it exists, and a one-shot watch on its data (if it exists) or on
+    /// its creation (if not).
+    pub async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), ZkClientError> {
+        let (stat, watch) = self.exists_inner(path, true).await?;
+        Ok((stat, watch.ok_or(ZkClientError::ConnectionLoss)?))
+    }
+
+    async fn exists_inner(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<(Option<Stat>, Option<Watch>), ZkClientError> {
+        let (response, watch) = self
+            .read(
+                ZkOperation::Exists { path: path.into() },
+                ClientRequest::Exists {
+                    path: path.into(),
+                    watch,
+                },
+                watch.then(|| (path.to_string(), WatchRequest::Exists)),
+            )
+            .await?;
+        match response {
+            ZkResponse::Exists { stat } => Ok((stat, watch)),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// A node's children (names, in order) and its stat.
+    pub async fn get_children(&self, path: &str) -> Result<(Vec<String>, Stat), ZkClientError> {
+        self.children_inner(path, false)
+            .await
+            .map(|(children, stat, _)| (children, stat))
+    }
+
+    /// A node's children and stat, and a one-shot child watch.
+    pub async fn get_children_watch(
+        &self,
+        path: &str,
+    ) -> Result<(Vec<String>, Stat, Watch), ZkClientError> {
+        let (children, stat, watch) = self.children_inner(path, true).await?;
+        Ok((children, stat, watch.ok_or(ZkClientError::ConnectionLoss)?))
+    }
+
+    async fn children_inner(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<(Vec<String>, Stat, Option<Watch>), ZkClientError> {
+        let (response, watch) = self
+            .read(
+                ZkOperation::GetChildren { path: path.into() },
+                ClientRequest::GetChildren {
+                    path: path.into(),
+                    watch,
+                },
+                watch.then(|| (path.to_string(), WatchRequest::Children)),
+            )
+            .await?;
+        match response {
+            ZkResponse::Children { children, stat } => Ok((children, stat, watch)),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// Makes the attached server catch up with the leader: a read after a successful sync
+    /// sees every write acknowledged (to anyone) before the sync started.
+    pub async fn sync(&self, path: &str) -> Result<(), ZkClientError> {
+        self.call(
+            Some(Operation::Zk(ZkOperation::Sync { path: path.into() })),
+            ClientRequest::Sync { path: path.into() },
+            None,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Several writes, all or nothing. On failure, `Api(MultiFailed { index, error })`.
+    pub async fn multi(&self, ops: Vec<WriteOp>) -> Result<Vec<ZkResponse>, ZkClientError> {
+        let recorded = ops
+            .iter()
+            .map(|op| match op {
+                WriteOp::Create { path, data, mode } => ZkOperation::Create {
+                    path: path.clone(),
+                    data: data.clone(),
+                    mode: *mode,
+                },
+                WriteOp::Delete { path, version } => ZkOperation::Delete {
+                    path: path.clone(),
+                    version: *version,
+                },
+                WriteOp::SetData {
+                    path,
+                    data,
+                    version,
+                } => ZkOperation::SetData {
+                    path: path.clone(),
+                    data: data.clone(),
+                    version: *version,
+                },
+            })
+            .collect();
+        let (response, _) = self
+            .call(
+                Some(Operation::Zk(ZkOperation::Multi { ops: recorded })),
+                ClientRequest::Multi(ops),
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::Multi { results } => Ok(results),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// Creates a node whose name carries a random GUID (`<parent>/_c_<guid>-<name>`), so that
+    /// after a connection loss the client can find the node if the create did happen instead
+    /// of creating a second one (Curator's `withProtection`). Ephemeral nodes found this way
+    /// must belong to this session.
+    pub async fn create_protected(
+        &self,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+    ) -> Result<String, ZkClientError> {
+        use rand::Rng;
+        let sequential = matches!(
+            mode,
+            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+        );
+        if let Err(error) = path::validate_create(path, sequential) {
+            return Err(ZkClientError::Api(error));
+        }
+        // Unique in the run: the session id (a zxid) and a per-session counter, mixed with
+        // the node's random stream so names do not reveal them.
+        let (session, count) = {
+            let mut state = self.shared.lock();
+            state.protected_creates += 1;
+            (state.session.unwrap_or(0), state.protected_creates)
+        };
+        let noise: u64 = self
+            .shared
+            .context
+            .rng(&format!("zk-protected-create-{}", self.process()))
+            .r#gen();
+        let mut hasher = sim::digest::StableHasher::new();
+        hasher.write_u64(session);
+        hasher.write_u64(count);
+        hasher.write_u64(noise);
+        let guid =
+            (u128::from(hasher.finish().0) << 64) | u128::from(session ^ count.rotate_left(48));
+        let parent = path::parent(path).to_string();
+        let marker = format!("_c_{guid:032x}-");
+        let protected = path::join(&parent, &format!("{marker}{}", path::name(path)));
+        loop {
+            match self.create(&protected, data, mode).await {
+                Err(ZkClientError::ConnectionLoss) => {}
+                other => return other,
+            }
+            // The create may have happened: look for our node before trying again.
+            loop {
+                match self.get_children(&parent).await {
+                    Ok((children, _)) => {
+                        let Some(name) = children.iter().find(|name| name.starts_with(&marker))
+                        else {
+                            break;
+                        };
+                        let found = path::join(&parent, name);
+                        let ephemeral = matches!(
+                            mode,
+                            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+                        );
+                        if ephemeral {
+                            match self.exists(&found).await {
+                                Ok(Some(stat))
+                                    if Some(stat.ephemeral_owner) == self.session_id() =>
+                                {
+                                    return Ok(found);
+                                }
+                                Ok(_) => break,
+                                Err(ZkClientError::ConnectionLoss) => continue,
+                                Err(error) => return Err(error),
+                            }
+                        }
+                        return Ok(found);
+                    }
+                    Err(ZkClientError::ConnectionLoss) => continue,
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+    }
+
+    /// Closes the session: its ephemeral nodes are deleted.
+    pub async fn close(&self) -> Result<(), ZkClientError> {
+        let result = self
+            .call(None, ClientRequest::CloseSession, None)
+            .await
+            .map(|_| ());
+        self.shut_down();
+        result
+    }
+}
+
+/// Client-side argument checks (ZooKeeper's client validates paths before sending).
+fn validate(request: &ClientRequest) -> Result<(), ZkError> {
+    let check = |op: &WriteOp| match op {
+        WriteOp::Create { path, mode, .. } => path::validate_create(
+            path,
+            matches!(
+                mode,
+                CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+            ),
+        ),
+        WriteOp::Delete { path, .. } | WriteOp::SetData { path, .. } => path::validate(path),
+    };
+    match request {
+        ClientRequest::Write(op) => check(op),
+        ClientRequest::Multi(ops) => {
+            for (index, op) in ops.iter().enumerate() {
+                check(op).map_err(|error| ZkError::MultiFailed {
+                    index,
+                    error: Box::new(error),
+                })?;
+            }
+            Ok(())
+        }
+        ClientRequest::GetData { path, .. }
+        | ClientRequest::Exists { path, .. }
+        | ClientRequest::GetChildren { path, .. }
+        | ClientRequest::Sync { path } => path::validate(path),
+        ClientRequest::CloseSession => Ok(()),
+    }
+}
+
+/// The connection manager: connects, reads replies and events, pings, reconnects.
+async fn run_connection(shared: Arc<Shared>) {
+    let me = shared.context.id();
+    let mut servers = shared.config.servers.clone();
+    servers.shuffle(
+        &mut shared
+            .context
+            .rng(&format!("zk-client-servers-{}", shared.config.process)),
+    );
+    let clock = shared.context.clock().clone();
+    let mut next = 0usize;
+    loop {
+        // Connecting.
+        let (connection, server) = loop {
+            if matches!(shared.lock().phase, Phase::Expired | Phase::Closed) {
+                return;
+            }
+            let server = servers[next % servers.len()];
+            next += 1;
+            if next.is_multiple_of(servers.len()) {
+                clock.sleep(Duration::from_millis(50)).await;
+            }
+            let (session, timeout_ms, last_zxid) = {
+                let state = shared.lock();
+                (state.session, state.timeout_ms, state.last_zxid)
+            };
+            let connect_timeout =
+                Duration::from_millis((timeout_ms / servers.len() as u64).max(50));
+            let Ok(connection) = shared.network.connect(me, server, connect_timeout).await else {
+                continue;
+            };
+            let hello = ClientMessage::Connect {
+                session,
+                timeout_ms,
+                last_zxid_seen: last_zxid,
+            };
+            if connection.send(hello).is_err() {
+                continue;
+            }
+            match clock.timeout(connect_timeout, connection.recv()).await {
+                Ok(Ok(ClientMessage::Connected {
+                    session: granted,
+                    timeout_ms,
+                })) => {
+                    let mut state = shared.lock();
+                    if matches!(state.phase, Phase::Closed | Phase::Expired) {
+                        connection.close();
+                        return;
+                    }
+                    state.timeout_ms = timeout_ms;
+                    let process = shared.config.process;
+                    match state.session {
+                        None => shared.record_zk(ZkEvent::SessionEstablished {
+                            process,
+                            session: granted,
+                            timeout_ms,
+                            server,
+                        }),
+                        Some(_) => shared.record_zk(ZkEvent::SessionResumed {
+                            process,
+                            session: granted,
+                            server,
+                        }),
+                    }
+                    state.session = Some(granted);
+                    resend_watches(&state, &connection);
+                    state.phase = Phase::Connected {
+                        connection: connection.clone(),
+                    };
+                    for waiter in state.waiting_for_connection.drain(..) {
+                        let _ = waiter.try_send(());
+                    }
+                    break (connection, server);
+                }
+                Ok(Ok(ClientMessage::Refused {
+                    reason: Refusal::SessionExpired,
+                })) => {
+                    expire(&shared);
+                    return;
+                }
+                _ => connection.close(),
+            }
+        };
+        // Connected.
+        let timeout = Duration::from_millis(shared.lock().timeout_ms);
+        let read_timeout = timeout * 2 / 3;
+        let ping_interval = read_timeout / 2;
+        let mut last_heard = clock.now();
+        let mut next_ping = clock.now() + ping_interval;
+        loop {
+            let deadline = next_ping.min(last_heard + read_timeout);
+            let received = {
+                let receive = std::pin::pin!(connection.recv());
+                let sleep = std::pin::pin!(clock.sleep_until(deadline));
+                match select(receive, sleep).await {
+                    Either::Left((received, _)) => Some(received),
+                    Either::Right(((), _)) => None,
+                }
+            };
+            match received {
+                Some(Ok(message)) => {
+                    last_heard = clock.now();
+                    if handle_message(&shared, message) == Continue::Stop {
+                        connection.close();
+                        return;
+                    }
+                }
+                Some(Err(_)) => break,
+                None => {
+                    let now = clock.now();
+                    if now >= last_heard + read_timeout {
+                        break;
+                    }
+                    if now >= next_ping {
+                        next_ping = now + ping_interval;
+                        // A failed send means the server closed: keep reading what it sent
+                        // before closing; the receive reports the end.
+                        let _ = connection.send(ClientMessage::Ping);
+                    }
+                }
+            }
+        }
+        connection.close();
+        disconnected(&shared, server);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Continue {
+    Yes,
+    Stop,
+}
+
+fn resend_watches(state: &ClientState, connection: &Connection<ClientMessage>) {
+    if state.watches.is_empty() {
+        return;
+    }
+    let (mut data, mut exist, mut child) = (Vec::new(), Vec::new(), Vec::new());
+    for (path, kind) in state.watches.keys() {
+        match kind {
+            WatchKind::Data => data.push(path.clone()),
+            WatchKind::Exists => exist.push(path.clone()),
+            WatchKind::Children => child.push(path.clone()),
+        }
+    }
+    let _ = connection.send(ClientMessage::SetWatches {
+        relative_zxid: state.last_zxid,
+        data,
+        exist,
+        child,
+    });
+}
+
+fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
+    let process = shared.config.process;
+    let mut state = shared.lock();
+    match message {
+        ClientMessage::Reply { xid, zxid, result } => {
+            state.last_zxid = state.last_zxid.max(zxid);
+            let Some(call) = state.pending.remove(&xid) else {
+                return Continue::Yes;
+            };
+            let outcome = match result {
+                Ok(response) => {
+                    shared.complete(call.op_id, ok(&response));
+                    let watch = call.watch.and_then(|(path, request)| {
+                        let kind = match (request, &response) {
+                            (WatchRequest::Data, _) => WatchKind::Data,
+                            (WatchRequest::Exists, ZkResponse::Exists { stat: Some(_) }) => {
+                                WatchKind::Data
+                            }
+                            (WatchRequest::Exists, _) => WatchKind::Exists,
+                            (WatchRequest::Children, _) => WatchKind::Children,
+                        };
+                        let op_id = call.op_id?;
+                        let session = state.session.unwrap_or(0);
+                        shared.record_zk(ZkEvent::WatchRegistered {
+                            process,
+                            session,
+                            op_id,
+                            path: path.clone(),
+                            kind,
+                        });
+                        let (sender, receiver) = async_channel::bounded(1);
+                        state
+                            .watches
+                            .entry((path, kind))
+                            .or_default()
+                            .push(Registration { op_id, sender });
+                        Some(Watch {
+                            receiver,
+                            op_id,
+                            kind,
+                        })
+                    });
+                    Ok((response, watch))
+                }
+                Err(ZkError::SessionExpired) => {
+                    shared.complete(call.op_id, failed(ZkError::SessionExpired));
+                    Err(ZkClientError::SessionExpired)
+                }
+                Err(error) => {
+                    shared.complete(call.op_id, failed(error.clone()));
+                    Err(ZkClientError::Api(error))
+                }
+            };
+            let _ = call.reply.try_send(outcome);
+            Continue::Yes
+        }
+        ClientMessage::WatchEvent { path, event, zxid } => {
+            state.last_zxid = state.last_zxid.max(zxid);
+            let kinds: &[WatchKind] = match event {
+                WatchEventType::NodeCreated | WatchEventType::NodeDataChanged => {
+                    &[WatchKind::Data, WatchKind::Exists]
+                }
+                WatchEventType::NodeDeleted => {
+                    &[WatchKind::Data, WatchKind::Exists, WatchKind::Children]
+                }
+                WatchEventType::NodeChildrenChanged => &[WatchKind::Children],
+            };
+            let session = state.session.unwrap_or(0);
+            for &kind in kinds {
+                let Some(registrations) = state.watches.remove(&(path.clone(), kind)) else {
+                    continue;
+                };
+                for registration in registrations {
+                    shared.record_zk(ZkEvent::WatchDelivered {
+                        process,
+                        session,
+                        op_id: registration.op_id,
+                        path: path.clone(),
+                        kind,
+                        event,
+                        zxid,
+                    });
+                    let _ = registration.sender.try_send(WatchedEvent {
+                        path: path.clone(),
+                        event,
+                        zxid,
+                    });
+                }
+            }
+            Continue::Yes
+        }
+        ClientMessage::Closed { xid } => {
+            if let Some(call) = state.pending.remove(&xid) {
+                let _ = call.reply.try_send(Ok((ZkResponse::Deleted, None)));
+            }
+            if let Some(session) = state.session {
+                shared.record_zk(ZkEvent::SessionClosed { process, session });
+            }
+            state.phase = Phase::Closed;
+            fail_pending(shared, &mut state, ZkClientError::Closed);
+            state.watches.clear();
+            Continue::Stop
+        }
+        ClientMessage::SessionExpired => {
+            drop(state);
+            expire(shared);
+            Continue::Stop
+        }
+        // Pong, or messages a server does not send once attached.
+        _ => Continue::Yes,
+    }
+}
+
+fn fail_pending(shared: &Shared, state: &mut ClientState, error: ZkClientError) {
+    let reason = match error {
+        ZkClientError::SessionExpired => "session expired",
+        ZkClientError::Closed => "client closed",
+        _ => "connection loss",
+    };
+    for (_, call) in std::mem::take(&mut state.pending) {
+        shared.complete(call.op_id, unknown(reason));
+        let _ = call.reply.try_send(Err(error.clone()));
+    }
+    if error != ZkClientError::ConnectionLoss {
+        // Operations waiting for a connection will never get one.
+        for waiter in state.waiting_for_connection.drain(..) {
+            let _ = waiter.try_send(());
+        }
+    }
+}
+
+fn expire(shared: &Shared) {
+    let mut state = shared.lock();
+    if matches!(state.phase, Phase::Expired) {
+        return;
+    }
+    if let Phase::Connected { connection } = &state.phase {
+        connection.close();
+    }
+    state.phase = Phase::Expired;
+    if let Some(session) = state.session {
+        shared.record_zk(ZkEvent::SessionExpired {
+            process: shared.config.process,
+            session,
+        });
+    }
+    fail_pending(shared, &mut state, ZkClientError::SessionExpired);
+    // Watches of an expired session never fire: dropping the senders tells their owners.
+    state.watches.clear();
+}
+
+fn disconnected(shared: &Shared, server: NodeId) {
+    let mut state = shared.lock();
+    lose_connection(shared, &mut state, server);
+}
+
+/// Drops the current connection (if still current): pending calls fail with ConnectionLoss.
+fn lose_connection(shared: &Shared, state: &mut ClientState, server: NodeId) {
+    let Phase::Connected { connection } = &state.phase else {
+        return;
+    };
+    connection.close();
+    state.phase = Phase::Connecting;
+    if let Some(session) = state.session {
+        shared.record_zk(ZkEvent::Disconnected {
+            process: shared.config.process,
+            session,
+            server,
+        });
+    }
+    fail_pending(shared, state, ZkClientError::ConnectionLoss);
+}

@@ -1,0 +1,19 @@
+//! The ZooKeeper-like store above ZAB: the znode tree, sessions, watches, the server and
+//! the client.
+
+pub mod client;
+pub mod driver;
+pub mod path;
+pub mod prep;
+pub mod server;
+pub mod sessions;
+pub mod tree;
+pub mod txn;
+pub mod watches;
+pub mod wire;
+
+pub use client::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientConfig, ZkClientError};
+pub use driver::{ZkEnsemble, ZkEnsembleConfig};
+pub use prep::WriteOp;
+pub use server::{ClientLink, ServerEffect, ZkServer, ZkServerConfig};
+pub use tree::DataTree;

@@ -1,0 +1,159 @@
+//! The leader's request processor (ZooKeeper's `PrepRequestProcessor`): validates a write
+//! against the state it will apply to and turns it into a transaction.
+//!
+//! The leader keeps a *prepared* tree: the committed tree plus every transaction it has
+//! proposed but not yet seen committed. Because a leader's proposals all commit in order
+//! (or the leader steps down and the tree is rebuilt), validating against the prepared tree
+//! gives exactly the checks ZooKeeper makes against its outstanding changes.
+
+use super::{
+    path,
+    tree::DataTree,
+    txn::{SessionId, TxnBody, bump},
+};
+use sim::history::zk::{CreateMode, ZkError};
+
+/// A single write, as a client asks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteOp {
+    /// Create a node.
+    Create {
+        /// Path (for sequential modes, the prefix).
+        path: String,
+        /// Data.
+        data: String,
+        /// Mode.
+        mode: CreateMode,
+    },
+    /// Delete a node, if its version matches (`None`: any version).
+    Delete {
+        /// Path.
+        path: String,
+        /// Expected version.
+        version: Option<i32>,
+    },
+    /// Replace a node's data, if its version matches (`None`: any version).
+    SetData {
+        /// Path.
+        path: String,
+        /// Data.
+        data: String,
+        /// Expected version.
+        version: Option<i32>,
+    },
+}
+
+impl WriteOp {
+    /// The op's path.
+    pub fn path(&self) -> &str {
+        match self {
+            WriteOp::Create { path, .. }
+            | WriteOp::Delete { path, .. }
+            | WriteOp::SetData { path, .. } => path,
+        }
+    }
+}
+
+fn is_sequential(mode: CreateMode) -> bool {
+    matches!(
+        mode,
+        CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+    )
+}
+
+fn is_ephemeral(mode: CreateMode) -> bool {
+    matches!(
+        mode,
+        CreateMode::Ephemeral | CreateMode::EphemeralSequential
+    )
+}
+
+/// Validates one write against `tree`, in ZooKeeper's order of checks.
+pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnBody, ZkError> {
+    match op {
+        WriteOp::Create { path, data, mode } => {
+            let sequential = is_sequential(*mode);
+            path::validate_create(path, sequential)?;
+            let parent_path = path::parent(path);
+            let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
+            let parent_stat = parent.stat();
+            let final_path = if sequential {
+                // The 10-digit sequence comes from the parent's cversion, as in ZooKeeper.
+                format!("{path}{:010}", parent_stat.cversion)
+            } else {
+                path.clone()
+            };
+            if tree.node(&final_path).is_some() {
+                return Err(ZkError::NodeExists);
+            }
+            if parent_stat.ephemeral_owner != 0 {
+                return Err(ZkError::NoChildrenForEphemerals);
+            }
+            Ok(TxnBody::Create {
+                path: final_path,
+                data: data.clone(),
+                ephemeral_owner: if is_ephemeral(*mode) { session } else { 0 },
+                parent_cversion: bump(parent_stat.cversion),
+            })
+        }
+        WriteOp::Delete { path, version } => {
+            path::validate(path)?;
+            if path == "/" {
+                return Err(ZkError::BadArguments);
+            }
+            let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            let stat = node.stat();
+            if version.is_some_and(|expected| expected != stat.version) {
+                return Err(ZkError::BadVersion);
+            }
+            if stat.num_children > 0 {
+                return Err(ZkError::NotEmpty);
+            }
+            Ok(TxnBody::Delete { path: path.clone() })
+        }
+        WriteOp::SetData {
+            path,
+            data,
+            version,
+        } => {
+            path::validate(path)?;
+            let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            let stat = node.stat();
+            if version.is_some_and(|expected| expected != stat.version) {
+                return Err(ZkError::BadVersion);
+            }
+            Ok(TxnBody::SetData {
+                path: path.clone(),
+                data: data.clone(),
+                version: bump(stat.version),
+            })
+        }
+    }
+}
+
+/// Validates a `multi`: each op against the state left by the ops before it; the first
+/// failure fails the whole multi (`MultiFailed` with its index), and nothing is applied.
+pub fn prepare_multi(tree: &DataTree, session: SessionId, ops: &[WriteOp]) -> TxnBody {
+    let mut scratch: Option<DataTree> = None;
+    let mut bodies = Vec::with_capacity(ops.len());
+    for (index, op) in ops.iter().enumerate() {
+        let view = scratch.as_ref().unwrap_or(tree);
+        match prepare(view, session, op) {
+            Ok(body) => {
+                if index + 1 < ops.len() {
+                    // Later ops must see this one; copy the tree only for real multis.
+                    let scratch = scratch.get_or_insert_with(|| tree.clone());
+                    scratch.apply_prepared(session, &body);
+                }
+                bodies.push(body);
+            }
+            Err(error) => {
+                return TxnBody::Error(ZkError::MultiFailed {
+                    index,
+                    error: Box::new(error),
+                });
+            }
+        }
+    }
+    TxnBody::Multi(bodies)
+}

@@ -1,0 +1,312 @@
+//! The znode tree every server applies committed transactions to (ZooKeeper's `DataTree`).
+
+use super::{
+    path,
+    txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, bump, full_stat},
+};
+use crate::zab::{StateMachine, Zxid};
+use sim::history::zk::{Stat, WatchEventType, ZkError, ZkResponse};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
+
+/// One znode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Znode {
+    /// Its data.
+    pub data: String,
+    /// Its stat (`num_children` and `data_length` are derived when read).
+    stat: Stat,
+    /// Child names.
+    children: BTreeSet<String>,
+}
+
+impl Znode {
+    /// The full stat.
+    pub fn stat(&self) -> Stat {
+        full_stat(&self.stat, self.children.len(), &self.data)
+    }
+
+    /// Child names, in order.
+    pub fn children(&self) -> impl Iterator<Item = &str> {
+        self.children.iter().map(String::as_str)
+    }
+}
+
+/// The tree, the live sessions and each session's ephemeral nodes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataTree {
+    nodes: BTreeMap<String, Znode>,
+    sessions: BTreeMap<SessionId, u64>,
+    ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        let mut nodes = BTreeMap::new();
+        nodes.insert(
+            "/".to_string(),
+            Znode {
+                data: String::new(),
+                stat: Stat::default(),
+                children: BTreeSet::new(),
+            },
+        );
+        Self {
+            nodes,
+            sessions: BTreeMap::new(),
+            ephemerals: BTreeMap::new(),
+        }
+    }
+}
+
+impl DataTree {
+    /// The node at `path`.
+    pub fn node(&self, path: &str) -> Option<&Znode> {
+        self.nodes.get(path)
+    }
+
+    /// Number of znodes (the root included).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether only the root exists.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() == 1
+    }
+
+    /// Live sessions and their timeouts.
+    pub fn sessions(&self) -> &BTreeMap<SessionId, u64> {
+        &self.sessions
+    }
+
+    /// Ephemeral nodes of `session`.
+    pub fn ephemerals_of(&self, session: SessionId) -> impl Iterator<Item = &str> {
+        self.ephemerals
+            .get(&session)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// `getData`.
+    pub fn get_data(&self, path: &str) -> Result<ZkResponse, ZkError> {
+        path::validate(path)?;
+        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        Ok(ZkResponse::Data {
+            data: node.data.clone(),
+            stat: node.stat(),
+        })
+    }
+
+    /// `exists`.
+    pub fn exists(&self, path: &str) -> Result<ZkResponse, ZkError> {
+        path::validate(path)?;
+        Ok(ZkResponse::Exists {
+            stat: self.nodes.get(path).map(Znode::stat),
+        })
+    }
+
+    /// `getChildren`.
+    pub fn get_children(&self, path: &str) -> Result<ZkResponse, ZkError> {
+        path::validate(path)?;
+        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        Ok(ZkResponse::Children {
+            children: node.children.iter().cloned().collect(),
+            stat: node.stat(),
+        })
+    }
+
+    /// Applies a prepared change to a scratch copy (the zxid does not matter there).
+    pub(crate) fn apply_prepared(&mut self, session: SessionId, body: &TxnBody) {
+        let mut triggers = Vec::new();
+        self.apply_body(0, session, body, &mut triggers);
+    }
+
+    /// Applies one change; on a replica that diverged (only with known bugs on) a change
+    /// that does not fit fails without effect instead of panicking.
+    fn apply_body(
+        &mut self,
+        zxid: u64,
+        session: SessionId,
+        body: &TxnBody,
+        triggers: &mut Vec<(String, WatchEventType)>,
+    ) -> TxnResult {
+        match body {
+            TxnBody::CreateSession { timeout_ms, .. } => {
+                self.sessions.insert(zxid, *timeout_ms);
+                TxnResult::SessionCreated {
+                    session: zxid,
+                    timeout_ms: *timeout_ms,
+                }
+            }
+            TxnBody::CloseSession { reason } => {
+                let doomed: Vec<String> = self
+                    .ephemerals
+                    .remove(&session)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect();
+                // Children before parents cannot arise (ephemerals have no children).
+                for path in &doomed {
+                    self.delete_node(zxid, path, triggers);
+                }
+                self.sessions.remove(&session);
+                TxnResult::SessionClosed {
+                    session,
+                    reason: *reason,
+                    ephemerals_deleted: doomed.len(),
+                }
+            }
+            TxnBody::Create {
+                path,
+                data,
+                ephemeral_owner,
+                parent_cversion,
+            } => match self.create_node(
+                zxid,
+                path,
+                data,
+                *ephemeral_owner,
+                *parent_cversion,
+                triggers,
+            ) {
+                Ok(()) => TxnResult::Done(ZkResponse::Created { path: path.clone() }),
+                Err(error) => TxnResult::Failed(error),
+            },
+            TxnBody::Delete { path } => {
+                if !self.nodes.contains_key(path) {
+                    return TxnResult::Failed(ZkError::NoNode);
+                }
+                self.delete_node(zxid, path, triggers);
+                TxnResult::Done(ZkResponse::Deleted)
+            }
+            TxnBody::SetData {
+                path,
+                data,
+                version,
+            } => {
+                let Some(node) = self.nodes.get_mut(path) else {
+                    return TxnResult::Failed(ZkError::NoNode);
+                };
+                node.data = data.clone();
+                node.stat.version = *version;
+                node.stat.mzxid = zxid;
+                triggers.push((path.clone(), WatchEventType::NodeDataChanged));
+                TxnResult::Done(ZkResponse::Stat { stat: node.stat() })
+            }
+            TxnBody::Multi(bodies) => {
+                let mut results = Vec::with_capacity(bodies.len());
+                for (index, body) in bodies.iter().enumerate() {
+                    match self.apply_body(zxid, session, body, triggers) {
+                        TxnResult::Done(response) => results.push(response),
+                        TxnResult::Failed(error) => {
+                            return TxnResult::Failed(ZkError::MultiFailed {
+                                index,
+                                error: Box::new(error),
+                            });
+                        }
+                        _ => return TxnResult::Failed(ZkError::BadArguments),
+                    }
+                }
+                TxnResult::Done(ZkResponse::Multi { results })
+            }
+            TxnBody::Sync => TxnResult::Done(ZkResponse::Synced),
+            TxnBody::Error(error) => TxnResult::Failed(error.clone()),
+        }
+    }
+
+    fn create_node(
+        &mut self,
+        zxid: u64,
+        path: &str,
+        data: &str,
+        ephemeral_owner: SessionId,
+        parent_cversion: i32,
+        triggers: &mut Vec<(String, WatchEventType)>,
+    ) -> Result<(), ZkError> {
+        if self.nodes.contains_key(path) {
+            return Err(ZkError::NodeExists);
+        }
+        let parent_path = path::parent(path);
+        let parent = self.nodes.get_mut(parent_path).ok_or(ZkError::NoNode)?;
+        parent.children.insert(path::name(path).to_string());
+        parent.stat.cversion = parent_cversion;
+        parent.stat.pzxid = zxid;
+        self.nodes.insert(
+            path.to_string(),
+            Znode {
+                data: data.to_string(),
+                stat: Stat {
+                    czxid: zxid,
+                    mzxid: zxid,
+                    pzxid: zxid,
+                    version: 0,
+                    cversion: 0,
+                    ephemeral_owner,
+                    num_children: 0,
+                    data_length: 0,
+                },
+                children: BTreeSet::new(),
+            },
+        );
+        if ephemeral_owner != 0 {
+            self.ephemerals
+                .entry(ephemeral_owner)
+                .or_default()
+                .insert(path.to_string());
+        }
+        triggers.push((path.to_string(), WatchEventType::NodeCreated));
+        triggers.push((parent_path.to_string(), WatchEventType::NodeChildrenChanged));
+        Ok(())
+    }
+
+    fn delete_node(&mut self, zxid: u64, path: &str, triggers: &mut Vec<(String, WatchEventType)>) {
+        let Some(node) = self.nodes.remove(path) else {
+            return;
+        };
+        let owner = node.stat.ephemeral_owner;
+        if owner != 0
+            && let Some(set) = self.ephemerals.get_mut(&owner)
+        {
+            set.remove(path);
+            if set.is_empty() {
+                self.ephemerals.remove(&owner);
+            }
+        }
+        let parent_path = path::parent(path);
+        if let Some(parent) = self.nodes.get_mut(parent_path) {
+            parent.children.remove(path::name(path));
+            parent.stat.cversion = bump(parent.stat.cversion);
+            parent.stat.pzxid = zxid;
+        }
+        triggers.push((path.to_string(), WatchEventType::NodeDeleted));
+        triggers.push((parent_path.to_string(), WatchEventType::NodeChildrenChanged));
+    }
+}
+
+impl StateMachine for DataTree {
+    type Txn = Txn;
+    type Snapshot = Arc<DataTree>;
+    type Output = ApplyOutcome;
+
+    fn apply(&mut self, zxid: Zxid, txn: &Txn) -> ApplyOutcome {
+        let mut triggers = Vec::new();
+        let result = self.apply_body(zxid.as_u64(), txn.session, &txn.body, &mut triggers);
+        ApplyOutcome { result, triggers }
+    }
+
+    fn snapshot(&self) -> Arc<DataTree> {
+        Arc::new(self.clone())
+    }
+
+    fn restore(snapshot: &Arc<DataTree>) -> Self {
+        (**snapshot).clone()
+    }
+
+    fn digest(txn: &Txn) -> u64 {
+        txn.digest()
+    }
+}

@@ -1,0 +1,196 @@
+//! Transactions of the znode tree: what the leader proposes after validating a request.
+
+use sim::{
+    digest::StableHasher,
+    history::zk::{Stat, WatchEventType, ZkError, ZkResponse},
+};
+
+/// A session id: the zxid (as `u64`) of the transaction that created the session.
+pub type SessionId = u64;
+
+/// Why a session is closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The leader saw no ping for the session timeout.
+    Expired,
+    /// The client asked.
+    Closed,
+}
+
+/// A transaction with the request it came from (ZooKeeper's `TxnHeader`: client id, cxid).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Txn {
+    /// The session that asked (0 for a session creation).
+    pub session: SessionId,
+    /// The client's request id within the session (for a session creation: the token of
+    /// the server connection that asked).
+    pub cxid: u64,
+    /// What to do.
+    pub body: TxnBody,
+}
+
+/// The change itself. The leader has validated it against the state it will apply to, so
+/// applying it cannot fail on a correct replica.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TxnBody {
+    /// Open a session; its id is this transaction's zxid.
+    CreateSession {
+        /// Negotiated timeout.
+        timeout_ms: u64,
+        /// The server the client connected to.
+        origin: u16,
+    },
+    /// Close a session and delete its ephemeral nodes.
+    CloseSession {
+        /// Why.
+        reason: CloseReason,
+    },
+    /// Create a node at its final path (sequence number already appended).
+    Create {
+        /// Final path.
+        path: String,
+        /// Data.
+        data: String,
+        /// Owning session for an ephemeral node, else 0.
+        ephemeral_owner: SessionId,
+        /// The parent's cversion after this create.
+        parent_cversion: i32,
+    },
+    /// Delete a node without children.
+    Delete {
+        /// Path.
+        path: String,
+    },
+    /// Replace a node's data.
+    SetData {
+        /// Path.
+        path: String,
+        /// Data.
+        data: String,
+        /// The node's version after this change.
+        version: i32,
+    },
+    /// Several changes, all applied (the leader checked they all succeed).
+    Multi(Vec<TxnBody>),
+    /// No change: orders a `sync` after everything before it (committed by a quorum, so the
+    /// leader that answers it was still leading).
+    Sync,
+    /// A request that failed validation: no change, the error goes back to the client.
+    Error(ZkError),
+}
+
+/// What applying a transaction produced, for the server that answers the client.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TxnResult {
+    /// The change's response.
+    Done(ZkResponse),
+    /// The request's error (from an error transaction).
+    Failed(ZkError),
+    /// A session opened.
+    SessionCreated {
+        /// Its id.
+        session: SessionId,
+        /// Its timeout.
+        timeout_ms: u64,
+    },
+    /// A session closed.
+    SessionClosed {
+        /// Its id.
+        session: SessionId,
+        /// Why.
+        reason: CloseReason,
+        /// How many ephemeral nodes went with it.
+        ephemerals_deleted: usize,
+    },
+}
+
+/// Applying a transaction: the result and the watch events it triggers, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApplyOutcome {
+    /// The result.
+    pub result: TxnResult,
+    /// `(path, event)` for every watch the change fires.
+    pub triggers: Vec<(String, WatchEventType)>,
+}
+
+impl Txn {
+    /// A stable digest of the whole transaction, to compare replicas.
+    pub fn digest(&self) -> u64 {
+        let mut hasher = StableHasher::new();
+        hasher.write_u64(self.session);
+        hasher.write_u64(self.cxid);
+        hash_body(&mut hasher, &self.body);
+        hasher.finish().0
+    }
+}
+
+fn hash_str(hasher: &mut StableHasher, text: &str) {
+    hasher.write_u64(text.len() as u64);
+    hasher.write_bytes(text.as_bytes());
+}
+
+fn hash_body(hasher: &mut StableHasher, body: &TxnBody) {
+    match body {
+        TxnBody::CreateSession { timeout_ms, origin } => {
+            hasher.write_u64(1);
+            hasher.write_u64(*timeout_ms);
+            hasher.write_u64(u64::from(*origin));
+        }
+        TxnBody::CloseSession { reason } => {
+            hasher.write_u64(2);
+            hasher.write_u64(*reason as u64);
+        }
+        TxnBody::Create {
+            path,
+            data,
+            ephemeral_owner,
+            parent_cversion,
+        } => {
+            hasher.write_u64(3);
+            hash_str(hasher, path);
+            hash_str(hasher, data);
+            hasher.write_u64(*ephemeral_owner);
+            hasher.write_u64(*parent_cversion as u64);
+        }
+        TxnBody::Delete { path } => {
+            hasher.write_u64(4);
+            hash_str(hasher, path);
+        }
+        TxnBody::SetData {
+            path,
+            data,
+            version,
+        } => {
+            hasher.write_u64(5);
+            hash_str(hasher, path);
+            hash_str(hasher, data);
+            hasher.write_u64(*version as u64);
+        }
+        TxnBody::Multi(bodies) => {
+            hasher.write_u64(6);
+            hasher.write_u64(bodies.len() as u64);
+            for body in bodies {
+                hash_body(hasher, body);
+            }
+        }
+        TxnBody::Sync => hasher.write_u64(7),
+        TxnBody::Error(error) => {
+            hasher.write_u64(8);
+            hash_str(hasher, &format!("{error:?}"));
+        }
+    }
+}
+
+/// A stat's `version`-style counter that never panics on overflow.
+pub(crate) fn bump(counter: i32) -> i32 {
+    counter.wrapping_add(1)
+}
+
+/// Stat with the derived fields filled in.
+pub(crate) fn full_stat(stat: &Stat, children: usize, data: &str) -> Stat {
+    Stat {
+        num_children: u32::try_from(children).unwrap_or(u32::MAX),
+        data_length: u32::try_from(data.len()).unwrap_or(u32::MAX),
+        ..*stat
+    }
+}

@@ -1,0 +1,391 @@
+//! ZooKeeper client-visible semantics in a healthy three-server world: bad input gets
+//! ZooKeeper's error kinds, Stat bookkeeping, create modes and sequence numbers, multi,
+//! watches, sync and close.
+
+use models::zk::{WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
+use sim::{
+    RunOutcome, Seed, Sim, World,
+    history::{
+        Event, OpError, OpResult,
+        zk::{CreateMode, WatchEventType, ZkError, ZkResponse},
+    },
+};
+use std::{future::Future, time::Duration};
+
+/// Runs `body` with two connected clients (on c1 and c2) of a healthy ensemble.
+fn with_clients<F, Fut>(seed: u64, body: F) -> RunOutcome
+where
+    F: FnOnce(ZkClient, ZkClient) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    World::builder()
+        .seed(Seed::new(seed))
+        .servers(3)
+        .clients(2)
+        .time_limit(Duration::from_secs(60))
+        .build()
+        .expect("a valid world")
+        .run(move |sim: Sim| async move {
+            let ensemble = ZkEnsemble::new(&sim, ZkEnsembleConfig::new(sim.servers())).unwrap();
+            ensemble.start(&sim);
+            let (c1, c2) = (sim.clients()[0], sim.clients()[1]);
+            let (context1, context2) = (sim.node(c1), sim.node(c2));
+            let second = ensemble.clone();
+            let client2 = sim
+                .spawn(c2, async move {
+                    second
+                        .connect(&context2, second.client_config(1))
+                        .await
+                        .expect("c2 connects")
+                })
+                .await
+                .unwrap();
+            let done = sim.spawn(c1, async move {
+                let client1 = ensemble
+                    .connect(&context1, ensemble.client_config(0))
+                    .await
+                    .expect("c1 connects");
+                body(client1, client2).await;
+            });
+            done.await.expect("the scenario finished");
+        })
+}
+
+fn api(error: ZkError) -> ZkClientError {
+    ZkClientError::Api(error)
+}
+
+#[test]
+fn bad_input_gets_zookeeper_error_kinds_never_a_panic() {
+    let outcome = with_clients(11, |zk, _| async move {
+        for bad in ["a", "/a/", "//a", "/a//b", "", "/a/./b", "/.."] {
+            assert_eq!(
+                zk.create(bad, "", CreateMode::Persistent).await,
+                Err(api(ZkError::BadArguments)),
+                "create {bad:?}"
+            );
+            assert_eq!(zk.get_data(bad).await, Err(api(ZkError::BadArguments)));
+            assert_eq!(zk.exists(bad).await, Err(api(ZkError::BadArguments)));
+            assert_eq!(zk.delete(bad, None).await, Err(api(ZkError::BadArguments)));
+        }
+        assert_eq!(
+            zk.create("/", "", CreateMode::Persistent).await,
+            Err(api(ZkError::NodeExists))
+        );
+        assert_eq!(zk.delete("/", None).await, Err(api(ZkError::BadArguments)));
+        assert_eq!(
+            zk.create("/missing/child", "", CreateMode::Persistent)
+                .await,
+            Err(api(ZkError::NoNode))
+        );
+        zk.create("/a", "1", CreateMode::Persistent).await.unwrap();
+        assert_eq!(
+            zk.create("/a", "again", CreateMode::Persistent).await,
+            Err(api(ZkError::NodeExists))
+        );
+        assert_eq!(
+            zk.set_data("/a", "2", Some(7)).await,
+            Err(api(ZkError::BadVersion))
+        );
+        assert_eq!(
+            zk.delete("/a", Some(3)).await,
+            Err(api(ZkError::BadVersion))
+        );
+        zk.create("/a/b", "", CreateMode::Persistent).await.unwrap();
+        assert_eq!(zk.delete("/a", None).await, Err(api(ZkError::NotEmpty)));
+        zk.create("/e", "", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(
+            zk.create("/e/child", "", CreateMode::Persistent).await,
+            Err(api(ZkError::NoChildrenForEphemerals))
+        );
+        assert_eq!(
+            zk.create("/e/", "", CreateMode::PersistentSequential).await,
+            Err(api(ZkError::NoChildrenForEphemerals))
+        );
+        assert_eq!(zk.get_data("/nope").await, Err(api(ZkError::NoNode)));
+        assert_eq!(zk.get_children("/nope").await, Err(api(ZkError::NoNode)));
+        assert_eq!(zk.exists("/nope").await, Ok(None));
+        assert_eq!(
+            zk.set_data("/nope", "", None).await,
+            Err(api(ZkError::NoNode))
+        );
+        assert_eq!(zk.delete("/nope", None).await, Err(api(ZkError::NoNode)));
+    });
+    // Every failure is a definite Fail in the history, with ZooKeeper's kind.
+    let failures = outcome
+        .history
+        .operations()
+        .iter()
+        .filter(|op| {
+            matches!(
+                op.completion,
+                Some((
+                    _,
+                    OpResult::Fail {
+                        error: OpError::Zk(_)
+                    }
+                ))
+            )
+        })
+        .count();
+    assert_eq!(failures, 7 * 4 + 13);
+}
+
+#[test]
+fn stat_bookkeeping_follows_zookeeper() {
+    with_clients(12, |zk, _| async move {
+        zk.create("/p", "hello", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let (data, created) = zk.get_data("/p").await.unwrap();
+        assert_eq!(data, "hello");
+        assert_eq!(created.czxid, created.mzxid);
+        assert_eq!(created.czxid, created.pzxid);
+        assert_eq!((created.version, created.cversion), (0, 0));
+        assert_eq!((created.data_length, created.num_children), (5, 0));
+        assert_eq!(created.ephemeral_owner, 0);
+
+        let set = zk.set_data("/p", "hi", Some(0)).await.unwrap();
+        assert_eq!(set.version, 1);
+        assert!(set.mzxid > created.mzxid);
+        assert_eq!(set.czxid, created.czxid);
+        assert_eq!(set.data_length, 2);
+        assert_eq!(zk.set_data("/p", "x", None).await.unwrap().version, 2);
+
+        zk.create("/p/c1", "", CreateMode::Persistent)
+            .await
+            .unwrap();
+        zk.create("/p/c2", "", CreateMode::Ephemeral).await.unwrap();
+        zk.delete("/p/c1", Some(0)).await.unwrap();
+        let (children, parent) = zk.get_children("/p").await.unwrap();
+        assert_eq!(children, vec!["c2".to_string()]);
+        assert_eq!(parent.num_children, 1);
+        assert_eq!(parent.cversion, 3, "two creates and a delete");
+        assert_eq!(
+            parent.version, 2,
+            "child changes do not touch the data version"
+        );
+        let c2 = zk.exists("/p/c2").await.unwrap().unwrap();
+        assert_eq!(parent.pzxid, c2.czxid.max(parent.pzxid));
+        assert!(parent.pzxid > c2.czxid, "the delete came after c2's create");
+        assert_eq!(Some(c2.ephemeral_owner), zk.session_id());
+    });
+}
+
+#[test]
+fn sequential_names_come_from_the_parent_cversion() {
+    with_clients(13, |zk, _| async move {
+        zk.create("/q", "", CreateMode::Persistent).await.unwrap();
+        let first = zk
+            .create("/q/n-", "", CreateMode::PersistentSequential)
+            .await;
+        let second = zk
+            .create("/q/n-", "", CreateMode::EphemeralSequential)
+            .await;
+        let bare = zk.create("/q/", "", CreateMode::PersistentSequential).await;
+        assert_eq!(first.as_deref(), Ok("/q/n-0000000000"));
+        assert_eq!(second.as_deref(), Ok("/q/n-0000000001"));
+        assert_eq!(bare.as_deref(), Ok("/q/0000000002"));
+        zk.delete("/q/n-0000000000", None).await.unwrap();
+        // The delete bumped cversion: sequence numbers never repeat.
+        let after = zk
+            .create("/q/n-", "", CreateMode::PersistentSequential)
+            .await;
+        assert_eq!(after.as_deref(), Ok("/q/n-0000000004"));
+    });
+}
+
+#[test]
+fn multi_is_all_or_nothing() {
+    with_clients(14, |zk, other| async move {
+        let failed = zk
+            .multi(vec![
+                WriteOp::Create {
+                    path: "/m".into(),
+                    data: "".into(),
+                    mode: CreateMode::Persistent,
+                },
+                WriteOp::SetData {
+                    path: "/nope".into(),
+                    data: "".into(),
+                    version: None,
+                },
+            ])
+            .await;
+        assert_eq!(
+            failed,
+            Err(api(ZkError::MultiFailed {
+                index: 1,
+                error: Box::new(ZkError::NoNode)
+            }))
+        );
+        other.sync("/").await.unwrap();
+        assert_eq!(other.exists("/m").await, Ok(None), "nothing was applied");
+        let done = zk
+            .multi(vec![
+                WriteOp::Create {
+                    path: "/m".into(),
+                    data: "".into(),
+                    mode: CreateMode::Persistent,
+                },
+                WriteOp::Create {
+                    path: "/m/s-".into(),
+                    data: "".into(),
+                    mode: CreateMode::PersistentSequential,
+                },
+                WriteOp::SetData {
+                    path: "/m".into(),
+                    data: "set".into(),
+                    version: Some(0),
+                },
+            ])
+            .await
+            .unwrap();
+        assert_eq!(
+            done[..2],
+            [
+                ZkResponse::Created { path: "/m".into() },
+                ZkResponse::Created {
+                    path: "/m/s-0000000000".into()
+                }
+            ]
+        );
+        assert!(matches!(done[2], ZkResponse::Stat { stat } if stat.version == 1));
+        other.sync("/").await.unwrap();
+        assert_eq!(other.get_data("/m").await.unwrap().0, "set");
+    });
+}
+
+#[test]
+fn watches_fire_once_with_the_right_event() {
+    let outcome = with_clients(15, |zk, other| async move {
+        let (stat, created) = zk.exists_watch("/w").await.unwrap();
+        assert_eq!(stat, None);
+        other
+            .create("/w", "a", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let event = created.fired().await.unwrap();
+        assert_eq!(event.event, WatchEventType::NodeCreated);
+
+        let (_, _, data) = zk.get_data_watch("/w").await.unwrap();
+        let (_, _, children) = zk.get_children_watch("/w").await.unwrap();
+        let (_, exists) = zk.exists_watch("/w").await.unwrap();
+        other.set_data("/w", "b", None).await.unwrap();
+        other.set_data("/w", "c", None).await.unwrap();
+        assert_eq!(
+            data.fired().await.unwrap().event,
+            WatchEventType::NodeDataChanged
+        );
+        assert_eq!(
+            exists.fired().await.unwrap().event,
+            WatchEventType::NodeDataChanged
+        );
+        other
+            .create("/w/kid", "", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        assert_eq!(
+            children.fired().await.unwrap().event,
+            WatchEventType::NodeChildrenChanged
+        );
+        let (_, _, gone) = zk.get_data_watch("/w/kid").await.unwrap();
+        other.close().await.unwrap();
+        // Closing the session deletes its ephemeral node.
+        assert_eq!(
+            gone.fired().await.unwrap().event,
+            WatchEventType::NodeDeleted
+        );
+        zk.sync("/").await.unwrap();
+        assert_eq!(zk.exists("/w/kid").await, Ok(None));
+        assert_eq!(other.exists("/w").await, Err(ZkClientError::Closed));
+    });
+    // Five registrations, five deliveries, each once.
+    let registered = outcome
+        .history
+        .records()
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.event,
+                Event::Zk(sim::history::zk::ZkEvent::WatchRegistered { .. })
+            )
+        })
+        .count();
+    let delivered = outcome
+        .history
+        .records()
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.event,
+                Event::Zk(sim::history::zk::ZkEvent::WatchDelivered { .. })
+            )
+        })
+        .count();
+    assert_eq!((registered, delivered), (5, 5));
+}
+
+#[test]
+fn reads_wait_behind_the_same_sessions_writes() {
+    with_clients(16, |zk, _| async move {
+        zk.create("/r", "0", CreateMode::Persistent).await.unwrap();
+        // Issue a write and a read without awaiting the write first: the read must see it.
+        let write = zk.set_data("/r", "1", None);
+        let read = zk.get_data("/r");
+        let (written, (data, stat)) =
+            futures_util::future::join(write, async { read.await.unwrap() }).await;
+        assert_eq!(data, "1");
+        assert_eq!(stat.mzxid, written.unwrap().mzxid);
+    });
+}
+
+#[test]
+fn bad_configurations_are_typed_errors_not_panics() {
+    use models::zab::ConfigError;
+    use sim::NodeId;
+    World::builder()
+        .seed(Seed::new(17))
+        .servers(3)
+        .clients(1)
+        .build()
+        .unwrap()
+        .run(|sim: Sim| async move {
+            let mut config = ZkEnsembleConfig::new(vec![NodeId::server(0), NodeId::server(7)]);
+            assert_eq!(
+                ZkEnsemble::new(&sim, config.clone()).err(),
+                Some(ConfigError::NotInWorld {
+                    node: NodeId::server(7)
+                })
+            );
+            config.servers = vec![];
+            assert_eq!(
+                ZkEnsemble::new(&sim, config.clone()).err(),
+                Some(ConfigError::EmptyEnsemble)
+            );
+            config.servers = sim.servers();
+            config.tick = Duration::ZERO;
+            assert_eq!(
+                ZkEnsemble::new(&sim, config).err(),
+                Some(ConfigError::ZeroTiming { field: "tick" })
+            );
+            let ensemble = ZkEnsemble::new(&sim, ZkEnsembleConfig::new(sim.servers())).unwrap();
+            let node = sim.clients()[0];
+            let context = sim.node(node);
+            sim.spawn(node, async move {
+                let mut config = ensemble.client_config(0);
+                config.servers = vec![NodeId::server(9)];
+                assert_eq!(
+                    ensemble.connect(&context, config.clone()).await.err(),
+                    Some(ZkClientError::UnknownServer(NodeId::server(9)))
+                );
+                config.servers = vec![];
+                assert_eq!(
+                    ensemble.connect(&context, config).await.err(),
+                    Some(ZkClientError::NoServers)
+                );
+            })
+            .await
+            .unwrap();
+        });
+}

@@ -1,0 +1,157 @@
+//! Building small histories by hand for checker unit tests.
+
+use sim::{
+    NodeId,
+    history::{
+        Event, OpError, OpId, OpResult, Operation, ProtocolEvent, Record, Response,
+        zk::{CreateMode, WatchEventType, WatchKind, ZkError, ZkEvent, ZkOperation, ZkResponse},
+    },
+    time::SimTime,
+};
+
+pub const C1: NodeId = NodeId::client(0);
+pub const C2: NodeId = NodeId::client(1);
+
+fn at(ms: u64) -> SimTime {
+    SimTime::from_millis(ms)
+}
+
+pub fn record(ms: u64, node: NodeId, event: Event) -> Record {
+    Record {
+        at: at(ms),
+        node: Some(node),
+        event,
+    }
+}
+
+pub fn established(ms: u64, client: NodeId, session: u64) -> Record {
+    record(
+        ms,
+        client,
+        Event::Zk(ZkEvent::SessionEstablished {
+            process: 0,
+            session,
+            timeout_ms: 1000,
+            server: NodeId::server(0),
+        }),
+    )
+}
+
+pub fn invoke(ms: u64, client: NodeId, op: u64, operation: ZkOperation) -> Record {
+    record(
+        ms,
+        client,
+        Event::Invoke {
+            client,
+            process: 0,
+            op_id: OpId(op),
+            operation: Operation::Zk(operation),
+        },
+    )
+}
+
+pub fn ok(ms: u64, client: NodeId, op: u64, response: ZkResponse) -> Record {
+    record(
+        ms,
+        client,
+        Event::Complete {
+            op_id: OpId(op),
+            result: OpResult::Ok {
+                response: Response::Zk(response),
+            },
+        },
+    )
+}
+
+pub fn fail(ms: u64, client: NodeId, op: u64, error: ZkError) -> Record {
+    record(
+        ms,
+        client,
+        Event::Complete {
+            op_id: OpId(op),
+            result: OpResult::Fail {
+                error: OpError::Zk(error),
+            },
+        },
+    )
+}
+
+pub fn sync(ms: u64, client: NodeId, op: u64) -> [Record; 2] {
+    [
+        invoke(ms, client, op, ZkOperation::Sync { path: "/".into() }),
+        ok(ms + 1, client, op, ZkResponse::Synced),
+    ]
+}
+
+pub fn set_data(path: &str, data: &str) -> ZkOperation {
+    ZkOperation::SetData {
+        path: path.into(),
+        data: data.into(),
+        version: None,
+    }
+}
+
+pub fn create(path: &str, mode: CreateMode) -> ZkOperation {
+    ZkOperation::Create {
+        path: path.into(),
+        data: String::new(),
+        mode,
+    }
+}
+
+pub fn get_data(path: &str) -> ZkOperation {
+    ZkOperation::GetData { path: path.into() }
+}
+
+pub fn stat(mzxid: u64, version: i32, owner: u64) -> sim::history::zk::Stat {
+    sim::history::zk::Stat {
+        czxid: 1,
+        mzxid,
+        pzxid: 1,
+        version,
+        ephemeral_owner: owner,
+        ..Default::default()
+    }
+}
+
+pub fn registered(ms: u64, client: NodeId, op: u64, path: &str, kind: WatchKind) -> Record {
+    record(
+        ms,
+        client,
+        Event::Zk(ZkEvent::WatchRegistered {
+            process: 0,
+            session: 7,
+            op_id: OpId(op),
+            path: path.into(),
+            kind,
+        }),
+    )
+}
+
+pub fn delivered(ms: u64, client: NodeId, op: u64, path: &str, zxid: u64) -> Record {
+    record(
+        ms,
+        client,
+        Event::Zk(ZkEvent::WatchDelivered {
+            process: 0,
+            session: 7,
+            op_id: OpId(op),
+            path: path.into(),
+            kind: WatchKind::Data,
+            event: WatchEventType::NodeDataChanged,
+            zxid,
+        }),
+    )
+}
+
+pub fn applied(ms: u64, node: NodeId, index: u64) -> Record {
+    record(
+        ms,
+        node,
+        Event::Protocol(ProtocolEvent::Applied {
+            index,
+            term: index >> 32,
+            digest: index,
+        }),
+    )
+}

@@ -1,0 +1,157 @@
+//! Reading a history's ZooKeeper operations: who asked what, in which session, with which
+//! outcome; when sessions ended; which syncs precede a read.
+
+use sim::{
+    NodeId,
+    history::{
+        Event, History, OpId, OpResult, Operation, ProtocolEvent, Response,
+        zk::{ZkEvent, ZkOperation, ZkResponse},
+    },
+    time::SimTime,
+};
+use std::collections::BTreeMap;
+
+/// One ZooKeeper operation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZkOp<'a> {
+    /// Its id.
+    pub op_id: OpId,
+    /// The client node.
+    pub client: NodeId,
+    /// The logical process.
+    pub process: u32,
+    /// The process's session when it invoked the operation, if it had one.
+    pub session: Option<u64>,
+    /// What was asked.
+    pub operation: &'a ZkOperation,
+    /// When it was invoked.
+    pub invoked_at: SimTime,
+    /// When and how it completed.
+    pub completion: Option<(SimTime, &'a OpResult)>,
+}
+
+impl<'a> ZkOp<'a> {
+    /// The response, if it succeeded.
+    pub fn ok(&self) -> Option<&'a ZkResponse> {
+        match self.completion {
+            Some((
+                _,
+                OpResult::Ok {
+                    response: Response::Zk(response),
+                },
+            )) => Some(response),
+            _ => None,
+        }
+    }
+
+    /// When it completed successfully.
+    pub fn ok_at(&self) -> Option<SimTime> {
+        self.ok().and(self.completion.map(|(at, _)| at))
+    }
+
+    /// Whether it definitely did not take effect.
+    pub fn definitely_failed(&self) -> bool {
+        matches!(self.completion, Some((_, OpResult::Fail { .. })))
+    }
+
+    /// When it completed (any outcome), or the end of time if it never did.
+    pub fn ended_at(&self) -> SimTime {
+        self.completion
+            .map_or(SimTime::from_nanos(u64::MAX), |(at, _)| at)
+    }
+
+    /// The (client, process) that issued it.
+    pub fn process_key(&self) -> (NodeId, u32) {
+        (self.client, self.process)
+    }
+}
+
+/// Every ZooKeeper operation, in invocation order, with the session it ran in.
+pub fn zk_operations(history: &History) -> Vec<ZkOp<'_>> {
+    let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
+    let mut ops: Vec<ZkOp<'_>> = Vec::new();
+    let mut index_of: BTreeMap<OpId, usize> = BTreeMap::new();
+    for record in history.records() {
+        match &record.event {
+            Event::Zk(ZkEvent::SessionEstablished {
+                process, session, ..
+            }) => {
+                if let Some(node) = record.node {
+                    sessions.insert((node, *process), *session);
+                }
+            }
+            Event::Invoke {
+                client,
+                process,
+                op_id,
+                operation: Operation::Zk(operation),
+            } => {
+                index_of.insert(*op_id, ops.len());
+                ops.push(ZkOp {
+                    op_id: *op_id,
+                    client: *client,
+                    process: *process,
+                    session: sessions.get(&(*client, *process)).copied(),
+                    operation,
+                    invoked_at: record.at,
+                    completion: None,
+                });
+            }
+            Event::Complete { op_id, result } => {
+                if let Some(&index) = index_of.get(op_id) {
+                    ops[index].completion = Some((record.at, result));
+                }
+            }
+            _ => {}
+        }
+    }
+    ops
+}
+
+/// When each session ended: the earliest of its expiry (committed, recorded by the leader),
+/// the client learning it expired, or the client's close being committed.
+pub fn session_ends(history: &History) -> BTreeMap<u64, SimTime> {
+    let mut ends: BTreeMap<u64, SimTime> = BTreeMap::new();
+    for record in history.records() {
+        let session = match &record.event {
+            Event::Protocol(ProtocolEvent::SessionExpired { session })
+            | Event::Zk(ZkEvent::SessionExpired { session, .. })
+            | Event::Zk(ZkEvent::SessionClosed { session, .. }) => *session,
+            _ => continue,
+        };
+        ends.entry(session).or_insert(record.at);
+    }
+    ends
+}
+
+/// For each operation (by position in `ops`): the invocation time of the latest successful
+/// `sync` by the same process that completed before the operation was invoked.
+pub fn preceding_syncs(ops: &[ZkOp<'_>]) -> Vec<Option<SimTime>> {
+    let mut by_process: BTreeMap<(NodeId, u32), Vec<(SimTime, SimTime)>> = BTreeMap::new();
+    for op in ops {
+        if let (ZkOperation::Sync { .. }, Some(done)) = (op.operation, op.ok_at()) {
+            by_process
+                .entry(op.process_key())
+                .or_default()
+                .push((done, op.invoked_at));
+        }
+    }
+    ops.iter()
+        .map(|op| {
+            by_process
+                .get(&op.process_key())?
+                .iter()
+                .filter(|(done, _)| *done < op.invoked_at)
+                .map(|(_, invoked)| *invoked)
+                .max()
+        })
+        .collect()
+}
+
+/// The parent of a znode path (`/a/b` → `/a`, `/a` → `/`).
+pub fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(index) => &path[..index],
+    }
+}

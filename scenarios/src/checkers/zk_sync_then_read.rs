@@ -1,0 +1,439 @@
+//! `sync` then read sees every write acknowledged before the `sync` started.
+//!
+//! ZooKeeper reads are sequentially consistent: a follower may serve stale data. The
+//! documented way to read fresh data is `sync` then read ("ZooKeeper Programmer's Guide",
+//! *Consistency Guarantees*): the read must reflect every write that completed before the
+//! sync was issued. ZOOKEEPER-1675 (and Jepsen's 2019 note) shows a leader that answers
+//! `sync` without confirming it still leads breaks this across a leader change.
+//!
+//! For each read preceded by a successful `sync` of the same client process, and each write
+//! acknowledged (to anyone) before that sync was invoked, on the read's path:
+//! - `setData`: the read's stat has an `mzxid` at least the write's (same data if equal);
+//! - `create`: the node exists; `delete`: it does not;
+//!
+//! unless a concurrent or later operation could explain the difference (a delete or create
+//! of the path not known to have finished before the write started), or the node is
+//! ephemeral (its session may have ended; see `zk_ephemeral_lifetime`). `getChildren` is
+//! checked the same way for creates and deletes of children.
+
+use super::zk_operations::{ZkOp, parent_of, preceding_syncs, zk_operations};
+use crate::Violation;
+use sim::{
+    NodeId,
+    history::{
+        History, OpError, OpId, OpResult,
+        zk::{CreateMode, ZkError, ZkOperation, ZkResponse},
+    },
+    time::SimTime,
+};
+use std::{collections::BTreeSet, fmt};
+
+/// A read after a sync missed a write acknowledged before the sync.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaleReadAfterSync {
+    /// The read.
+    pub read: OpId,
+    /// Who read.
+    pub client: NodeId,
+    /// When the sync before it was invoked.
+    pub sync_invoked_at: SimTime,
+    /// The write it missed.
+    pub write: OpId,
+    /// When that write was acknowledged.
+    pub write_acknowledged_at: SimTime,
+    /// The path.
+    pub path: String,
+    /// What the read should have reflected and what it showed.
+    pub problem: String,
+}
+
+impl fmt::Display for StaleReadAfterSync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} read {} on {} after a sync invoked at {}, but missed write {} acknowledged at {}: {}",
+            self.client,
+            self.path,
+            self.read,
+            self.sync_invoked_at,
+            self.write,
+            self.write_acknowledged_at,
+            self.problem
+        )
+    }
+}
+
+impl Violation for StaleReadAfterSync {
+    fn property(&self) -> &'static str {
+        "sync then read sees prior acknowledged writes"
+    }
+
+    fn reference(&self) -> &'static str {
+        "ZooKeeper Programmer's Guide, Consistency Guarantees (sync); ZOOKEEPER-1675"
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Fact {
+    Set { data: String, mzxid: u64 },
+    Created,
+    Deleted,
+}
+
+#[derive(Clone, Debug)]
+struct Write {
+    op: OpId,
+    invoked_at: SimTime,
+    acknowledged_at: SimTime,
+    path: String,
+    fact: Fact,
+}
+
+/// Acknowledged writes, path by path, from plain writes and multis.
+fn acknowledged_writes(ops: &[ZkOp<'_>]) -> Vec<Write> {
+    let mut writes = Vec::new();
+    for op in ops {
+        let (Some(response), Some(acknowledged_at)) = (op.ok(), op.ok_at()) else {
+            continue;
+        };
+        let mut push = |operation: &ZkOperation, response: &ZkResponse| {
+            let (path, fact) = match (operation, response) {
+                (ZkOperation::SetData { path, data, .. }, ZkResponse::Stat { stat }) => (
+                    path.clone(),
+                    Fact::Set {
+                        data: data.clone(),
+                        mzxid: stat.mzxid,
+                    },
+                ),
+                (ZkOperation::Create { .. }, ZkResponse::Created { path }) => {
+                    (path.clone(), Fact::Created)
+                }
+                (ZkOperation::Delete { path, .. }, ZkResponse::Deleted) => {
+                    (path.clone(), Fact::Deleted)
+                }
+                _ => return,
+            };
+            writes.push(Write {
+                op: op.op_id,
+                invoked_at: op.invoked_at,
+                acknowledged_at,
+                path,
+                fact,
+            });
+        };
+        match (op.operation, response) {
+            (ZkOperation::Multi { ops: parts }, ZkResponse::Multi { results }) => {
+                for (part, result) in parts.iter().zip(results) {
+                    push(part, result);
+                }
+            }
+            (operation, response) => push(operation, response),
+        }
+    }
+    writes
+}
+
+/// Paths that may be ephemeral (any ephemeral create not known to have failed).
+fn maybe_ephemeral(ops: &[ZkOp<'_>]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut paths = BTreeSet::new();
+    let mut parents = BTreeSet::new();
+    for op in ops {
+        let ZkOperation::Create { path, mode, .. } = op.operation else {
+            continue;
+        };
+        if op.definitely_failed()
+            || !matches!(
+                mode,
+                CreateMode::Ephemeral | CreateMode::EphemeralSequential
+            )
+        {
+            continue;
+        }
+        match op.ok() {
+            Some(ZkResponse::Created { path }) => {
+                paths.insert(path.clone());
+            }
+            _ if *mode == CreateMode::Ephemeral => {
+                paths.insert(path.clone());
+            }
+            // An unknown ephemeral-sequential create may have made any child name.
+            _ => {
+                parents.insert(parent_of(path).to_string());
+            }
+        }
+    }
+    (paths, parents)
+}
+
+/// Whether an operation that creates (or deletes) `path`, not known to have failed and not
+/// known to have finished before `write` started, was invoked before `deadline`.
+fn explained_by(
+    ops: &[ZkOp<'_>],
+    path: &str,
+    creates: bool,
+    write_invoked_at: SimTime,
+    deadline: SimTime,
+) -> bool {
+    ops.iter().any(|op| {
+        if op.definitely_failed() || op.invoked_at >= deadline || op.ended_at() < write_invoked_at {
+            return false;
+        }
+        let touches = |operation: &ZkOperation| match operation {
+            ZkOperation::Create {
+                path: target, mode, ..
+            } if creates => {
+                target == path
+                    || (matches!(
+                        mode,
+                        CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+                    ) && path.starts_with(target.as_str()))
+            }
+            ZkOperation::Delete { path: target, .. } if !creates => target == path,
+            _ => false,
+        };
+        match op.operation {
+            ZkOperation::Multi { ops: parts } => parts.iter().any(touches),
+            operation => touches(operation),
+        }
+    })
+}
+
+/// Every read after a sync that missed a write acknowledged before that sync.
+pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
+    let ops = zk_operations(history);
+    let syncs = preceding_syncs(&ops);
+    let writes = acknowledged_writes(&ops);
+    let (ephemeral, ephemeral_parents) = maybe_ephemeral(&ops);
+    let mut violations = Vec::new();
+    for (op, sync) in ops.iter().zip(&syncs) {
+        let Some(sync_invoked_at) = *sync else {
+            continue;
+        };
+        let Some((read_done, result)) = op.completion else {
+            continue;
+        };
+        let (path, observed) = match (op.operation, result) {
+            (ZkOperation::GetData { path } | ZkOperation::Exists { path }, _)
+            | (ZkOperation::GetChildren { path }, _) => (path, result),
+            _ => continue,
+        };
+        let node_stat = match (op.operation, op.ok()) {
+            (ZkOperation::GetData { .. }, Some(ZkResponse::Data { data, stat })) => {
+                Some(Some((Some(data.as_str()), *stat)))
+            }
+            (ZkOperation::Exists { .. }, Some(ZkResponse::Exists { stat })) => {
+                Some(stat.map(|stat| (None, stat)))
+            }
+            (ZkOperation::GetChildren { .. }, Some(ZkResponse::Children { stat, .. })) => {
+                Some(Some((None, *stat)))
+            }
+            (ZkOperation::GetData { .. } | ZkOperation::GetChildren { .. }, None)
+                if matches!(
+                    observed,
+                    OpResult::Fail {
+                        error: OpError::Zk(ZkError::NoNode)
+                    }
+                ) =>
+            {
+                Some(None)
+            }
+            _ => None,
+        };
+        let Some(node_stat) = node_stat else { continue };
+        let mut report = |write: &Write, problem: String| {
+            violations.push(StaleReadAfterSync {
+                read: op.op_id,
+                client: op.client,
+                sync_invoked_at,
+                write: write.op,
+                write_acknowledged_at: write.acknowledged_at,
+                path: path.clone(),
+                problem,
+            });
+        };
+        // Writes on the path itself.
+        let on_path = writes
+            .iter()
+            .filter(|w| w.path == *path && w.acknowledged_at < sync_invoked_at);
+        let latest_set = on_path
+            .clone()
+            .filter_map(|w| match &w.fact {
+                Fact::Set { mzxid, .. } => Some((*mzxid, w)),
+                _ => None,
+            })
+            .max_by_key(|(mzxid, _)| *mzxid);
+        let is_ephemeral =
+            ephemeral.contains(path.as_str()) || ephemeral_parents.contains(parent_of(path));
+        if let Some((mzxid, write)) = latest_set {
+            match node_stat {
+                Some((data, stat)) => {
+                    if stat.mzxid < mzxid {
+                        report(
+                            write,
+                            format!("mzxid {:#x} older than {mzxid:#x}", stat.mzxid),
+                        );
+                    } else if let (Some(data), Fact::Set { data: written, .. }) =
+                        (data, &write.fact)
+                        && stat.mzxid == mzxid
+                        && data != written
+                    {
+                        report(
+                            write,
+                            format!("data {data:?} at mzxid {mzxid:#x}, written {written:?}"),
+                        );
+                    }
+                }
+                None => {
+                    if !is_ephemeral
+                        && !explained_by(&ops, path, false, write.invoked_at, read_done)
+                    {
+                        report(write, "node missing".into());
+                    }
+                }
+            }
+        }
+        for write in on_path {
+            match (&write.fact, node_stat) {
+                (Fact::Created, None)
+                    if !is_ephemeral
+                        && !explained_by(&ops, path, false, write.invoked_at, read_done) =>
+                {
+                    report(write, "created node missing".into())
+                }
+                (Fact::Deleted, Some(_))
+                    if !explained_by(&ops, path, true, write.invoked_at, read_done) =>
+                {
+                    report(write, "deleted node present".into())
+                }
+                _ => {}
+            }
+        }
+        // Children.
+        let Some(ZkResponse::Children { children, .. }) = op.ok() else {
+            continue;
+        };
+        for write in writes.iter().filter(|w| {
+            w.acknowledged_at < sync_invoked_at && parent_of(&w.path) == path && w.path != "/"
+        }) {
+            let name = &write.path[write.path.rfind('/').map_or(0, |i| i + 1)..];
+            let listed = children.iter().any(|child| child == name);
+            match write.fact {
+                Fact::Created
+                    if !listed
+                        && !ephemeral.contains(&write.path)
+                        && !ephemeral_parents.contains(path.as_str())
+                        && !explained_by(&ops, &write.path, false, write.invoked_at, read_done) =>
+                {
+                    report(write, format!("created child {name} not listed"))
+                }
+                Fact::Deleted
+                    if listed
+                        && !explained_by(&ops, &write.path, true, write.invoked_at, read_done) =>
+                {
+                    report(write, format!("deleted child {name} listed"))
+                }
+                _ => {}
+            }
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_history::*;
+    use super::*;
+    use sim::history::zk::ZkResponse;
+
+    #[test]
+    fn a_stale_read_after_sync_fails_and_a_fresh_one_passes() {
+        let mut base = vec![
+            invoke(1, C2, 1, set_data("/x", "new")),
+            ok(
+                5,
+                C2,
+                1,
+                ZkResponse::Stat {
+                    stat: stat(9, 2, 0),
+                },
+            ),
+        ];
+        base.extend(sync(10, C1, 2));
+        base.push(invoke(20, C1, 3, get_data("/x")));
+        let mut fresh = base.clone();
+        fresh.push(ok(
+            21,
+            C1,
+            3,
+            ZkResponse::Data {
+                data: "new".into(),
+                stat: stat(9, 2, 0),
+            },
+        ));
+        assert!(check(&History::from_records(fresh)).is_empty());
+        let mut stale = base.clone();
+        stale.push(ok(
+            21,
+            C1,
+            3,
+            ZkResponse::Data {
+                data: "old".into(),
+                stat: stat(4, 1, 0),
+            },
+        ));
+        let violations = check(&History::from_records(stale));
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].write, OpId(1));
+        // Without the sync, a stale read is allowed (sequential consistency).
+        let mut unsynced = vec![
+            invoke(1, C2, 1, set_data("/x", "new")),
+            ok(
+                5,
+                C2,
+                1,
+                ZkResponse::Stat {
+                    stat: stat(9, 2, 0),
+                },
+            ),
+            invoke(20, C1, 3, get_data("/x")),
+        ];
+        unsynced.push(ok(
+            21,
+            C1,
+            3,
+            ZkResponse::Data {
+                data: "old".into(),
+                stat: stat(4, 1, 0),
+            },
+        ));
+        assert!(check(&History::from_records(unsynced)).is_empty());
+    }
+
+    #[test]
+    fn a_missing_node_is_excused_only_by_a_possible_delete() {
+        let mut base = vec![
+            invoke(1, C2, 1, create("/y", CreateMode::Persistent)),
+            ok(2, C2, 1, ZkResponse::Created { path: "/y".into() }),
+        ];
+        base.extend(sync(10, C1, 2));
+        base.push(invoke(20, C1, 3, get_data("/y")));
+        let mut missing = base.clone();
+        missing.push(fail(21, C1, 3, ZkError::NoNode));
+        assert_eq!(check(&History::from_records(missing.clone())).len(), 1);
+        // A delete with an unknown outcome explains it.
+        missing.insert(
+            0,
+            invoke(
+                15,
+                C2,
+                4,
+                ZkOperation::Delete {
+                    path: "/y".into(),
+                    version: None,
+                },
+            ),
+        );
+        missing.sort_by_key(|r| r.at);
+        assert!(check(&History::from_records(missing)).is_empty());
+    }
+}

@@ -1,0 +1,243 @@
+//! Watch events reach a client in zxid order, and before the client can read the data
+//! that changed.
+//!
+//! "Watches are ordered with respect to other events, other watches, and asynchronous
+//! replies. ... A client will see a watch event for a znode it is watching before seeing
+//! the new data that corresponds to that znode" (ZooKeeper Programmer's Guide, *ZooKeeper
+//! Watches*, guarantees). Checked per client session:
+//! 1. delivered events carry non-decreasing zxids;
+//! 2. once a read by the same session shows the watched node changed after the watch was
+//!    set (newer `mzxid`, `pzxid` for a child watch, or existence for an exists watch),
+//!    the watch must already have been delivered.
+
+use super::zk_operations::zk_operations;
+use crate::Violation;
+use sim::{
+    NodeId,
+    history::{
+        Event, History, OpId,
+        zk::{Stat, WatchKind, ZkEvent, ZkOperation, ZkResponse},
+    },
+    time::SimTime,
+};
+use std::{collections::BTreeMap, fmt};
+
+/// A watch event out of order, or late.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchOrderViolation {
+    /// A later event carried an older zxid.
+    OutOfOrder {
+        /// The client and session.
+        client: NodeId,
+        /// Session.
+        session: u64,
+        /// The earlier event's registration, zxid and time.
+        earlier: (OpId, u64, SimTime),
+        /// The later event's.
+        later: (OpId, u64, SimTime),
+    },
+    /// The client read the new data before the watch told it about the change.
+    NewDataFirst {
+        /// The client.
+        client: NodeId,
+        /// The watch's registration.
+        registration: OpId,
+        /// The path.
+        path: String,
+        /// The read that showed the change, and when it completed.
+        read: (OpId, SimTime),
+        /// When the watch was delivered, if ever.
+        delivered_at: Option<SimTime>,
+    },
+}
+
+impl fmt::Display for WatchOrderViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchOrderViolation::OutOfOrder {
+                client,
+                session,
+                earlier,
+                later,
+            } => write!(
+                f,
+                "{client} (session {session:#x}) got the watch of {} for zxid {:#x} at {}, then the watch of {} for older zxid {:#x} at {}",
+                earlier.0, earlier.1, earlier.2, later.0, later.1, later.2
+            ),
+            WatchOrderViolation::NewDataFirst {
+                client,
+                registration,
+                path,
+                read,
+                delivered_at,
+            } => write!(
+                f,
+                "{client} read changed {path} ({} at {}) before its watch {registration} fired (delivered: {delivered_at:?})",
+                read.0, read.1
+            ),
+        }
+    }
+}
+
+impl Violation for WatchOrderViolation {
+    fn property(&self) -> &'static str {
+        "watch order"
+    }
+
+    fn reference(&self) -> &'static str {
+        "ZooKeeper Programmer's Guide, ZooKeeper Watches (ordering guarantees)"
+    }
+}
+
+/// What a read showed of a node: its stat, or that it is missing.
+fn observed(operation: &ZkOperation, response: &ZkResponse) -> Option<(String, Option<Stat>)> {
+    match (operation, response) {
+        (ZkOperation::GetData { path }, ZkResponse::Data { stat, .. })
+        | (ZkOperation::GetChildren { path }, ZkResponse::Children { stat, .. }) => {
+            Some((path.clone(), Some(*stat)))
+        }
+        (ZkOperation::Exists { path }, ZkResponse::Exists { stat }) => Some((path.clone(), *stat)),
+        _ => None,
+    }
+}
+
+/// Every out-of-order or late watch event.
+pub fn check(history: &History) -> Vec<WatchOrderViolation> {
+    let ops = zk_operations(history);
+    let by_id: BTreeMap<OpId, usize> = ops
+        .iter()
+        .enumerate()
+        .map(|(index, op)| (op.op_id, index))
+        .collect();
+    let mut violations = Vec::new();
+    let mut last: BTreeMap<(NodeId, u32, u64), (OpId, u64, SimTime)> = BTreeMap::new();
+    let mut registrations = Vec::new();
+    let mut delivered: BTreeMap<OpId, SimTime> = BTreeMap::new();
+    for record in history.records() {
+        let Some(client) = record.node else { continue };
+        match &record.event {
+            Event::Zk(ZkEvent::WatchDelivered {
+                process,
+                session,
+                op_id,
+                zxid,
+                ..
+            }) => {
+                delivered.entry(*op_id).or_insert(record.at);
+                let key = (client, *process, *session);
+                if let Some(&earlier) = last.get(&key)
+                    && *zxid < earlier.1
+                {
+                    violations.push(WatchOrderViolation::OutOfOrder {
+                        client,
+                        session: *session,
+                        earlier,
+                        later: (*op_id, *zxid, record.at),
+                    });
+                }
+                last.insert(key, (*op_id, *zxid, record.at));
+            }
+            Event::Zk(ZkEvent::WatchRegistered {
+                op_id, path, kind, ..
+            }) => registrations.push((client, *op_id, path.clone(), *kind, record.at)),
+            _ => {}
+        }
+    }
+    for (client, registration, path, kind, registered_at) in registrations {
+        let Some(&index) = by_id.get(&registration) else {
+            continue;
+        };
+        let reader = &ops[index];
+        let Some(baseline) = reader
+            .ok()
+            .and_then(|response| observed(reader.operation, response))
+            .map(|(_, stat)| stat)
+        else {
+            continue;
+        };
+        let delivered_at = delivered.get(&registration).copied();
+        let changed = |stat: Option<Stat>| match (kind, baseline, stat) {
+            (WatchKind::Exists, None, Some(_)) => true,
+            (WatchKind::Data, Some(before), Some(now)) => now.mzxid > before.mzxid,
+            (WatchKind::Data, Some(_), None) => true,
+            (WatchKind::Children, Some(before), Some(now)) => now.pzxid > before.pzxid,
+            (WatchKind::Children, Some(_), None) => true,
+            _ => false,
+        };
+        let late = ops.iter().find(|op| {
+            op.process_key() == reader.process_key()
+                && op.session == reader.session
+                && op.invoked_at >= registered_at
+                && op.op_id != registration
+                && op.ok().and_then(|r| observed(op.operation, r)).is_some_and(
+                    |(read_path, stat)| {
+                        read_path == path
+                            && changed(stat)
+                            && delivered_at.is_none_or(|at| at > op.ended_at())
+                    },
+                )
+        });
+        if let Some(read) = late {
+            violations.push(WatchOrderViolation::NewDataFirst {
+                client,
+                registration,
+                path,
+                read: (read.op_id, read.ended_at()),
+                delivered_at,
+            });
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_history::*;
+    use super::*;
+
+    #[test]
+    fn in_order_passes_and_reordered_or_late_events_fail() {
+        let registration = vec![
+            established(0, C1, 7),
+            invoke(1, C1, 1, get_data("/w")),
+            ok(
+                2,
+                C1,
+                1,
+                ZkResponse::Data {
+                    data: "a".into(),
+                    stat: stat(3, 0, 0),
+                },
+            ),
+            registered(2, C1, 1, "/w", WatchKind::Data),
+        ];
+        let newer_read = [
+            invoke(10, C1, 2, get_data("/w")),
+            ok(
+                12,
+                C1,
+                2,
+                ZkResponse::Data {
+                    data: "b".into(),
+                    stat: stat(8, 1, 0),
+                },
+            ),
+        ];
+        let mut good = registration.clone();
+        good.push(delivered(9, C1, 1, "/w", 8));
+        good.extend(newer_read.clone());
+        assert!(check(&History::from_records(good)).is_empty());
+        let mut late = registration.clone();
+        late.extend(newer_read);
+        late.push(delivered(13, C1, 1, "/w", 8));
+        assert!(matches!(
+            check(&History::from_records(late))[..],
+            [WatchOrderViolation::NewDataFirst { .. }]
+        ));
+        let reordered = vec![delivered(5, C1, 1, "/a", 9), delivered(6, C1, 2, "/b", 4)];
+        assert!(matches!(
+            check(&History::from_records(reordered))[..],
+            [WatchOrderViolation::OutOfOrder { .. }]
+        ));
+    }
+}
