@@ -11,6 +11,7 @@ pub mod checkers;
 pub mod etcd_workload;
 pub mod kv_history;
 pub mod lease_history;
+pub mod linearizability;
 pub mod strategies;
 pub mod sweep;
 mod violation;

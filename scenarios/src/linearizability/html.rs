@@ -1,0 +1,149 @@
+//! The evidence of a violation as a self-contained HTML page: one lane per client,
+//! operations as bars from invocation to return, the longest linearizable prefix numbered
+//! in linearization order (green) and the operation that cannot be placed after it (red),
+//! as Porcupine's visualization offers.
+//!
+//! Time is drawn by rank (each distinct call or return instant gets the next column), so
+//! short operations stay readable next to long ones; the exact times are in each bar's
+//! tooltip and in the text below the drawing.
+
+use super::{Evidence, Report, Verdict};
+use std::{collections::BTreeMap, fmt::Write};
+
+const LANE_HEIGHT: usize = 34;
+const COLUMN_WIDTH: usize = 46;
+const LEFT_MARGIN: usize = 140;
+const TOP_MARGIN: usize = 30;
+
+fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+/// The page for a check's report (the drawing only when there is a violation).
+pub fn render(title: &str, report: &Report) -> String {
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\n\
+         body {{ font-family: sans-serif; margin: 1.5em; }}\n\
+         pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}\n\
+         .legend span {{ display: inline-block; padding: 0 .6em; margin-right: .6em; border-radius: 3px; }}\n\
+         </style></head><body>\n<h1>{}</h1>\n",
+        escape(title),
+        escape(title)
+    );
+    if let Verdict::Violation(evidence) = &report.verdict {
+        page.push_str(
+            "<p class=\"legend\"><span style=\"background:#8fd19e\">linearized (in order)</span>\
+             <span style=\"background:#f08080\">cannot be placed next</span>\
+             <span style=\"background:#d0d0d0\">not yet linearized</span>\
+             <span style=\"border:1px dashed #888\">outcome unknown</span></p>\n",
+        );
+        page.push_str(&svg(evidence));
+    }
+    let _ = write!(
+        page,
+        "<pre>{}</pre>\n</body></html>\n",
+        escape(&report.to_string())
+    );
+    page
+}
+
+/// The drawing of one piece of evidence, as an inline SVG element.
+pub fn svg(evidence: &Evidence) -> String {
+    let mut lanes: Vec<&str> = Vec::new();
+    for operation in &evidence.operations {
+        if !lanes.contains(&operation.lane.as_str()) {
+            lanes.push(&operation.lane);
+        }
+    }
+    // Rank every distinct instant; unknown returns go one column past the last instant.
+    let mut instants: BTreeMap<u64, usize> = BTreeMap::new();
+    for operation in &evidence.operations {
+        instants.insert(operation.invoked_at, 0);
+        if let Some(at) = operation.returned_at {
+            instants.insert(at, 0);
+        }
+    }
+    for (rank, column) in instants.values_mut().enumerate() {
+        *column = rank;
+    }
+    let open_end = instants.len();
+    let order: BTreeMap<usize, usize> = evidence
+        .longest_prefix
+        .iter()
+        .enumerate()
+        .map(|(step, &index)| (index, step + 1))
+        .collect();
+    let width = LEFT_MARGIN + (open_end + 1) * COLUMN_WIDTH + 20;
+    let height = TOP_MARGIN + lanes.len() * LANE_HEIGHT + 10;
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"monospace\" font-size=\"11\">"
+    );
+    let _ = writeln!(
+        svg,
+        "<text x=\"4\" y=\"16\" font-weight=\"bold\">{}</text>",
+        escape(&evidence.partition)
+    );
+    for (row, lane) in lanes.iter().enumerate() {
+        let y = TOP_MARGIN + row * LANE_HEIGHT;
+        let _ = writeln!(
+            svg,
+            "<text x=\"4\" y=\"{}\">{}</text><line x1=\"{LEFT_MARGIN}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#eee\"/>",
+            y + 18,
+            escape(lane),
+            y + LANE_HEIGHT - 2,
+            width - 10,
+            y + LANE_HEIGHT - 2
+        );
+    }
+    for (index, operation) in evidence.operations.iter().enumerate() {
+        let row = lanes
+            .iter()
+            .position(|lane| *lane == operation.lane)
+            .expect("every lane was collected");
+        let start = instants[&operation.invoked_at];
+        let end = operation.returned_at.map_or(open_end, |at| instants[&at]);
+        let x = LEFT_MARGIN + start * COLUMN_WIDTH;
+        let bar_width = ((end - start) * COLUMN_WIDTH).max(COLUMN_WIDTH / 2);
+        let y = TOP_MARGIN + row * LANE_HEIGHT + 4;
+        let (fill, label_prefix) = if evidence.unplaceable == Some(index) {
+            ("#f08080", "✗ ".to_string())
+        } else if let Some(step) = order.get(&index) {
+            ("#8fd19e", format!("{step}. "))
+        } else {
+            ("#d0d0d0", String::new())
+        };
+        let dash = if operation.returned_at.is_none() {
+            " stroke-dasharray=\"4 3\" fill-opacity=\"0.5\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            svg,
+            "<g><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{bar_width}\" height=\"{}\" rx=\"3\" \
+             fill=\"{fill}\" stroke=\"#555\"{dash}/><text x=\"{}\" y=\"{}\">{}</text></g>",
+            escape(&operation.to_string()),
+            LANE_HEIGHT - 10,
+            x + 3,
+            y + 15,
+            escape(&format!("{label_prefix}{}", operation.description))
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}

@@ -1,0 +1,242 @@
+//! Jepsen etcd test logs, in the format of Porcupine's test data
+//! (`test_data/jepsen/etcd_NNN.log` in <https://github.com/anishathalye/porcupine>):
+//!
+//! ```text
+//! INFO  jepsen.util - 2	:invoke	:cas	[3 0]
+//! INFO  jepsen.util - 2	:ok	:cas	[3 0]
+//! INFO  jepsen.util - 4	:info	:write	:timed-out
+//! ```
+//!
+//! One register; `:read`, `:write` and `:cas [from to]`. The order of the lines is the
+//! real-time order (a line's number is its time). `:ok` is a known result; `:fail` a
+//! definite failure (a failed `:cas` is an observation: the value was not `from`; a failed
+//! read or write did not happen; a read that failed with `:timed-out` told nothing);
+//! `:info` an unknown outcome, as is an operation still open at the end of the log. Lines
+//! of other loggers, and the nemesis's lines, are ignored.
+
+use super::{
+    Skipped,
+    model::{Operation, OperationHistory, Outcome},
+    register::{RegisterAction, RegisterInput, RegisterModel, RegisterOutput},
+};
+use std::{collections::BTreeMap, fmt};
+
+/// A log line that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JepsenParseError {
+    /// One-based line number (0: the log as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl fmt::Display for JepsenParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}: expected a Jepsen etcd log line \
+             (`INFO  jepsen.util - <process>\\t:<invoke|ok|fail|info>\\t:<read|write|cas>\\t<value>`): {}",
+            self.line, self.problem
+        )
+    }
+}
+
+impl std::error::Error for JepsenParseError {}
+
+const MARKER: &str = "jepsen.util - ";
+
+/// Whether `text` looks like a Jepsen log (for format detection).
+pub fn looks_like_jepsen_log(text: &str) -> bool {
+    text.lines()
+        .find(|line| !line.trim().is_empty())
+        .is_some_and(|line| line.contains(MARKER))
+}
+
+struct Open {
+    line: usize,
+    lane: u32,
+    input: RegisterInput,
+}
+
+/// Reads a Jepsen etcd log into a register history.
+pub fn read_etcd_log(
+    text: &str,
+) -> Result<
+    (
+        RegisterModel,
+        OperationHistory<RegisterInput, RegisterOutput>,
+    ),
+    JepsenParseError,
+> {
+    let mut model = RegisterModel::default();
+    let key = model.key("jepsen");
+    let mut history = OperationHistory::default();
+    let mut lanes: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut open: BTreeMap<u64, Open> = BTreeMap::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let error = |problem: String| JepsenParseError { line, problem };
+        let Some(position) = raw.find(MARKER) else {
+            continue;
+        };
+        let fields: Vec<&str> = raw[position + MARKER.len()..].split_whitespace().collect();
+        let Some(&process_field) = fields.first() else {
+            return Err(error("no process".into()));
+        };
+        if process_field == ":nemesis" {
+            continue;
+        }
+        let process: u64 = process_field
+            .parse()
+            .map_err(|_| error(format!("process `{process_field}` is not a number")))?;
+        let (Some(&kind), Some(&function)) = (fields.get(1), fields.get(2)) else {
+            return Err(error("missing the event type or the function".into()));
+        };
+        let value = &fields[3..];
+        let action = match (function, kind) {
+            (":read", _) => RegisterAction::Read,
+            (":write", ":invoke") => RegisterAction::Write(model.value(single(value, &error)?)),
+            (":cas", ":invoke") => {
+                let (from, to) = pair(value, &error)?;
+                RegisterAction::CompareAndSet {
+                    expected: model.value(from),
+                    new: model.value(to),
+                }
+            }
+            (":write" | ":cas", _) => RegisterAction::Read, // unused for completions
+            _ => return Err(error(format!("unknown function `{function}`"))),
+        };
+        if kind == ":invoke" {
+            if let Some(previous) = open.get(&process) {
+                return Err(error(format!(
+                    "process {process} invoked again while its operation of line {} is open",
+                    previous.line
+                )));
+            }
+            let next_lane = lanes.len() as u32;
+            let lane = *lanes.entry(process).or_insert(next_lane);
+            open.insert(
+                process,
+                Open {
+                    line,
+                    lane,
+                    input: RegisterInput { key, action },
+                },
+            );
+            continue;
+        }
+        let Some(invocation) = open.remove(&process) else {
+            return Err(error(format!(
+                "`{kind}` for process {process}, which has no open operation"
+            )));
+        };
+        let at = line as u64;
+        let invoked = &invocation.input.action;
+        let outcome = match (kind, invoked) {
+            (":ok", RegisterAction::Read) => {
+                let read = single(value, &error)?;
+                let read = (read != "nil").then(|| model.value(read));
+                Outcome::Returned {
+                    at,
+                    output: RegisterOutput::Read(read),
+                }
+            }
+            (":ok", RegisterAction::Write(_)) => Outcome::Returned {
+                at,
+                output: RegisterOutput::Written,
+            },
+            (":ok", RegisterAction::CompareAndSet { .. }) => Outcome::Returned {
+                at,
+                output: RegisterOutput::Swapped,
+            },
+            (":fail", RegisterAction::CompareAndSet { .. })
+                if value.first() != Some(&":timed-out") =>
+            {
+                Outcome::Returned {
+                    at,
+                    output: RegisterOutput::Mismatch,
+                }
+            }
+            (":fail", RegisterAction::Read) if value.first() == Some(&":timed-out") => {
+                Outcome::Unknown
+            }
+            (":fail", _) => {
+                history.skipped.push(Skipped {
+                    id: invocation.line as u64,
+                    reason: "failed definitely (did not take effect)",
+                });
+                continue;
+            }
+            (":info", _) => Outcome::Unknown,
+            _ => return Err(error(format!("unknown event type `{kind}`"))),
+        };
+        history.operations.push(Operation {
+            id: invocation.line as u64,
+            lane: invocation.lane,
+            input: invocation.input,
+            invoked_at: invocation.line as u64,
+            outcome,
+        });
+    }
+    for (_, invocation) in open {
+        history.operations.push(Operation {
+            id: invocation.line as u64,
+            lane: invocation.lane,
+            input: invocation.input,
+            invoked_at: invocation.line as u64,
+            outcome: Outcome::Unknown,
+        });
+    }
+    if history.operations.is_empty() {
+        return Err(JepsenParseError {
+            line: 0,
+            problem: "no operations found".into(),
+        });
+    }
+    history
+        .operations
+        .sort_by_key(|operation| operation.invoked_at);
+    let mut names: Vec<(u32, u64)> = lanes
+        .into_iter()
+        .map(|(process, lane)| (lane, process))
+        .collect();
+    names.sort();
+    history.lanes = names
+        .into_iter()
+        .map(|(_, process)| format!("process {process}"))
+        .collect();
+    Ok((model, history))
+}
+
+fn single<'a>(
+    value: &[&'a str],
+    error: &impl Fn(String) -> JepsenParseError,
+) -> Result<&'a str, JepsenParseError> {
+    match value {
+        [one] if *one == "nil" || one.parse::<i64>().is_ok() => Ok(one),
+        _ => Err(error(format!(
+            "expected a number or nil, found `{}`",
+            value.join(" ")
+        ))),
+    }
+}
+
+fn pair<'a>(
+    value: &[&'a str],
+    error: &impl Fn(String) -> JepsenParseError,
+) -> Result<(&'a str, &'a str), JepsenParseError> {
+    if let [from, to] = value {
+        let from = from.strip_prefix('[');
+        let to = to.strip_suffix(']');
+        if let (Some(from), Some(to)) = (from, to)
+            && from.parse::<i64>().is_ok()
+            && to.parse::<i64>().is_ok()
+        {
+            return Ok((from, to));
+        }
+    }
+    Err(error(format!(
+        "expected `[from to]`, found `{}`",
+        value.join(" ")
+    )))
+}

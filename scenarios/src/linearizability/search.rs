@@ -1,0 +1,260 @@
+//! The Wing–Gong search with Lowe's memoization, over one partition.
+//!
+//! The history is a doubly linked list of call and return entries in time order. The search
+//! walks it from the front:
+//!
+//! 1. At a **call** entry, it tries to linearize that operation next: if the model accepts
+//!    it and the pair (set of linearized operations, new state) was never seen before, the
+//!    call and its return are unlinked from the list (a "lift", as in Knuth's dancing
+//!    links), the choice is pushed on a stack, and the walk restarts from the front.
+//! 2. At a **return** entry, the operation it closes has not been linearized although it
+//!    returned before every call still ahead in the list: no remaining order can place it,
+//!    so the last choice was wrong. Pop it, relink its entries, and try the call entry
+//!    after it.
+//! 3. An empty list means every operation was linearized: the history is linearizable. An
+//!    empty stack at a return entry means no order works: a violation.
+//!
+//! Memoization (Lowe, "Testing for linearizability", 2017) makes the search revisit no
+//! (linearized set, state) pair; the set is a bitset whose hash is kept up to date
+//! incrementally (Zobrist hashing), so a step costs one model step and one hash probe.
+//! Porcupine (Athalye, 2017) is the reference implementation this follows.
+
+use super::model::{Model, Operation};
+use std::{
+    collections::HashMap,
+    hash::{BuildHasherDefault, Hash, Hasher},
+    time::Instant,
+};
+
+/// What the search of one partition found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PartitionResult {
+    /// Linearizable.
+    Linearizable,
+    /// Not linearizable.
+    Violation(Deepest),
+    /// The budget ran out first.
+    BudgetExhausted {
+        /// Steps taken.
+        steps: u64,
+        /// What was found so far.
+        deepest: Deepest,
+    },
+}
+
+/// The deepest point the search reached: the longest prefix it could linearize and the
+/// operation that then could not be placed (it returned before any remaining order worked).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Deepest {
+    /// The prefix, in linearization order (indexes into the partition).
+    pub prefix: Vec<usize>,
+    /// The operation whose return forced the search to backtrack from that prefix.
+    pub blocked: Option<usize>,
+}
+
+/// How much a search may do before giving up with `Unknown`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub max_steps: u64,
+    pub deadline: Option<Instant>,
+}
+
+/// Statistics of one search.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SearchStats {
+    pub steps: u64,
+    pub memo_entries: u64,
+}
+
+const NIL: u32 = u32::MAX;
+
+/// splitmix64: a fixed, well-mixed key per operation for Zobrist hashing.
+fn zobrist_key(index: usize) -> u64 {
+    let mut z = (index as u64)
+        .wrapping_add(1)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A fixed-seed hasher (FxHash's multiply-rotate): deterministic on every run, and cheap
+/// for the already well-mixed keys of the memo.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FixedHasher(u64);
+
+impl Hasher for FixedHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
+    }
+    fn write_u32(&mut self, value: u32) {
+        self.write_u64(u64::from(value));
+    }
+    fn write_u8(&mut self, value: u8) {
+        self.write_u64(u64::from(value));
+    }
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+}
+
+type FixedBuild = BuildHasherDefault<FixedHasher>;
+
+fn hash_of<T: Hash>(value: &T) -> u64 {
+    let mut hasher = FixedHasher::default();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The set of linearized operations, with its Zobrist hash.
+struct Linearized {
+    words: Vec<u64>,
+    hash: u64,
+}
+
+impl Linearized {
+    fn new(len: usize) -> Self {
+        Self {
+            words: vec![0; len.div_ceil(64)],
+            hash: 0,
+        }
+    }
+    fn flip(&mut self, index: usize) {
+        self.words[index / 64] ^= 1 << (index % 64);
+        self.hash ^= zobrist_key(index);
+    }
+}
+
+/// Searches for a linearization of the operations `partition` (indexes into `history`).
+pub(crate) fn search<M: Model>(
+    model: &M,
+    history: &[Operation<M::Input, M::Output>],
+    partition: &[usize],
+    limits: Limits,
+) -> (PartitionResult, SearchStats) {
+    let n = partition.len();
+    let mut stats = SearchStats::default();
+    if n == 0 {
+        return (PartitionResult::Linearizable, stats);
+    }
+    let operation = |local: usize| &history[partition[local]];
+
+    // Entries: call of local operation i is 2i, its return 2i+1; the head sentinel is 2n.
+    let mut order: Vec<u32> = (0..2 * n as u32).collect();
+    let time_of = |entry: u32| {
+        let op = operation(entry as usize / 2);
+        if entry % 2 == 0 {
+            op.invoked_at
+        } else {
+            op.returned_at()
+        }
+    };
+    // Time order; at equal times calls come before returns, so that operations that touch
+    // at an instant count as concurrent (as Porcupine does).
+    order.sort_by_key(|&entry| (time_of(entry), entry % 2, entry));
+    let head = 2 * n as u32;
+    let mut next = vec![NIL; 2 * n + 1];
+    let mut prev = vec![NIL; 2 * n + 1];
+    let mut last = head;
+    for &entry in &order {
+        next[last as usize] = entry;
+        prev[entry as usize] = last;
+        last = entry;
+    }
+
+    let mut memo: HashMap<u64, Vec<(Box<[u64]>, M::State)>, FixedBuild> = HashMap::default();
+    let mut linearized = Linearized::new(n);
+    let mut state = model.init();
+    // The choices made: (call entry, state before it).
+    let mut stack: Vec<(u32, M::State)> = Vec::new();
+    let mut deepest = Deepest::default();
+    let mut entry = next[head as usize];
+
+    while next[head as usize] != NIL {
+        stats.steps += 1;
+        if stats.steps > limits.max_steps
+            || (stats.steps % 4096 == 0
+                && limits
+                    .deadline
+                    .is_some_and(|deadline| Instant::now() >= deadline))
+        {
+            return (
+                PartitionResult::BudgetExhausted {
+                    steps: stats.steps,
+                    deepest,
+                },
+                stats,
+            );
+        }
+        debug_assert_ne!(entry, NIL, "the walk never runs past a return entry");
+        let local = entry as usize / 2;
+        if entry % 2 == 0 {
+            // (1) A call: try to linearize it now.
+            let op = operation(local);
+            let accepted = model.step(&state, &op.input, op.output());
+            let Some(new_state) = accepted else {
+                entry = next[entry as usize];
+                continue;
+            };
+            linearized.flip(local);
+            let key = linearized.hash ^ hash_of(&new_state).rotate_left(17);
+            let seen = memo.entry(key).or_default();
+            let already = seen.iter().any(|(words, seen_state)| {
+                **words == *linearized.words && *seen_state == new_state
+            });
+            if already {
+                linearized.flip(local);
+                entry = next[entry as usize];
+                continue;
+            }
+            seen.push((
+                linearized.words.clone().into_boxed_slice(),
+                new_state.clone(),
+            ));
+            stats.memo_entries += 1;
+            let call = entry as usize;
+            let ret = call + 1;
+            // Lift the call and its return out of the list.
+            next[prev[call] as usize] = next[call];
+            prev[next[call] as usize] = prev[call];
+            next[prev[ret] as usize] = next[ret];
+            if next[ret] != NIL {
+                prev[next[ret] as usize] = prev[ret];
+            }
+            stack.push((entry, std::mem::replace(&mut state, new_state)));
+            entry = next[head as usize];
+        } else {
+            // (2) A return: the operation it closes had to be linearized by now.
+            if stack.len() > deepest.prefix.len() || deepest.blocked.is_none() {
+                deepest.prefix = stack.iter().map(|(call, _)| *call as usize / 2).collect();
+                deepest.blocked = Some(local);
+            }
+            let Some((call_entry, previous_state)) = stack.pop() else {
+                return (PartitionResult::Violation(deepest), stats);
+            };
+            let call = call_entry as usize;
+            let ret = call + 1;
+            // Relink the return, then the call (the reverse of the lift).
+            next[prev[ret] as usize] = ret as u32;
+            if next[ret] != NIL {
+                prev[next[ret] as usize] = ret as u32;
+            }
+            next[prev[call] as usize] = call as u32;
+            prev[next[call] as usize] = call as u32;
+            linearized.flip(call / 2);
+            state = previous_state;
+            entry = next[call];
+        }
+    }
+    (PartitionResult::Linearizable, stats)
+}

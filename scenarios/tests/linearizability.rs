@@ -1,0 +1,713 @@
+//! The linearizability checker on hand-written histories: the classic register examples,
+//! timed-out writes that must (and must not) be assumed to have happened, the evidence of a
+//! violation, budgets, parallel checking, Jepsen etcd logs, and etcd key-value semantics
+//! (revisions, transactions, ranges).
+
+use scenarios::linearizability::{
+    Budget, CheckOptions, Operation, OperationHistory, Outcome, Report, Verdict, check, jepsen, kv,
+    register::{RegisterAction, RegisterInput, RegisterModel, RegisterOutput},
+};
+
+/// A register history from `(lane, invoked, returned, action, output)` rows; `returned:
+/// None` is an unknown outcome. Values are written as strings.
+struct Registers {
+    model: RegisterModel,
+    history: OperationHistory<RegisterInput, RegisterOutput>,
+}
+
+#[derive(Clone, Copy)]
+enum Call {
+    Read(Option<&'static str>),
+    Write(&'static str),
+    Cas(&'static str, &'static str, bool),
+}
+
+impl Registers {
+    fn new() -> Self {
+        Self {
+            model: RegisterModel::default(),
+            history: OperationHistory::default(),
+        }
+    }
+
+    fn op(
+        mut self,
+        lane: &str,
+        key: &str,
+        invoked: u64,
+        returned: Option<u64>,
+        call: Call,
+    ) -> Self {
+        let key = self.model.key(key);
+        let (action, output) = match call {
+            Call::Read(value) => (
+                RegisterAction::Read,
+                RegisterOutput::Read(value.map(|v| self.model.value(v))),
+            ),
+            Call::Write(value) => (
+                RegisterAction::Write(self.model.value(value)),
+                RegisterOutput::Written,
+            ),
+            Call::Cas(expected, new, swapped) => (
+                RegisterAction::CompareAndSet {
+                    expected: self.model.value(expected),
+                    new: self.model.value(new),
+                },
+                if swapped {
+                    RegisterOutput::Swapped
+                } else {
+                    RegisterOutput::Mismatch
+                },
+            ),
+        };
+        let lane = self.history.lane(lane);
+        let id = self.history.operations.len() as u64;
+        self.history.operations.push(Operation {
+            id,
+            lane,
+            input: RegisterInput { key, action },
+            invoked_at: invoked,
+            outcome: match returned {
+                Some(at) => Outcome::Returned { at, output },
+                None => Outcome::Unknown,
+            },
+        });
+        self
+    }
+
+    fn check(&self) -> Report {
+        check(&self.model, &self.history, &CheckOptions::default())
+    }
+}
+
+fn evidence(report: &Report) -> &scenarios::linearizability::Evidence {
+    match &report.verdict {
+        Verdict::Violation(evidence) => evidence,
+        other => panic!("expected a violation, got {other:?}\n{report}"),
+    }
+}
+
+/// MIT 6.824 (2017) quiz 2, §VII: a write of 100 overlapping two reads, one seeing the new
+/// value and a later-starting one the old: linearizable (the second read can go first).
+#[test]
+fn overlapping_reads_may_see_old_and_new_values() {
+    let report = Registers::new()
+        .op("a", "x", 0, Some(100), Call::Write("100"))
+        .op("b", "x", 25, Some(75), Call::Read(Some("100")))
+        .op("c", "x", 30, Some(60), Call::Read(None))
+        .check();
+    assert_eq!(report.verdict, Verdict::Ok, "{report}");
+}
+
+/// The same quiz: a read that starts after another read saw the new value must not see the
+/// old one.
+#[test]
+fn stale_read_after_a_read_of_the_new_value_is_a_violation() {
+    let report = Registers::new()
+        .op("a", "x", 0, Some(100), Call::Write("200"))
+        .op("b", "x", 10, Some(30), Call::Read(Some("200")))
+        .op("c", "x", 40, Some(90), Call::Read(None))
+        .check();
+    let evidence = evidence(&report);
+    // The write and the first read linearize; the stale read cannot follow them.
+    assert_eq!(evidence.longest_prefix.len(), 2, "{report}");
+    let blocked = &evidence.operations[evidence.unplaceable.expect("a blocked operation")];
+    assert_eq!(blocked.description, "read(x) -> nil", "{report}");
+}
+
+#[test]
+fn stale_read_after_a_completed_write_is_a_violation() {
+    let report = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("a", "x", 20, Some(30), Call::Write("2"))
+        .op("b", "x", 40, Some(50), Call::Read(Some("1")))
+        .check();
+    let evidence = evidence(&report);
+    assert_eq!(evidence.partition, "key x");
+    let blocked = &evidence.operations[evidence.unplaceable.expect("a blocked operation")];
+    assert_eq!(blocked.description, "read(x) -> 1", "{report}");
+    assert_eq!(evidence.state_after_prefix, "2", "{report}");
+}
+
+/// Two concurrent writes, read in opposite orders by two readers: one reader sees 1 then 2,
+/// the other 2 then 1. Each reader alone is fine; together no single order works.
+#[test]
+fn concurrent_writes_read_in_opposite_orders_is_a_violation() {
+    let registers = Registers::new()
+        .op("w1", "x", 0, Some(100), Call::Write("1"))
+        .op("w2", "x", 0, Some(100), Call::Write("2"))
+        .op("r1", "x", 10, Some(20), Call::Read(Some("1")))
+        .op("r1", "x", 30, Some(40), Call::Read(Some("2")))
+        .op("r2", "x", 10, Some(20), Call::Read(Some("2")))
+        .op("r2", "x", 30, Some(40), Call::Read(Some("1")));
+    evidence(&registers.check());
+    // Either reader alone is linearizable.
+    let one_reader = Registers::new()
+        .op("w1", "x", 0, Some(100), Call::Write("1"))
+        .op("w2", "x", 0, Some(100), Call::Write("2"))
+        .op("r1", "x", 10, Some(20), Call::Read(Some("1")))
+        .op("r1", "x", 30, Some(40), Call::Read(Some("2")));
+    assert_eq!(one_reader.check().verdict, Verdict::Ok);
+}
+
+/// A write timed out; a later read sees its value: the write must be assumed to have
+/// happened (the history is linearizable only because of that).
+#[test]
+fn a_timed_out_write_that_a_read_saw_must_have_happened() {
+    let report = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("b", "x", 20, None, Call::Write("2"))
+        .op("c", "x", 1_000, Some(1_010), Call::Read(Some("2")))
+        .op("c", "x", 1_020, Some(1_030), Call::Read(Some("2")))
+        .check();
+    assert_eq!(report.verdict, Verdict::Ok, "{report}");
+    // Had the write failed definitely (left out), the read of 2 would be impossible.
+    let without = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("c", "x", 1_000, Some(1_010), Call::Read(Some("2")));
+    evidence(&without.check());
+}
+
+/// A write timed out long ago; later reads still see the old value: the write must be
+/// assumed not to have happened (yet) — its return time is open-ended.
+#[test]
+fn a_timed_out_write_no_read_saw_may_never_have_happened() {
+    let report = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("b", "x", 20, None, Call::Write("2"))
+        .op("c", "x", 1_000, Some(1_010), Call::Read(Some("1")))
+        .op("c", "x", 5_000, Some(5_010), Call::Read(Some("1")))
+        .check();
+    assert_eq!(report.verdict, Verdict::Ok, "{report}");
+    // But once a read saw it, it cannot be undone.
+    let undone = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("b", "x", 20, None, Call::Write("2"))
+        .op("c", "x", 1_000, Some(1_010), Call::Read(Some("2")))
+        .op("c", "x", 5_000, Some(5_010), Call::Read(Some("1")));
+    evidence(&undone.check());
+}
+
+#[test]
+fn a_failed_compare_and_set_is_an_observation() {
+    // cas(1 -> 2) failed although 1 was written before it and nothing else wrote.
+    let report = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("b", "x", 20, Some(30), Call::Cas("1", "2", false))
+        .check();
+    evidence(&report);
+    let report = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("b", "x", 20, Some(30), Call::Cas("1", "2", true))
+        .op("c", "x", 40, Some(50), Call::Read(Some("2")))
+        .check();
+    assert_eq!(report.verdict, Verdict::Ok, "{report}");
+}
+
+/// Operations touching at an instant count as concurrent (a read that returns at the
+/// instant a write is invoked may see it), as in Porcupine.
+#[test]
+fn operations_that_touch_at_an_instant_are_concurrent() {
+    let report = Registers::new()
+        .op("a", "x", 10, Some(20), Call::Write("1"))
+        .op("b", "x", 0, Some(10), Call::Read(Some("1")))
+        .check();
+    assert_eq!(report.verdict, Verdict::Ok, "{report}");
+}
+
+/// The evidence comes from the smallest failing key, and the others are reported as
+/// searched only up to it.
+#[test]
+fn the_evidence_is_the_smallest_failing_partition() {
+    let mut registers = Registers::new();
+    // Key "big" fails with 6 operations, key "small" with 2; key "fine" passes.
+    for round in 0..3 {
+        let at = round * 100;
+        registers = registers
+            .op("a", "big", at, Some(at + 10), Call::Write("1"))
+            .op("b", "big", at + 20, Some(at + 30), Call::Read(Some("0")));
+    }
+    registers = registers
+        .op("a", "fine", 0, Some(10), Call::Write("1"))
+        .op("b", "fine", 20, Some(30), Call::Read(Some("1")))
+        .op("a", "small", 0, Some(10), Call::Write("1"))
+        .op("b", "small", 20, Some(30), Call::Read(Some("2")));
+    let report = registers.check();
+    let evidence = evidence(&report);
+    assert_eq!(evidence.partition, "key small", "{report}");
+    assert_eq!(evidence.operations.len(), 2);
+    assert_eq!(report.partitions, 3);
+    // Smallest first, ties in key order: fine (2), small (2, fails); the 6-operation key is
+    // not searched after the violation.
+    assert_eq!(report.partitions_searched, 2, "{report}");
+    let html = scenarios::linearizability::html::render("register", &report);
+    assert!(
+        html.contains("<svg") && html.contains("read(small) -&gt; 2"),
+        "{html}"
+    );
+}
+
+/// Many concurrent writes of distinct values and a read of a value nobody wrote: the search
+/// must try every order. With a tiny budget the verdict is Unknown, never a hang.
+#[test]
+fn an_exhausted_budget_gives_unknown() {
+    let mut registers = Registers::new();
+    const WRITERS: u64 = 14;
+    let values = [
+        "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+    ];
+    for (lane, value) in values.iter().enumerate().take(WRITERS as usize) {
+        registers = registers.op(&format!("w{lane}"), "x", 0, Some(1_000), Call::Write(value));
+    }
+    registers = registers.op("r", "x", 2_000, Some(2_010), Call::Read(Some("nobody")));
+    let options = CheckOptions::default().with_max_steps_per_partition(1_000);
+    let report = check(&registers.model, &registers.history, &options);
+    match &report.verdict {
+        Verdict::Unknown(unfinished) => {
+            assert_eq!(unfinished.budget, Budget::Steps);
+            assert_eq!(unfinished.partition, "key x");
+        }
+        other => panic!("expected Unknown, got {other:?}"),
+    }
+    // Memoization makes the full search small (states are just the last value): the default
+    // budget finds the violation.
+    evidence(&registers.check());
+}
+
+/// Parallel checking gives exactly the sequential report.
+#[test]
+fn parallel_checking_gives_the_sequential_report() {
+    let mut registers = Registers::new();
+    for key in 0..40 {
+        let key: &'static str = Box::leak(format!("k{key}").into_boxed_str());
+        let stale = key == "k17" || key == "k33";
+        registers = registers
+            .op("a", key, 0, Some(10), Call::Write("1"))
+            .op("b", key, 5, Some(15), Call::Write("2"))
+            .op(
+                "c",
+                key,
+                20,
+                Some(30),
+                Call::Read(Some(if stale { "0" } else { "2" })),
+            )
+            .op("c", key, 40, Some(50), Call::Read(Some("2")));
+    }
+    let sequential = check(
+        &registers.model,
+        &registers.history,
+        &CheckOptions::default(),
+    );
+    for jobs in [2, 4] {
+        let parallel = check(
+            &registers.model,
+            &registers.history,
+            &CheckOptions::default().with_jobs(jobs),
+        );
+        assert_eq!(parallel, sequential, "{jobs} jobs");
+    }
+    assert_eq!(evidence(&sequential).partition, "key k17");
+}
+
+// ---- Jepsen etcd logs ----
+
+fn jepsen_verdict(text: &str) -> Verdict {
+    let (model, history) = jepsen::read_etcd_log(text).expect("a valid log");
+    check(&model, &history, &CheckOptions::default()).verdict
+}
+
+#[test]
+fn jepsen_fixtures_agree_with_porcupine_semantics() {
+    let linearizable = include_str!("testdata/jepsen/linearizable.log");
+    let violation = include_str!("testdata/jepsen/violation.log");
+    assert_eq!(jepsen_verdict(linearizable), Verdict::Ok);
+    assert!(matches!(jepsen_verdict(violation), Verdict::Violation(_)));
+}
+
+#[test]
+fn jepsen_logs_with_bad_lines_are_rejected_with_the_line_number() {
+    let cases = [
+        (
+            "INFO  jepsen.util - x\t:invoke\t:read\tnil\n",
+            "line 1:",
+            "not a number",
+        ),
+        (
+            "INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:invoke\t:read\tnil\n",
+            "line 2:",
+            "invoked again",
+        ),
+        (
+            "INFO  jepsen.util - 1\t:ok\t:read\t3\n",
+            "line 1:",
+            "no open operation",
+        ),
+        (
+            "INFO  jepsen.util - 1\t:invoke\t:write\tseven\n",
+            "line 1:",
+            "a number or nil",
+        ),
+        (
+            "INFO  jepsen.util - 1\t:invoke\t:cas\t[1\n",
+            "line 1:",
+            "[from to]",
+        ),
+        (
+            "INFO  jepsen.util - 1\t:invoke\t:append\t1\n",
+            "line 1:",
+            "unknown function",
+        ),
+        ("hello\n", "line 0:", "no operations"),
+    ];
+    for (text, line, problem) in cases {
+        let error = jepsen::read_etcd_log(text).expect_err(text).to_string();
+        assert!(
+            error.starts_with(line) && error.contains(problem),
+            "{text:?}: {error}"
+        );
+        assert_eq!(error.lines().count(), 1, "one line: {error}");
+    }
+}
+
+// ---- etcd key-value semantics ----
+
+mod kv_semantics {
+    use super::*;
+    use sim::{
+        NodeId,
+        history::{
+            Event, History, OpId, OpResult, Operation as HistoryOperation, Record, Response,
+            kv::{
+                Compare, CompareOperator, CompareTarget, KeyValue, KvOperation, KvResponse,
+                ReadConsistency,
+            },
+        },
+        time::SimTime,
+    };
+
+    /// A history of (client, invoked ms, completed ms or None, operation, response).
+    fn history(rows: Vec<(u32, u64, Option<u64>, KvOperation, Option<KvResponse>)>) -> History {
+        let mut records = Vec::new();
+        for (index, (client, invoked, completed, operation, response)) in
+            rows.into_iter().enumerate()
+        {
+            let op_id = OpId(index as u64);
+            records.push((
+                invoked,
+                Record {
+                    at: SimTime::from_nanos(invoked * 1_000_000),
+                    node: Some(NodeId::client(client as usize)),
+                    event: Event::Invoke {
+                        client: NodeId::client(client as usize),
+                        process: 0,
+                        op_id,
+                        operation: HistoryOperation::Kv(operation),
+                    },
+                },
+            ));
+            let result = match (completed, response) {
+                (Some(_), Some(response)) => OpResult::Ok {
+                    response: Response::Kv(response),
+                },
+                _ => OpResult::Unknown {
+                    reason: "timed out".into(),
+                },
+            };
+            let at = completed.unwrap_or(invoked + 1);
+            records.push((
+                at,
+                Record {
+                    at: SimTime::from_nanos(at * 1_000_000),
+                    node: Some(NodeId::client(client as usize)),
+                    event: Event::Complete { op_id, result },
+                },
+            ));
+        }
+        records.sort_by_key(|(at, _)| *at);
+        History::from_records(records.into_iter().map(|(_, record)| record).collect())
+    }
+
+    fn put(key: &str, value: &str) -> KvOperation {
+        KvOperation::Put {
+            key: key.into(),
+            value: value.into(),
+            lease: None,
+        }
+    }
+    fn get(key: &str) -> KvOperation {
+        KvOperation::Get {
+            key: key.into(),
+            range_end: None,
+            revision: None,
+            consistency: ReadConsistency::Linearizable,
+        }
+    }
+    fn put_ok(revision: u64) -> Option<KvResponse> {
+        Some(KvResponse::Put { revision })
+    }
+    fn kv(key: &str, value: &str, create: u64, modified: u64, version: u64) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: value.into(),
+            create_revision: create,
+            mod_revision: modified,
+            version,
+            lease: None,
+        }
+    }
+    fn got(revision: u64, kvs: Vec<KeyValue>) -> Option<KvResponse> {
+        Some(KvResponse::Get { revision, kvs })
+    }
+
+    fn verdict(history: &History) -> Report {
+        let (model, operations) = kv::from_history(history);
+        check(&model, &operations, &CheckOptions::default())
+    }
+
+    #[test]
+    fn a_correct_history_with_revisions_passes() {
+        let history = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (1, 5, Some(15), put("b", "1"), put_ok(3)),
+            (0, 20, Some(30), put("a", "2"), put_ok(4)),
+            (
+                1,
+                25,
+                Some(35),
+                get("a"),
+                got(4, vec![kv("a", "2", 2, 4, 2)]),
+            ),
+        ]);
+        let report = verdict(&history);
+        assert_eq!(report.verdict, Verdict::Ok, "{report}");
+        assert_eq!(report.partitions, 2);
+    }
+
+    #[test]
+    fn a_read_with_the_wrong_mod_revision_or_version_is_a_violation() {
+        for seen in [
+            kv("a", "2", 2, 5, 2),
+            kv("a", "2", 2, 4, 3),
+            kv("a", "2", 3, 4, 2),
+        ] {
+            let history = history(vec![
+                (0, 0, Some(10), put("a", "1"), put_ok(2)),
+                (0, 20, Some(30), put("a", "2"), put_ok(4)),
+                (1, 40, Some(50), get("a"), got(6, vec![seen.clone()])),
+            ]);
+            evidence(&verdict(&history));
+        }
+    }
+
+    /// Two concurrent reads that could be ordered either way by their values, but whose
+    /// header revisions contradict the order the values force.
+    #[test]
+    fn header_revisions_must_not_go_back() {
+        let history = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (0, 20, Some(100), put("a", "2"), put_ok(7)),
+            // Saw the new value at revision 7 ...
+            (
+                1,
+                30,
+                Some(40),
+                get("a"),
+                got(7, vec![kv("a", "2", 2, 7, 2)]),
+            ),
+            // ... and a later read (after the first returned) reports revision 6: the store's
+            // revision went back.
+            (
+                2,
+                50,
+                Some(60),
+                get("a"),
+                got(6, vec![kv("a", "2", 2, 7, 2)]),
+            ),
+        ]);
+        evidence(&verdict(&history));
+    }
+
+    /// A read at header revision R must follow every write of a revision ≤ R (on its key),
+    /// even one that completed after the read did.
+    #[test]
+    fn a_read_missing_a_write_below_its_revision_is_a_violation() {
+        let history = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (0, 20, Some(100), put("a", "2"), put_ok(5)),
+            // Overlaps the write, reads the old value, yet claims revision 6 ≥ 5.
+            (
+                1,
+                30,
+                Some(40),
+                get("a"),
+                got(6, vec![kv("a", "1", 2, 2, 1)]),
+            ),
+        ]);
+        evidence(&verdict(&history));
+        // At revision 4 it is fine.
+        let history = self::history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (0, 20, Some(100), put("a", "2"), put_ok(5)),
+            (
+                1,
+                30,
+                Some(40),
+                get("a"),
+                got(4, vec![kv("a", "1", 2, 2, 1)]),
+            ),
+        ]);
+        assert_eq!(verdict(&history).verdict, Verdict::Ok);
+    }
+
+    /// A range read is checked per key, at its header revision: a snapshot that shows one
+    /// key's write but not an earlier write of another key is caught through the revisions.
+    #[test]
+    fn range_reads_are_checked_per_key_at_their_revision() {
+        let range = KvOperation::Get {
+            key: "a".into(),
+            range_end: Some("c".into()),
+            revision: None,
+            consistency: ReadConsistency::Linearizable,
+        };
+        let good = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (0, 20, Some(30), put("b", "1"), put_ok(3)),
+            (
+                1,
+                40,
+                Some(50),
+                range.clone(),
+                got(3, vec![kv("a", "1", 2, 2, 1), kv("b", "1", 3, 3, 1)]),
+            ),
+        ]);
+        assert_eq!(verdict(&good).verdict, Verdict::Ok);
+        // Shows b (revision 3) but not a (revision 2): a torn snapshot.
+        let torn = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (1, 5, Some(30), put("b", "1"), put_ok(3)),
+            (2, 6, Some(50), range, got(3, vec![kv("b", "1", 3, 3, 1)])),
+        ]);
+        let report = verdict(&torn);
+        assert_eq!(evidence(&report).partition, "key a", "{report}");
+    }
+
+    #[test]
+    fn transactions_are_checked_against_their_compares() {
+        let txn = |version: u64| KvOperation::Txn {
+            compares: vec![Compare {
+                key: "a".into(),
+                target: CompareTarget::Version(version),
+                operator: CompareOperator::Greater,
+            }],
+            success: vec![put("a", "t")],
+            failure: vec![get("a")],
+        };
+        let succeeded = |revision| {
+            Some(KvResponse::Txn {
+                revision,
+                succeeded: true,
+                responses: vec![KvResponse::Put { revision }],
+            })
+        };
+        let failed = |revision, kvs| {
+            Some(KvResponse::Txn {
+                revision,
+                succeeded: false,
+                responses: vec![KvResponse::Get { revision, kvs }],
+            })
+        };
+        // Version is 1 after one put: "version > 0" holds, "version > 1" does not.
+        let good = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (1, 20, Some(30), txn(0), succeeded(3)),
+            (
+                1,
+                40,
+                Some(50),
+                txn(5),
+                failed(3, vec![kv("a", "t", 2, 3, 2)]),
+            ),
+        ]);
+        let report = verdict(&good);
+        assert_eq!(report.verdict, Verdict::Ok, "{report}");
+        // Claims "version > 1" held after a single put.
+        let bad = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (1, 20, Some(30), txn(1), succeeded(3)),
+        ]);
+        evidence(&verdict(&bad));
+    }
+
+    /// A put whose outcome is unknown gets its revision from the first read that shows it.
+    #[test]
+    fn an_unknown_put_is_bound_by_the_read_that_shows_it() {
+        let history_with = |second_mod: u64| {
+            history(vec![
+                (0, 0, Some(10), put("a", "1"), put_ok(2)),
+                (0, 20, None, put("a", "2"), None),
+                (
+                    1,
+                    40,
+                    Some(50),
+                    get("a"),
+                    got(9, vec![kv("a", "2", 2, 8, 2)]),
+                ),
+                (
+                    1,
+                    60,
+                    Some(70),
+                    get("a"),
+                    got(9, vec![kv("a", "2", 2, second_mod, 2)]),
+                ),
+            ])
+        };
+        assert_eq!(verdict(&history_with(8)).verdict, Verdict::Ok);
+        // The same write cannot show two mod revisions.
+        evidence(&verdict(&history_with(9)));
+    }
+
+    #[test]
+    fn serializable_reads_and_leased_keys_are_reported_as_not_checked() {
+        let history = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (
+                1,
+                20,
+                Some(30),
+                KvOperation::Get {
+                    key: "a".into(),
+                    range_end: None,
+                    revision: None,
+                    consistency: ReadConsistency::Serializable,
+                },
+                got(1, vec![]),
+            ),
+            (
+                0,
+                40,
+                Some(50),
+                KvOperation::Put {
+                    key: "l".into(),
+                    value: "x".into(),
+                    lease: Some(7),
+                },
+                put_ok(3),
+            ),
+        ]);
+        let report = verdict(&history);
+        assert_eq!(report.verdict, Verdict::Ok, "{report}");
+        assert_eq!(report.operations, 1);
+        assert_eq!(
+            report
+                .skipped
+                .get("serializable read (not linearizable by design)"),
+            Some(&1)
+        );
+        assert_eq!(
+            report
+                .skipped
+                .get("touches only keys attached to a lease or never written"),
+            Some(&1)
+        );
+    }
+}
