@@ -704,9 +704,7 @@ mod kv_semantics {
             Some(&1)
         );
         assert_eq!(
-            report
-                .skipped
-                .get("touches only keys attached to a lease or never written"),
+            report.skipped.get("touches only keys attached to a lease"),
             Some(&1)
         );
     }

@@ -14,8 +14,8 @@
 //!
 //! The split is sound (a linearizable history passes) and loses only what crosses keys
 //! without a revision to show it:
-//! - a range read is checked as per-key reads at the same header revision (keys the history
-//!   never wrote are not checked); a range delete's count is not checked;
+//! - a range read is checked as per-key reads at the same header revision, for every key the
+//!   history writes or reads; a range delete's count is not checked;
 //! - a transaction whose compares span several keys and that failed is not checked against
 //!   those compares (one of them failed; which is unknown per key); if its outcome is also
 //!   unknown, its effect on each key is unknown, and the key's state becomes unknown until
@@ -548,12 +548,23 @@ impl Model for KvModel {
 /// The key-value operations of a coordsim history, split per key, ready to check.
 pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, KvOutput>) {
     let records = history.operations();
-    // The keys the history writes, and those ever attached to a lease.
+    // The keys the history writes or reads, and those ever attached to a lease. (The store
+    // starts empty and every write is a recorded operation, so a key that a read shows but
+    // nobody wrote is a violation, not a key to ignore.)
     let mut written = BTreeSet::new();
     let mut leased = BTreeSet::new();
     for record in &records {
         if let HistoryOperation::Kv(operation) = record.operation {
-            collect_written(operation, &mut written, &mut leased);
+            collect_keys(operation, &mut written, &mut leased);
+        }
+        if let Some((
+            _,
+            OpResult::Ok {
+                response: Response::Kv(response),
+            },
+        )) = record.completion
+        {
+            collect_read_keys(response, &mut written);
         }
     }
     let mut model = KvModel::default();
@@ -600,10 +611,7 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
             }
         };
         if parts.is_empty() {
-            skip(
-                &mut checked,
-                "touches only keys attached to a lease or never written",
-            );
+            skip(&mut checked, "touches only keys attached to a lease");
             continue;
         }
         let lane = checked.lane(&format!("{}/{}", record.client, record.process));
@@ -624,23 +632,49 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
     (model, checked)
 }
 
-fn collect_written(
+fn collect_keys(
     operation: &KvOperation,
-    written: &mut BTreeSet<String>,
+    keys: &mut BTreeSet<String>,
     leased: &mut BTreeSet<String>,
 ) {
     match operation {
         KvOperation::Put { key, lease, .. } => {
-            written.insert(key.clone());
+            keys.insert(key.clone());
             if lease.is_some() {
                 leased.insert(key.clone());
             }
         }
-        KvOperation::Txn {
-            success, failure, ..
+        KvOperation::Get {
+            key,
+            range_end: None,
+            ..
+        }
+        | KvOperation::Delete {
+            key,
+            range_end: None,
         } => {
+            keys.insert(key.clone());
+        }
+        KvOperation::Txn {
+            compares,
+            success,
+            failure,
+        } => {
+            keys.extend(compares.iter().map(|compare| compare.key.clone()));
             for operation in success.iter().chain(failure) {
-                collect_written(operation, written, leased);
+                collect_keys(operation, keys, leased);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn collect_read_keys(response: &KvResponse, keys: &mut BTreeSet<String>) {
+    match response {
+        KvResponse::Get { kvs, .. } => keys.extend(kvs.iter().map(|kv| kv.key.clone())),
+        KvResponse::Txn { responses, .. } => {
+            for response in responses {
+                collect_read_keys(response, keys);
             }
         }
         _ => {}
