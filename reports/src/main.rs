@@ -3,6 +3,7 @@
 //! Bad input (an unknown command, a seed that is not a number, a malformed plan file,
 //! impossible sizes) is reported on one line naming what was expected, with exit code 2.
 
+mod check_history;
 mod demo;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,9 @@ struct Cli {
 enum Command {
     /// Run the demo workload (a replicated ledger) in a world with faults, and print the run.
     Demo(demo::DemoArgs),
+    /// Check a recorded history for linearizability (exit 0: linearizable, 1: violation,
+    /// 2: unknown or bad input).
+    CheckHistory(check_history::CheckHistoryArgs),
 }
 
 /// A failure to report on one line; the process exits with `code`.
@@ -62,10 +66,11 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Demo(args) => demo::run(args),
+        Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
+        Command::CheckHistory(args) => check_history::run(args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {}", error.message);
             ExitCode::from(error.code)
