@@ -94,6 +94,21 @@ impl SweepSummary {
 }
 
 impl Sweep {
+    /// Writes a failing run's history where `COORDSIM_HISTORY_DIR` says, if set (a problem
+    /// writing it is printed, not fatal: the failure report matters more).
+    fn keep_history(&self, seed: Seed, outcome: &RunOutcome) {
+        let Some(directory) = sim::env::history_dir() else {
+            return;
+        };
+        let path = directory.join(format!("{}-{seed}.jsonl", self.test_name));
+        let written = std::fs::create_dir_all(&directory)
+            .and_then(|()| std::fs::write(&path, outcome.history.to_json_lines()));
+        match written {
+            Ok(()) => eprintln!("history of the failing run: {}", path.display()),
+            Err(error) => eprintln!("could not write {}: {error}", path.display()),
+        }
+    }
+
     /// A sweep for the test `test_name` in `package`'s integration-test target `test_target`,
     /// running `default_seeds` seeds unless `COORDSIM_SEEDS`/`COORDSIM_SEED` say otherwise.
     pub fn new(package: &str, test_target: &str, test_name: &str, default_seeds: u64) -> Self {
@@ -121,6 +136,7 @@ impl Sweep {
             summary.fault_totals.accumulate(&outcome.fault_counts);
             let violations = check(&outcome);
             if !violations.is_empty() {
+                self.keep_history(seed, &outcome);
                 summary.failures.push(SeedFailure {
                     seed,
                     violations,

@@ -15,7 +15,8 @@ use models::{
 use scenarios::{
     Violation,
     checkers::{
-        acknowledged_write_durability, leader_stability, protocol_checks, read_sees_prior_writes,
+        acknowledged_write_durability, kv_linearizable, leader_stability, protocol_checks,
+        read_sees_prior_writes,
     },
     etcd_workload::{Faults, KvRun, KvWorkload, LeaderKiller, OperationMix, Tuning, run},
     sweep::{Sweep, SweepSummary},
@@ -28,6 +29,9 @@ use sim::{
 use std::{cell::RefCell, collections::BTreeMap, time::Duration};
 
 const TARGET: &str = "raft_known_bugs";
+/// The property of [`kv_linearizable`], which every bug that loses writes or serves stale
+/// reads breaks too.
+const LINEARIZABILITY: &str = "linearizability";
 
 fn boxed<V: Violation + 'static>(violations: Vec<V>) -> Vec<Box<dyn Violation>> {
     violations
@@ -45,16 +49,17 @@ fn safety_checks(outcome: &sim::RunOutcome, final_reads_from: SimTime) -> Vec<Bo
         history,
         final_reads_from,
     )));
+    violations.extend(kv_linearizable::check_history(history));
     violations
 }
 
 /// Runs `workload` over the sweep's seeds with `bug` on and with it off. The buggy sweep must
-/// violate `property` in at least one seed; the correct sweep must violate nothing.
+/// violate each of `properties` in at least one seed; the correct sweep must violate nothing.
 fn caught_and_correct_passes(
     test_name: &str,
     default_seeds: u64,
     bug: KnownBug,
-    property: &str,
+    properties: &[&str],
     workload: KvWorkload,
 ) -> SweepSummary {
     let sweep = |bugs: Vec<KnownBug>| {
@@ -77,14 +82,16 @@ fn caught_and_correct_passes(
         )
     };
     let buggy = sweep(vec![bug]);
-    let failure = buggy.first_violation_of(property).unwrap_or_else(|| {
-        panic!(
-            "{bug} was not caught by `{property}` in {} seeds ({} seeds violated something else)",
-            buggy.seeds.len(),
-            buggy.failures.len()
-        )
-    });
-    print_caught(&buggy, &bug.to_string(), property, failure);
+    for property in properties {
+        let failure = buggy.first_violation_of(property).unwrap_or_else(|| {
+            panic!(
+                "{bug} was not caught by `{property}` in {} seeds ({} seeds violated something else)",
+                buggy.seeds.len(),
+                buggy.failures.len()
+            )
+        });
+        print_caught(&buggy, &bug.to_string(), property, failure);
+    }
     let correct = sweep(Vec::new());
     correct.assert_clean();
     buggy
@@ -129,7 +136,7 @@ fn ack_before_fsync_loses_acknowledged_writes() {
         "ack_before_fsync_loses_acknowledged_writes",
         10,
         KnownBug::Raft(RaftBug::AckBeforeFsync),
-        "acknowledged write durability",
+        &["acknowledged write durability", LINEARIZABILITY],
         KvWorkload {
             servers: 1,
             disk_sync_latency: slow_disks(),
@@ -154,7 +161,7 @@ fn commit_prev_term_by_count_breaks_replica_agreement() {
         "commit_prev_term_by_count_breaks_replica_agreement",
         100,
         KnownBug::Raft(RaftBug::CommitPrevTermByCount),
-        "replica agreement",
+        &["replica agreement"],
         KvWorkload {
             servers: 3,
             loss_percent: 30,
@@ -179,7 +186,7 @@ fn truncate_on_stale_append_loses_committed_entries() {
         "truncate_on_stale_append_loses_committed_entries",
         10,
         KnownBug::Raft(RaftBug::TruncateOnStaleAppend),
-        "replica agreement",
+        &["replica agreement", LINEARIZABILITY],
         KvWorkload {
             servers: 3,
             duplication_percent: 30,
@@ -222,7 +229,7 @@ fn read_without_readindex_serves_stale_reads() {
         "read_without_readindex_serves_stale_reads",
         20,
         KnownBug::Raft(RaftBug::ReadWithoutReadIndex),
-        "read sees prior writes",
+        &["read sees prior writes", LINEARIZABILITY],
         KvWorkload {
             servers: 3,
             think_time: Duration::from_millis(10),
@@ -253,7 +260,7 @@ fn readindex_before_term_commit_serves_stale_reads() {
         "readindex_before_term_commit_serves_stale_reads",
         20,
         KnownBug::Raft(RaftBug::ReadIndexBeforeTermCommit),
-        "read sees prior writes",
+        &["read sees prior writes", LINEARIZABILITY],
         KvWorkload {
             servers: 3,
             processes_per_client: 3,
@@ -297,7 +304,7 @@ fn volatile_vote_elects_two_leaders_in_one_term() {
         "volatile_vote_elects_two_leaders_in_one_term",
         20,
         KnownBug::Raft(RaftBug::VolatileVote),
-        "leader uniqueness",
+        &["leader uniqueness", LINEARIZABILITY],
         KvWorkload {
             servers: 3,
             tune: Tuning::with(|config| {

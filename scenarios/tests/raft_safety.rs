@@ -1,12 +1,14 @@
 //! The Raft store under faults: partitions, crashes and restarts, pauses, loss,
 //! duplication, clock trouble. Every run is checked for leader uniqueness per term, term
 //! monotonicity, replica agreement (log matching at applied indexes), in-order apply,
-//! linearizable reads seeing prior acknowledged writes, and acknowledged-write durability
-//! in the final state; the suite asserts that its faults fired and the store made progress.
+//! linearizable reads seeing prior acknowledged writes, acknowledged-write durability
+//! in the final state, and linearizability of every key-value operation; the suite asserts that its faults fired and the store made progress.
 
 use scenarios::{
     Violation,
-    checkers::{acknowledged_write_durability, protocol_checks, read_sees_prior_writes},
+    checkers::{
+        acknowledged_write_durability, kv_linearizable, protocol_checks, read_sees_prior_writes,
+    },
     etcd_workload::{Faults, KvRun, KvWorkload, run},
     sweep::Sweep,
 };
@@ -32,6 +34,7 @@ fn all_checks(outcome: &sim::RunOutcome, facts: &RunFacts) -> Vec<Box<dyn Violat
         history,
         facts.final_reads_from,
     )));
+    violations.extend(kv_linearizable::check_history(history));
     violations
 }
 

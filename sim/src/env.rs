@@ -5,6 +5,7 @@
 //! | `COORDSIM_SEED` | unset | run seed-sweeping tests (and `coordsim` commands that take `--seed`) with exactly this seed, decimal or `0x` hex |
 //! | `COORDSIM_SEEDS` | per test, small (see each suite) | how many seeds a seed-sweeping test runs |
 //! | `COORDSIM_SEED_BASE` | `0` | the first seed of a sweep; seed *i* is `BASE + i` |
+//! | `COORDSIM_HISTORY_DIR` | unset | a directory where seed sweeps write the history of every failing run (`<test>-<seed>.jsonl`, for `coordsim check-history`) |
 //!
 //! madsim's own variables (`MADSIM_TEST_SEED` and friends) are not used: coordsim builds
 //! its runtimes itself, from the run's [`Seed`].
@@ -18,6 +19,13 @@ pub const SEED: &str = "COORDSIM_SEED";
 pub const SEEDS: &str = "COORDSIM_SEEDS";
 /// Name of the variable that sets a sweep's first seed.
 pub const SEED_BASE: &str = "COORDSIM_SEED_BASE";
+/// Name of the variable naming where sweeps write failing runs' histories.
+pub const HISTORY_DIR: &str = "COORDSIM_HISTORY_DIR";
+
+/// Where sweeps write failing runs' histories, if anywhere.
+pub fn history_dir() -> Option<std::path::PathBuf> {
+    read(HISTORY_DIR).map(std::path::PathBuf::from)
+}
 
 /// An environment variable with a value of the wrong form.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,6 +7,7 @@
 pub mod acknowledged_write_durability;
 pub mod applied_in_order;
 pub mod applied_runs;
+pub mod kv_linearizable;
 pub mod leader_stability;
 pub mod leader_uniqueness;
 pub mod lease_expires_in_bound;

@@ -137,7 +137,7 @@ pub fn svg(evidence: &Evidence) -> String {
             svg,
             "<g><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{bar_width}\" height=\"{}\" rx=\"3\" \
              fill=\"{fill}\" stroke=\"#555\"{dash}/><text x=\"{}\" y=\"{}\">{}</text></g>",
-            escape(&operation.to_string()),
+            escape(&evidence.describe(index)),
             LANE_HEIGHT - 10,
             x + 3,
             y + 15,

@@ -70,7 +70,10 @@ pub fn read_etcd_log(
 > {
     let mut model = RegisterModel::default();
     let key = model.key("jepsen");
-    let mut history = OperationHistory::default();
+    let mut history = OperationHistory {
+        time_unit: super::TimeUnit::LogLine,
+        ..OperationHistory::default()
+    };
     let mut lanes: BTreeMap<u64, u32> = BTreeMap::new();
     let mut open: BTreeMap<u64, Open> = BTreeMap::new();
     for (index, raw) in text.lines().enumerate() {

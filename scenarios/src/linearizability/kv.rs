@@ -20,8 +20,9 @@
 //!   those compares (one of them failed; which is unknown per key); if its outcome is also
 //!   unknown, its effect on each key is unknown, and the key's state becomes unknown until
 //!   the next read binds it;
-//! - a write whose outcome is unknown gets an unknown revision above the bound, bound by the
-//!   first read that shows it.
+//! - a write whose outcome is unknown gets an unknown revision, bound by the first read that
+//!   shows it (not checked against the bound at its placement: keeping that bound would make
+//!   each placement a different state and the search exponential in unknown writes).
 //!
 //! Left out (and counted in the report): serializable reads (not linearizable by design),
 //! reads at a past revision, lease operations, definite failures, operations on keys ever
@@ -348,14 +349,11 @@ impl Model for KvModel {
                 }
                 (Revision::Known(output.revision), output.revision)
             }
-            None if changes_key => (
-                Revision::AtLeast(state.revision_floor + 1),
-                state.revision_floor + 1,
-            ),
-            None => (
-                Revision::AtLeast(state.revision_floor),
-                state.revision_floor,
-            ),
+            // An unknown outcome: the revision is above the floor, but recording that bound
+            // (and raising the floor) would make every placement of the operation a different
+            // state and defeat the memo. Only "some revision" is kept — weaker, still sound —
+            // and the first read that shows the write binds it.
+            None => (Revision::AtLeast(0), state.revision_floor),
         };
         if let Some(deleted) = output.and_then(|output| output.deleted) {
             let existed = match state.presence {
@@ -409,6 +407,14 @@ impl Model for KvModel {
             presence,
             revision_floor: floor,
         })
+    }
+
+    fn is_read_only(&self, input: &KvInput) -> bool {
+        input
+            .success
+            .iter()
+            .chain(&input.failure)
+            .all(|action| *action == KeyAction::Read)
     }
 
     fn partition(&self, history: &[Operation<KvInput, KvOutput>]) -> Vec<Vec<usize>> {
@@ -568,7 +574,10 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
         }
     }
     let mut model = KvModel::default();
-    let mut checked = OperationHistory::default();
+    let mut checked = OperationHistory {
+        time_unit: super::TimeUnit::Nanoseconds,
+        ..OperationHistory::default()
+    };
     let universe: Vec<&String> = written
         .iter()
         .filter(|key| !leased.contains(*key))

@@ -39,7 +39,7 @@ pub mod register;
 mod search;
 // pub mod zk;
 
-pub use model::{Model, Operation, OperationHistory, Outcome, Skipped};
+pub use model::{Model, Operation, OperationHistory, Outcome, Skipped, TimeUnit};
 
 use search::{Limits, PartitionResult};
 use std::{
@@ -158,6 +158,8 @@ pub struct Evidence {
     /// The operation that could not be placed after that prefix: it returned before any
     /// remaining operation order was accepted (an index into `operations`).
     pub unplaceable: Option<usize>,
+    /// What the operations' times count.
+    pub time_unit: TimeUnit,
 }
 
 /// One operation of the evidence, described.
@@ -183,6 +185,13 @@ pub fn check<M: Model>(
 ) -> Report {
     let operations = &history.operations;
     let mut partitions = model.partition(operations);
+    // Unknown-outcome reads constrain nothing: leave them out (see `Model::is_read_only`).
+    for partition in &mut partitions {
+        partition.retain(|&index| {
+            let operation = &operations[index];
+            operation.output().is_some() || !model.is_read_only(&operation.input)
+        });
+    }
     partitions.retain(|partition| !partition.is_empty());
     // Smallest first (ties by position): the first violation found is the smallest one, and
     // the order — so the verdict and its evidence — does not depend on the thread count.
@@ -318,6 +327,7 @@ fn evidence<M: Model>(
             .collect(),
         state_after_prefix: model.describe_state(&state),
         unplaceable: deepest.blocked.map(|local| position_of[local]),
+        time_unit: history.time_unit,
     }
 }
 
@@ -353,6 +363,9 @@ impl fmt::Display for Report {
     }
 }
 
+/// How many operations at the end of the longest prefix the text evidence shows.
+const PREFIX_SHOWN: usize = 12;
+
 impl fmt::Display for Evidence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -367,8 +380,13 @@ impl fmt::Display for Evidence {
             self.longest_prefix.len(),
             self.operations.len()
         )?;
-        for (step, &index) in self.longest_prefix.iter().enumerate() {
-            writeln!(f, "  {:>3}. {}", step + 1, self.operations[index])?;
+        // The end of the prefix is what leads to the failure; the HTML shows all of it.
+        let shown_from = self.longest_prefix.len().saturating_sub(PREFIX_SHOWN);
+        if shown_from > 0 {
+            writeln!(f, "  … {shown_from} earlier operations …")?;
+        }
+        for (step, &index) in self.longest_prefix.iter().enumerate().skip(shown_from) {
+            writeln!(f, "  {:>3}. {}", step + 1, self.describe(index))?;
         }
         writeln!(f, "state after the prefix: {}", self.state_after_prefix)?;
         if let Some(index) = self.unplaceable {
@@ -376,23 +394,28 @@ impl fmt::Display for Evidence {
                 f,
                 "cannot be placed next: {} — it returned before any remaining order was \
                  accepted",
-                self.operations[index]
+                self.describe(index)
             )?;
         }
         Ok(())
     }
 }
 
-impl fmt::Display for EvidenceOperation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let returned = match self.returned_at {
-            Some(at) => at.to_string(),
+impl Evidence {
+    /// Operation `index`, with its times, lane and id, for people.
+    pub fn describe(&self, index: usize) -> String {
+        let operation = &self.operations[index];
+        let returned = match operation.returned_at {
+            Some(at) => self.time_unit.format(at),
             None => "unknown".to_string(),
         };
-        write!(
-            f,
+        format!(
             "[{} .. {}] {} op {}: {}",
-            self.invoked_at, returned, self.lane, self.id, self.description
+            self.time_unit.format(operation.invoked_at),
+            returned,
+            operation.lane,
+            operation.id,
+            operation.description
         )
     }
 }

@@ -29,6 +29,15 @@ pub trait Model: Sync {
         output: Option<&Self::Output>,
     ) -> Option<Self::State>;
 
+    /// Whether `input` never changes the state. An operation that is read-only *and* whose
+    /// outcome is unknown constrains nothing (it accepts any output and changes nothing), so
+    /// the checker leaves it out: each such operation would otherwise double the orders to
+    /// search. The default, `false`, is always safe.
+    fn is_read_only(&self, input: &Self::Input) -> bool {
+        let _ = input;
+        false
+    }
+
     /// Splits a history into independent sub-histories (P-compositionality: a history is
     /// linearizable iff every sub-history is, when operations on different parts never
     /// interact). Each inner list holds indexes into `history`. The default: no split.
@@ -118,6 +127,31 @@ pub struct OperationHistory<I, O> {
     /// Operations of the source history that were left out, with why (e.g. serializable
     /// reads, which are not meant to be linearizable). Reported, never silently dropped.
     pub skipped: Vec<Skipped>,
+    /// What the times count, for reports.
+    pub time_unit: TimeUnit,
+}
+
+/// What an [`Operation`]'s times count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Plain ticks.
+    #[default]
+    Ticks,
+    /// Simulated nanoseconds (coordsim histories).
+    Nanoseconds,
+    /// Line numbers of a log (Jepsen).
+    LogLine,
+}
+
+impl TimeUnit {
+    /// `time` in this unit, for people.
+    pub fn format(self, time: u64) -> String {
+        match self {
+            TimeUnit::Ticks => time.to_string(),
+            TimeUnit::Nanoseconds => sim::time::SimTime::from_nanos(time).to_string(),
+            TimeUnit::LogLine => format!("line {time}"),
+        }
+    }
 }
 
 impl<I, O> Default for OperationHistory<I, O> {
@@ -126,6 +160,7 @@ impl<I, O> Default for OperationHistory<I, O> {
             operations: Vec::new(),
             lanes: Vec::new(),
             skipped: Vec::new(),
+            time_unit: TimeUnit::Ticks,
         }
     }
 }

@@ -136,6 +136,10 @@ impl Model for RegisterModel {
         }
     }
 
+    fn is_read_only(&self, input: &Self::Input) -> bool {
+        input.action == RegisterAction::Read
+    }
+
     fn partition(&self, history: &[Operation<Self::Input, Self::Output>]) -> Vec<Vec<usize>> {
         let mut by_key: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (index, operation) in history.iter().enumerate() {
@@ -190,7 +194,10 @@ pub fn from_history(
     OperationHistory<RegisterInput, RegisterOutput>,
 ) {
     let mut model = RegisterModel::default();
-    let mut checked = OperationHistory::default();
+    let mut checked = OperationHistory {
+        time_unit: super::TimeUnit::Nanoseconds,
+        ..OperationHistory::default()
+    };
     for record in history.operations() {
         let HistoryOperation::Register(operation) = record.operation else {
             checked.skipped.push(super::Skipped {

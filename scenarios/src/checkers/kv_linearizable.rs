@@ -1,0 +1,94 @@
+//! The key-value operations of a run are linearizable (etcd's guarantee for its default,
+//! linearizable, requests).
+//!
+//! Every put, delete, transaction and linearizable get is checked against etcd's sequential
+//! specification, per key with revisions ([`crate::linearizability::kv`]). Broken by reads
+//! served without a quorum round (`raft.read_without_readindex`, etcd-io/etcd#741), by a new
+//! leader answering reads before committing an entry of its term
+//! (`raft.readindex_before_term_commit`, etcd-io/raft 758ff0163), and by lost acknowledged
+//! writes.
+
+use crate::{
+    Violation,
+    linearizability::{CheckOptions, Evidence, Report, Unfinished, Verdict, check, kv},
+};
+use sim::history::History;
+use std::fmt;
+
+/// The reference every linearizability violation cites.
+pub(crate) const REFERENCE: &str = "linearizability (Herlihy & Wing, TOPLAS 1990); etcd API guarantees \
+     (etcd.io/docs/v3.5/learning/api_guarantees); etcd-io/etcd#741; etcd-io/raft 758ff0163";
+
+/// No order of the operations, consistent with real time, is legal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotLinearizable {
+    /// The evidence: the smallest failing key, the longest linearizable prefix, the
+    /// operation that cannot be placed.
+    pub evidence: Box<Evidence>,
+}
+
+impl fmt::Display for NotLinearizable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not linearizable:\n{}", self.evidence)
+    }
+}
+
+impl Violation for NotLinearizable {
+    fn property(&self) -> &'static str {
+        "linearizability"
+    }
+    fn reference(&self) -> &'static str {
+        REFERENCE
+    }
+}
+
+/// The checker ran out of budget: linearizability is not established. A suite counts this
+/// as a failure (a check that cannot conclude must not pass silently).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinearizabilityUnknown {
+    /// The partition that ran out.
+    pub unfinished: Unfinished,
+}
+
+impl fmt::Display for LinearizabilityUnknown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "linearizability unknown: the {:?} budget ran out after {} steps on {} ({} operations)",
+            self.unfinished.budget,
+            self.unfinished.steps,
+            self.unfinished.partition,
+            self.unfinished.operations
+        )
+    }
+}
+
+impl Violation for LinearizabilityUnknown {
+    fn property(&self) -> &'static str {
+        "linearizability (inconclusive)"
+    }
+    fn reference(&self) -> &'static str {
+        REFERENCE
+    }
+}
+
+/// The report's verdict as violations (none when linearizable).
+pub(crate) fn violations(report: Report) -> Vec<Box<dyn Violation>> {
+    match report.verdict {
+        Verdict::Ok => Vec::new(),
+        Verdict::Violation(evidence) => vec![Box::new(NotLinearizable { evidence })],
+        Verdict::Unknown(unfinished) => vec![Box::new(LinearizabilityUnknown { unfinished })],
+    }
+}
+
+/// Checks the history's key-value operations; the full report (for counts of what was not
+/// checked) and the violations.
+pub fn check_report(history: &History) -> Report {
+    let (model, operations) = kv::from_history(history);
+    check(&model, &operations, &CheckOptions::default())
+}
+
+/// Checks the history's key-value operations.
+pub fn check_history(history: &History) -> Vec<Box<dyn Violation>> {
+    violations(check_report(history))
+}
