@@ -6,7 +6,7 @@
 use crate::CliError;
 use clap::{Args, ValueEnum};
 use scenarios::linearizability::{
-    CheckOptions, Model, OperationHistory, Report, Verdict, check, html, jepsen, kv, register,
+    CheckOptions, Model, OperationHistory, Report, Verdict, check, html, jepsen, kv, register, zk,
 };
 use sim::history::{History, Operation};
 use std::{path::PathBuf, process::ExitCode, time::Duration};
@@ -41,6 +41,8 @@ enum ModelChoice {
     Kv,
     /// A register per key (read, write, compare-and-set).
     Register,
+    /// ZooKeeper's znode operations (writes, and reads after a sync).
+    Zk,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -93,8 +95,8 @@ pub fn run(args: CheckHistoryArgs) -> Result<ExitCode, CliError> {
                 Some(choice) => choice,
                 None => detect(&history).ok_or_else(|| {
                     CliError::bad_input(format!(
-                        "{file}: no key-value or register operations to check (expected a history \
-                         with `\"model\": \"kv\"` or `\"register\"` operations, or --model)"
+                        "{file}: no key-value, register or znode operations to check (expected a \
+                         history with `\"model\": \"kv\"`, `\"register\"` or `\"zk\"` operations, or --model)"
                     ))
                 })?,
             };
@@ -106,6 +108,10 @@ pub fn run(args: CheckHistoryArgs) -> Result<ExitCode, CliError> {
                 ModelChoice::Register => {
                     let (model, history) = register::from_history(&history);
                     finish(&model, &history, &options, &args, "register")?
+                }
+                ModelChoice::Zk => {
+                    let (model, history) = zk::from_history(&history);
+                    finish(&model, &history, &options, &args, "zk")?
                 }
             }
         }
@@ -119,19 +125,28 @@ pub fn run(args: CheckHistoryArgs) -> Result<ExitCode, CliError> {
 
 /// The model the history's operations use (the most frequent one).
 fn detect(history: &History) -> Option<ModelChoice> {
-    let (mut kv, mut register) = (0, 0);
+    let mut counts = [
+        (0usize, ModelChoice::Kv),
+        (0, ModelChoice::Register),
+        (0, ModelChoice::Zk),
+    ];
     for record in history.operations() {
         match record.operation {
-            Operation::Kv(_) => kv += 1,
-            Operation::Register(_) => register += 1,
-            _ => {}
+            Operation::Kv(_) => counts[0].0 += 1,
+            Operation::Register(_) => counts[1].0 += 1,
+            Operation::Zk(_) => counts[2].0 += 1,
+            Operation::Other { .. } => {}
         }
     }
-    match (kv, register) {
-        (0, 0) => None,
-        (kv, register) if kv >= register => Some(ModelChoice::Kv),
-        _ => Some(ModelChoice::Register),
-    }
+    // The most frequent; ties go to the first.
+    let (count, choice) = counts.into_iter().fold((0, None), |best, (count, choice)| {
+        if count > best.0 {
+            (count, Some(choice))
+        } else {
+            best
+        }
+    });
+    (count > 0).then_some(choice).flatten()
 }
 
 fn finish<M: Model>(

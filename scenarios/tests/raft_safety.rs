@@ -24,6 +24,8 @@ struct RunFacts {
     final_reads_from: sim::time::SimTime,
     final_read_succeeded: bool,
     acknowledged: u64,
+    /// Sub-operations (per key) the linearizability check searched.
+    linearizability_checked: usize,
 }
 
 fn all_checks(outcome: &sim::RunOutcome, facts: &RunFacts) -> Vec<Box<dyn Violation>> {
@@ -66,12 +68,15 @@ fn sweep(test_name: &str, default_seeds: u64, workload: KvWorkload) -> FaultCoun
                 final_read_succeeded,
                 acknowledged,
             } = run(seed, &workload);
+            let linearizability_checked =
+                kv_linearizable::check_report(&outcome.history).operations;
             facts.borrow_mut().insert(
                 seed,
                 RunFacts {
                     final_reads_from,
                     final_read_succeeded,
                     acknowledged,
+                    linearizability_checked,
                 },
             );
             outcome
@@ -88,6 +93,11 @@ fn sweep(test_name: &str, default_seeds: u64, workload: KvWorkload) -> FaultCoun
             facts.acknowledged > 20,
             "seed {seed}: only {} operations acknowledged",
             facts.acknowledged
+        );
+        assert!(
+            facts.linearizability_checked > 20,
+            "seed {seed}: linearizability checked only {} operations",
+            facts.linearizability_checked
         );
     }
     summary.fault_totals

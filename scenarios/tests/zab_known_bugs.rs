@@ -70,12 +70,12 @@ fn all_checks(outcome: &RunOutcome) -> Vec<Box<dyn Violation>> {
 }
 
 /// Runs the schedule with the bug on and off over the sweep's seeds: the bug must break
-/// `property` on at least one seed (reported with its replay command), and the correct
+/// each of `properties` on at least one seed (reported with its replay command), and the correct
 /// model must pass every check on every seed.
 fn shows_bug<F, Fut>(
     test: &str,
     bug: ZabBug,
-    property: &str,
+    properties: &[&str],
     default_seeds: u64,
     script: impl Fn(KnownBugs) -> Script,
     scenario: F,
@@ -83,7 +83,7 @@ fn shows_bug<F, Fut>(
     F: Fn(Sim, ZkEnsemble) -> Fut + Clone + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    let mut caught = 0;
+    let mut caught = vec![0; properties.len()];
     let seeds = sim::env::test_seeds(default_seeds);
     for &seed in &seeds {
         let report = FailureReport::for_test(seed, "scenarios", "zab_known_bugs", test);
@@ -101,12 +101,11 @@ fn shows_bug<F, Fut>(
         );
         let buggy = script(KnownBugs::only(bug)).run(seed, scenario.clone());
         let violations = all_checks(&buggy);
-        if violations.iter().any(|v| v.property() == property) {
-            caught += 1;
-            let first = violations
-                .iter()
-                .find(|v| v.property() == property)
-                .unwrap();
+        for (count, property) in caught.iter_mut().zip(properties) {
+            let Some(first) = violations.iter().find(|v| v.property() == *property) else {
+                continue;
+            };
+            *count += 1;
             println!(
                 "{} caught by `{property}` ({}):\n  {first}\n  replay: {}",
                 bug.name(),
@@ -115,12 +114,14 @@ fn shows_bug<F, Fut>(
             );
         }
     }
-    assert!(
-        caught > 0,
-        "{} was never caught by `{property}` in {} seeds",
-        bug.name(),
-        seeds.len()
-    );
+    for (count, property) in caught.iter().zip(properties) {
+        assert!(
+            *count > 0,
+            "{} was never caught by `{property}` in {} seeds",
+            bug.name(),
+            seeds.len()
+        );
+    }
 }
 
 /// Opens a session on client node `node` through `servers` only.
@@ -182,7 +183,7 @@ fn epoch_not_persisted_gives_one_epoch_two_leaders() {
     shows_bug(
         "epoch_not_persisted_gives_one_epoch_two_leaders",
         ZabBug::EpochNotPersisted,
-        "leader uniqueness",
+        &["leader uniqueness"],
         4,
         Script::new,
         |sim: Sim, _ensemble| async move {
@@ -207,7 +208,7 @@ fn diff_without_trunc_keeps_a_dead_proposal() {
     shows_bug(
         "diff_without_trunc_keeps_a_dead_proposal",
         ZabBug::DiffWithoutTrunc,
-        "replica prefix agreement",
+        &["replica prefix agreement"],
         4,
         Script::new,
         |sim: Sim, ensemble| async move {
@@ -251,7 +252,7 @@ fn last_processed_zxid_on_diff_leaves_a_dead_ephemeral() {
     shows_bug(
         "last_processed_zxid_on_diff_leaves_a_dead_ephemeral",
         ZabBug::LastProcessedZxidOnDiff,
-        "ephemeral exists iff session alive",
+        &["ephemeral exists iff session alive"],
         4,
         Script::new,
         |sim: Sim, ensemble| async move {
@@ -304,7 +305,7 @@ fn ack_newleader_before_persist_loses_an_acknowledged_write() {
     shows_bug(
         "ack_newleader_before_persist_loses_an_acknowledged_write",
         ZabBug::AckNewLeaderBeforePersist,
-        "acknowledged write durability",
+        &["acknowledged write durability", "linearizability"],
         4,
         |bugs| Script {
             sync_limit_ticks: 20,
@@ -351,7 +352,10 @@ fn sync_not_quorum_lets_sync_then_read_miss_a_write() {
     shows_bug(
         "sync_not_quorum_lets_sync_then_read_miss_a_write",
         ZabBug::SyncNotQuorum,
-        "sync then read sees prior acknowledged writes",
+        &[
+            "sync then read sees prior acknowledged writes",
+            "linearizability",
+        ],
         4,
         |bugs| Script {
             sync_limit_ticks: 10,

@@ -27,10 +27,22 @@ struct Exercised {
     leaders: usize,
     expiries: usize,
     acknowledged_writes: usize,
+    /// Sub-operations (per path) the linearizability check searched.
+    linearizability_checked: usize,
+    /// Plain reads it left out (sequentially consistent by design).
+    linearizability_plain_reads: usize,
 }
 
 impl Exercised {
     fn add(&mut self, outcome: &sim::RunOutcome) {
+        let report = scenarios::checkers::zk_linearizable::check_report(&outcome.history);
+        self.linearizability_checked += report.operations;
+        self.linearizability_plain_reads += report
+            .skipped
+            .iter()
+            .filter(|(reason, _)| reason.starts_with("plain read"))
+            .map(|(_, count)| count)
+            .sum::<usize>();
         let ops = zk_operations(&outcome.history);
         let syncs = preceding_syncs(&ops);
         // Latest acknowledged setData per path, in acknowledgement order.
@@ -109,6 +121,12 @@ fn three_servers_stay_safe_under_swarm_faults() {
     let exercised = exercised.into_inner();
     println!("{} seeds exercised {exercised:?}", summary.seeds.len());
     assert!(exercised.synced_reads > 0 && exercised.acknowledged_writes > 0);
+    // Linearizability had writes and synced reads to check, and left plain reads out.
+    assert!(
+        exercised.linearizability_checked > 20 * summary.seeds.len()
+            && exercised.linearizability_plain_reads > 0,
+        "{exercised:?}"
+    );
     assert!(
         exercised.leaders > summary.seeds.len(),
         "faults caused leader changes"

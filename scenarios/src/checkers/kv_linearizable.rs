@@ -15,8 +15,8 @@ use crate::{
 use sim::history::History;
 use std::fmt;
 
-/// The reference every linearizability violation cites.
-pub(crate) const REFERENCE: &str = "linearizability (Herlihy & Wing, TOPLAS 1990); etcd API guarantees \
+/// What an etcd-store linearizability violation cites.
+pub const REFERENCE: &str = "linearizability (Herlihy & Wing, TOPLAS 1990); etcd API guarantees \
      (etcd.io/docs/v3.5/learning/api_guarantees); etcd-io/etcd#741; etcd-io/raft 758ff0163";
 
 /// No order of the operations, consistent with real time, is legal.
@@ -25,6 +25,8 @@ pub struct NotLinearizable {
     /// The evidence: the smallest failing key, the longest linearizable prefix, the
     /// operation that cannot be placed.
     pub evidence: Box<Evidence>,
+    /// Where the store's guarantee comes from.
+    pub reference: &'static str,
 }
 
 impl fmt::Display for NotLinearizable {
@@ -38,7 +40,7 @@ impl Violation for NotLinearizable {
         "linearizability"
     }
     fn reference(&self) -> &'static str {
-        REFERENCE
+        self.reference
     }
 }
 
@@ -48,6 +50,8 @@ impl Violation for NotLinearizable {
 pub struct LinearizabilityUnknown {
     /// The partition that ran out.
     pub unfinished: Unfinished,
+    /// Where the store's guarantee comes from.
+    pub reference: &'static str,
 }
 
 impl fmt::Display for LinearizabilityUnknown {
@@ -68,16 +72,22 @@ impl Violation for LinearizabilityUnknown {
         "linearizability (inconclusive)"
     }
     fn reference(&self) -> &'static str {
-        REFERENCE
+        self.reference
     }
 }
 
 /// The report's verdict as violations (none when linearizable).
-pub(crate) fn violations(report: Report) -> Vec<Box<dyn Violation>> {
+pub(crate) fn violations(report: Report, reference: &'static str) -> Vec<Box<dyn Violation>> {
     match report.verdict {
         Verdict::Ok => Vec::new(),
-        Verdict::Violation(evidence) => vec![Box::new(NotLinearizable { evidence })],
-        Verdict::Unknown(unfinished) => vec![Box::new(LinearizabilityUnknown { unfinished })],
+        Verdict::Violation(evidence) => vec![Box::new(NotLinearizable {
+            evidence,
+            reference,
+        })],
+        Verdict::Unknown(unfinished) => vec![Box::new(LinearizabilityUnknown {
+            unfinished,
+            reference,
+        })],
     }
 }
 
@@ -90,5 +100,5 @@ pub fn check_report(history: &History) -> Report {
 
 /// Checks the history's key-value operations.
 pub fn check_history(history: &History) -> Vec<Box<dyn Violation>> {
-    violations(check_report(history))
+    violations(check_report(history), REFERENCE)
 }

@@ -21,6 +21,7 @@ pub mod term_monotonicity;
 mod test_history;
 pub mod watch_delivery;
 pub mod zk_ephemeral_lifetime;
+pub mod zk_linearizable;
 pub mod zk_operations;
 pub mod zk_sequential_names;
 pub mod zk_sync_then_read;
@@ -41,7 +42,8 @@ pub fn protocol_checks(history: &History) -> Vec<Box<dyn Violation>> {
     violations
 }
 
-/// Every ZooKeeper-store check (znode tree, sessions, watches) plus the two replica checks
+/// Every ZooKeeper-store check (znode tree, sessions, watches, linearizability of writes and
+/// synced reads) plus the two replica checks
 /// that need applied sequences (prefix agreement, acknowledged-write durability). Watches
 /// count as missed only for changes acknowledged at least `watch_settle` before the end.
 pub fn zk_store_checks(
@@ -61,5 +63,6 @@ pub fn zk_store_checks(
         watch_settle,
     )));
     violations.extend(crate::violation::boxed(zk_watch_order::check(history)));
+    violations.extend(zk_linearizable::check_history(history));
     violations
 }

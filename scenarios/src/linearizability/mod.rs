@@ -37,7 +37,7 @@ pub mod kv;
 mod model;
 pub mod register;
 mod search;
-// pub mod zk;
+pub mod zk;
 
 pub use model::{Model, Operation, OperationHistory, Outcome, Skipped, TimeUnit};
 
