@@ -709,3 +709,259 @@ mod kv_semantics {
         );
     }
 }
+
+// ---- ZooKeeper semantics ----
+
+mod zk_semantics {
+    use super::*;
+    use scenarios::linearizability::zk;
+    use sim::{
+        NodeId,
+        history::{
+            Event, History, OpError, OpId, OpResult, Operation as HistoryOperation, Record,
+            Response,
+            zk::{CreateMode, Stat, ZkError, ZkOperation, ZkResponse},
+        },
+        time::SimTime,
+    };
+
+    enum Result_ {
+        Ok(ZkResponse),
+        Err(ZkError),
+    }
+
+    /// A history of (client, invoked ms, completed ms, operation, result).
+    fn history(rows: Vec<(usize, u64, u64, ZkOperation, Result_)>) -> History {
+        let mut records = Vec::new();
+        for (index, (client, invoked, completed, operation, result)) in rows.into_iter().enumerate()
+        {
+            let op_id = OpId(index as u64);
+            let node = NodeId::client(client);
+            records.push(Record {
+                at: SimTime::from_nanos(invoked * 1_000_000),
+                node: Some(node),
+                event: Event::Invoke {
+                    client: node,
+                    process: 0,
+                    op_id,
+                    operation: HistoryOperation::Zk(operation),
+                },
+            });
+            let result = match result {
+                Result_::Ok(response) => OpResult::Ok {
+                    response: Response::Zk(response),
+                },
+                Result_::Err(error) => OpResult::Fail {
+                    error: OpError::Zk(error),
+                },
+            };
+            records.push(Record {
+                at: SimTime::from_nanos(completed * 1_000_000),
+                node: Some(node),
+                event: Event::Complete { op_id, result },
+            });
+        }
+        records.sort_by_key(|record| record.at);
+        History::from_records(records)
+    }
+
+    fn stat(version: i32, czxid: u64, mzxid: u64) -> Stat {
+        Stat {
+            czxid,
+            mzxid,
+            pzxid: czxid,
+            version,
+            ..Stat::default()
+        }
+    }
+    fn create(path: &str, data: &str) -> ZkOperation {
+        ZkOperation::Create {
+            path: path.into(),
+            data: data.into(),
+            mode: CreateMode::Persistent,
+        }
+    }
+    fn set(path: &str, data: &str, version: Option<i32>) -> ZkOperation {
+        ZkOperation::SetData {
+            path: path.into(),
+            data: data.into(),
+            version,
+        }
+    }
+    fn get(path: &str) -> ZkOperation {
+        ZkOperation::GetData { path: path.into() }
+    }
+    fn sync() -> ZkOperation {
+        ZkOperation::Sync { path: "/".into() }
+    }
+
+    fn report(history: &History) -> Report {
+        let (model, operations) = zk::from_history(history);
+        check(&model, &operations, &CheckOptions::default())
+    }
+
+    fn writes() -> Vec<(usize, u64, u64, ZkOperation, Result_)> {
+        vec![
+            (
+                0,
+                0,
+                10,
+                create("/x", "a"),
+                Result_::Ok(ZkResponse::Created { path: "/x".into() }),
+            ),
+            (
+                0,
+                20,
+                30,
+                set("/x", "b", Some(0)),
+                Result_::Ok(ZkResponse::Stat {
+                    stat: stat(1, 5, 7),
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_synced_read_of_the_latest_write_passes() {
+        let mut rows = writes();
+        rows.push((1, 40, 45, sync(), Result_::Ok(ZkResponse::Synced)));
+        rows.push((
+            1,
+            50,
+            55,
+            get("/x"),
+            Result_::Ok(ZkResponse::Data {
+                data: "b".into(),
+                stat: stat(1, 5, 7),
+            }),
+        ));
+        let report = report(&history(rows));
+        assert_eq!(report.verdict, Verdict::Ok, "{report}");
+    }
+
+    /// ZooKeeper Programmer's Guide: sync then read sees every write completed before the
+    /// sync (ZOOKEEPER-1675 is the bug that breaks it).
+    #[test]
+    fn a_synced_read_that_misses_an_earlier_write_is_a_violation() {
+        let mut rows = writes();
+        rows.push((1, 40, 45, sync(), Result_::Ok(ZkResponse::Synced)));
+        rows.push((
+            1,
+            50,
+            55,
+            get("/x"),
+            Result_::Ok(ZkResponse::Data {
+                data: "a".into(),
+                stat: stat(0, 5, 5),
+            }),
+        ));
+        let report = report(&history(rows));
+        assert_eq!(evidence(&report).partition, "path /x", "{report}");
+    }
+
+    /// A plain read is served by the connected server and may be stale: not checked.
+    #[test]
+    fn a_stale_plain_read_is_left_out_and_counted() {
+        let mut rows = writes();
+        rows.push((
+            1,
+            50,
+            55,
+            get("/x"),
+            Result_::Ok(ZkResponse::Data {
+                data: "a".into(),
+                stat: stat(0, 5, 5),
+            }),
+        ));
+        let report = report(&history(rows));
+        assert_eq!(report.verdict, Verdict::Ok, "{report}");
+        assert_eq!(
+            report.skipped.get(
+                "plain read (sequentially consistent by design: served by the connected server)"
+            ),
+            Some(&1)
+        );
+    }
+
+    /// Failed writes are observations: a BadVersion when the version matched, or a
+    /// NodeExists for a node nobody created, cannot be explained.
+    #[test]
+    fn definite_errors_are_checked_against_the_state() {
+        let mut rows = writes();
+        rows.push((
+            1,
+            40,
+            50,
+            set("/x", "c", Some(1)),
+            Result_::Err(ZkError::BadVersion),
+        ));
+        evidence(&report(&history(rows)));
+        let rows = vec![(
+            0,
+            0,
+            10,
+            create("/y", "a"),
+            Result_::Err(ZkError::NodeExists),
+        )];
+        evidence(&report(&history(rows)));
+        // A BadVersion against the old version is fine.
+        let mut rows = writes();
+        rows.push((
+            1,
+            40,
+            50,
+            set("/x", "c", Some(0)),
+            Result_::Err(ZkError::BadVersion),
+        ));
+        assert_eq!(report(&history(rows)).verdict, Verdict::Ok);
+    }
+
+    /// The setData stat must continue the version count.
+    #[test]
+    fn a_set_data_stat_that_skips_a_version_is_a_violation() {
+        let mut rows = writes();
+        rows.push((
+            1,
+            40,
+            50,
+            set("/x", "c", None),
+            Result_::Ok(ZkResponse::Stat {
+                stat: stat(3, 5, 9),
+            }),
+        ));
+        evidence(&report(&history(rows)));
+    }
+
+    /// A create needs its parent: a child created under a parent that a synced read shows
+    /// missing, with nothing deleting it in between, is a violation.
+    #[test]
+    fn a_child_needs_its_parent() {
+        let rows = vec![
+            (
+                0,
+                0,
+                10,
+                create("/p", "a"),
+                Result_::Ok(ZkResponse::Created { path: "/p".into() }),
+            ),
+            (
+                0,
+                20,
+                30,
+                create("/p/c", "a"),
+                Result_::Ok(ZkResponse::Created {
+                    path: "/p/c".into(),
+                }),
+            ),
+            (1, 40, 45, sync(), Result_::Ok(ZkResponse::Synced)),
+            (
+                1,
+                50,
+                55,
+                ZkOperation::Exists { path: "/p".into() },
+                Result_::Ok(ZkResponse::Exists { stat: None }),
+            ),
+        ];
+        evidence(&report(&history(rows)));
+    }
+}

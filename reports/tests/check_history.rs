@@ -1,0 +1,174 @@
+//! `coordsim check-history`: verdicts as exit codes (0 linearizable, 1 violation, 2
+//! unknown or bad input), one-line errors naming the line, and the HTML evidence.
+
+use std::{path::PathBuf, process::Command};
+
+fn coordsim(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .args(args)
+        .output()
+        .expect("coordsim runs");
+    (
+        output.status.code().expect("an exit code"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn fixture(name: &str) -> String {
+    let path: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "scenarios",
+        "tests",
+        "testdata",
+        "jepsen",
+        name,
+    ]
+    .iter()
+    .collect();
+    path.display().to_string()
+}
+
+fn temporary(name: &str, text: &str) -> String {
+    let directory =
+        std::env::temp_dir().join(format!("coordsim-check-history-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let path = directory.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_linearizable_jepsen_log_exits_zero() {
+    let (code, stdout, _) = coordsim(&["check-history", &fixture("linearizable.log")]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("linearizable"), "{stdout}");
+}
+
+#[test]
+fn a_violation_exits_one_with_the_evidence_and_an_html_page() {
+    let html = std::env::temp_dir().join(format!("coordsim-evidence-{}.html", std::process::id()));
+    let (code, stdout, _) = coordsim(&[
+        "check-history",
+        &fixture("violation.log"),
+        "--format",
+        "jepsen-etcd",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("NOT linearizable") && stdout.contains("cannot be placed next"),
+        "{stdout}"
+    );
+    let page = std::fs::read_to_string(&html).expect("the HTML was written");
+    assert!(
+        page.contains("<svg") && page.contains("read(jepsen) -&gt; 1"),
+        "{page}"
+    );
+}
+
+#[test]
+fn an_exhausted_budget_exits_two() {
+    let mut log = String::new();
+    for process in 0..16 {
+        log.push_str(&format!(
+            "INFO  jepsen.util - {process}\t:invoke\t:write\t{process}\n"
+        ));
+    }
+    for process in 0..16 {
+        log.push_str(&format!(
+            "INFO  jepsen.util - {process}\t:ok\t:write\t{process}\n"
+        ));
+    }
+    log.push_str(
+        "INFO  jepsen.util - 99\t:invoke\t:read\tnil\nINFO  jepsen.util - 99\t:ok\t:read\t77\n",
+    );
+    let path = temporary("hard.log", &log);
+    let (code, stdout, _) = coordsim(&["check-history", &path, "--max-steps", "1000"]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(
+        stdout.starts_with("model: register")
+            && stdout.contains("unknown: the step budget ran out"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_input_gets_one_line_naming_what_was_expected() {
+    let malformed = temporary(
+        "malformed.jsonl",
+        "{\"at\": 1, \"event\": {\"type\": \"note\", \"text\": \"x\"}}\nnot json\n",
+    );
+    let bad_jepsen = temporary(
+        "bad.log",
+        "INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\tseven\n",
+    );
+    let violation = fixture("violation.log");
+    let empty = temporary(
+        "empty.jsonl",
+        "{\"at\": 1, \"event\": {\"type\": \"note\", \"text\": \"x\"}}\n",
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["check-history", "/no/such/file"],
+            "cannot read /no/such/file",
+        ),
+        (
+            vec!["check-history", &malformed],
+            "line 2: expected a coordsim history record",
+        ),
+        (
+            vec!["check-history", &bad_jepsen],
+            "line 2: expected a Jepsen etcd log line",
+        ),
+        (
+            vec!["check-history", &empty],
+            "no key-value, register or znode operations",
+        ),
+        (
+            vec!["check-history", &violation, "--model", "kv"],
+            "expected --model register",
+        ),
+        (
+            vec!["check-history", &violation, "--jobs", "0"],
+            "--jobs: expected at least 1",
+        ),
+        (
+            vec!["check-history", &violation, "--model", "graph"],
+            "invalid value 'graph'",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, stdout, stderr) = coordsim(&args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_coordsim_history_from_the_demo_is_read() {
+    // The demo's history has no key-value operations: a one-line error, not a panic.
+    let history = std::env::temp_dir().join(format!("coordsim-demo-{}.jsonl", std::process::id()));
+    let (code, _, stderr) = coordsim(&[
+        "demo",
+        "--seed",
+        "7",
+        "--history-out",
+        history.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = coordsim(&["check-history", history.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("no key-value, register or znode operations"),
+        "{stderr}"
+    );
+}
