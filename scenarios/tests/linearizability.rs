@@ -386,7 +386,10 @@ mod kv_semantics {
     };
 
     /// A history of (client, invoked ms, completed ms or None, operation, response).
-    fn history(rows: Vec<(u32, u64, Option<u64>, KvOperation, Option<KvResponse>)>) -> History {
+    /// (client, invoked ms, completed ms or None, operation, response).
+    type Row = (u32, u64, Option<u64>, KvOperation, Option<KvResponse>);
+
+    fn history(rows: Vec<Row>) -> History {
         let mut records = Vec::new();
         for (index, (client, invoked, completed, operation, response)) in
             rows.into_iter().enumerate()

@@ -2,10 +2,12 @@
 //! (`test_data/jepsen/etcd_NNN.log` in <https://github.com/anishathalye/porcupine>):
 //!
 //! ```text
-//! INFO  jepsen.util - 2	:invoke	:cas	[3 0]
-//! INFO  jepsen.util - 2	:ok	:cas	[3 0]
-//! INFO  jepsen.util - 4	:info	:write	:timed-out
+//! INFO  jepsen.util - 2 :invoke :cas [3 0]
+//! INFO  jepsen.util - 2 :ok :cas [3 0]
+//! INFO  jepsen.util - 4 :info :write :timed-out
 //! ```
+//!
+//! (The fields after the process are separated by tabs in the logs; any whitespace is read.)
 //!
 //! One register; `:read`, `:write` and `:cas [from to]`. The order of the lines is the
 //! real-time order (a line's number is its time). `:ok` is a known result; `:fail` a

@@ -110,6 +110,9 @@ impl Hasher for FixedHasher {
 
 type FixedBuild = BuildHasherDefault<FixedHasher>;
 
+/// The (linearized set, state) pairs seen, by their combined hash.
+type Memo<State> = HashMap<u64, Vec<(Box<[u64]>, State)>, FixedBuild>;
+
 fn hash_of<T: Hash>(value: &T) -> u64 {
     let mut hasher = FixedHasher::default();
     value.hash(&mut hasher);
@@ -153,7 +156,7 @@ pub(crate) fn search<M: Model>(
     let mut order: Vec<u32> = (0..2 * n as u32).collect();
     let time_of = |entry: u32| {
         let op = operation(entry as usize / 2);
-        if entry % 2 == 0 {
+        if entry.is_multiple_of(2) {
             op.invoked_at
         } else {
             op.returned_at()
@@ -172,7 +175,7 @@ pub(crate) fn search<M: Model>(
         last = entry;
     }
 
-    let mut memo: HashMap<u64, Vec<(Box<[u64]>, M::State)>, FixedBuild> = HashMap::default();
+    let mut memo: Memo<M::State> = HashMap::default();
     let mut linearized = Linearized::new(n);
     let mut state = model.init();
     // The choices made: (call entry, state before it).
@@ -198,7 +201,7 @@ pub(crate) fn search<M: Model>(
         }
         debug_assert_ne!(entry, NIL, "the walk never runs past a return entry");
         let local = entry as usize / 2;
-        if entry % 2 == 0 {
+        if entry.is_multiple_of(2) {
             // (1) A call: try to linearize it now.
             let op = operation(local);
             let accepted = model.step(&state, &op.input, op.output());
