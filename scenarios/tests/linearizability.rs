@@ -324,6 +324,61 @@ fn jepsen_fixtures_agree_with_porcupine_semantics() {
     assert!(matches!(jepsen_verdict(violation), Verdict::Violation(_)));
 }
 
+/// The logs of Porcupine's `test_data/jepsen/` that Porcupine finds linearizable
+/// (`etcd_NNN.log`, by NNN); it finds every other one non-linearizable.
+const PORCUPINE_LINEARIZABLE_ETCD_LOGS: [u32; 23] = [
+    2, 5, 7, 18, 25, 31, 38, 45, 48, 49, 51, 53, 56, 67, 75, 76, 80, 87, 92, 98, 100, 101, 102,
+];
+
+/// Every `etcd_NNN.log` in `COORDSIM_JEPSEN_LOGS` (a copy of Porcupine's
+/// `test_data/jepsen/`) gets Porcupine's verdict. Not in the default run: the logs are
+/// Porcupine's data, not ours. Run with
+/// `COORDSIM_JEPSEN_LOGS=DIR cargo test --release -p scenarios --test linearizability -- --ignored`.
+#[test]
+#[ignore = "needs COORDSIM_JEPSEN_LOGS=<a copy of Porcupine's test_data/jepsen>"]
+fn verdicts_agree_with_porcupine_on_its_jepsen_etcd_logs() {
+    let directory = std::env::var("COORDSIM_JEPSEN_LOGS")
+        .expect("COORDSIM_JEPSEN_LOGS must name a copy of Porcupine's test_data/jepsen");
+    let mut entries: Vec<_> = std::fs::read_dir(&directory)
+        .unwrap_or_else(|error| panic!("COORDSIM_JEPSEN_LOGS={directory}: {error}"))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            let number = name
+                .strip_prefix("etcd_")?
+                .strip_suffix(".log")?
+                .parse()
+                .ok()?;
+            Some((number, path))
+        })
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty(), "no etcd_NNN.log in {directory}");
+    let mut disagreements = Vec::new();
+    for (number, path) in &entries {
+        let text = std::fs::read_to_string(path).expect("a readable log");
+        let verdict = jepsen_verdict(&text);
+        let expected_linearizable = PORCUPINE_LINEARIZABLE_ETCD_LOGS.contains(number);
+        let (agrees, ours) = match verdict {
+            Verdict::Ok => (expected_linearizable, "linearizable"),
+            Verdict::Violation(_) => (!expected_linearizable, "a violation"),
+            Verdict::Unknown(_) => (false, "unknown"),
+        };
+        if !agrees {
+            disagreements.push(format!(
+                "etcd_{number:03}.log: Porcupine finds it {}, coordsim finds {ours}",
+                if expected_linearizable {
+                    "linearizable"
+                } else {
+                    "not linearizable"
+                }
+            ));
+        }
+    }
+    println!("{} Porcupine Jepsen logs checked", entries.len());
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
 #[test]
 fn jepsen_logs_with_bad_lines_are_rejected_with_the_line_number() {
     let cases = [
