@@ -261,10 +261,10 @@ impl<T: Clone + Send + Sync + 'static> LogFile<T> {
     pub fn truncate(&self, len: usize) {
         let mut guard = self.state.lock();
         let state = &mut *guard;
-        if let Durable::Prefix(durable_len) = state.durable {
-            if len < durable_len {
-                state.durable = Durable::Copy(state.records[..durable_len].to_vec());
-            }
+        if let Durable::Prefix(durable_len) = state.durable
+            && len < durable_len
+        {
+            state.durable = Durable::Copy(state.records[..durable_len].to_vec());
         }
         if len < state.records.len() {
             state.records.truncate(len);

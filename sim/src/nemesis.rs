@@ -543,10 +543,10 @@ fn current_leader(state: &WorldState, world: &WorldShared) -> Option<NodeId> {
             Event::Protocol(ProtocolEvent::BecameLeader { term }) => {
                 leading.insert(node, *term);
             }
-            Event::Protocol(ProtocolEvent::SteppedDown { term }) => {
-                if leading.get(&node) == Some(term) {
-                    leading.remove(&node);
-                }
+            Event::Protocol(ProtocolEvent::SteppedDown { term })
+                if leading.get(&node) == Some(term) =>
+            {
+                leading.remove(&node);
             }
             _ => {}
         }

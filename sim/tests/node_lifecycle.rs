@@ -189,8 +189,8 @@ fn sleep_one_local_second(
         }
         *observed.lock().unwrap() = Some(waiter.await.unwrap());
     });
-    let fired = fired.lock().unwrap().expect("the timer fired");
-    fired
+
+    fired.lock().unwrap().expect("the timer fired")
 }
 
 #[test]

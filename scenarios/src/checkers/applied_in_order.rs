@@ -60,14 +60,14 @@ pub fn check(history: &History) -> Vec<AppliedOutOfOrder> {
             }
             Event::Protocol(ProtocolEvent::Applied { index, .. }) => {
                 let Some(node) = record.node else { continue };
-                if let Some(&(previous, at)) = last.get(&node) {
-                    if *index == previous {
-                        violations.push(AppliedOutOfOrder {
-                            node,
-                            previous: (previous, at),
-                            repeated: (*index, record.at),
-                        });
-                    }
+                if let Some(&(previous, at)) = last.get(&node)
+                    && *index == previous
+                {
+                    violations.push(AppliedOutOfOrder {
+                        node,
+                        previous: (previous, at),
+                        repeated: (*index, record.at),
+                    });
                 }
                 last.insert(node, (*index, record.at));
             }

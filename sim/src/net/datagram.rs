@@ -194,10 +194,8 @@ impl<M> Mailbox<M> {
             .queue
             .peek()
             .is_some_and(|top| top.sequence == sequence);
-        if earliest {
-            if let Some(waker) = self.waker.take() {
-                waker.wake();
-            }
+        if earliest && let Some(waker) = self.waker.take() {
+            waker.wake();
         }
     }
 

@@ -38,10 +38,11 @@ pub(crate) struct ArrivalTimer {
 impl ArrivalTimer {
     /// Ensures `cx`'s task is woken at `deadline` (which must be in the future).
     pub fn arm(&mut self, time: &TimeHandle, deadline: Instant, cx: &mut Context<'_>) {
-        if let Some((armed_deadline, _, waker)) = &self.armed {
-            if *armed_deadline == deadline && waker.will_wake(cx.waker()) {
-                return;
-            }
+        if let Some((armed_deadline, _, waker)) = &self.armed
+            && *armed_deadline == deadline
+            && waker.will_wake(cx.waker())
+        {
+            return;
         }
         let mut sleep = exact_sleep_until(time, deadline);
         let _ = Pin::new(&mut sleep).poll(cx);

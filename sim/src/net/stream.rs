@@ -431,10 +431,10 @@ impl<M: Send + 'static> Connection<M> {
         };
         state.last_arrival[peer] = Some(at);
         state.inbound[peer].push_back((at, Frame::Message(message)));
-        if state.inbound[peer].len() == 1 {
-            if let Some(waker) = state.wakers[peer].take() {
-                waker.wake();
-            }
+        if state.inbound[peer].len() == 1
+            && let Some(waker) = state.wakers[peer].take()
+        {
+            waker.wake();
         }
         Ok(())
     }
