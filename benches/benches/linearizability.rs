@@ -11,6 +11,7 @@
 //! Target: 10,000 operations over 100 keys in well under a second.
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use models::etcd::{ApplyResult, StoreCommand, StoreStateMachine};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use scenarios::linearizability::{
@@ -21,11 +22,11 @@ use sim::{
     NodeId,
     history::{
         Event, History, OpId, OpResult, Operation as HistoryOperation, Record, Response,
-        kv::{KeyValue, KvOperation, KvResponse, ReadConsistency},
+        kv::{KvOperation, ReadConsistency},
     },
     time::SimTime,
 };
-use std::{collections::BTreeMap, time::Instant};
+use std::time::Instant;
 
 const PROCESSES: u32 = 64;
 
@@ -133,61 +134,42 @@ fn register_history(
     (model, history)
 }
 
-/// A coordsim history of puts (45%), gets (45%) and deletes (10%) on a sequential etcd store.
+/// A coordsim history of puts (45%), gets (45%) and deletes (10%), answered by coordsim's
+/// etcd state machine applying them in effect order.
 fn kv_history(operations: usize, keys: usize) -> History {
-    let mut revision = 1;
-    let mut store: BTreeMap<usize, KeyValue> = BTreeMap::new();
+    let mut store = StoreStateMachine::default();
     let mut records = Vec::new();
     for (index, op) in plan(operations, keys, 11).into_iter().enumerate() {
         let key = format!("key/{}", op.key);
-        let (operation, response) = match op.roll {
-            0..45 => {
-                revision += 1;
-                let value = format!("v{index}");
-                let entry = store.entry(op.key).or_insert(KeyValue {
-                    key: key.clone(),
-                    value: String::new(),
-                    create_revision: revision,
-                    mod_revision: revision,
-                    version: 0,
-                    lease: None,
-                });
-                entry.value = value.clone();
-                entry.mod_revision = revision;
-                entry.version += 1;
-                (
-                    KvOperation::Put {
-                        key,
-                        value,
-                        lease: None,
-                    },
-                    KvResponse::Put { revision },
-                )
-            }
-            45..90 => (
-                KvOperation::Get {
-                    key,
-                    range_end: None,
-                    revision: None,
-                    consistency: ReadConsistency::Linearizable,
-                },
-                KvResponse::Get {
-                    revision,
-                    kvs: store.get(&op.key).cloned().into_iter().collect(),
-                },
-            ),
-            _ => {
-                let deleted = u64::from(store.remove(&op.key).is_some());
-                revision += deleted;
-                (
-                    KvOperation::Delete {
-                        key,
-                        range_end: None,
-                    },
-                    KvResponse::Delete { revision, deleted },
-                )
-            }
+        let operation = match op.roll {
+            0..45 => KvOperation::Put {
+                key,
+                value: format!("v{index}"),
+                lease: None,
+            },
+            45..90 => KvOperation::Get {
+                key,
+                range_end: None,
+                revision: None,
+                consistency: ReadConsistency::Linearizable,
+            },
+            _ => KvOperation::Delete {
+                key,
+                range_end: None,
+            },
         };
+        let response = if matches!(operation, KvOperation::Get { .. }) {
+            store.read(&operation)
+        } else {
+            let command = StoreCommand::Kv {
+                operation: operation.clone(),
+            };
+            match store.apply(index as u64 + 1, &command).result {
+                ApplyResult::Kv(result) => result,
+                other => panic!("a key-value command applied as {other:?}"),
+            }
+        }
+        .expect("valid operations");
         let client = NodeId::client((op.process % PROCESSES) as usize);
         let op_id = OpId(index as u64);
         records.push(Record {

@@ -236,6 +236,7 @@ proptest! {
 
 mod kv_store {
     use super::*;
+    use models::etcd::{ApplyResult, StoreCommand, StoreStateMachine};
     use sim::{
         NodeId,
         history::{
@@ -247,100 +248,22 @@ mod kv_store {
         },
         time::SimTime,
     };
-    use std::collections::BTreeMap;
 
-    /// etcd's semantics for the operations the generator uses, sequentially.
-    struct Store {
-        revision: u64,
-        keys: BTreeMap<String, KeyValue>,
-    }
-
-    impl Store {
-        fn get(&self, start: &str, end: Option<&str>) -> Vec<KeyValue> {
-            self.keys
-                .values()
-                .filter(|kv| match end {
-                    None => kv.key == start,
-                    Some(end) => kv.key.as_str() >= start && kv.key.as_str() < end,
-                })
-                .cloned()
-                .collect()
-        }
-        fn put(&mut self, key: &str, value: &str, revision: u64) {
-            let entry = self.keys.entry(key.to_string()).or_insert(KeyValue {
-                key: key.to_string(),
-                value: String::new(),
-                create_revision: revision,
-                mod_revision: revision,
-                version: 0,
-                lease: None,
-            });
-            entry.value = value.to_string();
-            entry.mod_revision = revision;
-            entry.version += 1;
-        }
-        fn apply(&mut self, operation: &KvOperation) -> KvResponse {
-            match operation {
-                KvOperation::Get { key, range_end, .. } => KvResponse::Get {
-                    revision: self.revision,
-                    kvs: self.get(key, range_end.as_deref()),
-                },
-                KvOperation::Put { key, value, .. } => {
-                    self.revision += 1;
-                    self.put(key, value, self.revision);
-                    KvResponse::Put {
-                        revision: self.revision,
-                    }
-                }
-                KvOperation::Delete { key, .. } => {
-                    let deleted = u64::from(self.keys.remove(key).is_some());
-                    self.revision += deleted;
-                    KvResponse::Delete {
-                        revision: self.revision,
-                        deleted,
-                    }
-                }
-                KvOperation::Txn {
-                    compares,
-                    success,
-                    failure,
-                } => {
-                    let holds = compares.iter().all(|compare| {
-                        let version = self.keys.get(&compare.key).map_or(0, |kv| kv.version);
-                        let CompareTarget::Version(operand) = compare.target else {
-                            unreachable!()
-                        };
-                        version > operand
-                    });
-                    let branch = if holds { success } else { failure };
-                    let writes = branch
-                        .iter()
-                        .any(|op| matches!(op, KvOperation::Put { .. }));
-                    let revision = self.revision + u64::from(writes);
-                    let mut responses = Vec::new();
-                    for operation in branch {
-                        responses.push(match operation {
-                            KvOperation::Put { key, value, .. } => {
-                                self.put(key, value, revision);
-                                KvResponse::Put { revision }
-                            }
-                            KvOperation::Get { key, .. } => KvResponse::Get {
-                                revision,
-                                kvs: self.get(key, None),
-                            },
-                            _ => unreachable!(),
-                        });
-                    }
-                    self.revision = revision;
-                    KvResponse::Txn {
-                        revision,
-                        succeeded: holds,
-                        responses,
-                    }
-                }
-                _ => unreachable!(),
+    /// Runs one operation on coordsim's etcd state machine (the store the Raft servers
+    /// apply their log to): a read is served, a write is applied as the next log entry.
+    fn apply(store: &mut StoreStateMachine, index: usize, operation: &KvOperation) -> KvResponse {
+        let result = if matches!(operation, KvOperation::Get { .. }) {
+            store.read(operation)
+        } else {
+            let command = StoreCommand::Kv {
+                operation: operation.clone(),
+            };
+            match store.apply(index as u64 + 1, &command).result {
+                ApplyResult::Kv(result) => result,
+                other => panic!("a key-value command applied as {other:?}"),
             }
-        }
+        };
+        result.expect("the generated operations are valid")
     }
 
     fn operation(step: &Step, index: usize) -> KvOperation {
@@ -392,10 +315,7 @@ mod kv_store {
     /// A history of the steps run on a sequential store; the response of the chosen read
     /// (if any) is corrupted to a value nobody wrote.
     fn kv_history(steps: &[Step], corrupt: Option<usize>) -> (History, bool) {
-        let mut store = Store {
-            revision: 1,
-            keys: BTreeMap::new(),
-        };
+        let mut store = StoreStateMachine::default();
         let mut records = Vec::new();
         let mut corrupted = false;
         let reads: Vec<usize> = steps
@@ -418,7 +338,7 @@ mod kv_store {
             corrupt.and_then(|pick| (!reads.is_empty()).then(|| reads[pick % reads.len()]));
         for (index, step) in steps.iter().enumerate() {
             let operation = operation(step, index);
-            let mut response = store.apply(&operation);
+            let mut response = apply(&mut store, index, &operation);
             if Some(index) == target
                 && let KvResponse::Get { kvs, .. } = &mut response
             {
