@@ -441,7 +441,6 @@ mod kv_semantics {
     };
 
     /// A history of (client, invoked ms, completed ms or None, operation, response).
-    /// (client, invoked ms, completed ms or None, operation, response).
     type Row = (u32, u64, Option<u64>, KvOperation, Option<KvResponse>);
 
     fn history(rows: Vec<Row>) -> History {

@@ -31,7 +31,7 @@
 
 use super::{
     Skipped,
-    model::{Model, Operation, OperationHistory, Outcome},
+    model::{Model, Operation, OperationHistory, Outcome, partition_by_key},
     register::Interner,
 };
 use sim::history::{
@@ -40,7 +40,7 @@ use sim::history::{
         Compare, CompareOperator, CompareTarget, KeyValue, KvOperation, KvResponse, ReadConsistency,
     },
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// A revision the checker knows, or only bounds from below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -418,11 +418,7 @@ impl Model for KvModel {
     }
 
     fn partition(&self, history: &[Operation<KvInput, KvOutput>]) -> Vec<Vec<usize>> {
-        let mut by_key: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (index, operation) in history.iter().enumerate() {
-            by_key.entry(operation.input.key).or_default().push(index);
-        }
-        by_key.into_values().collect()
+        partition_by_key(history, |input| input.key)
     }
 
     fn describe_partition(

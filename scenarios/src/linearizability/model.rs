@@ -69,6 +69,22 @@ pub trait Model: Sync {
     }
 }
 
+/// Splits `history` by the key `key_of` reads from each input, in key order: the
+/// [`Model::partition`] of every model whose keys never interact.
+pub(crate) fn partition_by_key<I, O>(
+    history: &[Operation<I, O>],
+    key_of: impl Fn(&I) -> u32,
+) -> Vec<Vec<usize>> {
+    let mut by_key: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (index, operation) in history.iter().enumerate() {
+        by_key
+            .entry(key_of(&operation.input))
+            .or_default()
+            .push(index);
+    }
+    by_key.into_values().collect()
+}
+
 /// One operation of a concurrent history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Operation<I, O> {

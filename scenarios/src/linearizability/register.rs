@@ -1,7 +1,7 @@
 //! A register per key: read, write, compare-and-set. The model of Jepsen's etcd tests
 //! (`:read`, `:write`, `:cas` on one key) and of coordsim's register operations.
 
-use super::model::{Model, Operation, OperationHistory, Outcome};
+use super::model::{Model, Operation, OperationHistory, Outcome, partition_by_key};
 use sim::history::{
     History, OpError, OpResult, Operation as HistoryOperation, Response,
     register::{RegisterError, RegisterOperation, RegisterResponse},
@@ -141,11 +141,7 @@ impl Model for RegisterModel {
     }
 
     fn partition(&self, history: &[Operation<Self::Input, Self::Output>]) -> Vec<Vec<usize>> {
-        let mut by_key: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (index, operation) in history.iter().enumerate() {
-            by_key.entry(operation.input.key).or_default().push(index);
-        }
-        by_key.into_values().collect()
+        partition_by_key(history, |input| input.key)
     }
 
     fn describe_partition(

@@ -20,7 +20,7 @@
 
 use super::{
     Skipped, TimeUnit,
-    model::{Model, Operation, OperationHistory, Outcome},
+    model::{Model, Operation, OperationHistory, Outcome, partition_by_key},
     register::Interner,
 };
 use crate::checkers::zk_operations::{ZkOp, parent_of, preceding_syncs, zk_operations};
@@ -343,11 +343,7 @@ impl Model for ZkModel {
     }
 
     fn partition(&self, history: &[Operation<ZkInput, ZkOutput>]) -> Vec<Vec<usize>> {
-        let mut by_path: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (index, operation) in history.iter().enumerate() {
-            by_path.entry(operation.input.path).or_default().push(index);
-        }
-        by_path.into_values().collect()
+        partition_by_key(history, |input| input.path)
     }
 
     fn describe_partition(
