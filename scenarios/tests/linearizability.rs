@@ -269,9 +269,23 @@ fn an_exhausted_budget_gives_unknown() {
         }
         other => panic!("expected Unknown, got {other:?}"),
     }
+    // A time limit that has already passed stops the search at its first clock reading
+    // (every 4,096 steps), however large the step budget.
+    let options = CheckOptions::default()
+        .with_max_steps_per_partition(u64::MAX)
+        .with_time_limit(std::time::Duration::ZERO);
+    match check(&registers.model, &registers.history, &options).verdict {
+        Verdict::Unknown(unfinished) => {
+            assert_eq!(unfinished.budget, Budget::Time);
+            assert_eq!(unfinished.steps, 4_096);
+        }
+        other => panic!("expected Unknown, got {other:?}"),
+    }
     // Memoization makes the full search small (states are just the last value): the default
     // budget finds the violation.
-    evidence(&registers.check());
+    let report = registers.check();
+    assert!(report.steps > 4_096, "{report}");
+    evidence(&report);
 }
 
 /// Parallel checking gives exactly the sequential report.

@@ -214,12 +214,12 @@ pub fn check<M: Model>(
                 return;
             }
             let index = order[position];
-            let (result, stats) = search::search(model, operations, &partitions[index], limits);
+            let (result, steps) = search::search(model, operations, &partitions[index], limits);
             if matches!(result, PartitionResult::Violation(_)) {
                 first_violation.fetch_min(position, Ordering::Relaxed);
             }
             results.lock().expect("no worker panics holding the lock")[index] =
-                Some((result, stats.steps));
+                Some((result, steps));
         }
     };
     if options.jobs <= 1 || partitions.len() <= 1 {
@@ -253,18 +253,13 @@ pub fn check<M: Model>(
                 verdict =
                     Verdict::Violation(Box::new(evidence(model, history, partition, deepest)));
             }
-            PartitionResult::BudgetExhausted { steps, .. } => {
+            PartitionResult::BudgetExhausted(budget) => {
                 if verdict == Verdict::Ok {
-                    let timed_out = *steps <= options.max_steps_per_partition;
                     verdict = Verdict::Unknown(Unfinished {
                         partition: model.describe_partition(operations, partition),
                         operations: partition.len(),
-                        steps: *steps,
-                        budget: if timed_out {
-                            Budget::Time
-                        } else {
-                            Budget::Steps
-                        },
+                        steps: *partition_steps,
+                        budget: *budget,
                     });
                 }
             }

@@ -19,7 +19,10 @@
 //! incrementally (Zobrist hashing), so a step costs one model step and one hash probe.
 //! Porcupine (Athalye, 2017) is the reference implementation this follows.
 
-use super::model::{Model, Operation};
+use super::{
+    Budget,
+    model::{Model, Operation},
+};
 use std::{
     collections::HashMap,
     hash::{BuildHasherDefault, Hash, Hasher},
@@ -33,13 +36,8 @@ pub(crate) enum PartitionResult {
     Linearizable,
     /// Not linearizable.
     Violation(Deepest),
-    /// The budget ran out first.
-    BudgetExhausted {
-        /// Steps taken.
-        steps: u64,
-        /// What was found so far.
-        deepest: Deepest,
-    },
+    /// This budget ran out first.
+    BudgetExhausted(Budget),
 }
 
 /// The deepest point the search reached: the longest prefix it could linearize and the
@@ -57,13 +55,6 @@ pub(crate) struct Deepest {
 pub(crate) struct Limits {
     pub max_steps: u64,
     pub deadline: Option<Instant>,
-}
-
-/// Statistics of one search.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SearchStats {
-    pub steps: u64,
-    pub memo_entries: u64,
 }
 
 const NIL: u32 = u32::MAX;
@@ -138,17 +129,18 @@ impl Linearized {
     }
 }
 
-/// Searches for a linearization of the operations `partition` (indexes into `history`).
+/// Searches for a linearization of the operations `partition` (indexes into `history`);
+/// returns what it found and the steps it took.
 pub(crate) fn search<M: Model>(
     model: &M,
     history: &[Operation<M::Input, M::Output>],
     partition: &[usize],
     limits: Limits,
-) -> (PartitionResult, SearchStats) {
+) -> (PartitionResult, u64) {
     let n = partition.len();
-    let mut stats = SearchStats::default();
+    let mut steps = 0;
     if n == 0 {
-        return (PartitionResult::Linearizable, stats);
+        return (PartitionResult::Linearizable, steps);
     }
     let operation = |local: usize| &history[partition[local]];
 
@@ -184,20 +176,16 @@ pub(crate) fn search<M: Model>(
     let mut entry = next[head as usize];
 
     while next[head as usize] != NIL {
-        stats.steps += 1;
-        if stats.steps > limits.max_steps
-            || (stats.steps % 4096 == 0
-                && limits
-                    .deadline
-                    .is_some_and(|deadline| Instant::now() >= deadline))
+        steps += 1;
+        if steps > limits.max_steps {
+            return (PartitionResult::BudgetExhausted(Budget::Steps), steps);
+        }
+        if steps % 4096 == 0
+            && limits
+                .deadline
+                .is_some_and(|deadline| Instant::now() >= deadline)
         {
-            return (
-                PartitionResult::BudgetExhausted {
-                    steps: stats.steps,
-                    deepest,
-                },
-                stats,
-            );
+            return (PartitionResult::BudgetExhausted(Budget::Time), steps);
         }
         debug_assert_ne!(entry, NIL, "the walk never runs past a return entry");
         let local = entry as usize / 2;
@@ -224,7 +212,6 @@ pub(crate) fn search<M: Model>(
                 linearized.words.clone().into_boxed_slice(),
                 new_state.clone(),
             ));
-            stats.memo_entries += 1;
             let call = entry as usize;
             let ret = call + 1;
             // Lift the call and its return out of the list.
@@ -243,7 +230,7 @@ pub(crate) fn search<M: Model>(
                 deepest.blocked = Some(local);
             }
             let Some((call_entry, previous_state)) = stack.pop() else {
-                return (PartitionResult::Violation(deepest), stats);
+                return (PartitionResult::Violation(deepest), steps);
             };
             let call = call_entry as usize;
             let ret = call + 1;
@@ -259,5 +246,5 @@ pub(crate) fn search<M: Model>(
             entry = next[call];
         }
     }
-    (PartitionResult::Linearizable, stats)
+    (PartitionResult::Linearizable, steps)
 }
