@@ -76,7 +76,6 @@ pub fn read_etcd_log(
         time_unit: super::TimeUnit::LogLine,
         ..OperationHistory::default()
     };
-    let mut lanes: BTreeMap<u64, u32> = BTreeMap::new();
     let mut open: BTreeMap<u64, Open> = BTreeMap::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
@@ -118,8 +117,7 @@ pub fn read_etcd_log(
                     previous.line
                 )));
             }
-            let next_lane = lanes.len() as u32;
-            let lane = *lanes.entry(process).or_insert(next_lane);
+            let lane = history.lane(&format!("process {process}"));
             open.insert(
                 process,
                 Open {
@@ -201,15 +199,6 @@ pub fn read_etcd_log(
     history
         .operations
         .sort_by_key(|operation| operation.invoked_at);
-    let mut names: Vec<(u32, u64)> = lanes
-        .into_iter()
-        .map(|(process, lane)| (lane, process))
-        .collect();
-    names.sort();
-    history.lanes = names
-        .into_iter()
-        .map(|(_, process)| format!("process {process}"))
-        .collect();
     Ok((model, history))
 }
 
