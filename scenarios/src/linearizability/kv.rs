@@ -42,13 +42,13 @@ use sim::history::{
 };
 use std::collections::BTreeSet;
 
-/// A revision the checker knows, or only bounds from below.
+/// A revision the checker knows, or not yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Revision {
     /// Exactly this.
     Known(u64),
-    /// At least this (the write's outcome was unknown; the first read that shows it binds it).
-    AtLeast(u64),
+    /// Not known yet (the write's outcome was unknown; the first read that shows it binds it).
+    Unknown,
 }
 
 impl Revision {
@@ -56,16 +56,14 @@ impl Revision {
     fn bind(self, seen: u64, header: u64) -> Option<Revision> {
         match self {
             Revision::Known(known) => (known == seen).then_some(self),
-            Revision::AtLeast(low) => {
-                (seen >= low && seen <= header).then_some(Revision::Known(seen))
-            }
+            Revision::Unknown => (seen <= header).then_some(Revision::Known(seen)),
         }
     }
 
     fn known(self) -> Option<u64> {
         match self {
             Revision::Known(value) => Some(value),
-            Revision::AtLeast(_) => None,
+            Revision::Unknown => None,
         }
     }
 }
@@ -353,7 +351,7 @@ impl Model for KvModel {
             // (and raising the floor) would make every placement of the operation a different
             // state and defeat the memo. Only "some revision" is kept — weaker, still sound —
             // and the first read that shows the write binds it.
-            None => (Revision::AtLeast(0), state.revision_floor),
+            None => (Revision::Unknown, state.revision_floor),
         };
         if let Some(deleted) = output.and_then(|output| output.deleted) {
             let existed = match state.presence {
@@ -386,7 +384,7 @@ impl Model for KvModel {
                         Presence::Unknown => Live {
                             value: *value,
                             version: None,
-                            create_revision: Revision::AtLeast(0),
+                            create_revision: Revision::Unknown,
                             mod_revision: this_revision,
                         },
                     });
@@ -530,7 +528,7 @@ impl Model for KvModel {
     fn describe_state(&self, state: &KeyState) -> String {
         let revision = |revision: Revision| match revision {
             Revision::Known(value) => value.to_string(),
-            Revision::AtLeast(value) => format!("≥{value}"),
+            Revision::Unknown => "?".to_string(),
         };
         let key = match state.presence {
             Presence::Absent => "absent".to_string(),

@@ -123,6 +123,26 @@ pub struct Znode {
     pub mzxid: Option<u64>,
 }
 
+impl Znode {
+    /// A node known to exist, nothing else known.
+    const UNKNOWN: Znode = Znode {
+        data: None,
+        version: None,
+        czxid: None,
+        mzxid: None,
+    };
+
+    /// A node as a stat (and maybe its data) showed it.
+    fn seen(data: Option<u32>, stat: SeenStat) -> Znode {
+        Znode {
+            data,
+            version: Some(stat.version),
+            czxid: Some(stat.czxid),
+            mzxid: Some(stat.mzxid),
+        }
+    }
+}
+
 /// Whether the path exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ZkState {
@@ -212,34 +232,15 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
         // An unknown state takes whatever a definite result shows.
         (action, Some(result), ZkState::Unknown) => Some(match (action, result) {
             (A::Create(data), R::Done) => Present(fresh(data)),
-            (A::SetData(data, _), R::Stat(stat)) => Present(Znode {
-                data: Some(data),
-                version: Some(stat.version),
-                czxid: Some(stat.czxid),
-                mzxid: Some(stat.mzxid),
-            }),
-            (A::GetData, R::Data(data, stat)) => Present(Znode {
-                data: Some(data),
-                version: Some(stat.version),
-                czxid: Some(stat.czxid),
-                mzxid: Some(stat.mzxid),
-            }),
-            (A::Exists, R::Exists(Some(stat))) => Present(Znode {
-                data: None,
-                version: Some(stat.version),
-                czxid: Some(stat.czxid),
-                mzxid: Some(stat.mzxid),
-            }),
+            (A::SetData(data, _), R::Stat(stat)) | (A::GetData, R::Data(data, stat)) => {
+                Present(Znode::seen(Some(data), stat))
+            }
+            (A::Exists, R::Exists(Some(stat))) => Present(Znode::seen(None, stat)),
             (A::Delete(_), R::Done)
             | (_, R::Error(PathError::NoNode))
             | (A::Exists, R::Exists(None))
             | (A::Listed(false), R::Done) => Absent,
-            _ => Present(Znode {
-                data: None,
-                version: None,
-                czxid: None,
-                mzxid: None,
-            }),
+            _ => Present(Znode::UNKNOWN),
         }),
 
         (A::Create(data), Some(R::Done), Absent) => Some(Present(fresh(data))),
@@ -258,12 +259,7 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
             if node.czxid.is_some_and(|czxid| czxid != stat.czxid) {
                 return None;
             }
-            Some(Present(Znode {
-                data: Some(data),
-                version: Some(stat.version),
-                czxid: Some(stat.czxid),
-                mzxid: Some(stat.mzxid),
-            }))
+            Some(Present(Znode::seen(Some(data), stat)))
         }
         (
             A::SetData(_, expected) | A::Delete(expected),
@@ -311,12 +307,7 @@ impl Model for ZkModel {
     fn step(&self, state: &ZkState, input: &ZkInput, output: Option<&ZkOutput>) -> Option<ZkState> {
         // The root always exists; the checker never sees it created.
         let mut state = if Some(input.path) == self.root {
-            ZkState::Present(Znode {
-                data: None,
-                version: None,
-                czxid: None,
-                mzxid: None,
-            })
+            ZkState::Present(Znode::UNKNOWN)
         } else {
             *state
         };
@@ -436,10 +427,7 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
             Some(response) => vec![response],
             None => Vec::new(),
         };
-        let operations: Vec<&ZkOperation> = match op.operation {
-            ZkOperation::Multi { ops } => ops.iter().collect(),
-            other => vec![other],
-        };
+        let operations = sub_operations(op.operation);
         for (index, operation) in operations.iter().enumerate() {
             match operation {
                 ZkOperation::Create { path, mode, .. } => {
@@ -509,6 +497,14 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
     excluded
 }
 
+/// A multi's operations, or the operation itself.
+fn sub_operations(operation: &ZkOperation) -> &[ZkOperation] {
+    match operation {
+        ZkOperation::Multi { ops } => ops,
+        other => std::slice::from_ref(other),
+    }
+}
+
 fn op_path(operation: &ZkOperation) -> Option<&str> {
     match operation {
         ZkOperation::Create { path, .. }
@@ -546,10 +542,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
     // Every path the history names and does not exclude (for getChildren listings).
     let mut universe = BTreeSet::new();
     for op in &ops {
-        let operations: Vec<&ZkOperation> = match op.operation {
-            ZkOperation::Multi { ops } => ops.iter().collect(),
-            other => vec![other],
-        };
+        let operations = sub_operations(op.operation);
         for operation in operations {
             if let Some(path) = op_path(operation)
                 && !matches!(
@@ -639,10 +632,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
                 continue;
             }
         };
-        let operations: Vec<&ZkOperation> = match op.operation {
-            ZkOperation::Multi { ops } => ops.iter().collect(),
-            other => vec![other],
-        };
+        let operations = sub_operations(op.operation);
         if results
             .as_ref()
             .is_some_and(|results| results.len() != operations.len())
