@@ -91,14 +91,11 @@ pub(crate) fn violations(report: Report, reference: &'static str) -> Vec<Box<dyn
     }
 }
 
-/// Checks the history's key-value operations; the full report (for counts of what was not
-/// checked) and the violations.
-pub fn check_report(history: &History) -> Report {
-    let (model, operations) = kv::from_history(history);
-    check(&model, &operations, &CheckOptions::default())
-}
-
 /// Checks the history's key-value operations.
 pub fn check_history(history: &History) -> Vec<Box<dyn Violation>> {
-    violations(check_report(history), REFERENCE)
+    let (model, operations) = kv::from_history(history);
+    violations(
+        check(&model, &operations, &CheckOptions::default()),
+        REFERENCE,
+    )
 }
