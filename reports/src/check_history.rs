@@ -138,15 +138,13 @@ fn detect(history: &History) -> Option<ModelChoice> {
             Operation::Other { .. } => {}
         }
     }
-    // The most frequent; ties go to the first.
-    let (count, choice) = counts.into_iter().fold((0, None), |best, (count, choice)| {
-        if count > best.0 {
-            (count, Some(choice))
-        } else {
-            best
-        }
-    });
-    (count > 0).then_some(choice).flatten()
+    // The most frequent; ties go to the first (`max_by_key` keeps the last of equals).
+    counts
+        .into_iter()
+        .rev()
+        .filter(|(count, _)| *count > 0)
+        .max_by_key(|(count, _)| *count)
+        .map(|(_, choice)| choice)
 }
 
 fn finish<M: Model>(

@@ -61,7 +61,7 @@ pub fn render(title: &str, report: &Report) -> String {
 }
 
 /// The drawing of one piece of evidence, as an inline SVG element.
-pub fn svg(evidence: &Evidence) -> String {
+fn svg(evidence: &Evidence) -> String {
     let mut lanes: Vec<&str> = Vec::new();
     for operation in &evidence.operations {
         if !lanes.contains(&operation.lane.as_str()) {
