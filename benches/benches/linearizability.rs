@@ -10,14 +10,14 @@
 //! in Jepsen), so unknown operations are in the mix. The stream is a fixed ChaCha seed.
 //! Target: 10,000 operations over 100 keys in well under a second.
 
+use checks::linearizability::{
+    CheckOptions, Operation, OperationHistory, Outcome, Verdict, check, kv,
+    register::{RegisterAction, RegisterInput, RegisterModel, RegisterOutput},
+};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use models::etcd::{ApplyResult, StoreCommand, StoreStateMachine};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scenarios::linearizability::{
-    CheckOptions, Operation, OperationHistory, Outcome, Verdict, check, kv,
-    register::{RegisterAction, RegisterInput, RegisterModel, RegisterOutput},
-};
 use sim::{
     NodeId,
     history::{

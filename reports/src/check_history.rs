@@ -4,10 +4,10 @@
 //! input (a one-line error naming the line and what was expected).
 
 use crate::CliError;
-use clap::{Args, ValueEnum};
-use scenarios::linearizability::{
+use checks::linearizability::{
     CheckOptions, Model, OperationHistory, Report, Verdict, check, html, jepsen, kv, register, zk,
 };
+use clap::{Args, ValueEnum};
 use sim::history::{History, Operation};
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 

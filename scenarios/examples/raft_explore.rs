@@ -13,11 +13,9 @@
 //! `READ_HEAVY`, `PROCS`, `THINK` (ms), `REQ_MS`/`CONNECT_MS`/`BACKOFF_MS` (client),
 //! `DRIFT` (ppm of a cut-off leader's clock), `CUT_MS`, `STRAND` (percent).
 
+use checks::etcd::{acknowledged_write_durability, read_sees_prior_writes};
 use models::etcd::{ClientConfig, KnownBug};
-use scenarios::{
-    checkers::{acknowledged_write_durability, protocol_checks, read_sees_prior_writes},
-    etcd_workload::{Faults, KvWorkload, LeaderKiller, OperationMix, Tuning, run},
-};
+use scenarios::etcd_workload::{Faults, KvWorkload, LeaderKiller, OperationMix, Tuning, run};
 use sim::{
     Seed,
     fault::{FaultKind, SwarmConfig},
@@ -130,10 +128,14 @@ fn main() {
     for index in 0..seeds {
         let result = run(Seed::new(index), &workload);
         let history = &result.outcome.history;
-        let mut properties: Vec<String> = protocol_checks(history)
-            .iter()
-            .map(|violation| violation.property().to_string())
-            .collect();
+        let mut properties: Vec<String> = checks::run(
+            checks::protocol::CHECKS,
+            history,
+            &checks::CheckContext::default(),
+        )
+        .iter()
+        .map(|violation| violation.property().to_string())
+        .collect();
         if !read_sees_prior_writes::check(history).is_empty() {
             properties.push("read sees prior writes".into());
         }

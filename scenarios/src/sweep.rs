@@ -5,12 +5,12 @@
 //! # use scenarios::sweep::Sweep;
 //! # fn run(seed: sim::Seed) -> sim::RunOutcome { unimplemented!() }
 //! let summary = Sweep::new("scenarios", "raft_safety", "raft_cluster_stays_safe", 20)
-//!     .run(run, |outcome| scenarios::checkers::protocol_checks(&outcome.history));
+//!     .run(run, |outcome| scenarios::checkers::checks::run(checks::protocol::CHECKS, &outcome.history, &checks::CheckContext::default()));
 //! summary.assert_clean();
 //! assert!(summary.fault_totals.crashes > 0, "the faults never fired");
 //! ```
 
-use crate::Violation;
+use checks::Violation;
 use sim::{FaultCounts, RunOutcome, Seed, report::FailureReport};
 use std::fmt;
 

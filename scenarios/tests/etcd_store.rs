@@ -4,19 +4,19 @@
 //! in order; a compacted start revision is an error), transactions, compaction, and typed
 //! errors for bad input. Plus the etcd-store known bugs, each caught by its checker.
 
+use checks::{
+    Violation, boxed,
+    etcd::{
+        lease_expires_in_bound, lease_keys_removed, lease_not_expired_early,
+        read_sees_prior_writes, watch_delivery,
+    },
+    history::leases,
+};
 use models::etcd::{
     EtcdBug, EtcdClient, EtcdCluster, EtcdConfig, KeepAliveEnd, KnownBug, WatchItem, kv_response,
     prefix_range_end,
 };
-use scenarios::{
-    Violation,
-    checkers::{
-        lease_expires_in_bound, lease_keys_removed, lease_not_expired_early, protocol_checks,
-        read_sees_prior_writes, watch_delivery,
-    },
-    lease_history,
-    sweep::Sweep,
-};
+use scenarios::sweep::Sweep;
 use sim::{
     NodeId, RunOutcome, Seed, Sim, World,
     fault::PartitionShape,
@@ -35,13 +35,6 @@ use std::{
 
 const TARGET: &str = "etcd_store";
 
-fn boxed<V: Violation + 'static>(violations: Vec<V>) -> Vec<Box<dyn Violation>> {
-    violations
-        .into_iter()
-        .map(|v| Box::new(v) as Box<dyn Violation>)
-        .collect()
-}
-
 /// Every checker that applies to any run of the store (no clock steps in these suites, so
 /// early lease expiry is a violation; drift is the default ±100 ppm).
 fn store_checks(outcome: &RunOutcome) -> Vec<Box<dyn Violation>> {
@@ -51,7 +44,11 @@ fn store_checks(outcome: &RunOutcome) -> Vec<Box<dyn Violation>> {
         outcome.seed
     );
     let history = &outcome.history;
-    let mut violations = protocol_checks(history);
+    let mut violations = checks::run(
+        checks::protocol::CHECKS,
+        history,
+        &checks::CheckContext::default(),
+    );
     violations.extend(boxed(read_sees_prior_writes::check(history)));
     violations.extend(boxed(watch_delivery::check(history)));
     violations.extend(boxed(lease_keys_removed::check(history)));
@@ -694,7 +691,7 @@ fn lease_ttl_reset_on_leader_change_keeps_an_abandoned_lease_alive() {
     // And the correct store did expire it (not just no violation for lack of evidence).
     for seed in &correct.seeds {
         let outcome = abandoned_lease_under_elections(*seed, Vec::new());
-        let leases = lease_history::leases(&outcome.history);
+        let leases = leases::leases(&outcome.history);
         assert!(
             leases.values().all(|facts| !facts.expired_at.is_empty()),
             "seed {seed}: the abandoned lease never expired"

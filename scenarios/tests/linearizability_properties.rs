@@ -6,11 +6,11 @@
 //! Corrupting one read to a value nobody wrote must be caught; and on small histories the
 //! verdict, for any corruption, must equal a brute-force search over every order.
 
-use proptest::prelude::*;
-use scenarios::linearizability::{
+use checks::linearizability::{
     CheckOptions, Model, Operation, OperationHistory, Outcome, Verdict, check, kv,
     register::{RegisterAction, RegisterInput, RegisterModel, RegisterOutput},
 };
+use proptest::prelude::*;
 
 /// One generated operation: which key, what, how far its interval spreads around its
 /// instant, and whether its outcome is lost.

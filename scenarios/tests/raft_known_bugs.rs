@@ -8,16 +8,18 @@
 //! a seed that does not trigger the bug, the buggy half fails (the report names the seeds
 //! that did). The correct half's failures print the usual replay line.
 
+use checks::{
+    Violation,
+    etcd::{
+        acknowledged_write_durability, linearizable as kv_linearizable, read_sees_prior_writes,
+    },
+    protocol::leader_stability,
+};
 use models::{
     etcd::{ClientConfig, KnownBug},
     raft::RaftBug,
 };
 use scenarios::{
-    Violation,
-    checkers::{
-        acknowledged_write_durability, kv_linearizable, leader_stability, protocol_checks,
-        read_sees_prior_writes,
-    },
     etcd_workload::{Faults, KvRun, KvWorkload, LeaderKiller, OperationMix, Tuning, run},
     sweep::{Sweep, SweepSummary},
 };
@@ -33,17 +35,16 @@ const TARGET: &str = "raft_known_bugs";
 /// reads breaks too.
 const LINEARIZABILITY: &str = "linearizability";
 
-fn boxed<V: Violation + 'static>(violations: Vec<V>) -> Vec<Box<dyn Violation>> {
-    violations
-        .into_iter()
-        .map(|v| Box::new(v) as Box<dyn Violation>)
-        .collect()
-}
+use checks::boxed;
 
 /// Safety checks of every run: protocol checks, fresh reads, durable acknowledged writes.
 fn safety_checks(outcome: &sim::RunOutcome, final_reads_from: SimTime) -> Vec<Box<dyn Violation>> {
     let history = &outcome.history;
-    let mut violations = protocol_checks(history);
+    let mut violations = checks::run(
+        checks::protocol::CHECKS,
+        history,
+        &checks::CheckContext::default(),
+    );
     violations.extend(boxed(read_sees_prior_writes::check(history)));
     violations.extend(boxed(acknowledged_write_durability::check(
         history,

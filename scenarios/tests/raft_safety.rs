@@ -5,11 +5,13 @@
 //! final state, and linearizability of every key-value operation; the suite asserts that its
 //! faults fired and the store made progress.
 
-use scenarios::{
+use checks::{
     Violation,
-    checkers::{
-        acknowledged_write_durability, kv_linearizable, protocol_checks, read_sees_prior_writes,
+    etcd::{
+        acknowledged_write_durability, linearizable as kv_linearizable, read_sees_prior_writes,
     },
+};
+use scenarios::{
     etcd_workload::{Faults, KvRun, KvWorkload, run},
     sweep::Sweep,
 };
@@ -31,7 +33,11 @@ struct RunFacts {
 
 fn all_checks(outcome: &sim::RunOutcome, facts: &RunFacts) -> Vec<Box<dyn Violation>> {
     let history = &outcome.history;
-    let mut violations = protocol_checks(history);
+    let mut violations = checks::run(
+        checks::protocol::CHECKS,
+        history,
+        &checks::CheckContext::default(),
+    );
     violations.extend(boxed(read_sees_prior_writes::check(history)));
     violations.extend(boxed(acknowledged_write_durability::check(
         history,
@@ -41,12 +47,7 @@ fn all_checks(outcome: &sim::RunOutcome, facts: &RunFacts) -> Vec<Box<dyn Violat
     violations
 }
 
-fn boxed<V: Violation + 'static>(violations: Vec<V>) -> Vec<Box<dyn Violation>> {
-    violations
-        .into_iter()
-        .map(|v| Box::new(v) as Box<dyn Violation>)
-        .collect()
-}
+use checks::boxed;
 
 fn swarm(kinds: Vec<FaultKind>) -> SwarmConfig {
     SwarmConfig {
@@ -72,7 +73,7 @@ fn sweep(test_name: &str, default_seeds: u64, workload: KvWorkload) -> FaultCoun
             // What the linearizability check (in `all_checks`) gets to search: reading the
             // history again is cheap, the search is not repeated.
             let linearizability_checked =
-                scenarios::linearizability::kv::from_history(&outcome.history)
+                checks::linearizability::kv::from_history(&outcome.history)
                     .1
                     .operations
                     .len();

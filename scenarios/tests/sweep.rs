@@ -1,7 +1,7 @@
 //! The sweep harness reports exactly the seeds whose runs broke a property, with replay
 //! commands, and totals the faults that fired.
 
-use scenarios::{checkers::protocol_checks, sweep::Sweep};
+use scenarios::sweep::Sweep;
 use sim::{NodeId, Seed, World, fault::SwarmConfig, history::ProtocolEvent};
 
 /// A scenario where, for odd seeds only, two servers claim leadership of the same term.
@@ -37,7 +37,13 @@ fn a_sweep_reports_exactly_the_failing_seeds() {
         "a_sweep_reports_exactly_the_failing_seeds",
         6,
     )
-    .run(run, |outcome| protocol_checks(&outcome.history));
+    .run(run, |outcome| {
+        checks::run(
+            checks::protocol::CHECKS,
+            &outcome.history,
+            &checks::CheckContext::default(),
+        )
+    });
     let failing: Vec<u64> = summary.failures.iter().map(|f| f.seed.value()).collect();
     let expected: Vec<u64> = summary
         .seeds

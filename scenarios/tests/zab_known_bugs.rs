@@ -2,13 +2,10 @@
 //! that triggers it, the checker that must catch it, and the correct model passing every
 //! check on the same schedule. Each schedule runs over a few seeds (`COORDSIM_SEEDS`).
 
+use checks::Violation;
 use models::{
     zab::{KnownBugs, ZabBug},
     zk::{ZkClient, ZkEnsemble, ZkEnsembleConfig},
-};
-use scenarios::{
-    Violation,
-    checkers::{protocol_checks, zk_store_checks},
 };
 use sim::{
     NodeId, RunOutcome, Seed, Sim, World, fault::PartitionShape, history::zk::CreateMode,
@@ -64,8 +61,16 @@ impl Script {
 }
 
 fn all_checks(outcome: &RunOutcome) -> Vec<Box<dyn Violation>> {
-    let mut violations = protocol_checks(&outcome.history);
-    violations.extend(zk_store_checks(&outcome.history, Duration::from_secs(1)));
+    let mut violations = checks::run(
+        checks::protocol::CHECKS,
+        &outcome.history,
+        &checks::CheckContext::default(),
+    );
+    violations.extend(checks::run(
+        checks::zk::CHECKS,
+        &outcome.history,
+        &checks::CheckContext::default(),
+    ));
     violations
 }
 

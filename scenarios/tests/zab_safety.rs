@@ -4,13 +4,8 @@
 
 mod zk_support;
 
-use scenarios::{
-    checkers::{
-        protocol_checks, zk_operations::preceding_syncs, zk_operations::zk_operations,
-        zk_store_checks,
-    },
-    sweep::Sweep,
-};
+use checks::history::zk::{preceding_syncs, zk_operations};
+use scenarios::sweep::Sweep;
 use sim::history::{
     Event, ProtocolEvent,
     zk::{ZkOperation, ZkResponse},
@@ -37,7 +32,7 @@ impl Exercised {
     fn add(&mut self, outcome: &sim::RunOutcome) {
         // What the linearizability check (in `zk_store_checks`) gets to search: reading the
         // history again is cheap, the search is not repeated.
-        let (_, checked) = scenarios::linearizability::zk::from_history(&outcome.history);
+        let (_, checked) = checks::linearizability::zk::from_history(&outcome.history);
         self.linearizability_checked += checked.operations.len();
         self.linearizability_plain_reads += checked
             .skipped
@@ -94,9 +89,17 @@ impl Exercised {
     }
 }
 
-fn all_checks(outcome: &sim::RunOutcome) -> Vec<Box<dyn scenarios::Violation>> {
-    let mut violations = protocol_checks(&outcome.history);
-    violations.extend(zk_store_checks(&outcome.history, Duration::from_secs(1)));
+fn all_checks(outcome: &sim::RunOutcome) -> Vec<Box<dyn checks::Violation>> {
+    let mut violations = checks::run(
+        checks::protocol::CHECKS,
+        &outcome.history,
+        &checks::CheckContext::default(),
+    );
+    violations.extend(checks::run(
+        checks::zk::CHECKS,
+        &outcome.history,
+        &checks::CheckContext::default(),
+    ));
     violations
 }
 

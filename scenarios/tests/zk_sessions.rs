@@ -4,7 +4,6 @@
 //! increasing. Every run also passes every protocol and ZooKeeper check.
 
 use models::zk::{ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
-use scenarios::checkers::{protocol_checks, zk_store_checks};
 use sim::{
     NodeId, RunOutcome, Seed, Sim, World,
     fault::PartitionShape,
@@ -39,8 +38,16 @@ where
 }
 
 fn assert_clean(outcome: &RunOutcome, test: &str) {
-    let mut violations = protocol_checks(&outcome.history);
-    violations.extend(zk_store_checks(&outcome.history, Duration::from_secs(1)));
+    let mut violations = checks::run(
+        checks::protocol::CHECKS,
+        &outcome.history,
+        &checks::CheckContext::default(),
+    );
+    violations.extend(checks::run(
+        checks::zk::CHECKS,
+        &outcome.history,
+        &checks::CheckContext::default(),
+    ));
     let report = FailureReport::for_test(outcome.seed, "scenarios", "zk_sessions", test);
     assert!(
         violations.is_empty(),

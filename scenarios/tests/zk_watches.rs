@@ -3,10 +3,7 @@
 //! client's server was partitioned away or crashed.
 
 use models::zk::{ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
-use scenarios::{
-    checkers::{protocol_checks, zk_store_checks, zk_watch_delivery, zk_watch_order},
-    sweep::Sweep,
-};
+use scenarios::sweep::Sweep;
 use sim::{
     NodeId, RunOutcome, Seed, World,
     fault::{FaultKind, SwarmConfig},
@@ -156,8 +153,16 @@ fn watches_fire_exactly_once_in_zxid_order_through_failover() {
         10,
     )
     .run(run, |outcome| {
-        let mut violations = protocol_checks(&outcome.history);
-        violations.extend(zk_store_checks(&outcome.history, Duration::from_secs(1)));
+        let mut violations = checks::run(
+            checks::protocol::CHECKS,
+            &outcome.history,
+            &checks::CheckContext::default(),
+        );
+        violations.extend(checks::run(
+            checks::zk::CHECKS,
+            &outcome.history,
+            &checks::CheckContext::default(),
+        ));
         violations
     });
     summary.assert_clean();
@@ -191,7 +196,7 @@ fn watches_fire_exactly_once_in_zxid_order_through_failover() {
             let mut doubled = records.clone();
             doubled.push(records[deliveries[0]].clone());
             assert!(
-                !zk_watch_delivery::check(
+                !checks::zk::watch_delivery::check(
                     &sim::history::History::from_records(doubled),
                     Duration::from_secs(1)
                 )
@@ -212,7 +217,7 @@ fn watches_fire_exactly_once_in_zxid_order_through_failover() {
                 swapped[a].event = event_b;
                 swapped[b].event = event_a;
                 assert!(
-                    !zk_watch_order::check(&sim::history::History::from_records(swapped))
+                    !checks::zk::watch_order::check(&sim::history::History::from_records(swapped))
                         .is_empty(),
                     "swapped deliveries are caught"
                 );

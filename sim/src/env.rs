@@ -6,7 +6,7 @@
 //! | `COORDSIM_SEEDS` | per test, small (see each suite) | how many seeds a seed-sweeping test runs |
 //! | `COORDSIM_SEED_BASE` | `0` | the first seed of a sweep; seed *i* is `BASE + i` |
 //! | `COORDSIM_HISTORY_DIR` | unset | a directory where seed sweeps write the history of every failing run (`<test>-<seed>.jsonl`, for `coordsim check-history`) |
-//! | `COORDSIM_JEPSEN_LOGS` | unset | a copy of Porcupine's `test_data/jepsen/`; the ignored test `verdicts_agree_with_porcupine_on_its_jepsen_etcd_logs` (scenarios, `--ignored`) checks every `etcd_NNN.log` in it against Porcupine's verdicts |
+//! | `COORDSIM_JEPSEN_LOGS` | unset | a copy of Porcupine's `test_data/jepsen/`; the ignored test `verdicts_agree_with_porcupine_on_its_jepsen_etcd_logs` (checks, `--ignored`) checks every `etcd_NNN.log` in it against Porcupine's verdicts |
 //!
 //! madsim's own variables (`MADSIM_TEST_SEED` and friends) are not used: coordsim builds
 //! its runtimes itself, from the run's [`Seed`].

@@ -316,6 +316,13 @@ pub enum PhaseEvent {
     },
     /// The fault plan's last fault fired: from here on, only liveness is in question.
     FaultPhaseEnded,
+    /// The run driver healed everything (partitions, clogs, network conditions, crashed and
+    /// paused nodes, clock drift) at the end of the fault phase. Not a fault: it is counted
+    /// apart from them.
+    Healed,
+    /// The workload's final reads begin (after the heal): every write acknowledged before
+    /// this point must show in them (the durability checkers read this marker).
+    FinalReads,
     /// The scenario finished.
     Completed,
     /// The time limit was reached before the scenario finished.

@@ -14,8 +14,8 @@
 
 use crate::{
     Violation,
-    checkers::read_sees_prior_writes::{StaleRead, check_reads},
-    kv_history::KvHistory,
+    etcd::read_sees_prior_writes::{StaleRead, check_reads},
+    history::kv::KvHistory,
 };
 use sim::{
     history::{History, OpId},
@@ -125,7 +125,7 @@ pub fn check(history: &History, final_reads_from: SimTime) -> Vec<LostWrite> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::read_sees_prior_writes::tests::{complete, found, get, invoke, put};
+    use crate::etcd::read_sees_prior_writes::tests::{complete, found, get, invoke, put};
     use sim::history::kv::KvResponse;
 
     #[test]

@@ -9,7 +9,7 @@
 
 use crate::{
     Violation,
-    kv_history::{KvHistory, MissedWrite, missed_write},
+    history::kv::{KvHistory, MissedWrite, missed_write},
 };
 use sim::{
     NodeId,
@@ -72,7 +72,7 @@ pub fn check(history: &History) -> Vec<StaleRead> {
 /// The check over the reads `selected` picks (shared with the durability checker).
 pub(crate) fn check_reads(
     kv: &KvHistory,
-    selected: impl Fn(&crate::kv_history::Read) -> bool,
+    selected: impl Fn(&crate::history::kv::Read) -> bool,
 ) -> Vec<StaleRead> {
     let mut acknowledged: Vec<_> = kv
         .acknowledged()
@@ -84,12 +84,12 @@ pub(crate) fn check_reads(
     let mut violations = Vec::new();
     let mut next = 0;
     // The latest acknowledged write per key, and overall, among writes completed so far.
-    let mut latest_put: BTreeMap<&str, (&crate::kv_history::Write, u64)> = BTreeMap::new();
-    let mut highest: Option<(&crate::kv_history::Write, u64)> = None;
+    let mut latest_put: BTreeMap<&str, (&crate::history::kv::Write, u64)> = BTreeMap::new();
+    let mut highest: Option<(&crate::history::kv::Write, u64)> = None;
     for read in reads {
         while next < acknowledged.len() && acknowledged[next].0 < read.invoked_at {
             let (_, write, revision) = acknowledged[next];
-            if let crate::kv_history::WriteEffect::Put { key, .. } = &write.effect {
+            if let crate::history::kv::WriteEffect::Put { key, .. } = &write.effect {
                 let entry = latest_put.entry(key.as_str()).or_insert((write, revision));
                 if revision >= entry.1 {
                     *entry = (write, revision);
@@ -100,7 +100,7 @@ pub(crate) fn check_reads(
             }
             next += 1;
         }
-        let mut candidates: Vec<(&crate::kv_history::Write, u64)> = highest.into_iter().collect();
+        let mut candidates: Vec<(&crate::history::kv::Write, u64)> = highest.into_iter().collect();
         candidates.extend(
             latest_put
                 .iter()

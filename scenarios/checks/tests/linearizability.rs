@@ -3,7 +3,7 @@
 //! violation, budgets, parallel checking, Jepsen etcd logs, and etcd key-value semantics
 //! (revisions, transactions, ranges).
 
-use scenarios::linearizability::{
+use checks::linearizability::{
     Budget, CheckOptions, Operation, OperationHistory, Outcome, Report, Verdict, check, jepsen, kv,
     register::{RegisterAction, RegisterInput, RegisterModel, RegisterOutput},
 };
@@ -80,7 +80,7 @@ impl Registers {
     }
 }
 
-fn evidence(report: &Report) -> &scenarios::linearizability::Evidence {
+fn evidence(report: &Report) -> &checks::linearizability::Evidence {
     match &report.verdict {
         Verdict::Violation(evidence) => evidence,
         other => panic!("expected a violation, got {other:?}\n{report}"),
@@ -240,7 +240,7 @@ fn the_evidence_is_the_smallest_failing_partition() {
     // Smallest first, ties in key order: fine (2), small (2, fails); the 6-operation key is
     // not searched after the violation.
     assert_eq!(report.partitions_searched, 2, "{report}");
-    let html = scenarios::linearizability::html::render("register", &report);
+    let html = checks::linearizability::html::render("register", &report);
     assert!(
         html.contains("<svg") && html.contains("read(small) -&gt; 2"),
         "{html}"
@@ -347,7 +347,7 @@ const PORCUPINE_LINEARIZABLE_ETCD_LOGS: [u32; 23] = [
 /// Every `etcd_NNN.log` in `COORDSIM_JEPSEN_LOGS` (a copy of Porcupine's
 /// `test_data/jepsen/`) gets Porcupine's verdict. Not in the default run: the logs are
 /// Porcupine's data, not ours. Run with
-/// `COORDSIM_JEPSEN_LOGS=DIR cargo test --release -p scenarios --test linearizability -- --ignored`.
+/// `COORDSIM_JEPSEN_LOGS=DIR cargo test --release -p checks --test linearizability -- --ignored`.
 #[test]
 #[ignore = "needs COORDSIM_JEPSEN_LOGS=<a copy of Porcupine's test_data/jepsen>"]
 fn verdicts_agree_with_porcupine_on_its_jepsen_etcd_logs() {
@@ -785,7 +785,7 @@ mod kv_semantics {
 
 mod zk_semantics {
     use super::*;
-    use scenarios::linearizability::zk;
+    use checks::linearizability::zk;
     use sim::{
         NodeId,
         history::{

@@ -5,7 +5,7 @@
 //! key that outlives its lease lets two clients believe they hold the same lock
 //! (etcd-io/etcd#15247, #12528).
 
-use crate::{Violation, kv_history::KvHistory, lease_history::leases};
+use crate::{Violation, history::kv::KvHistory, history::leases::leases};
 use sim::{
     NodeId,
     history::{History, OpId, kv::ReadConsistency},
@@ -82,7 +82,7 @@ pub fn check(history: &History) -> Vec<KeyOutlivedLease> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::read_sees_prior_writes::tests::{complete, get, invoke};
+    use crate::etcd::read_sees_prior_writes::tests::{complete, get, invoke};
     use sim::history::{
         Event, ProtocolEvent, Record,
         kv::{KeyValue, KvOperation, KvResponse},

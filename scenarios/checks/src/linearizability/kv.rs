@@ -739,7 +739,7 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
 
 /// The keys of the universe that `key`/`range_end` covers.
 fn covered<'k>(universe: &[&'k String], key: &str, range_end: Option<&str>) -> Vec<&'k String> {
-    let span = crate::kv_history::KeySpan::new(key, range_end);
+    let span = crate::history::kv::KeySpan::new(key, range_end);
     universe
         .iter()
         .copied()
@@ -883,7 +883,7 @@ fn split(
                                 key: start,
                                 range_end,
                                 ..
-                            } if crate::kv_history::KeySpan::new(start, range_end.as_deref())
+                            } if crate::history::kv::KeySpan::new(start, range_end.as_deref())
                                 .contains(key) =>
                             {
                                 KeyAction::Read
@@ -891,7 +891,7 @@ fn split(
                             KvOperation::Delete {
                                 key: start,
                                 range_end,
-                            } if crate::kv_history::KeySpan::new(start, range_end.as_deref())
+                            } if crate::history::kv::KeySpan::new(start, range_end.as_deref())
                                 .contains(key) =>
                             {
                                 KeyAction::Delete

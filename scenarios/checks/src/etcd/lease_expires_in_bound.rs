@@ -5,7 +5,7 @@
 //! frequent elections would keep abandoned leases alive forever (etcd-io/etcd#9395,
 //! `etcd.lease_ttl_reset_on_leader_change`; fixed by lease checkpointing, #9924).
 
-use crate::{Violation, lease_history::leases};
+use crate::{Violation, history::leases::leases};
 use sim::{history::History, time::SimTime};
 use std::{fmt, time::Duration};
 
@@ -76,7 +76,7 @@ pub fn check(history: &History, bound: Duration) -> Vec<LeaseNeverExpired> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::read_sees_prior_writes::tests::{complete, invoke};
+    use crate::etcd::read_sees_prior_writes::tests::{complete, invoke};
     use sim::{
         NodeId,
         history::{

@@ -16,8 +16,8 @@
 //! ephemeral (its session may have ended; see `zk_ephemeral_lifetime`). `getChildren` is
 //! checked the same way for creates and deletes of children.
 
-use super::zk_operations::{ZkOp, parent_of, preceding_syncs, zk_operations};
 use crate::Violation;
+use crate::history::zk::{ZkOp, parent_of, preceding_syncs, zk_operations};
 use sim::{
     NodeId,
     history::{
@@ -341,8 +341,8 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_history::*;
     use super::*;
+    use crate::test_history::*;
     use sim::history::zk::ZkResponse;
 
     #[test]

@@ -4,8 +4,8 @@
 //! parent znode" (ZooKeeper Programmer's Guide, *Sequence Nodes*): no two creates get the
 //! same name, and a create that starts after another finished gets a larger number.
 
-use super::zk_operations::{parent_of, zk_operations};
 use crate::Violation;
+use crate::history::zk::{parent_of, zk_operations};
 use sim::{
     history::{
         History, OpId,
@@ -117,8 +117,8 @@ pub fn check(history: &History) -> Vec<SequenceViolation> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_history::*;
     use super::*;
+    use crate::test_history::*;
 
     fn created(start: u64, op: u64, name: &str) -> [sim::history::Record; 2] {
         [

@@ -7,7 +7,7 @@
 //! lock key. `allowed_drift_ppm` covers clock-rate differences between nodes; runs with
 //! clock *steps* can legitimately break this property and should not be checked with it.
 
-use crate::{Violation, lease_history::leases};
+use crate::{Violation, history::leases::leases};
 use sim::{history::History, time::SimTime};
 use std::{fmt, time::Duration};
 
@@ -76,7 +76,7 @@ pub fn check(history: &History, allowed_drift_ppm: u64) -> Vec<ExpiredEarly> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::read_sees_prior_writes::tests::{complete, invoke};
+    use crate::etcd::read_sees_prior_writes::tests::{complete, invoke};
     use sim::{
         NodeId,
         history::{

@@ -11,7 +11,7 @@
 
 use crate::{
     Violation,
-    kv_history::{KeySpan, KvHistory, WriteEffect, WriteOutcome},
+    history::kv::{KeySpan, KvHistory, WriteEffect, WriteOutcome},
 };
 use sim::{
     NodeId,
@@ -302,7 +302,7 @@ fn check_completeness(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::read_sees_prior_writes::tests::{complete, invoke, put};
+    use crate::etcd::read_sees_prior_writes::tests::{complete, invoke, put};
     use sim::history::{
         Record,
         kv::{KvResponse, WatchedChange},

@@ -2,7 +2,7 @@
 //! partitioned per key and memoized, as Porcupine does.
 //!
 //! ```
-//! use scenarios::linearizability::{check, CheckOptions, Verdict, register};
+//! use checks::linearizability::{check, CheckOptions, Verdict, register};
 //! // Two writes of a register, and a read that returned the older value after the newer
 //! // write had completed: not linearizable.
 //! let text = "\
@@ -13,7 +13,7 @@
 //! INFO  jepsen.util - 1\t:invoke\t:read\tnil
 //! INFO  jepsen.util - 1\t:ok\t:read\t1
 //! ";
-//! let (model, history) = scenarios::linearizability::jepsen::read_etcd_log(text).unwrap();
+//! let (model, history) = checks::linearizability::jepsen::read_etcd_log(text).unwrap();
 //! let report = check(&model, &history, &CheckOptions::default());
 //! assert!(matches!(report.verdict, Verdict::Violation(_)));
 //! ```

@@ -10,8 +10,8 @@
 //!    set (newer `mzxid`, `pzxid` for a child watch, or existence for an exists watch),
 //!    the watch must already have been delivered.
 
-use super::zk_operations::zk_operations;
 use crate::Violation;
+use crate::history::zk::zk_operations;
 use sim::{
     NodeId,
     history::{
@@ -192,8 +192,8 @@ pub fn check(history: &History) -> Vec<WatchOrderViolation> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_history::*;
     use super::*;
+    use crate::test_history::*;
 
     #[test]
     fn in_order_passes_and_reordered_or_late_events_fail() {

@@ -3,13 +3,13 @@
 //!
 //! ZAB's *agreement* and *primary order* (Junqueira, Reed & Serafini, DSN 2011, §III): all
 //! servers deliver the same transactions in the same order, so within a run of consecutive
-//! applies (see [`super::applied_runs`]) each replica walks one common sequence. Comparing
+//! applies (see [`crate::history::applied_runs`]) each replica walks one common sequence. Comparing
 //! neighbours catches what comparing single indices cannot: a replica that applies an
 //! extra transaction no one else has (ZOOKEEPER-1154, a proposal kept without TRUNC) or
 //! skips transactions the others applied (ZOOKEEPER-2355).
 
-use super::applied_runs::applied_runs;
 use crate::Violation;
+use crate::history::applied_runs::applied_runs;
 use sim::{NodeId, history::History, time::SimTime};
 use std::{collections::BTreeMap, fmt};
 
@@ -104,8 +104,8 @@ pub fn check(history: &History) -> Vec<DivergentSequence> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_history::applied;
     use super::*;
+    use crate::test_history::applied;
 
     #[test]
     fn a_common_sequence_passes_and_an_extra_entry_fails() {

@@ -23,7 +23,7 @@ use super::{
     model::{Model, Operation, OperationHistory, Outcome, partition_by_key},
     register::Interner,
 };
-use crate::checkers::zk_operations::{ZkOp, parent_of, preceding_syncs, zk_operations};
+use crate::history::zk::{ZkOp, parent_of, preceding_syncs, zk_operations};
 use sim::history::{
     History, OpError, OpResult, Response,
     zk::{CreateMode, Stat, ZkError, ZkOperation, ZkResponse},

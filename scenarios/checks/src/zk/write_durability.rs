@@ -9,8 +9,8 @@
 //! Acknowledged writes are found in the history by their zxid: the `mzxid` of the Stat a
 //! `setData` (or a `multi` containing one) returned.
 
-use super::{applied_runs::applied_runs, zk_operations::zk_operations};
 use crate::Violation;
+use crate::history::{applied_runs::applied_runs, zk::zk_operations};
 use sim::{
     NodeId,
     history::{
@@ -111,8 +111,8 @@ pub fn check(history: &History) -> Vec<AcknowledgedWriteLost> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_history::*;
     use super::*;
+    use crate::test_history::*;
 
     #[test]
     fn an_applied_write_passes_and_a_skipped_one_fails() {

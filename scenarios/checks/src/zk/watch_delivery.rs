@@ -9,8 +9,8 @@
 //! missed if the znode is created and deleted while disconnected", so an exists watch whose
 //! client was disconnected after setting it is not required to fire.
 
-use super::zk_operations::{ZkOp, parent_of, session_ends, zk_operations};
 use crate::Violation;
+use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};
 use sim::{
     NodeId,
     fault::Fault,
@@ -224,8 +224,8 @@ pub fn check(history: &History, settle: Duration) -> Vec<WatchDeliveryViolation>
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_history::*;
     use super::*;
+    use crate::test_history::*;
 
     #[test]
     fn once_passes_twice_fails_and_a_missed_change_fails() {

@@ -7,7 +7,7 @@
 //! (`zab.ack_newleader_before_persist`, ZOOKEEPER-3911) and by a leader that answers `sync`
 //! without a quorum (`zab.sync_not_quorum`, ZOOKEEPER-1675).
 
-use super::kv_linearizable::violations;
+use crate::etcd::linearizable::violations;
 use crate::{
     Violation,
     linearizability::{CheckOptions, check, zk},

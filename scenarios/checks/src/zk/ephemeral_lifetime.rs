@@ -10,8 +10,8 @@
 //!    while its session is still alive, must show the node with that owner — unless a
 //!    delete of the path might have happened.
 
-use super::zk_operations::{ZkOp, preceding_syncs, session_ends, zk_operations};
 use crate::Violation;
+use crate::history::zk::{ZkOp, preceding_syncs, session_ends, zk_operations};
 use sim::{
     NodeId,
     history::{
@@ -200,8 +200,8 @@ pub fn check(history: &History) -> Vec<EphemeralViolation> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_history::*;
     use super::*;
+    use crate::test_history::*;
     use sim::history::{Event, ProtocolEvent, Record};
 
     fn expired(ms: u64, session: u64) -> Record {

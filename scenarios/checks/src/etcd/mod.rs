@@ -1,0 +1,78 @@
+//! Properties of the etcd-like key-value store, judged from what clients observed: the
+//! operations they invoked and the responses they got (`Invoke`/`Complete` events with
+//! `sim::history::kv` operations, recorded by the client library at the client node), the
+//! watch events delivered to them (`kv_watch` records), and lease expiries.
+//!
+//! Lease expiry is the one fact a server reports (`ProtocolEvent::SessionExpired`, recorded
+//! by the lessor that expired the lease); the lease checkers say in their docs what they take
+//! from it and what they derive from client reads instead.
+
+pub mod acknowledged_write_durability;
+pub mod lease_expires_in_bound;
+pub mod lease_keys_removed;
+pub mod lease_not_expired_early;
+pub mod linearizable;
+pub mod read_sees_prior_writes;
+pub mod watch_delivery;
+
+use crate::{Check, boxed, history::final_reads_from};
+use sim::time::SimTime;
+
+/// The etcd-store checks every run of the Raft store gets (add [`crate::protocol::CHECKS`]
+/// for the consensus level).
+pub const CHECKS: &[Check] = &[
+    Check {
+        name: "etcd.read_sees_prior_writes",
+        property: "read sees prior writes",
+        run: |history, _| boxed(read_sees_prior_writes::check(history)),
+    },
+    Check {
+        name: "etcd.acknowledged_write_durability",
+        property: "acknowledged write durability",
+        // Without final reads only the revision evidence applies.
+        run: |history, _| {
+            let from = final_reads_from(history).unwrap_or(SimTime::from_nanos(u64::MAX));
+            boxed(acknowledged_write_durability::check(history, from))
+        },
+    },
+    Check {
+        name: "etcd.linearizable",
+        property: "linearizability",
+        run: |history, _| linearizable::check_history(history),
+    },
+    Check {
+        name: "etcd.watch_delivery",
+        property: "watch delivery",
+        run: |history, _| boxed(watch_delivery::check(history)),
+    },
+    Check {
+        name: "etcd.lease_keys_removed",
+        property: "lease keys removed",
+        run: |history, _| boxed(lease_keys_removed::check(history)),
+    },
+];
+
+/// Checks a scenario must ask for by name: early lease expiry can legitimately happen when
+/// clocks are stepped, and the expiry bound needs a workload that abandons leases.
+pub const OPTIONAL: &[Check] = &[
+    Check {
+        name: "etcd.lease_not_expired_early",
+        property: "lease not expired early",
+        run: |history, context| {
+            boxed(lease_not_expired_early::check(
+                history,
+                context.lease_drift_allowance_ppm,
+            ))
+        },
+    },
+    Check {
+        name: "etcd.lease_expires_in_bound",
+        property: "lease expires in bound",
+        run: |history, _| {
+            boxed(lease_expires_in_bound::check(
+                history,
+                std::time::Duration::from_secs(5),
+            ))
+        },
+    },
+];

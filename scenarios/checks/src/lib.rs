@@ -1,0 +1,121 @@
+//! The judges: checkers, the history readers they share, and the linearizability checker.
+//!
+//! Every checker is a pure function of a recorded [`sim::history::History`]: it never looks
+//! inside a model, and this crate does not depend on `models` at all (Cargo enforces what
+//! habit used to), so a model bug cannot leak into the oracle. Each module checks one
+//! property and returns typed violations that cite where the property comes from.
+//!
+//! Checkers are grouped by what they judge:
+//! - [`protocol`]: consensus-level properties of any store whose servers record
+//!   `BecameLeader`, `TermChanged` and `Applied` (Raft terms and log indexes, ZAB epochs and
+//!   zxids);
+//! - [`etcd`]: the etcd-like key-value store (reads, writes, leases, watches);
+//! - [`zk`]: the ZooKeeper-like store (znodes, sessions, watches);
+//! - [`linearizability`]: the Wing–Gong–Lowe search and its models;
+//! - [`history`]: typed views of a history that several checkers share.
+//!
+//! Each group has one public check set ([`protocol::CHECKS`], [`etcd::CHECKS`],
+//! [`zk::CHECKS`]); [`by_name`] finds a check by its stable name (`protocol.leader_uniqueness`,
+//! `etcd.linearizable`, `zk.sync_then_read`, …), as scenario files name them.
+#![deny(missing_docs)]
+
+pub mod etcd;
+pub mod history;
+pub mod linearizability;
+pub mod protocol;
+#[cfg(test)]
+mod test_history;
+mod violation;
+pub mod zk;
+
+pub use violation::{Violation, boxed};
+
+use sim::history::History;
+use std::time::Duration;
+
+/// What a check may need to know about a run beyond its history's events. Everything else
+/// (when the final reads began, which faults fired) is read from the history itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckContext {
+    /// ZooKeeper watches count as missed only for changes acknowledged at least this long
+    /// before the end of the run (a notification still in flight is not a miss).
+    pub watch_settle: Duration,
+    /// How far apart two nodes' clock rates may be, for lease-expiry checks, ppm.
+    pub lease_drift_allowance_ppm: u64,
+}
+
+impl Default for CheckContext {
+    fn default() -> Self {
+        Self {
+            watch_settle: Duration::from_secs(1),
+            lease_drift_allowance_ppm: 1_000,
+        }
+    }
+}
+
+/// One checker, by its stable name.
+#[derive(Clone, Copy)]
+pub struct Check {
+    /// Stable name: `<group>.<module>`, e.g. `zk.sync_then_read`.
+    pub name: &'static str,
+    /// The property its violations report (what [`Violation::property`] returns).
+    pub property: &'static str,
+    /// Runs it.
+    pub run: fn(&History, &CheckContext) -> Vec<Box<dyn Violation>>,
+}
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check")
+            .field("name", &self.name)
+            .field("property", &self.property)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every check of every group, the optional ones included.
+pub fn all() -> impl Iterator<Item = &'static Check> {
+    protocol::CHECKS
+        .iter()
+        .chain(protocol::OPTIONAL)
+        .chain(etcd::CHECKS)
+        .chain(etcd::OPTIONAL)
+        .chain(zk::CHECKS)
+}
+
+/// The check called `name`, if there is one.
+pub fn by_name(name: &str) -> Option<&'static Check> {
+    all().find(|check| check.name == name)
+}
+
+/// Runs `checks` on `history`; the violations of all of them, in the order given.
+pub fn run<'a>(
+    checks: impl IntoIterator<Item = &'a Check>,
+    history: &History,
+    context: &CheckContext,
+) -> Vec<Box<dyn Violation>> {
+    checks
+        .into_iter()
+        .flat_map(|check| (check.run)(history, context))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_names_are_unique_and_grouped() {
+        let mut names: Vec<&str> = all().map(|check| check.name).collect();
+        let count = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), count, "duplicate check names");
+        for name in names {
+            let group = name.split('.').next().unwrap();
+            assert!(["protocol", "etcd", "zk"].contains(&group), "{name}");
+            assert_eq!(by_name(name).unwrap().name, name);
+        }
+        assert!(by_name("zk.nonexistent").is_none());
+    }
+}

@@ -1,0 +1,80 @@
+//! Consensus-level properties, for any store whose servers record
+//! [`sim::history::ProtocolEvent`]s: `term` is a Raft term or a ZAB epoch, `index` a Raft
+//! log index or a ZAB zxid.
+//!
+//! These checkers trust the servers' own `BecameLeader`, `TermChanged` and `Applied` events
+//! (recorded by the drivers in `models`). That is safe for what they judge: each event is a
+//! server's claim about itself, and the properties are about those claims agreeing (two
+//! servers claiming one term, two replicas claiming different entries at one index). A model
+//! that forgot to record an event could hide from them; the client-side checkers in
+//! [`crate::etcd`] and [`crate::zk`] (linearizability, durability) judge what clients
+//! observed and do not depend on these events.
+
+pub mod applied_in_order;
+pub mod leader_stability;
+pub mod leader_uniqueness;
+pub mod replica_agreement;
+pub mod replica_prefix;
+pub mod term_monotonicity;
+
+use crate::{Check, CheckContext, Violation, boxed};
+use sim::{history::History, time::SimTime};
+use std::time::Duration;
+
+/// The protocol checks every run of either store gets: leader uniqueness, term
+/// monotonicity, replica agreement and prefix agreement, in-order apply.
+pub const CHECKS: &[Check] = &[
+    Check {
+        name: "protocol.leader_uniqueness",
+        property: "leader uniqueness",
+        run: |history, _| boxed(leader_uniqueness::check(history)),
+    },
+    Check {
+        name: "protocol.term_monotonicity",
+        property: "term monotonicity",
+        run: |history, _| boxed(term_monotonicity::check(history)),
+    },
+    Check {
+        name: "protocol.replica_agreement",
+        property: "replica agreement",
+        run: |history, _| boxed(replica_agreement::check(history)),
+    },
+    Check {
+        name: "protocol.replica_prefix",
+        property: "replica prefix agreement",
+        run: |history, _| boxed(replica_prefix::check(history)),
+    },
+    Check {
+        name: "protocol.applied_in_order",
+        property: "apply in log order",
+        run: |history, _| boxed(applied_in_order::check(history)),
+    },
+];
+
+/// Checks a scenario must ask for by name. Leader stability (a healthy cluster under a
+/// flapping link: after the first election, at most one more before the final reads) is
+/// not in [`CHECKS`]: crashes and partitions legitimately change leaders.
+pub const OPTIONAL: &[Check] = &[Check {
+    name: "protocol.leader_stability",
+    property: "leader stability",
+    run: stability,
+}];
+
+fn stability(history: &History, _: &CheckContext) -> Vec<Box<dyn Violation>> {
+    use sim::history::{Event, ProtocolEvent};
+    let first = history.records().iter().find_map(|record| {
+        matches!(
+            record.event,
+            Event::Protocol(ProtocolEvent::BecameLeader { .. })
+        )
+        .then_some(record.at)
+    });
+    let Some(first) = first else {
+        return Vec::new();
+    };
+    let until = crate::history::final_reads_from(history).unwrap_or(SimTime::from_nanos(u64::MAX));
+    leader_stability::check(history, first + Duration::from_millis(1), until, 1)
+        .map(|churn| Box::new(churn) as Box<dyn Violation>)
+        .into_iter()
+        .collect()
+}

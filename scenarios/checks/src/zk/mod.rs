@@ -1,0 +1,55 @@
+//! Properties of the ZooKeeper-like store, judged from what clients observed: operations and
+//! their results (`Invoke`/`Complete` with `sim::history::zk` operations), session events
+//! and watch deliveries (`Event::Zk`), all recorded by the client library at the client
+//! node. A session's end is what its client was told (`SessionExpired`, `SessionClosed`);
+//! no checker here takes a server's word that a session expired.
+
+pub mod ephemeral_lifetime;
+pub mod linearizable;
+pub mod sequential_names;
+pub mod sync_then_read;
+pub mod watch_delivery;
+pub mod watch_order;
+pub mod write_durability;
+
+use crate::{Check, boxed};
+
+/// The ZooKeeper-store checks every run of the ZAB store gets (add
+/// [`crate::protocol::CHECKS`] for the consensus level).
+pub const CHECKS: &[Check] = &[
+    Check {
+        name: "zk.write_durability",
+        property: "acknowledged write durability",
+        run: |history, _| boxed(write_durability::check(history)),
+    },
+    Check {
+        name: "zk.sync_then_read",
+        property: "sync then read sees prior acknowledged writes",
+        run: |history, _| boxed(sync_then_read::check(history)),
+    },
+    Check {
+        name: "zk.ephemeral_lifetime",
+        property: "ephemeral exists iff session alive",
+        run: |history, _| boxed(ephemeral_lifetime::check(history)),
+    },
+    Check {
+        name: "zk.sequential_names",
+        property: "sequential names unique and increasing",
+        run: |history, _| boxed(sequential_names::check(history)),
+    },
+    Check {
+        name: "zk.watch_delivery",
+        property: "watch fires exactly once",
+        run: |history, context| boxed(watch_delivery::check(history, context.watch_settle)),
+    },
+    Check {
+        name: "zk.watch_order",
+        property: "watch order",
+        run: |history, _| boxed(watch_order::check(history)),
+    },
+    Check {
+        name: "zk.linearizable",
+        property: "linearizability",
+        run: |history, _| linearizable::check_history(history),
+    },
+];
