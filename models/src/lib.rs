@@ -5,9 +5,12 @@
 //! - [`zab`]: the ZAB atomic broadcast core (sans-IO) and its storage adapter.
 //! - [`zk`]: the ZooKeeper-like store on ZAB: znode tree, sessions, watches, server, driver
 //!   and client.
+//! - [`ledger`]: a toy replicated ledger (no consensus) that exercises the world, for the
+//!   `coordsim demo` command and the determinism tests.
 #![deny(missing_docs)]
 
 pub mod etcd;
+pub mod ledger;
 mod local_queue;
 pub mod raft;
 pub mod zab;

@@ -66,7 +66,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => demo::run(args),
         Command::CheckHistory(args) => check_history::run(args),
     };
     match result {

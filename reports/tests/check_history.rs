@@ -20,6 +20,7 @@ fn fixture(name: &str) -> String {
         env!("CARGO_MANIFEST_DIR"),
         "..",
         "scenarios",
+        "checks",
         "tests",
         "testdata",
         "jepsen",

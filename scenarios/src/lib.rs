@@ -1,10 +1,21 @@
-//! Workloads, fault-plan strategies and the seed-sweeping suites.
+//! Scenarios and everything that runs them: the [`Scenario`] type (serde, from TOML or JSON
+//! files), the [`catalogue`] of named scenarios, the [`workload`]s, the one run [`driver`]
+//! and its [`Outcome`], the one [`sweep`], the [`KnownBug`] type, and fault-plan
+//! [`strategies`] for proptest.
 //!
 //! The judges live in the `checks` crate (`scenarios/checks`), which reads only recorded
-//! histories and does not depend on `models`. [`sweep`] runs a scenario over many seeds and
-//! turns violations into failure reports with the exact command that replays them.
+//! histories and does not depend on `models`.
 #![deny(missing_docs)]
 
-pub mod etcd_workload;
+pub mod catalogue;
+pub mod driver;
+mod known_bug;
+mod outcome;
+pub mod scenario;
 pub mod strategies;
 pub mod sweep;
+pub mod workload;
+
+pub use known_bug::{KnownBug, KnownBugCase, UnknownBug, table as known_bug_table};
+pub use outcome::{Failure, Metrics, Outcome, ViolationRecord};
+pub use scenario::{Scenario, ScenarioError};

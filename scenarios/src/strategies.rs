@@ -21,7 +21,7 @@ pub fn fault(config: &WorldConfig) -> impl Strategy<Value = Fault> + Clone + use
         Just(PartitionShape::Bridge),
         Just(PartitionShape::IsolateLeader),
         node.clone()
-            .prop_map(|node| PartitionShape::IsolateNode { node }),
+            .prop_map(|node| PartitionShape::IsolateNode { node: node.into() }),
     ];
     prop_oneof![
         shape.prop_map(|shape| Fault::Partition { shape }),
@@ -42,33 +42,38 @@ pub fn fault(config: &WorldConfig) -> impl Strategy<Value = Fault> + Clone + use
             min_us: 1_000,
             max_us
         }),
-        node.clone().prop_map(|node| Fault::Crash { node }),
-        node.clone().prop_map(|node| Fault::Restart { node }),
-        node.clone().prop_map(|node| Fault::Pause { node }),
-        node.clone().prop_map(|node| Fault::Resume { node }),
-        (node.clone(), -2_000i64..=2_000)
-            .prop_map(|(node, delta_ms)| Fault::ClockStep { node, delta_ms }),
-        (node, -100_000i32..=100_000)
-            .prop_map(|(node, drift_ppm)| Fault::ClockDrift { node, drift_ppm }),
+        node.clone()
+            .prop_map(|node| Fault::Crash { node: node.into() }),
+        node.clone()
+            .prop_map(|node| Fault::Restart { node: node.into() }),
+        node.clone()
+            .prop_map(|node| Fault::Pause { node: node.into() }),
+        node.clone()
+            .prop_map(|node| Fault::Resume { node: node.into() }),
+        (node.clone(), -2_000i64..=2_000).prop_map(|(node, delta_ms)| Fault::ClockStep {
+            node: node.into(),
+            delta_ms
+        }),
+        (node, -100_000i32..=100_000).prop_map(|(node, drift_ppm)| Fault::ClockDrift {
+            node: node.into(),
+            drift_ppm
+        }),
     ]
 }
 
-/// A plan of up to `max_faults` faults within the first `phase_ms`, ending with `HealAll`
-/// at `phase_ms` so that a liveness phase follows.
+/// A plan of up to `max_faults` faults within the first `phase_ms` (the world heals
+/// everything at the end of the phase, so a liveness phase follows).
 pub fn fault_plan(
     config: &WorldConfig,
     max_faults: usize,
     phase_ms: u64,
 ) -> impl Strategy<Value = FaultPlan> + use<> {
     vec((0..phase_ms, fault(config)), 0..=max_faults).prop_map(move |faults| {
-        let mut scheduled: Vec<ScheduledFault> = faults
-            .into_iter()
-            .map(|(at_ms, fault)| ScheduledFault { at_ms, fault })
-            .collect();
-        scheduled.push(ScheduledFault {
-            at_ms: phase_ms,
-            fault: Fault::HealAll,
-        });
-        FaultPlan::new(scheduled)
+        FaultPlan::new(
+            faults
+                .into_iter()
+                .map(|(at_ms, fault)| ScheduledFault::at(at_ms, fault))
+                .collect(),
+        )
     })
 }

@@ -1,22 +1,24 @@
-//! Seed sweeps: run a scenario over many seeds, check every run, report failures with the
-//! command that replays them.
+//! The one sweep: a scenario over many seeds, each run through the one driver, failures
+//! reported with the scenario in full and the command that replays them.
 //!
 //! ```no_run
-//! # use scenarios::sweep::Sweep;
-//! # fn run(seed: sim::Seed) -> sim::RunOutcome { unimplemented!() }
-//! let summary = Sweep::new("scenarios", "raft_safety", "raft_cluster_stays_safe", 20)
-//!     .run(run, |outcome| scenarios::checkers::checks::run(checks::protocol::CHECKS, &outcome.history, &checks::CheckContext::default()));
+//! use scenarios::{catalogue, sweep::Sweep};
+//! use sim::fault::FaultKind;
+//! let scenario = catalogue::get("raft_swarm_3").unwrap();
+//! let summary = Sweep::new(scenario, "scenarios", "raft_safety", "three_servers", 50).run();
 //! summary.assert_clean();
-//! assert!(summary.fault_totals.crashes > 0, "the faults never fired");
+//! summary.assert_fired(&[FaultKind::Crash, FaultKind::Partition]);
 //! ```
 
-use checks::Violation;
-use sim::{FaultCounts, RunOutcome, Seed, report::FailureReport};
+use crate::{driver, outcome::Outcome, scenario::Scenario};
+use sim::{FaultCounts, Seed, fault::FaultKind, report::FailureReport};
 use std::fmt;
 
-/// A sweep: which test it belongs to (for the replay command) and how many seeds by default.
+/// A sweep: a scenario, the test it belongs to (for the replay command), and how many
+/// seeds it runs by default (`COORDSIM_SEEDS` / `COORDSIM_SEED` say otherwise).
 #[derive(Clone, Debug)]
 pub struct Sweep {
+    scenario: Scenario,
     package: String,
     test_target: String,
     test_name: String,
@@ -26,91 +28,203 @@ pub struct Sweep {
 /// One seed's failure.
 #[derive(Debug)]
 pub struct SeedFailure {
-    /// The seed.
-    pub seed: Seed,
-    /// What was violated.
-    pub violations: Vec<Box<dyn Violation>>,
-    /// The history digest of the failing run (a replay must reproduce it).
-    pub history_digest: sim::digest::Digest,
+    /// The run.
+    pub outcome: Outcome,
     /// How to replay it.
     pub report: FailureReport,
+    /// The scenario, as the file that reproduces it.
+    pub scenario: String,
 }
 
 impl fmt::Display for SeedFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.report)?;
-        writeln!(f, "history digest: {}", self.history_digest)?;
-        for violation in &self.violations {
-            writeln!(
-                f,
-                "  violated {} [{}]: {violation}",
-                violation.property(),
-                violation.reference()
-            )?;
-        }
-        Ok(())
+        writeln!(f, "scenario: {}", self.scenario)?;
+        write!(f, "{}", self.outcome)
     }
 }
 
 /// What a sweep found.
 #[derive(Debug, Default)]
 pub struct SweepSummary {
+    /// The scenario's name.
+    pub scenario: String,
     /// Seeds run.
     pub seeds: Vec<Seed>,
-    /// Seeds whose run violated something.
+    /// The runs that failed (with their histories).
     pub failures: Vec<SeedFailure>,
+    /// Every run's outcome, without its history.
+    pub outcomes: Vec<Outcome>,
     /// Faults fired over all runs.
     pub fault_totals: FaultCounts,
+    /// Whether the sweep ran its default seeds (not one pinned by `COORDSIM_SEED`).
+    pub sweeping: bool,
 }
 
 impl SweepSummary {
-    /// Panics with every failure report if any seed failed.
+    /// Panics with every failure report if any seed failed (a violation, a liveness stall,
+    /// a crash or a run that reached its time limit).
     pub fn assert_clean(&self) {
         if self.failures.is_empty() {
             return;
         }
         let reports: Vec<String> = self.failures.iter().map(ToString::to_string).collect();
         panic!(
-            "{} of {} seeds violated a property:\n{}",
+            "{} of {} seeds of `{}` failed:\n{}",
             self.failures.len(),
             self.seeds.len(),
-            reports.join("\n")
+            self.scenario,
+            reports.join("\n\n")
         );
     }
 
-    /// Whether some seed violated `property`.
-    pub fn found(&self, property: &str) -> bool {
-        self.failures
-            .iter()
-            .any(|failure| failure.violations.iter().any(|v| v.property() == property))
+    /// Panics unless each fault kind fired, by its own counter, somewhere in the sweep. With
+    /// one pinned seed (whose swarm may switch only some kinds on), at least one of them must.
+    pub fn assert_fired(&self, kinds: &[FaultKind]) {
+        let totals = &self.fault_totals;
+        if !self.sweeping {
+            assert!(
+                kinds.iter().any(|kind| totals.fired(*kind) > 0),
+                "none of {kinds:?} fired: {totals}"
+            );
+            return;
+        }
+        for kind in kinds {
+            assert!(
+                totals.fired(*kind) > 0,
+                "{kind:?} never fired over {} seeds of `{}`: {totals}",
+                self.seeds.len(),
+                self.scenario
+            );
+        }
     }
 
-    /// The first failure that violated `property`.
-    pub fn first_violation_of(&self, property: &str) -> Option<&SeedFailure> {
+    /// The failures whose violations include `property`.
+    pub fn violations_of<'a>(&'a self, property: &'a str) -> impl Iterator<Item = &'a SeedFailure> {
         self.failures
             .iter()
-            .find(|failure| failure.violations.iter().any(|v| v.property() == property))
+            .filter(move |failure| failure.outcome.violated(property))
     }
 }
 
 impl Sweep {
+    /// A sweep of `scenario` for the test `test_name` in `package`'s test target
+    /// `test_target`, running `default_seeds` seeds unless the environment says otherwise.
+    pub fn new(
+        scenario: Scenario,
+        package: &str,
+        test_target: &str,
+        test_name: &str,
+        default_seeds: u64,
+    ) -> Self {
+        Self {
+            scenario,
+            package: package.into(),
+            test_target: test_target.into(),
+            test_name: test_name.into(),
+            default_seeds,
+        }
+    }
+
+    /// Runs every seed. A sweep does not stop at the first failure: the summary shows how
+    /// often the scenario failed, and how.
+    pub fn run(&self) -> SweepSummary {
+        self.run_inspecting(|_| {})
+    }
+
+    /// [`Sweep::run`], showing `inspect` every outcome with its history first (to count
+    /// what the runs exercised).
+    pub fn run_inspecting(&self, mut inspect: impl FnMut(&Outcome)) -> SweepSummary {
+        let seeds = sim::env::test_seeds(self.default_seeds);
+        let mut summary = SweepSummary {
+            scenario: self.scenario.name.clone(),
+            sweeping: std::env::var(sim::env::SEED).is_err(),
+            ..SweepSummary::default()
+        };
+        for &seed in &seeds {
+            let mut outcome = driver::run(&self.scenario, seed);
+            inspect(&outcome);
+            summary.fault_totals.accumulate(&outcome.fault_counts);
+            if outcome.is_clean() {
+                outcome.history = None;
+            } else {
+                self.keep_history(&outcome);
+                let history = outcome.history.take();
+                let mut kept = outcome.clone();
+                kept.history = history;
+                summary.failures.push(SeedFailure {
+                    outcome: kept,
+                    report: FailureReport::for_test(
+                        seed,
+                        &self.package,
+                        &self.test_target,
+                        &self.test_name,
+                    ),
+                    scenario: self.scenario.to_string(),
+                });
+            }
+            summary.outcomes.push(outcome);
+        }
+        summary.seeds = seeds;
+        summary
+    }
+
     /// Writes a failing run's history where `COORDSIM_HISTORY_DIR` says, if set (a problem
     /// writing it is printed, not fatal: the failure report matters more).
-    fn keep_history(&self, seed: Seed, outcome: &RunOutcome) {
-        let Some(directory) = sim::env::history_dir() else {
+    fn keep_history(&self, outcome: &Outcome) {
+        let (Some(directory), Some(history)) = (sim::env::history_dir(), &outcome.history) else {
             return;
         };
-        let path = directory.join(format!("{}-{seed}.jsonl", self.test_name));
+        let path = directory.join(format!("{}-{}.jsonl", self.test_name, outcome.seed));
         let written = std::fs::create_dir_all(&directory)
-            .and_then(|()| std::fs::write(&path, outcome.history.to_json_lines()));
+            .and_then(|()| std::fs::write(&path, history.to_json_lines()));
         match written {
             Ok(()) => eprintln!("history of the failing run: {}", path.display()),
             Err(error) => eprintln!("could not write {}: {error}", path.display()),
         }
     }
 
-    /// A sweep for the test `test_name` in `package`'s integration-test target `test_target`,
-    /// running `default_seeds` seeds unless `COORDSIM_SEEDS`/`COORDSIM_SEED` say otherwise.
+    /// The scenario.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+}
+
+/// A test whose runs drive clients and faults from code instead of through a [`Scenario`]
+/// (the scripted store-feature tests, until they become scenarios): its seeds come from the
+/// same environment, and its failures are reported with the same replay command.
+#[derive(Clone, Debug)]
+pub struct ScriptedSweep {
+    package: String,
+    test_target: String,
+    test_name: String,
+    default_seeds: u64,
+}
+
+/// A failing seed of a [`ScriptedSweep`].
+#[derive(Debug)]
+pub struct ScriptedFailure {
+    /// The seed.
+    pub seed: Seed,
+    /// What the checks found.
+    pub violations: Vec<Box<dyn checks::Violation>>,
+    /// How to replay it.
+    pub report: FailureReport,
+}
+
+/// What a [`ScriptedSweep`] found.
+#[derive(Debug, Default)]
+pub struct ScriptedSummary {
+    /// Seeds run.
+    pub seeds: Vec<Seed>,
+    /// Seeds whose checks found violations (or whose run reached its time limit).
+    pub failures: Vec<ScriptedFailure>,
+    /// Faults fired over all runs.
+    pub fault_totals: FaultCounts,
+}
+
+impl ScriptedSweep {
+    /// A scripted sweep for the test `test_name` (see [`Sweep::new`]).
     pub fn new(package: &str, test_target: &str, test_name: &str, default_seeds: u64) -> Self {
         Self {
             package: package.into(),
@@ -120,27 +234,28 @@ impl Sweep {
         }
     }
 
-    /// Runs every seed and checks every run. A sweep does not stop at the first failure: the
-    /// summary shows how often a property broke.
+    /// Runs `run` for every seed and judges each run with `check`. A run that reached its
+    /// time limit fails, whatever the checks say.
     pub fn run(
         &self,
-        run: impl Fn(Seed) -> RunOutcome,
-        check: impl Fn(&RunOutcome) -> Vec<Box<dyn Violation>>,
-    ) -> SweepSummary {
-        let mut summary = SweepSummary {
+        run: impl Fn(Seed) -> sim::RunOutcome,
+        check: impl Fn(&sim::RunOutcome) -> Vec<Box<dyn checks::Violation>>,
+    ) -> ScriptedSummary {
+        let mut summary = ScriptedSummary {
             seeds: sim::env::test_seeds(self.default_seeds),
-            ..SweepSummary::default()
+            ..ScriptedSummary::default()
         };
         for &seed in &summary.seeds {
             let outcome = run(seed);
             summary.fault_totals.accumulate(&outcome.fault_counts);
-            let violations = check(&outcome);
+            let mut violations = check(&outcome);
+            if let sim::RunEnd::TimeLimit { at } = outcome.end {
+                violations.push(Box::new(TimeLimitReached(at)));
+            }
             if !violations.is_empty() {
-                self.keep_history(seed, &outcome);
-                summary.failures.push(SeedFailure {
+                summary.failures.push(ScriptedFailure {
                     seed,
                     violations,
-                    history_digest: outcome.history_digest(),
                     report: FailureReport::for_test(
                         seed,
                         &self.package,
@@ -151,5 +266,59 @@ impl Sweep {
             }
         }
         summary
+    }
+}
+
+impl ScriptedSummary {
+    /// Panics with every failure if any seed failed.
+    pub fn assert_clean(&self) {
+        if self.failures.is_empty() {
+            return;
+        }
+        let reports: Vec<String> = self
+            .failures
+            .iter()
+            .map(|failure| {
+                let violations: Vec<String> = failure
+                    .violations
+                    .iter()
+                    .map(|v| format!("  violated {} [{}]: {v}", v.property(), v.reference()))
+                    .collect();
+                format!("{}\n{}", failure.report, violations.join("\n"))
+            })
+            .collect();
+        panic!(
+            "{} of {} seeds failed:\n{}",
+            self.failures.len(),
+            self.seeds.len(),
+            reports.join("\n")
+        );
+    }
+
+    /// The first failure that violated `property`.
+    pub fn first_violation_of(&self, property: &str) -> Option<&ScriptedFailure> {
+        self.failures
+            .iter()
+            .find(|failure| failure.violations.iter().any(|v| v.property() == property))
+    }
+}
+
+/// A scripted run that reached its time limit: a failure, never clean.
+#[derive(Debug)]
+struct TimeLimitReached(sim::time::SimTime);
+
+impl fmt::Display for TimeLimitReached {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the run was still going at its time limit, {}", self.0)
+    }
+}
+
+impl checks::Violation for TimeLimitReached {
+    fn property(&self) -> &'static str {
+        "run completes"
+    }
+
+    fn reference(&self) -> &'static str {
+        "a run that reaches its time limit is never clean"
     }
 }

@@ -16,7 +16,7 @@ use models::etcd::{
     EtcdBug, EtcdClient, EtcdCluster, EtcdConfig, KeepAliveEnd, KnownBug, WatchItem, kv_response,
     prefix_range_end,
 };
-use scenarios::sweep::Sweep;
+use scenarios::sweep::ScriptedSweep;
 use sim::{
     NodeId, RunOutcome, Seed, Sim, World,
     fault::PartitionShape,
@@ -38,11 +38,6 @@ const TARGET: &str = "etcd_store";
 /// Every checker that applies to any run of the store (no clock steps in these suites, so
 /// early lease expiry is a violation; drift is the default ±100 ppm).
 fn store_checks(outcome: &RunOutcome) -> Vec<Box<dyn Violation>> {
-    assert!(
-        matches!(outcome.end, sim::RunEnd::Completed { .. }),
-        "seed {}: the scenario did not finish before the time limit",
-        outcome.seed
-    );
     let history = &outcome.history;
     let mut violations = checks::run(
         checks::protocol::CHECKS,
@@ -105,7 +100,7 @@ where
 
 #[test]
 fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
-    let summary = Sweep::new(
+    let summary = ScriptedSweep::new(
         "scenarios",
         TARGET,
         "lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them",
@@ -174,7 +169,7 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
 /// the client stops, the lease still expires in bound.
 #[test]
 fn leader_changes_neither_expire_a_kept_lease_nor_keep_an_abandoned_one() {
-    let summary = Sweep::new(
+    let summary = ScriptedSweep::new(
         "scenarios",
         TARGET,
         "leader_changes_neither_expire_a_kept_lease_nor_keep_an_abandoned_one",
@@ -260,58 +255,59 @@ fn expired_leases_now(sim: &Sim) -> Vec<u64> {
 /// and deletes its key; when the client wakes, its keep-alive learns the lease is gone.
 #[test]
 fn a_paused_client_loses_its_lease() {
-    let summary = Sweep::new("scenarios", TARGET, "a_paused_client_loses_its_lease", 3).run(
-        |seed| {
-            run_client(seed, 3, 2, |sim, cluster| async move {
-                let holder = NodeId::client(0);
-                let context = sim.node(holder);
-                let holder_cluster = cluster.clone();
-                let lease = Arc::new(Mutex::new(None));
-                let granted = lease.clone();
-                let holder_task = sim.spawn(holder, async move {
-                    let mut client = EtcdClient::new(&holder_cluster, context.clone(), 0);
-                    let lease = lease_of(&client.lease_grant(1_000).await);
-                    *granted.lock().unwrap() = Some(lease);
-                    ok(&client.put_with_lease("lock", "holder", lease).await);
-                    let keep_alive = EtcdClient::spawn_keep_alive(
-                        &holder_cluster,
-                        context,
-                        1,
-                        lease,
-                        Duration::from_millis(250),
-                    );
-                    keep_alive
+    let summary = ScriptedSweep::new("scenarios", TARGET, "a_paused_client_loses_its_lease", 3)
+        .run(
+            |seed| {
+                run_client(seed, 3, 2, |sim, cluster| async move {
+                    let holder = NodeId::client(0);
+                    let context = sim.node(holder);
+                    let holder_cluster = cluster.clone();
+                    let lease = Arc::new(Mutex::new(None));
+                    let granted = lease.clone();
+                    let holder_task = sim.spawn(holder, async move {
+                        let mut client = EtcdClient::new(&holder_cluster, context.clone(), 0);
+                        let lease = lease_of(&client.lease_grant(1_000).await);
+                        *granted.lock().unwrap() = Some(lease);
+                        ok(&client.put_with_lease("lock", "holder", lease).await);
+                        let keep_alive = EtcdClient::spawn_keep_alive(
+                            &holder_cluster,
+                            context,
+                            1,
+                            lease,
+                            Duration::from_millis(250),
+                        );
+                        keep_alive
+                            .await
+                            .expect("the keep-alive loop ends on its own")
+                    });
+                    sim.sleep(Duration::from_millis(1_500)).await;
+                    sim.nemesis().pause(holder);
+                    sim.sleep(Duration::from_millis(3_000)).await;
+                    let observer = NodeId::client(1);
+                    let context = sim.node(observer);
+                    let observed = sim
+                        .spawn(observer, async move {
+                            let mut client = EtcdClient::new(&cluster, context, 0);
+                            keys_of(&client.get("lock").await)
+                        })
                         .await
-                        .expect("the keep-alive loop ends on its own")
-                });
-                sim.sleep(Duration::from_millis(1_500)).await;
-                sim.nemesis().pause(holder);
-                sim.sleep(Duration::from_millis(3_000)).await;
-                let observer = NodeId::client(1);
-                let context = sim.node(observer);
-                let observed = sim
-                    .spawn(observer, async move {
-                        let mut client = EtcdClient::new(&cluster, context, 0);
-                        keys_of(&client.get("lock").await)
-                    })
-                    .await
-                    .expect("the observer finishes");
-                assert!(
-                    observed.is_empty(),
-                    "the paused holder's key outlived its lease"
-                );
-                sim.nemesis().resume(holder);
-                let end = holder_task.await.expect("the holder finishes");
-                assert_eq!(end, KeepAliveEnd::LeaseGone);
-                let lease = lease.lock().unwrap().expect("granted");
-                assert!(expired_leases_now(&sim).contains(&lease));
-            })
-        },
-        |outcome| {
-            assert_eq!(outcome.fault_counts.pauses, 1, "the pause fired");
-            store_checks(outcome)
-        },
-    );
+                        .expect("the observer finishes");
+                    assert!(
+                        observed.is_empty(),
+                        "the paused holder's key outlived its lease"
+                    );
+                    sim.nemesis().resume(holder);
+                    let end = holder_task.await.expect("the holder finishes");
+                    assert_eq!(end, KeepAliveEnd::LeaseGone);
+                    let lease = lease.lock().unwrap().expect("granted");
+                    assert!(expired_leases_now(&sim).contains(&lease));
+                })
+            },
+            |outcome| {
+                assert_eq!(outcome.fault_counts.pauses, 1, "the pause fired");
+                store_checks(outcome)
+            },
+        );
     summary.assert_clean();
 }
 
@@ -321,7 +317,7 @@ fn a_paused_client_loses_its_lease() {
 /// acknowledged writes), across at least one reconnect.
 #[test]
 fn a_resumed_watch_delivers_every_change_after_its_revision_once_in_order() {
-    let summary = Sweep::new(
+    let summary = ScriptedSweep::new(
         "scenarios",
         TARGET,
         "a_resumed_watch_delivers_every_change_after_its_revision_once_in_order",
@@ -663,7 +659,7 @@ fn abandoned_lease_under_elections(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcom
 fn lease_ttl_reset_on_leader_change_keeps_an_abandoned_lease_alive() {
     let bound = Duration::from_secs(8);
     let sweep = |bugs: Vec<KnownBug>| {
-        Sweep::new(
+        ScriptedSweep::new(
             "scenarios",
             TARGET,
             "lease_ttl_reset_on_leader_change_keeps_an_abandoned_lease_alive",
@@ -731,7 +727,7 @@ fn watch_from_compacted_delete(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcome {
 #[test]
 fn compact_drops_tombstone_makes_a_watch_miss_the_delete() {
     let sweep = |bugs: Vec<KnownBug>| {
-        Sweep::new(
+        ScriptedSweep::new(
             "scenarios",
             TARGET,
             "compact_drops_tombstone_makes_a_watch_miss_the_delete",
@@ -753,7 +749,7 @@ fn compact_drops_tombstone_makes_a_watch_miss_the_delete() {
 /// Cuts the current leader off from the other servers together with `clients` (which can
 /// then reach only it).
 fn cut_off_leader_with(sim: &Sim, clients: Vec<NodeId>) -> NodeId {
-    let leader = scenarios::etcd_workload::current_leader(sim).expect("a leader");
+    let leader = sim.current_leader().expect("a leader");
     let mut cut = vec![leader];
     cut.extend(clients.iter().copied());
     let rest: Vec<NodeId> = sim
@@ -798,7 +794,7 @@ fn holder_cut_off_with_the_leader(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcome
 #[test]
 fn lessor_not_demoted_acknowledges_renewals_of_an_expired_lease() {
     let sweep = |bugs: Vec<KnownBug>| {
-        Sweep::new(
+        ScriptedSweep::new(
             "scenarios",
             TARGET,
             "lessor_not_demoted_acknowledges_renewals_of_an_expired_lease",
@@ -867,7 +863,7 @@ fn stale_reader_of_an_expired_lease(seed: Seed, bugs: Vec<KnownBug>) -> RunOutco
 #[test]
 fn read_without_readindex_shows_keys_of_an_expired_lease() {
     let sweep = |bugs: Vec<KnownBug>| {
-        Sweep::new(
+        ScriptedSweep::new(
             "scenarios",
             TARGET,
             "read_without_readindex_shows_keys_of_an_expired_lease",

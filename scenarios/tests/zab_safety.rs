@@ -1,17 +1,17 @@
 //! The ZAB store under seeded faults (partitions, clogs, loss, latency, crashes, pauses,
-//! clock steps and drift): every protocol and ZooKeeper property holds on every seed, the
-//! faults fire, and after the heal the ensemble serves every client again.
-
-mod zk_support;
+//! clock steps and drift, leader crashes), through the one driver: every protocol and
+//! ZooKeeper property holds on every seed, each fault kind a sweep turns on fires (by its
+//! own counter), and after the heal every client opens a session, syncs, reads everything
+//! and writes within the liveness bound.
 
 use checks::history::zk::{preceding_syncs, zk_operations};
-use scenarios::sweep::Sweep;
+use scenarios::{Outcome, catalogue, sweep::Sweep};
+use sim::fault::FaultKind;
 use sim::history::{
     Event, ProtocolEvent,
     zk::{ZkOperation, ZkResponse},
 };
-use std::{cell::RefCell, collections::BTreeMap, time::Duration};
-use zk_support::ZkWorkload;
+use std::{collections::BTreeMap, time::Duration};
 
 /// What a sweep exercised, so a green sweep cannot be a vacuous one.
 #[derive(Debug, Default)]
@@ -29,17 +29,26 @@ struct Exercised {
 }
 
 impl Exercised {
-    fn add(&mut self, outcome: &sim::RunOutcome) {
+    fn add(&mut self, outcome: &Outcome) {
+        self.add_history(
+            outcome
+                .history
+                .as_ref()
+                .expect("an inspected run has its history"),
+        );
+    }
+
+    fn add_history(&mut self, history: &sim::history::History) {
         // What the linearizability check (in `zk_store_checks`) gets to search: reading the
         // history again is cheap, the search is not repeated.
-        let (_, checked) = checks::linearizability::zk::from_history(&outcome.history);
+        let (_, checked) = checks::linearizability::zk::from_history(history);
         self.linearizability_checked += checked.operations.len();
         self.linearizability_plain_reads += checked
             .skipped
             .iter()
             .filter(|skipped| skipped.reason.starts_with("plain read"))
             .count();
-        let ops = zk_operations(&outcome.history);
+        let ops = zk_operations(history);
         let syncs = preceding_syncs(&ops);
         // Latest acknowledged setData per path, in acknowledgement order.
         let mut acked: BTreeMap<&str, Vec<(sim::time::SimTime, u64)>> = BTreeMap::new();
@@ -76,7 +85,7 @@ impl Exercised {
                 self.stale_reads += 1;
             }
         }
-        for record in outcome.history.records() {
+        for record in history.records() {
             match record.event {
                 Event::Protocol(ProtocolEvent::SnapshotInstalled { .. }) => {
                     self.snapshot_installs += 1
@@ -89,41 +98,28 @@ impl Exercised {
     }
 }
 
-fn all_checks(outcome: &sim::RunOutcome) -> Vec<Box<dyn checks::Violation>> {
-    let mut violations = checks::run(
-        checks::protocol::CHECKS,
-        &outcome.history,
-        &checks::CheckContext::default(),
-    );
-    violations.extend(checks::run(
-        checks::zk::CHECKS,
-        &outcome.history,
-        &checks::CheckContext::default(),
-    ));
-    violations
+/// Sweeps a catalogue scenario; returns what it exercised, after asserting every run clean.
+fn sweep(
+    scenario: &str,
+    test_name: &str,
+    seeds: u64,
+) -> (scenarios::sweep::SweepSummary, Exercised) {
+    let scenario = catalogue::get(scenario).expect("a catalogue scenario");
+    let mut exercised = Exercised::default();
+    let summary = Sweep::new(scenario, "scenarios", "zab_safety", test_name, seeds)
+        .run_inspecting(|outcome| exercised.add(outcome));
+    summary.assert_clean();
+    println!("{} seeds exercised {exercised:?}", summary.seeds.len());
+    (summary, exercised)
 }
 
 #[test]
 fn three_servers_stay_safe_under_swarm_faults() {
-    let mut workload = ZkWorkload::new(3, 3);
-    workload.swarm.client_faults = sim::fault::ClientFaults::Included;
-    let exercised = RefCell::new(Exercised::default());
-    let summary = Sweep::new(
-        "scenarios",
-        "zab_safety",
+    let (summary, exercised) = sweep(
+        "zab_swarm_3",
         "three_servers_stay_safe_under_swarm_faults",
-        16,
-    )
-    .run(
-        |seed| workload.run(seed),
-        |outcome| {
-            exercised.borrow_mut().add(outcome);
-            all_checks(outcome)
-        },
+        50,
     );
-    summary.assert_clean();
-    let exercised = exercised.into_inner();
-    println!("{} seeds exercised {exercised:?}", summary.seeds.len());
     assert!(exercised.synced_reads > 0 && exercised.acknowledged_writes > 0);
     // Linearizability had writes and synced reads to check, and left plain reads out.
     assert!(
@@ -131,62 +127,81 @@ fn three_servers_stay_safe_under_swarm_faults() {
             && exercised.linearizability_plain_reads > 0,
         "{exercised:?}"
     );
-    assert!(
-        exercised.leaders > summary.seeds.len(),
-        "faults caused leader changes"
-    );
-    let faults = &summary.fault_totals;
-    assert!(faults.faults_applied() > 0, "no fault fired: {faults}");
-    assert!(
-        faults.crashes + faults.partitions + faults.pauses > 0,
-        "no crash, partition or pause fired: {faults}"
-    );
+    summary.assert_fired(&[
+        FaultKind::Partition,
+        FaultKind::Clog,
+        FaultKind::Loss,
+        FaultKind::Latency,
+        FaultKind::Crash,
+        FaultKind::Pause,
+        FaultKind::ClockStep,
+        FaultKind::ClockDrift,
+    ]);
+    if summary.sweeping {
+        assert!(
+            exercised.leaders > summary.seeds.len(),
+            "faults never caused a leader change: {exercised:?}"
+        );
+    }
 }
 
 #[test]
 fn five_servers_stay_safe_under_swarm_faults() {
-    let workload = ZkWorkload::new(5, 3);
-    let summary = Sweep::new(
-        "scenarios",
-        "zab_safety",
+    let (summary, _) = sweep(
+        "zab_swarm_5",
         "five_servers_stay_safe_under_swarm_faults",
-        8,
-    )
-    .run(|seed| workload.run(seed), all_checks);
-    summary.assert_clean();
-    assert!(summary.fault_totals.faults_applied() > 0);
+        50,
+    );
+    summary.assert_fired(&[FaultKind::Partition, FaultKind::Crash, FaultKind::Pause]);
 }
 
 #[test]
-fn ensembles_of_one_and_seven_serve_and_stay_safe() {
-    for servers in [1, 7] {
-        let mut workload = ZkWorkload::new(servers, 2);
-        if servers == 1 {
-            // A single server cannot survive a partition or crash: only network faults.
-            workload.swarm.kinds = vec![
-                sim::fault::FaultKind::Latency,
-                sim::fault::FaultKind::ClockStep,
-            ];
-        }
-        let summary = Sweep::new(
-            "scenarios",
-            "zab_safety",
-            "ensembles_of_one_and_seven_serve_and_stay_safe",
-            3,
-        )
-        .run(|seed| workload.run(seed), all_checks);
-        summary.assert_clean();
+fn seven_servers_stay_safe_under_swarm_faults() {
+    let (summary, _) = sweep(
+        "zab_swarm_7",
+        "seven_servers_stay_safe_under_swarm_faults",
+        50,
+    );
+    summary.assert_fired(&[FaultKind::Partition, FaultKind::Crash, FaultKind::Pause]);
+}
+
+#[test]
+fn a_single_server_serves_and_stays_safe() {
+    let (summary, _) = sweep(
+        "zab_single_server",
+        "a_single_server_serves_and_stays_safe",
+        50,
+    );
+    summary.assert_fired(&[FaultKind::Latency, FaultKind::ClockStep]);
+}
+
+/// Leaders crash again and again (some stranded with the clients first), so recoveries
+/// with a lagging quorum, TRUNC and SNAP syncs happen often.
+#[test]
+fn three_servers_stay_safe_when_leaders_keep_crashing() {
+    let (summary, exercised) = sweep(
+        "zab_leader_killer",
+        "three_servers_stay_safe_when_leaders_keep_crashing",
+        50,
+    );
+    summary.assert_fired(&[FaultKind::Crash, FaultKind::Partition]);
+    if summary.sweeping {
+        assert!(
+            exercised.leaders > 2 * summary.seeds.len(),
+            "the leader killer rarely changed the leader: {exercised:?}"
+        );
     }
 }
 
 #[test]
 fn same_seed_same_history() {
-    let workload = ZkWorkload::new(3, 2);
+    let scenario = catalogue::get("zab_swarm_3").unwrap();
     let seed = sim::Seed::new(7);
-    let first = workload.run(seed);
-    let second = workload.run(seed);
-    assert_eq!(first.history_digest(), second.history_digest());
-    assert!(first.history.len() > 100);
+    let first = scenarios::driver::run(&scenario, seed);
+    let second = scenarios::driver::run(&scenario, seed);
+    assert!(first.history_digest.is_some());
+    assert_eq!(first.history_digest, second.history_digest);
+    assert!(first.metrics.records > 100);
 }
 
 /// A follower's reads may be stale (sequential consistency); `sync` then read never is.
@@ -253,9 +268,18 @@ fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
                     .unwrap();
                 }
             });
-        assert!(all_checks(&outcome).is_empty(), "seed {}", outcome.seed);
+        let violations = checks::run(
+            checks::protocol::CHECKS.iter().chain(checks::zk::CHECKS),
+            &outcome.history,
+            &checks::CheckContext::default(),
+        );
+        assert!(
+            violations.is_empty(),
+            "seed {}: {violations:?}",
+            outcome.seed
+        );
         let mut exercised = Exercised::default();
-        exercised.add(&outcome);
+        exercised.add_history(&outcome.history);
         stale += exercised.stale_reads;
         synced_fresh += exercised.synced_reads;
     }
@@ -267,7 +291,8 @@ fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
     assert!(synced_fresh > 0);
 }
 
-/// Seeds that once broke the model, kept as regressions:
+/// Seeds that once broke the model, kept as regressions (the runs go through the driver,
+/// which re-generates the same plans from the seeds):
 /// - 118, five servers: a deposed leader (paused, its clock far ahead on resume) expired a
 ///   session in its stale tracker and told the reconnecting client "session expired" while
 ///   the session and its ephemeral nodes lived on (caught by the ephemeral checker); now
@@ -275,22 +300,15 @@ fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
 /// - 169, three servers with client faults: the client abandoned a gracefully closed
 ///   connection on a failed ping and lost a watch event still in flight (caught by the
 ///   watch-order checker); now it reads everything sent before the close.
+///
+/// (The fault plans are generated differently since the run model changed, so these seeds
+/// no longer replay the exact schedules that broke the model; the scripted regression
+/// tests in models/tests pin the mechanisms.)
 #[test]
 fn regression_seeds_stay_clean() {
-    let five = ZkWorkload::new(5, 3);
-    let mut three = ZkWorkload::new(3, 3);
-    three.swarm.client_faults = sim::fault::ClientFaults::Included;
-    for (workload, seed) in [(&five, 118), (&three, 169)] {
-        let outcome = workload.run(sim::Seed::new(seed));
-        let violations = all_checks(&outcome);
-        assert!(
-            violations.is_empty(),
-            "seed {seed}: {}",
-            violations
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
+    for (scenario, seed) in [("zab_swarm_5", 118), ("zab_swarm_3", 169)] {
+        let scenario = catalogue::get(scenario).unwrap();
+        let outcome = scenarios::driver::run(&scenario, sim::Seed::new(seed));
+        assert!(outcome.is_clean(), "{outcome}");
     }
 }

@@ -134,7 +134,7 @@ fn owner_cut_off_past_timeout_is_expired(cut_off: CutOff, test: &str) {
             let nemesis = sim.nemesis();
             match cut_off {
                 CutOff::Partition => {
-                    nemesis.partition(PartitionShape::IsolateNode { node: C1 });
+                    nemesis.partition(PartitionShape::IsolateNode { node: C1.into() });
                 }
                 CutOff::Pause => {
                     nemesis.pause(C1);
@@ -220,8 +220,9 @@ fn client_that_reconnects_within_its_timeout_keeps_session_and_ephemerals() {
             let session = owner.session_id().unwrap();
             // Cut off the owner's server (sometimes the leader): the owner fails over.
             let server = attached_server(&sim, C1);
-            sim.nemesis()
-                .partition(PartitionShape::IsolateNode { node: server });
+            sim.nemesis().partition(PartitionShape::IsolateNode {
+                node: server.into(),
+            });
             sim.sleep(Duration::from_secs(4)).await;
             assert_eq!(
                 synced_exists(&sim, &observer, C2, "/e").await,

@@ -6,7 +6,7 @@
 
 use crate::{
     clock::MAX_DRIFT_PPM,
-    fault::{FaultPlan, SwarmConfig},
+    fault::FaultSource,
     node::{NodeId, NodeKind},
     ratio::Ratio,
 };
@@ -39,6 +39,12 @@ pub struct WorldConfig {
     /// Where faults come from.
     #[serde(default)]
     pub faults: FaultSource,
+    /// Faults fire within the first `fault_phase_ms` (generated plans fill it; an explicit
+    /// plan's phase lasts at least until its last fault's effect ends). At the end of the
+    /// phase the world heals everything: partitions, clogs, network conditions, crashed
+    /// and paused nodes, clock drift.
+    #[serde(default)]
+    pub fault_phase_ms: u64,
     /// The run stops (with [`crate::RunEnd::TimeLimit`]) at this simulated time.
     #[serde(default = "default_time_limit_ms")]
     pub time_limit_ms: u64,
@@ -57,6 +63,7 @@ impl Default for WorldConfig {
             disk: DiskConfig::default(),
             clocks: ClockConfig::default(),
             faults: FaultSource::None,
+            fault_phase_ms: 0,
             time_limit_ms: default_time_limit_ms(),
         }
     }
@@ -124,19 +131,6 @@ impl Default for ClockConfig {
             max_drift_ppm: 100,
         }
     }
-}
-
-/// Where a run's faults come from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultSource {
-    /// No faults.
-    #[default]
-    None,
-    /// An explicit schedule.
-    Plan(FaultPlan),
-    /// A schedule generated from the seed.
-    Swarm(SwarmConfig),
 }
 
 /// A config field that cannot be.
@@ -254,11 +248,23 @@ impl WorldConfig {
                 "0 ms (expected a positive limit)",
             ));
         }
-        match &self.faults {
-            FaultSource::None => Ok(()),
-            FaultSource::Plan(plan) => plan.validate("faults.plan", self),
-            FaultSource::Swarm(swarm) => swarm.validate("faults.swarm"),
+        let generated = !matches!(self.faults, FaultSource::None | FaultSource::Plan(_));
+        if generated && self.fault_phase_ms == 0 {
+            return Err(ConfigError::new(
+                "fault_phase_ms",
+                "0 ms with generated faults (expected a positive fault phase to generate them in)",
+            ));
         }
+        if self.fault_phase_ms >= self.time_limit_ms {
+            return Err(ConfigError::new(
+                "fault_phase_ms",
+                format!(
+                    "{} ms is not before the time limit of {} ms (expected a fault phase that ends before the run must)",
+                    self.fault_phase_ms, self.time_limit_ms
+                ),
+            ));
+        }
+        self.faults.validate("faults", self)
     }
 
     /// Whether `node` exists in this world.

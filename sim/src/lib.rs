@@ -26,7 +26,6 @@ compile_error!(
 
 pub mod clock;
 pub mod config;
-pub mod demo;
 pub mod digest;
 pub mod disk;
 pub mod env;

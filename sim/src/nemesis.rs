@@ -1,20 +1,24 @@
 //! The nemesis: applies faults to the world, records them, and counts what fired.
 
 use crate::{
-    fault::{Fault, FaultPlan, PartitionShape},
-    history::{Event, FaultOutcome, FaultRecord, PhaseEvent, ProtocolEvent},
+    fault::{Fault, FaultKind, FaultPlan, PartitionShape, Target},
+    history::{Event, FaultOutcome, FaultRecord, PhaseEvent},
     net::BreakReason,
     node::NodeId,
     ratio::Ratio,
     time,
     world::state::{Breakable, Conditions, NodeStatus, WorldShared, WorldState},
 };
+use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
 
 /// How many faults actually fired in a run, and what they did to messages and disks.
 ///
-/// Suites assert on these: a suite whose faults never fire proves nothing.
+/// Suites assert on these: a suite whose faults never fire proves nothing. Each fault kind
+/// has its own counter ([`FaultCounts::fired`]); inverses (heals, unclogs, restarts,
+/// resumes, conditions restored) and the world's heal at the end of the fault phase are
+/// counted apart, so that they can never pass for a fault that fired.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultCounts {
     /// Partitions applied.
@@ -25,8 +29,14 @@ pub struct FaultCounts {
     pub clogs: u64,
     /// Links unclogged.
     pub unclogs: u64,
-    /// Changes of loss, latency or duplication.
-    pub network_changes: u64,
+    /// Loss rate set to something other than the configured rate.
+    pub loss_changes: u64,
+    /// Latency range set to something other than the configured range.
+    pub latency_changes: u64,
+    /// Duplication rate set to something other than the configured rate.
+    pub duplication_changes: u64,
+    /// Network conditions set back to the configured ones.
+    pub network_restores: u64,
     /// Nodes crashed.
     pub crashes: u64,
     /// Nodes restarted.
@@ -37,9 +47,12 @@ pub struct FaultCounts {
     pub resumes: u64,
     /// Clock steps.
     pub clock_steps: u64,
-    /// Drift changes.
+    /// Clocks set drifting (a drift other than zero).
     pub clock_drifts: u64,
-    /// `HealAll`s.
+    /// Clocks set back to no drift.
+    pub clock_drift_stops: u64,
+    /// Heal-alls: the world's heal at the end of the fault phase, and any `heal_all` in a
+    /// plan. Never a fault.
     pub heal_alls: u64,
     /// Faults that could not apply and changed nothing.
     pub skipped: u64,
@@ -69,13 +82,17 @@ impl FaultCounts {
             heals,
             clogs,
             unclogs,
-            network_changes,
+            loss_changes,
+            latency_changes,
+            duplication_changes,
+            network_restores,
             crashes,
             restarts,
             pauses,
             resumes,
             clock_steps,
             clock_drifts,
+            clock_drift_stops,
             heal_alls,
             skipped,
             messages_sent,
@@ -91,13 +108,17 @@ impl FaultCounts {
         self.heals += heals;
         self.clogs += clogs;
         self.unclogs += unclogs;
-        self.network_changes += network_changes;
+        self.loss_changes += loss_changes;
+        self.latency_changes += latency_changes;
+        self.duplication_changes += duplication_changes;
+        self.network_restores += network_restores;
         self.crashes += crashes;
         self.restarts += restarts;
         self.pauses += pauses;
         self.resumes += resumes;
         self.clock_steps += clock_steps;
         self.clock_drifts += clock_drifts;
+        self.clock_drift_stops += clock_drift_stops;
         self.heal_alls += heal_alls;
         self.skipped += skipped;
         self.messages_sent += messages_sent;
@@ -118,19 +139,26 @@ impl FaultCounts {
             + self.messages_dropped_broken_connection
     }
 
-    /// Total faults that took effect (excluding network condition changes).
-    pub fn faults_applied(&self) -> u64 {
-        self.partitions
-            + self.heals
-            + self.clogs
-            + self.unclogs
-            + self.crashes
-            + self.restarts
-            + self.pauses
-            + self.resumes
-            + self.clock_steps
-            + self.clock_drifts
-            + self.heal_alls
+    /// How many faults of `kind` took effect: the fault itself, never its inverse
+    /// (`HealAll` is not a fault kind that fires; asking for it gives the heal-all count).
+    pub fn fired(&self, kind: FaultKind) -> u64 {
+        match kind {
+            FaultKind::Partition => self.partitions,
+            FaultKind::Clog => self.clogs,
+            FaultKind::Loss => self.loss_changes,
+            FaultKind::Latency => self.latency_changes,
+            FaultKind::Duplication => self.duplication_changes,
+            FaultKind::Crash => self.crashes,
+            FaultKind::Pause => self.pauses,
+            FaultKind::ClockStep => self.clock_steps,
+            FaultKind::ClockDrift => self.clock_drifts,
+            FaultKind::HealAll => self.heal_alls,
+        }
+    }
+
+    /// Faults of every kind that took effect; inverses and heal-alls not included.
+    pub fn faults_fired(&self) -> u64 {
+        FaultKind::FAULTS.iter().map(|kind| self.fired(*kind)).sum()
     }
 }
 
@@ -138,18 +166,24 @@ impl fmt::Display for FaultCounts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "partitions {} (healed {}), clogs {}, crashes {} (restarted {}), pauses {} (resumed {}), \
-             clock steps {}, drift changes {}, network changes {}, heal-alls {}, skipped {}",
+            "partitions {} (healed {}), clogs {} (unclogged {}), crashes {} (restarted {}), \
+             pauses {} (resumed {}), clock steps {}, drifts {} (stopped {}), loss {}, latency {}, \
+             duplication {} (conditions restored {}); heal-alls {}, skipped {}",
             self.partitions,
             self.heals,
             self.clogs,
+            self.unclogs,
             self.crashes,
             self.restarts,
             self.pauses,
             self.resumes,
             self.clock_steps,
             self.clock_drifts,
-            self.network_changes,
+            self.clock_drift_stops,
+            self.loss_changes,
+            self.latency_changes,
+            self.duplication_changes,
+            self.network_restores,
             self.heal_alls,
             self.skipped
         )?;
@@ -204,7 +238,7 @@ impl Nemesis {
 
     /// Cuts `node` off from every other node.
     pub fn isolate(&self, node: NodeId) -> FaultOutcome {
-        self.partition(PartitionShape::IsolateNode { node })
+        self.partition(PartitionShape::IsolateNode { node: node.into() })
     }
 
     /// Repairs the partition.
@@ -224,32 +258,38 @@ impl Nemesis {
 
     /// Kills `node`: tasks stop, unsynced writes are lost, connections break.
     pub fn crash(&self, node: NodeId) -> FaultOutcome {
-        self.apply(&Fault::Crash { node })
+        self.apply(&Fault::Crash { node: node.into() })
     }
 
     /// Starts a crashed `node` again.
     pub fn restart(&self, node: NodeId) -> FaultOutcome {
-        self.apply(&Fault::Restart { node })
+        self.apply(&Fault::Restart { node: node.into() })
     }
 
     /// Freezes `node`'s tasks and timers while the world goes on.
     pub fn pause(&self, node: NodeId) -> FaultOutcome {
-        self.apply(&Fault::Pause { node })
+        self.apply(&Fault::Pause { node: node.into() })
     }
 
     /// Lets a paused `node` run again.
     pub fn resume(&self, node: NodeId) -> FaultOutcome {
-        self.apply(&Fault::Resume { node })
+        self.apply(&Fault::Resume { node: node.into() })
     }
 
     /// Moves `node`'s clock by `delta_ms` (negative: backwards).
     pub fn step_clock(&self, node: NodeId, delta_ms: i64) -> FaultOutcome {
-        self.apply(&Fault::ClockStep { node, delta_ms })
+        self.apply(&Fault::ClockStep {
+            node: node.into(),
+            delta_ms,
+        })
     }
 
     /// Sets `node`'s clock drift.
     pub fn set_drift(&self, node: NodeId, drift_ppm: i32) -> FaultOutcome {
-        self.apply(&Fault::ClockDrift { node, drift_ppm })
+        self.apply(&Fault::ClockDrift {
+            node: node.into(),
+            drift_ppm,
+        })
     }
 
     /// Sets the datagram loss probability.
@@ -276,32 +316,102 @@ impl Nemesis {
         self.apply(&Fault::HealAll)
     }
 
+    /// The world's own heal at the end of the fault phase: what [`Nemesis::heal_all`] does,
+    /// counted in `heal_alls` and recorded as a phase, not as a fault.
+    fn heal_everything(&self) {
+        let mut deferred = Vec::new();
+        let outcome = {
+            let mut state = self.world.state.lock();
+            self.apply_locked(&mut state, &Fault::HealAll, None, &mut deferred)
+        };
+        self.run_deferred(outcome, deferred);
+    }
+
     /// Applies `fault`, records it and counts it.
     ///
     /// # Panics
     /// If the fault is invalid for this world (unknown node, ratio above one, …).
     pub fn apply(&self, fault: &Fault) -> FaultOutcome {
+        self.apply_resolving(fault, None).1
+    }
+
+    /// Resolves `fault`'s subject (a role or `$name`), applies it, records it with what the
+    /// subject resolved to, and counts it; names the resolved node `label` if given.
+    /// Returns the resolved subject with the outcome.
+    pub(crate) fn apply_resolving(
+        &self,
+        fault: &Fault,
+        label: Option<&str>,
+    ) -> (Option<NodeId>, FaultOutcome) {
         if let Err(error) = fault.validate("fault", &self.world.config) {
             panic!("nemesis given an invalid fault {fault}: {error}");
         }
         let mut deferred = Vec::new();
-        let outcome = {
+        let (target, outcome) = {
             let mut state = self.world.state.lock();
-            let outcome = self.apply_locked(&mut state, fault, &mut deferred);
+            let resolved = match fault.subject() {
+                None => Ok(None),
+                Some(subject) => self.resolve(&mut state, subject).map(Some),
+            };
+            let (target, outcome) = match resolved {
+                Ok(target) => (
+                    target,
+                    self.apply_locked(&mut state, fault, target, &mut deferred),
+                ),
+                Err(reason) => (
+                    None,
+                    FaultOutcome::Skipped {
+                        reason: reason.to_string(),
+                    },
+                ),
+            };
             if matches!(outcome, FaultOutcome::Skipped { .. }) {
                 state.counts.skipped += 1;
             }
-            outcome
+            if let (Some(label), Some(node)) = (label, target) {
+                state.labels.insert(label.to_string(), node);
+            }
+            (target, outcome)
         };
         let outcome = self.run_deferred(outcome, deferred);
         self.world.record(
             None,
             Event::Fault(FaultRecord {
                 fault: fault.clone(),
+                target,
                 outcome: outcome.clone(),
             }),
         );
-        outcome
+        (target, outcome)
+    }
+
+    /// The node `target` names now: roles resolve against the servers' leadership events
+    /// and the nemesis stream (so the same run resolves them the same way).
+    fn resolve(&self, state: &mut WorldState, target: &Target) -> Result<NodeId, String> {
+        match target {
+            Target::Node(node) => Ok(*node),
+            Target::Leader => {
+                current_leader(state, &self.world).ok_or_else(|| "no leader is known".into())
+            }
+            Target::Follower => {
+                let leader = current_leader(state, &self.world);
+                let followers: Vec<NodeId> = (0..self.world.config.servers)
+                    .map(NodeId::server)
+                    .filter(|node| {
+                        Some(*node) != leader && !state.is_crashed(self.world.index(*node))
+                    })
+                    .collect();
+                followers
+                    .choose(&mut state.nemesis_rng)
+                    .copied()
+                    .ok_or_else(|| "no running follower".into())
+            }
+            Target::Label(name) => state
+                .labels
+                .get(name)
+                .copied()
+                .ok_or_else(|| format!("`${name}` was never resolved (its fault was skipped)")),
+        }
     }
 
     fn run_deferred(&self, mut outcome: FaultOutcome, deferred: Vec<Deferred>) -> FaultOutcome {
@@ -341,12 +451,16 @@ impl Nemesis {
         outcome
     }
 
+    /// Applies `fault` with its subject resolved to `target`.
     fn apply_locked(
         &self,
         state: &mut WorldState,
         fault: &Fault,
+        target: Option<NodeId>,
         deferred: &mut Vec<Deferred>,
     ) -> FaultOutcome {
+        // Validated and resolved: every fault with a subject has its node here.
+        let subject = || target.expect("a resolved subject");
         let world = &self.world;
         let n = world.nodes.len();
         let applied = || FaultOutcome::Applied {
@@ -361,11 +475,15 @@ impl Nemesis {
             Fault::Partition { shape } => {
                 let servers: Vec<NodeId> = (0..world.config.servers).map(NodeId::server).collect();
                 let all: Vec<NodeId> = world.config.nodes().collect();
-                let leader = current_leader(state, world);
-                let links = match shape.resolve(&servers, &all, leader, &mut state.nemesis_rng) {
-                    Ok(links) => links,
-                    Err(reason) => return skipped(reason),
-                };
+                let leader = shape
+                    .needs_leader()
+                    .then(|| current_leader(state, world))
+                    .flatten();
+                let links =
+                    match shape.resolve(&servers, &all, target, leader, &mut state.nemesis_rng) {
+                        Ok(links) => links,
+                        Err(reason) => return skipped(reason),
+                    };
                 state.partition_cut.iter_mut().for_each(|cut| *cut = false);
                 for &(from, to) in &links {
                     state.partition_cut[world.index(from) * n + world.index(to)] = true;
@@ -409,37 +527,50 @@ impl Nemesis {
             }
             Fault::Loss { rate } => {
                 state.conditions.loss = *rate;
-                state.counts.network_changes += 1;
+                if *rate == world.config.network.loss {
+                    state.counts.network_restores += 1;
+                } else {
+                    state.counts.loss_changes += 1;
+                }
                 applied()
             }
             Fault::Duplication { rate } => {
                 state.conditions.duplication = *rate;
-                state.counts.network_changes += 1;
+                if *rate == world.config.network.duplication {
+                    state.counts.network_restores += 1;
+                } else {
+                    state.counts.duplication_changes += 1;
+                }
                 applied()
             }
             Fault::Latency { min_us, max_us } => {
                 state.conditions.latency_min = Duration::from_micros(*min_us);
                 state.conditions.latency_max = Duration::from_micros(*max_us);
-                state.counts.network_changes += 1;
+                let network = &world.config.network;
+                if (*min_us, *max_us) == (network.latency_min_us, network.latency_max_us) {
+                    state.counts.network_restores += 1;
+                } else {
+                    state.counts.latency_changes += 1;
+                }
                 applied()
             }
-            Fault::Crash { node } => {
-                let index = world.index(*node);
+            Fault::Crash { .. } => {
+                let index = world.index(subject());
                 if state.statuses[index] == NodeStatus::Crashed {
                     return skipped("node already crashed");
                 }
                 self.crash_locked(state, index, deferred)
             }
-            Fault::Restart { node } => {
-                let index = world.index(*node);
+            Fault::Restart { .. } => {
+                let index = world.index(subject());
                 if state.statuses[index] != NodeStatus::Crashed {
                     return skipped("node is not crashed");
                 }
                 self.restart_locked(state, index);
                 applied()
             }
-            Fault::Pause { node } => {
-                let index = world.index(*node);
+            Fault::Pause { .. } => {
+                let index = world.index(subject());
                 match state.statuses[index] {
                     NodeStatus::Crashed => return skipped("node is crashed"),
                     NodeStatus::Paused => return skipped("node already paused"),
@@ -450,26 +581,30 @@ impl Nemesis {
                 state.counts.pauses += 1;
                 applied()
             }
-            Fault::Resume { node } => {
-                let index = world.index(*node);
+            Fault::Resume { .. } => {
+                let index = world.index(subject());
                 if state.statuses[index] != NodeStatus::Paused {
                     return skipped("node is not paused");
                 }
                 self.resume_locked(state, index);
                 applied()
             }
-            Fault::ClockStep { node, delta_ms } => {
-                let index = world.index(*node);
+            Fault::ClockStep { delta_ms, .. } => {
+                let index = world.index(subject());
                 world.nodes[index]
                     .clock
                     .step(delta_ms.saturating_mul(1_000_000));
                 state.counts.clock_steps += 1;
                 applied()
             }
-            Fault::ClockDrift { node, drift_ppm } => {
-                let index = world.index(*node);
+            Fault::ClockDrift { drift_ppm, .. } => {
+                let index = world.index(subject());
                 world.nodes[index].clock.set_drift(*drift_ppm);
-                state.counts.clock_drifts += 1;
+                if *drift_ppm == 0 {
+                    state.counts.clock_drift_stops += 1;
+                } else {
+                    state.counts.clock_drifts += 1;
+                }
                 applied()
             }
             Fault::HealAll => {
@@ -534,44 +669,72 @@ impl Nemesis {
 }
 
 /// The server that most recently became leader and has neither stepped down nor crashed,
-/// according to the history (so any protocol that records `BecameLeader` works).
-fn current_leader(state: &WorldState, world: &WorldShared) -> Option<NodeId> {
-    let mut leading: BTreeMap<NodeId, u64> = BTreeMap::new();
-    for record in &state.history {
-        let Some(node) = record.node else { continue };
-        match &record.event {
-            Event::Protocol(ProtocolEvent::BecameLeader { term }) => {
-                leading.insert(node, *term);
-            }
-            Event::Protocol(ProtocolEvent::SteppedDown { term })
-                if leading.get(&node) == Some(term) =>
-            {
-                leading.remove(&node);
-            }
-            _ => {}
-        }
-    }
-    leading
-        .into_iter()
-        .filter(|(node, _)| node.is_server() && !state.is_crashed(world.index(*node)))
-        .max_by_key(|(node, term)| (*term, std::cmp::Reverse(*node)))
-        .map(|(node, _)| node)
+/// according to the servers' `BecameLeader` / `SteppedDown` events (kept up to date as they
+/// are recorded, so any protocol that records them works; ties go to the lower node).
+pub(crate) fn current_leader(state: &WorldState, world: &WorldShared) -> Option<NodeId> {
+    state
+        .leading
+        .iter()
+        .filter(|(node, _)| node.is_server() && !state.is_crashed(world.index(**node)))
+        .max_by_key(|(node, term)| (**term, std::cmp::Reverse(**node)))
+        .map(|(node, _)| *node)
 }
 
-/// Runs a fault plan on the supervisor node, then signals the end of the fault phase.
-pub(crate) async fn run_plan(world: Arc<WorldShared>, plan: FaultPlan) {
+/// What the plan runner does next.
+enum Step {
+    /// Fire the plan's fault at this position.
+    Fire(usize),
+    /// Fire the inverse of a spanned fault.
+    Undo(Fault),
+}
+
+/// Runs a fault plan on the supervisor node: each fault at its time (and the inverse of a
+/// spanned one at the end of its span, on the node it resolved to), then, at the end of the
+/// fault phase, heals everything and signals the liveness phase.
+///
+/// At one instant the plan's own faults fire before the inverses of spans ending then, so a
+/// plan can crash a node as the partition that stranded it heals.
+pub(crate) async fn run_plan(world: Arc<WorldShared>, plan: FaultPlan, phase_end_ms: u64) {
     let nemesis = Nemesis::new(world.clone());
-    let has_faults = !plan.faults.is_empty();
-    for scheduled in plan.faults {
-        let at = Duration::from_millis(scheduled.at_ms);
+    let mut queue: BTreeMap<(u64, usize), Step> = plan
+        .faults
+        .iter()
+        .enumerate()
+        .map(|(index, scheduled)| ((scheduled.at_ms, index), Step::Fire(index)))
+        .collect();
+    let mut next_undo = plan.faults.len();
+    while let Some(((at_ms, _), step)) = queue.pop_first() {
+        let at = Duration::from_millis(at_ms);
         let now = Duration::from_nanos(world.now().as_nanos());
         if at > now {
             time::sleep(at - now).await;
         }
-        nemesis.apply(&scheduled.fault);
+        match step {
+            Step::Fire(index) => {
+                let scheduled = &plan.faults[index];
+                let (target, outcome) =
+                    nemesis.apply_resolving(&scheduled.fault, scheduled.label.as_deref());
+                if let (Some(for_ms), FaultOutcome::Applied { .. }) = (scheduled.for_ms, &outcome)
+                    && let Some(inverse) = scheduled.fault.inverse(target, &world.config)
+                {
+                    queue.insert((at_ms + for_ms, next_undo), Step::Undo(inverse));
+                    next_undo += 1;
+                }
+            }
+            Step::Undo(inverse) => {
+                nemesis.apply(&inverse);
+            }
+        }
     }
-    if has_faults {
+    let phase_end = Duration::from_millis(phase_end_ms);
+    let now = Duration::from_nanos(world.now().as_nanos());
+    if phase_end > now {
+        time::sleep(phase_end - now).await;
+    }
+    if !plan.faults.is_empty() {
         world.record(None, Event::Phase(PhaseEvent::FaultPhaseEnded));
+        nemesis.heal_everything();
+        world.record(None, Event::Phase(PhaseEvent::Healed));
     }
     world.fault_phase_ended.set();
 }

@@ -91,3 +91,12 @@ pub(crate) fn exact_sleep_until(handle: &TimeHandle, deadline: Instant) -> Sleep
 pub(crate) fn duration_nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
+
+/// Runs `future` for at most `limit` of global simulated time; `Err` if the limit passed
+/// first (the future is dropped).
+pub async fn timeout<F: std::future::Future>(
+    limit: Duration,
+    future: F,
+) -> Result<F::Output, madsim::time::error::Elapsed> {
+    madsim::time::timeout(limit, future).await
+}

@@ -13,18 +13,18 @@ const S2: NodeId = NodeId::server(1);
 const S3: NodeId = NodeId::server(2);
 
 fn at(at_ms: u64, fault: Fault) -> ScheduledFault {
-    ScheduledFault { at_ms, fault }
+    ScheduledFault::at(at_ms, fault)
 }
 
 #[test]
 fn fault_counts_match_what_the_plan_injected() {
     let plan = FaultPlan::new(vec![
-        at(100, Fault::Crash { node: S1 }),
-        at(150, Fault::Crash { node: S1 }), // already crashed: skipped
-        at(200, Fault::Restart { node: S1 }),
-        at(250, Fault::Restart { node: S3 }), // not crashed: skipped
-        at(300, Fault::Pause { node: S2 }),
-        at(400, Fault::Resume { node: S2 }),
+        at(100, Fault::Crash { node: S1.into() }),
+        at(150, Fault::Crash { node: S1.into() }), // already crashed: skipped
+        at(200, Fault::Restart { node: S1.into() }),
+        at(250, Fault::Restart { node: S3.into() }), // not crashed: skipped
+        at(300, Fault::Pause { node: S2.into() }),
+        at(400, Fault::Resume { node: S2.into() }),
         at(
             500,
             Fault::Partition {
@@ -38,14 +38,14 @@ fn fault_counts_match_what_the_plan_injected() {
         at(
             900,
             Fault::ClockStep {
-                node: S3,
+                node: S3.into(),
                 delta_ms: -250,
             },
         ),
         at(
             1_000,
             Fault::ClockDrift {
-                node: S3,
+                node: S3.into(),
                 drift_ppm: 5_000,
             },
         ),
@@ -55,7 +55,7 @@ fn fault_counts_match_what_the_plan_injected() {
                 rate: Ratio::new(1, 10),
             },
         ),
-        at(1_200, Fault::Crash { node: S2 }),
+        at(1_200, Fault::Crash { node: S2.into() }),
         at(1_300, Fault::HealAll),
     ]);
     let outcome = World::builder()
@@ -75,9 +75,16 @@ fn fault_counts_match_what_the_plan_injected() {
     assert_eq!((counts.partitions, counts.heals), (1, 1));
     assert_eq!((counts.clogs, counts.unclogs), (1, 1));
     assert_eq!((counts.clock_steps, counts.clock_drifts), (1, 1));
+    // The plan's heal-all and the world's own at the end of the fault phase: neither is
+    // a fault.
     assert_eq!(
-        (counts.network_changes, counts.heal_alls, counts.skipped),
-        (1, 1, 3)
+        (counts.loss_changes, counts.heal_alls, counts.skipped),
+        (1, 2, 3)
+    );
+    assert_eq!(
+        counts.faults_fired(),
+        2 + 1 + 1 + 1 + 1 + 1 + 1,
+        "{counts:?}"
     );
 
     let recorded: Vec<(u64, &Fault, &FaultOutcome)> = outcome
@@ -150,7 +157,6 @@ fn isolate_leader_uses_the_leader_recorded_in_the_history() {
 #[test]
 fn swarm_plans_fire_their_faults_and_the_run_records_the_plan() {
     let swarm = SwarmConfig {
-        fault_phase_ms: 10_000,
         mean_interval_ms: 500,
         client_faults: ClientFaults::Included,
         ..SwarmConfig::default()
@@ -161,6 +167,7 @@ fn swarm_plans_fire_their_faults_and_the_run_records_the_plan() {
             .servers(5)
             .clients(2)
             .swarm_faults(swarm.clone())
+            .fault_phase(Duration::from_secs(10))
             .build()
             .unwrap()
             .run(|sim| async move { sim.fault_phase_ended().await });
@@ -172,13 +179,14 @@ fn swarm_plans_fire_their_faults_and_the_run_records_the_plan() {
             .iter()
             .filter(|r| matches!(r.event, Event::Fault(_)))
             .count();
-        assert_eq!(
-            fired,
-            plan.faults.len(),
-            "seed {seed}: not every planned fault fired"
+        let spans = plan.faults.iter().filter(|f| f.for_ms.is_some()).count();
+        assert!(
+            fired >= plan.faults.len() && fired <= plan.faults.len() + spans,
+            "seed {seed}: {fired} fault records for {} planned faults with {spans} spans",
+            plan.faults.len()
         );
-        assert_eq!(outcome.fault_counts.heal_alls, 1);
-        assert!(outcome.fault_counts.faults_applied() > 1, "seed {seed}");
+        assert_eq!(outcome.fault_counts.heal_alls, 1, "the world's heal only");
+        assert!(outcome.fault_counts.faults_fired() > 1, "seed {seed}");
     }
 }
 
@@ -202,7 +210,7 @@ fn impossible_worlds_are_rejected_with_the_field_named() {
     let plan = FaultPlan::new(vec![at(
         10,
         Fault::Pause {
-            node: NodeId::client(4),
+            node: NodeId::client(4).into(),
         },
     )]);
     let error = World::builder()
@@ -215,7 +223,7 @@ fn impossible_worlds_are_rejected_with_the_field_named() {
     let drift = FaultPlan::new(vec![at(
         10,
         Fault::ClockDrift {
-            node: S1,
+            node: S1.into(),
             drift_ppm: 900_000,
         },
     )]);
@@ -236,4 +244,92 @@ fn the_run_stops_at_the_time_limit() {
         }
     );
     assert_eq!(outcome.ended_at().as_millis(), 3_000);
+}
+
+/// Roles resolve when the fault fires and are recorded with what they resolved to; a span
+/// fires the inverse on that same node; `$name` reaches the node an earlier fault resolved.
+#[test]
+fn roles_resolve_when_they_fire_and_spans_undo_on_the_same_node() {
+    use sim::fault::Target;
+    let plan = FaultPlan::new(vec![
+        at(
+            100,
+            Fault::Partition {
+                shape: PartitionShape::Strand {
+                    node: Target::Leader,
+                    with: vec![NodeId::client(0)],
+                },
+            },
+        )
+        .lasting(200)
+        .named("old"),
+        // Crashed as the partition heals: plan faults fire before inverses at one instant.
+        at(
+            300,
+            Fault::Crash {
+                node: Target::Label("old".into()),
+            },
+        )
+        .lasting(400),
+        at(
+            400,
+            Fault::Pause {
+                node: Target::Follower,
+            },
+        )
+        .lasting(100),
+    ]);
+    let outcome = World::builder()
+        .seed(Seed::new(3))
+        .servers(3)
+        .clients(1)
+        .fault_plan(plan)
+        .build()
+        .unwrap()
+        .run(|sim| async move {
+            // s2 claims leadership; the nemesis takes servers at their word for targeting.
+            sim.node(S2)
+                .history()
+                .protocol(ProtocolEvent::BecameLeader { term: 1 });
+            assert_eq!(sim.current_leader(), Some(S2));
+            sim.fault_phase_ended().await;
+        });
+    let fired: Vec<(u64, String, Option<NodeId>)> = outcome
+        .history
+        .records()
+        .iter()
+        .filter_map(|record| match &record.event {
+            Event::Fault(fault) => {
+                Some((record.at.as_millis(), fault.fault.to_string(), fault.target))
+            }
+            _ => None,
+        })
+        .collect();
+    let follower = fired[3].2.expect("the follower resolved");
+    assert!(follower != S2 && follower.is_server(), "{fired:?}");
+    assert_eq!(
+        fired,
+        vec![
+            (
+                100,
+                "partition strand leader with [c1]".to_string(),
+                Some(S2)
+            ),
+            (300, "crash $old".to_string(), Some(S2)),
+            (300, "heal".to_string(), None),
+            (400, "pause follower".to_string(), Some(follower)),
+            (500, format!("resume {follower}"), Some(follower)),
+            (700, "restart s2".to_string(), Some(S2)),
+        ]
+    );
+    let counts = &outcome.fault_counts;
+    assert_eq!(
+        (
+            counts.partitions,
+            counts.crashes,
+            counts.pauses,
+            counts.faults_fired()
+        ),
+        (1, 1, 1, 3)
+    );
 }

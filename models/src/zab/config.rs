@@ -126,6 +126,12 @@ impl KnownBugs {
     }
 }
 
+impl FromIterator<ZabBug> for KnownBugs {
+    fn from_iter<I: IntoIterator<Item = ZabBug>>(bugs: I) -> Self {
+        Self(bugs.into_iter().collect())
+    }
+}
+
 /// Ensemble membership and protocol timing for one server.
 ///
 /// Timing follows ZooKeeper's `tickTime`/`initLimit`/`syncLimit`, scaled down for

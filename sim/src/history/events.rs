@@ -272,10 +272,24 @@ pub enum RecipeEvent {
 /// A fault the nemesis tried to apply and what came of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultRecord {
-    /// The fault as scheduled or requested.
+    /// The fault as scheduled or requested (its node may be a role such as `leader`).
     pub fault: Fault,
+    /// The node the fault's subject resolved to when it fired (for faults that act on one
+    /// node: a crash, a pause, a clock fault, an isolated or stranded node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<NodeId>,
     /// What happened.
     pub outcome: FaultOutcome,
+}
+
+impl FaultRecord {
+    /// The node this record crashed, if it is a crash that took effect.
+    pub fn crashed(&self) -> Option<NodeId> {
+        match (&self.fault, &self.outcome) {
+            (Fault::Crash { .. }, FaultOutcome::Applied { .. }) => self.target,
+            _ => None,
+        }
+    }
 }
 
 /// What came of a fault.

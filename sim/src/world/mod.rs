@@ -6,9 +6,9 @@ pub(crate) mod state;
 pub use sim::{HistoryRecorder, NodeContext, Sim};
 
 use crate::{
-    config::{ConfigError, FaultSource, WorldConfig},
+    config::{ConfigError, WorldConfig},
     digest::Digest,
-    fault::{FaultPlan, SwarmConfig},
+    fault::{FaultPlan, FaultSource, SwarmConfig},
     history::{Event, History, PhaseEvent},
     nemesis::{self, FaultCounts},
     node::NodeId,
@@ -53,11 +53,9 @@ impl World {
     /// A world from a seed and a config; generates the fault plan if the config asks.
     pub fn new(seed: Seed, config: WorldConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        let plan = match &config.faults {
-            FaultSource::None => FaultPlan::default(),
-            FaultSource::Plan(plan) => plan.clone(),
-            FaultSource::Swarm(swarm) => swarm.generate(&config, &mut seed.stream("faults")),
-        };
+        let plan = config
+            .faults
+            .plan(&config, config.fault_phase_ms, &mut seed.stream("faults"));
         let report = FailureReport::new(seed, "custom world");
         Ok(Self {
             seed,
@@ -136,7 +134,9 @@ where
 {
     let world = WorldShared::create(seed, config.clone());
     world.record(None, Event::Phase(PhaseEvent::Started { seed }));
-    let nemesis_task = madsim::task::spawn_local(nemesis::run_plan(world.clone(), plan.clone()));
+    let phase_end_ms = config.fault_phase_ms.max(plan.end_ms());
+    let nemesis_task =
+        madsim::task::spawn_local(nemesis::run_plan(world.clone(), plan.clone(), phase_end_ms));
     let sim = Sim {
         world: world.clone(),
     };
@@ -245,8 +245,19 @@ impl WorldBuilder {
     }
 
     /// With a fault plan generated from the seed.
-    pub fn swarm_faults(mut self, swarm: SwarmConfig) -> Self {
-        self.config.faults = FaultSource::Swarm(swarm);
+    pub fn swarm_faults(self, swarm: SwarmConfig) -> Self {
+        self.faults(FaultSource::Swarm(swarm))
+    }
+
+    /// With faults from `source` (generated ones over the fault phase).
+    pub fn faults(mut self, source: FaultSource) -> Self {
+        self.config.faults = source;
+        self
+    }
+
+    /// With faults firing within the first `phase` (then the world heals everything).
+    pub fn fault_phase(mut self, phase: Duration) -> Self {
+        self.config.fault_phase_ms = u64::try_from(phase.as_millis()).unwrap_or(u64::MAX);
         self
     }
 

@@ -111,6 +111,14 @@ impl Sim {
         History::from_records(self.world.state.lock().history.clone())
     }
 
+    /// The server that most recently became leader and has neither stepped down nor
+    /// crashed, from the servers' own leadership events (for scenario code that aims at the
+    /// leader; checkers must not rely on it).
+    pub fn current_leader(&self) -> Option<NodeId> {
+        let state = self.world.state.lock();
+        crate::nemesis::current_leader(&state, &self.world)
+    }
+
     /// Faults that fired so far.
     pub fn fault_counts(&self) -> FaultCounts {
         self.world.state.lock().counts.clone()
@@ -126,8 +134,8 @@ impl Sim {
         crate::time::sleep(duration).await;
     }
 
-    /// Completes once the fault plan's last fault has fired (at once if there is no plan).
-    /// For a generated plan, that last fault is `HealAll`: the liveness phase begins.
+    /// Completes at the end of the fault phase, once the world has healed everything (at
+    /// once if there are no faults): the liveness phase begins.
     pub async fn fault_phase_ended(&self) {
         self.world.fault_phase_ended.wait().await;
     }

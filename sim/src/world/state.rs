@@ -4,7 +4,7 @@ use crate::{
     clock::Clock,
     config::WorldConfig,
     disk::Disk,
-    history::{Event, Record},
+    history::{Event, ProtocolEvent, Record},
     nemesis::FaultCounts,
     node::{NodeId, NodeKind},
     ratio::Ratio,
@@ -107,6 +107,12 @@ pub(crate) struct WorldState {
     pub connections: BTreeMap<u64, RegisteredConnection>,
     live_connections_after_cleanup: usize,
     pub crash_hooks: Vec<Weak<dyn CrashHook>>,
+    /// Servers that claim to lead, with their term (from `BecameLeader` / `SteppedDown` as
+    /// they are recorded): the nemesis resolves `leader` from this, never by re-reading the
+    /// history.
+    pub leading: BTreeMap<NodeId, u64>,
+    /// Nodes that plan faults named with `as`, for later `$name` targets.
+    pub labels: BTreeMap<String, NodeId>,
 }
 
 impl WorldState {
@@ -283,6 +289,8 @@ impl WorldShared {
                 connections: BTreeMap::new(),
                 live_connections_after_cleanup: 0,
                 crash_hooks: Vec::new(),
+                leading: BTreeMap::new(),
+                labels: BTreeMap::new(),
             };
             WorldShared {
                 seed,
@@ -320,7 +328,19 @@ impl WorldShared {
 
     pub fn record(&self, node: Option<NodeId>, event: Event) {
         let at = self.now();
-        self.state.lock().history.push(Record { at, node, event });
+        let mut state = self.state.lock();
+        if let (Event::Protocol(protocol), Some(node)) = (&event, node) {
+            match protocol {
+                ProtocolEvent::BecameLeader { term } => {
+                    state.leading.insert(node, *term);
+                }
+                ProtocolEvent::SteppedDown { term } if state.leading.get(&node) == Some(term) => {
+                    state.leading.remove(&node);
+                }
+                _ => {}
+            }
+        }
+        state.history.push(Record { at, node, event });
     }
 
     /// Makes a crash of any node wipe `hook`'s state for that node (held weakly).

@@ -5,8 +5,7 @@
 
 use sim::{
     NodeId,
-    fault::Fault,
-    history::{Event, FaultOutcome, History, ProtocolEvent},
+    history::{Event, History, ProtocolEvent},
     time::SimTime,
 };
 use std::collections::BTreeMap;
@@ -49,10 +48,8 @@ pub fn applied_runs(history: &History) -> Vec<AppliedRun> {
     for record in history.records() {
         match &record.event {
             Event::Fault(fault) => {
-                if let (Fault::Crash { node }, FaultOutcome::Applied { .. }) =
-                    (&fault.fault, &fault.outcome)
-                {
-                    close(&mut open, &mut runs, *node);
+                if let Some(node) = fault.crashed() {
+                    close(&mut open, &mut runs, node);
                 }
             }
             Event::Protocol(ProtocolEvent::SnapshotInstalled { .. }) => {

@@ -54,7 +54,7 @@ pub fn check(history: &History) -> Vec<AppliedOutOfOrder> {
     for record in history.records() {
         match &record.event {
             Event::Fault(fault) => {
-                if let sim::fault::Fault::Crash { node } = fault.fault {
+                if let Some(node) = fault.crashed() {
                     last.remove(&node);
                 }
             }

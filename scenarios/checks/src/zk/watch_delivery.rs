@@ -13,9 +13,8 @@ use crate::Violation;
 use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};
 use sim::{
     NodeId,
-    fault::Fault,
     history::{
-        Event, FaultOutcome, History, OpId,
+        Event, History, OpId,
         zk::{WatchKind, ZkEvent, ZkOperation, ZkResponse},
     },
     time::SimTime,
@@ -162,10 +161,8 @@ pub fn check(history: &History, settle: Duration) -> Vec<WatchDeliveryViolation>
                 deliveries.entry(*op_id).or_default().push(record.at);
             }
             (Event::Fault(fault), _) => {
-                if let (Fault::Crash { node }, FaultOutcome::Applied { .. }) =
-                    (&fault.fault, &fault.outcome)
-                {
-                    crashed.entry(*node).or_insert(record.at);
+                if let Some(node) = fault.crashed() {
+                    crashed.entry(node).or_insert(record.at);
                 }
             }
             _ => {}

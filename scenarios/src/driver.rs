@@ -1,0 +1,205 @@
+//! The one run driver: (scenario, seed) → [`Outcome`], for every scenario.
+//!
+//! A run goes through the same phases whatever its store and workload:
+//! 1. **fault phase**: the store starts, the workload's workers run, the fault plan fires;
+//! 2. **heal**: at the end of the phase the world heals everything (partitions, clogs,
+//!    network conditions, crashed and paused nodes, clock drift);
+//! 3. **liveness phase**: after `recovery_ms` more under load, the workers stop, the final
+//!    reads begin (recorded as
+//!    `PhaseEvent::FinalReads`), and the workload's finishing step (final reads, audits)
+//!    must complete within the scenario's liveness bound;
+//! 4. **final audit**: every check of the scenario reads the history.
+//!
+//! The outcome is clean only if the run completed before its time limit, the liveness
+//! phase finished in time, the run made progress (operations acknowledged, a leader
+//! elected), and no check found a violation. A panic anywhere in the run is caught and
+//! reported as a `Crash` with the seed; a sweep goes on.
+
+use crate::{
+    known_bug::KnownBug,
+    outcome::{Failure, Metrics, Outcome, ViolationRecord},
+    scenario::{Scenario, Store},
+    workload::{Pending, RunningStore},
+};
+use models::{
+    etcd::{EtcdCluster, EtcdConfig},
+    ledger::Ledger,
+    zab::KnownBugs,
+    zk::{ZkEnsemble, ZkEnsembleConfig},
+};
+use sim::{
+    RunEnd, Seed, Sim, World,
+    history::{Event, PhaseEvent},
+};
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+/// How long the run goes on after the finishing step, so that notifications in flight
+/// (watch events) arrive before the end (the watch checkers allow half of this).
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// Runs `scenario` with `seed` and judges it. `scenario` must be valid
+/// ([`Scenario::validate`]; the catalogue's and loaded files are).
+pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
+    let world = World::new(seed, scenario.world_config())
+        .unwrap_or_else(|error| panic!("scenario `{}` is invalid: {error}", scenario.name));
+    let fault_plan = world.fault_plan().clone();
+    let liveness: Arc<Mutex<Option<Result<(), String>>>> = Arc::new(Mutex::new(None));
+    let run = {
+        let (scenario, liveness) = (scenario.clone(), liveness.clone());
+        std::panic::AssertUnwindSafe(move || {
+            world.run(move |sim| async move {
+                let verdict = phases(&sim, &scenario).await;
+                *liveness.lock().expect("not poisoned") = Some(verdict);
+            })
+        })
+    };
+    let mut outcome = Outcome {
+        scenario: scenario.name.clone(),
+        scenario_digest: scenario.digest(),
+        seed,
+        history_digest: None,
+        fault_plan,
+        fault_counts: Default::default(),
+        metrics: Metrics::default(),
+        violations: Vec::new(),
+        failure: None,
+        history: None,
+    };
+    let world_outcome = match std::panic::catch_unwind(run) {
+        Ok(world_outcome) => world_outcome,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
+                .unwrap_or_else(|| "a panic without a message".into());
+            outcome.failure = Some(Failure::Crash { message });
+            return outcome;
+        }
+    };
+    let ended_at_ms = world_outcome.ended_at().as_millis();
+    let history = world_outcome.history;
+    outcome.history_digest = Some(history.digest());
+    outcome.fault_counts = world_outcome.fault_counts;
+    outcome.metrics = Metrics::of(&history, ended_at_ms);
+    // The final audit: every check reads the history, even of a run that failed otherwise.
+    let context = checks::CheckContext::default();
+    for check in scenario.check_set() {
+        for violation in (check.run)(&history, &context) {
+            outcome.violations.push(ViolationRecord {
+                check: check.name.to_string(),
+                property: violation.property().to_string(),
+                reference: violation.reference().to_string(),
+                evidence: violation.to_string(),
+            });
+        }
+    }
+    let liveness = liveness.lock().expect("not poisoned").take();
+    outcome.failure = match (world_outcome.end, liveness) {
+        (RunEnd::TimeLimit { at }, _) => Some(Failure::TimeLimit {
+            at_ms: at.as_millis(),
+        }),
+        _ if !outcome.violations.is_empty() => Some(Failure::Safety),
+        (_, Some(Err(pending))) => Some(Failure::Liveness { pending }),
+        (_, None) => Some(Failure::Liveness {
+            pending: "the run ended before its liveness phase did".into(),
+        }),
+        (RunEnd::Completed { .. }, Some(Ok(()))) => {
+            no_progress(scenario, &outcome.metrics).map(|pending| Failure::Liveness { pending })
+        }
+    };
+    outcome.history = Some(history);
+    outcome
+}
+
+/// Progress every run must make, whatever its faults: a run that acknowledged nothing (or,
+/// on a consensus store, never elected a leader) proves nothing, even if no check fired.
+fn no_progress(scenario: &Scenario, metrics: &Metrics) -> Option<String> {
+    if metrics.acknowledged == 0 {
+        return Some("no operation was acknowledged in the whole run".into());
+    }
+    if scenario.store != Store::Ledger && metrics.leaders_elected == 0 {
+        return Some("no leader was ever elected".into());
+    }
+    None
+}
+
+/// The phases of a run; the liveness verdict (`Err` names what is still pending).
+async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
+    let store = start_store(sim, scenario);
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers = scenario.workload.start(sim, &store, &stop);
+    sim.fault_phase_ended().await;
+    sim.sleep(Duration::from_millis(scenario.recovery_ms)).await;
+    stop.store(true, Ordering::Relaxed);
+    let bound = Duration::from_millis(scenario.liveness_bound_ms);
+    let pending = Pending::default();
+    let liveness = async {
+        pending.set("the workers to stop");
+        for worker in workers {
+            // A worker on a client that crashed is gone; its last operation stays open.
+            let _ = worker.await;
+        }
+        sim.history().record(Event::Phase(PhaseEvent::FinalReads));
+        scenario.workload.finish(sim, &store, &pending).await
+    };
+    let verdict = match sim::time::timeout(bound, liveness).await {
+        Ok(verdict) => verdict,
+        Err(_) => Err(format!(
+            "the liveness bound of {} ms passed with work pending: {}",
+            scenario.liveness_bound_ms,
+            pending.get()
+        )),
+    };
+    sim.sleep(SETTLE).await;
+    verdict
+}
+
+fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
+    let tuning = &scenario.tuning;
+    match scenario.store {
+        Store::Raft => {
+            let bugs = scenario.bugs.iter().filter_map(|bug| match bug {
+                KnownBug::Raft(bug) => Some(models::etcd::KnownBug::Raft(*bug)),
+                KnownBug::Etcd(bug) => Some(models::etcd::KnownBug::Etcd(*bug)),
+                KnownBug::Zab(_) => None,
+            });
+            let mut config = EtcdConfig::new(&sim.servers()).with_bugs(bugs);
+            if let Some(entries) = tuning.max_entries_per_append {
+                config.raft.max_entries_per_append = entries;
+            }
+            if let Some((min, max)) = tuning.election_timeout_ms {
+                config.raft.election_timeout_min = Duration::from_millis(min);
+                config.raft.election_timeout_max = Duration::from_millis(max);
+            }
+            RunningStore::Raft(EtcdCluster::start(sim, config))
+        }
+        Store::Zab => {
+            let mut config = ZkEnsembleConfig::new(sim.servers());
+            config.bugs = scenario
+                .bugs
+                .iter()
+                .filter_map(|bug| match bug {
+                    KnownBug::Zab(bug) => Some(*bug),
+                    _ => None,
+                })
+                .collect::<KnownBugs>();
+            if let Some(window) = tuning.diff_window {
+                config.diff_window = window;
+            }
+            if let Some(ticks) = tuning.sync_limit_ticks {
+                config.sync_limit_ticks = ticks;
+            }
+            let ensemble = ZkEnsemble::new(sim, config).expect("a validated ensemble");
+            ensemble.start(sim);
+            RunningStore::Zab(ensemble)
+        }
+        Store::Ledger => RunningStore::Ledger(Ledger::start(sim)),
+    }
+}

@@ -1,0 +1,219 @@
+//! The one known-bug type: every variant of every model under one stable name, parsed here.
+//!
+//! Names follow `../shared/BUGS.md` (kept as `scenarios/known-bugs.md`): `raft.*` for the
+//! Raft core, `etcd.*` for the etcd store above it, `zab.*` for the ZAB store. A variant is
+//! the real wrong behaviour in the model, switched on per run; nothing here tells a checker
+//! what to expect.
+
+use crate::scenario::Store;
+use models::{etcd::EtcdBug, raft::RaftBug, zab::ZabBug};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::{fmt, str::FromStr};
+
+/// A known-bug variant of some model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KnownBug {
+    /// In the Raft core (Raft store).
+    Raft(RaftBug),
+    /// In the etcd store above Raft.
+    Etcd(EtcdBug),
+    /// In ZAB or the ZooKeeper store above it.
+    Zab(ZabBug),
+}
+
+impl KnownBug {
+    /// Every variant, in a fixed order.
+    pub fn all() -> impl Iterator<Item = KnownBug> {
+        RaftBug::ALL
+            .into_iter()
+            .map(KnownBug::Raft)
+            .chain(EtcdBug::ALL.into_iter().map(KnownBug::Etcd))
+            .chain(ZabBug::ALL.into_iter().map(KnownBug::Zab))
+    }
+
+    /// The stable name, e.g. `raft.volatile_vote`.
+    pub fn name(self) -> &'static str {
+        match self {
+            KnownBug::Raft(bug) => bug.name(),
+            KnownBug::Etcd(bug) => bug.name(),
+            KnownBug::Zab(bug) => bug.name(),
+        }
+    }
+
+    /// The store whose model has this variant.
+    pub fn store(self) -> Store {
+        match self {
+            KnownBug::Raft(_) | KnownBug::Etcd(_) => Store::Raft,
+            KnownBug::Zab(_) => Store::Zab,
+        }
+    }
+}
+
+impl fmt::Display for KnownBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no known-bug variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownBug(pub String);
+
+impl fmt::Display for UnknownBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let known: Vec<&str> = KnownBug::all().map(KnownBug::name).collect();
+        write!(
+            f,
+            "unknown known-bug variant `{}` (expected one of: {})",
+            self.0,
+            known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownBug {}
+
+impl FromStr for KnownBug {
+    type Err = UnknownBug;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        KnownBug::all()
+            .find(|bug| bug.name() == name)
+            .ok_or_else(|| UnknownBug(name.to_string()))
+    }
+}
+
+impl Serialize for KnownBug {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for KnownBug {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One row of the known-bug table: the variant, the catalogue scenario in which it shows
+/// itself, the check that must catch it (by name), within how many seeds, and where the bug
+/// comes from. The suites of both stores are driven by this table: the variant must fail
+/// the named check on some seed of the sweep, and the correct model must run the same seeds
+/// clean (which includes progress).
+#[derive(Clone, Copy, Debug)]
+pub struct KnownBugCase {
+    /// The variant.
+    pub bug: KnownBug,
+    /// The catalogue scenario.
+    pub scenario: &'static str,
+    /// The check that must fire (`checks::by_name`).
+    pub check: &'static str,
+    /// It must fire within this many seeds (from seed 0).
+    pub seeds: u64,
+    /// Where the bug is documented.
+    pub source: &'static str,
+}
+
+/// The known-bug table: every variant that runs through the catalogue so far. (The
+/// `etcd.*` and `zab.*` variants are still shown by scripted tests in `etcd_store.rs` and
+/// `zab_known_bugs.rs`, whose faults are injected from code; they join this table as
+/// scenarios.)
+pub fn table() -> Vec<KnownBugCase> {
+    use models::raft::RaftBug as R;
+    let case = |bug, scenario, check, seeds, source| KnownBugCase {
+        bug: KnownBug::Raft(bug),
+        scenario,
+        check,
+        seeds,
+        source,
+    };
+    vec![
+        case(
+            R::AckBeforeFsync,
+            "raft_single_server",
+            "etcd.acknowledged_write_durability",
+            10,
+            "etcd-io/etcd#14370",
+        ),
+        case(
+            R::CommitPrevTermByCount,
+            "raft_figure8",
+            "protocol.replica_agreement",
+            100,
+            "Ongaro & Ousterhout, Raft §5.4.2, Figure 8",
+        ),
+        case(
+            R::TruncateOnStaleAppend,
+            "raft_duplicated_appends",
+            "protocol.replica_agreement",
+            10,
+            "Students' Guide to Raft (Gjengset, 2016)",
+        ),
+        case(
+            R::ReadWithoutReadIndex,
+            "raft_cut_off_leader_slow_clock",
+            "etcd.read_sees_prior_writes",
+            20,
+            "etcd-io/etcd#741",
+        ),
+        case(
+            R::ReadIndexBeforeTermCommit,
+            "raft_cut_off_leader",
+            "etcd.read_sees_prior_writes",
+            20,
+            "etcd-io/raft 758ff0163 (etcd#12680)",
+        ),
+        case(
+            R::VolatileVote,
+            "raft_split_vote_restart",
+            "protocol.leader_uniqueness",
+            20,
+            "camunda/camunda#5356, hazelcast/hazelcast#16643",
+        ),
+        case(
+            R::NoPreVoteNoCheckQuorum,
+            "raft_flapping_follower",
+            "protocol.leader_stability",
+            4,
+            "etcd-io/etcd#8499, #9333; Cloudflare 2020-11-02",
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_names_catalogue_scenarios_of_the_bugs_store_and_real_checks() {
+        for case in table() {
+            let scenario = crate::catalogue::get(case.scenario)
+                .unwrap_or_else(|| panic!("{}: no scenario {}", case.bug, case.scenario));
+            assert_eq!(scenario.store, case.bug.store(), "{}", case.bug);
+            let check = checks::by_name(case.check).expect("a real check");
+            assert!(
+                scenario.check_set().iter().any(|c| c.name == check.name),
+                "{}: the scenario does not run {}",
+                case.bug,
+                case.check
+            );
+        }
+    }
+
+    #[test]
+    fn every_name_parses_back_and_names_are_unique() {
+        let names: Vec<&str> = KnownBug::all().map(KnownBug::name).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+        for bug in KnownBug::all() {
+            assert_eq!(bug.name().parse::<KnownBug>(), Ok(bug));
+            let family = bug.name().split('.').next().unwrap();
+            assert!(["raft", "etcd", "zab"].contains(&family), "{bug}");
+        }
+        let error = "raft.nonsense".parse::<KnownBug>().unwrap_err().to_string();
+        assert!(error.contains("expected one of: raft."), "{error}");
+    }
+}

@@ -1,0 +1,193 @@
+//! `Outcome`: what one run of a scenario with a seed came to, as data.
+
+use serde::{Deserialize, Serialize};
+use sim::{FaultCounts, Seed, digest::Digest, fault::FaultPlan, history::History};
+use std::fmt;
+
+/// How a run failed. A run that is not clean is exactly one of these.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Failure {
+    /// A checker found a violation (listed in the outcome).
+    Safety,
+    /// The liveness bound passed with work pending, or the run made no progress.
+    Liveness {
+        /// What was still pending, e.g. "c3: final read of key/ (attempt 7)".
+        pending: String,
+    },
+    /// A model (or the workload) panicked; the run was cut short.
+    Crash {
+        /// The panic message.
+        message: String,
+    },
+    /// The run reached its time limit before the scenario finished: never clean.
+    TimeLimit {
+        /// Simulated time when it stopped, milliseconds.
+        at_ms: u64,
+    },
+}
+
+impl Failure {
+    /// The kind's name: `safety`, `liveness`, `crash`, `time_limit`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Failure::Safety => "safety",
+            Failure::Liveness { .. } => "liveness",
+            Failure::Crash { .. } => "crash",
+            Failure::TimeLimit { .. } => "time_limit",
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Safety => write!(f, "safety: a checker found a violation"),
+            Failure::Liveness { pending } => write!(f, "liveness: {pending}"),
+            Failure::Crash { message } => write!(f, "crash: a model panicked: {message}"),
+            Failure::TimeLimit { at_ms } => {
+                write!(f, "time limit: the run was still going at {at_ms} ms")
+            }
+        }
+    }
+}
+
+/// A checker's violation, as data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViolationRecord {
+    /// The check that found it (`zk.sync_then_read`).
+    pub check: String,
+    /// The property (`sync then read sees prior acknowledged writes`).
+    pub property: String,
+    /// Where the property comes from.
+    pub reference: String,
+    /// The evidence.
+    pub evidence: String,
+}
+
+/// What a run did, counted from the history (what clients and servers recorded).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Client operations invoked.
+    pub operations: u64,
+    /// Completed with a result.
+    pub acknowledged: u64,
+    /// Definitely failed.
+    pub failed: u64,
+    /// Outcome unknown (timeouts, lost connections, never completed).
+    pub unknown: u64,
+    /// Leaders elected (`BecameLeader` events).
+    pub leaders_elected: u64,
+    /// History records.
+    pub records: u64,
+    /// Simulated time at the end of the run, milliseconds.
+    pub ended_at_ms: u64,
+}
+
+impl Metrics {
+    pub(crate) fn of(history: &History, ended_at_ms: u64) -> Self {
+        use sim::history::{Event, OpResult, ProtocolEvent};
+        let mut metrics = Metrics {
+            records: history.len() as u64,
+            ended_at_ms,
+            ..Metrics::default()
+        };
+        for record in history.records() {
+            match &record.event {
+                Event::Invoke { .. } => metrics.operations += 1,
+                Event::Complete { result, .. } => match result {
+                    OpResult::Ok { .. } => metrics.acknowledged += 1,
+                    OpResult::Fail { .. } => metrics.failed += 1,
+                    OpResult::Unknown { .. } => {}
+                },
+                Event::Protocol(ProtocolEvent::BecameLeader { .. }) => metrics.leaders_elected += 1,
+                _ => {}
+            }
+        }
+        metrics.unknown = metrics.operations - metrics.acknowledged - metrics.failed;
+        metrics
+    }
+}
+
+/// What one run came to.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario's digest (which description ran).
+    pub scenario_digest: Digest,
+    /// The seed.
+    pub seed: Seed,
+    /// The history's digest: a replay must reproduce it (none if the run crashed).
+    pub history_digest: Option<Digest>,
+    /// The fault plan the run followed (generated ones included, in full).
+    pub fault_plan: FaultPlan,
+    /// Faults that fired, each kind by its own counter.
+    pub fault_counts: FaultCounts,
+    /// What the run did.
+    pub metrics: Metrics,
+    /// Checkers' violations.
+    pub violations: Vec<ViolationRecord>,
+    /// Why the run failed, if it did.
+    pub failure: Option<Failure>,
+    /// The history (not serialized with the outcome: write it with `to_json_lines`).
+    #[serde(skip)]
+    pub history: Option<History>,
+}
+
+impl Outcome {
+    /// Whether the run is clean: completed, progressed, no violation.
+    pub fn is_clean(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// Whether some violation is of `property`.
+    pub fn violated(&self, property: &str) -> bool {
+        self.violations.iter().any(|v| v.property == property)
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "scenario `{}` (digest {}) with seed {} ({})",
+            self.scenario,
+            self.scenario_digest,
+            self.seed,
+            self.seed.value()
+        )?;
+        match &self.failure {
+            None => writeln!(f, "verdict:         clean")?,
+            Some(failure) => writeln!(f, "verdict:         FAILED, {failure}")?,
+        }
+        if let Some(digest) = self.history_digest {
+            writeln!(f, "history digest:  {digest}")?;
+        }
+        let m = &self.metrics;
+        writeln!(
+            f,
+            "metrics:         {} operations ({} acknowledged, {} failed, {} unknown), {} leaders elected, ended at {} ms",
+            m.operations, m.acknowledged, m.failed, m.unknown, m.leaders_elected, m.ended_at_ms
+        )?;
+        if self.fault_plan.faults.is_empty() {
+            writeln!(f, "fault plan:      none")?;
+        } else {
+            write!(
+                f,
+                "fault plan:      {} faults\n{}",
+                self.fault_plan.faults.len(),
+                self.fault_plan
+            )?;
+        }
+        write!(f, "faults fired:    {}", self.fault_counts)?;
+        for violation in &self.violations {
+            write!(
+                f,
+                "\n  violated {} ({}) [{}]: {}",
+                violation.property, violation.check, violation.reference, violation.evidence
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,415 @@
+//! `Scenario`: everything about a run except its seed, as data (TOML or JSON).
+//!
+//! ```toml
+//! name = "kv_under_swarm"
+//! store = "raft"                 # raft | zab | ledger
+//! servers = 5
+//! clients = 2
+//! fault_phase_ms = 8000          # faults fire in this phase; then the world heals
+//! recovery_ms = 3000             # after the heal, the workers go on this long
+//! liveness_bound_ms = 15000      # then the workload must finish within this
+//! bugs = ["raft.volatile_vote"]  # known-bug variants switched on
+//! checks = ["default"]           # the store's check set, plus any named check
+//!
+//! [workload]
+//! kind = "kv_mix"                # kv_mix (raft) | zk_mix (zab) | ledger (ledger)
+//! keys = 4
+//!
+//! [faults.swarm]                 # or plan, leader_killer, cut_off_leader, ...
+//! mean_interval_ms = 400
+//! kinds = ["partition", "crash", "pause"]
+//! ```
+//!
+//! [`Scenario::load`] reads a file and reports a bad one on one line naming the file, the
+//! line, the field and what was expected.
+
+use crate::{known_bug::KnownBug, workload::Workload};
+use serde::{Deserialize, Serialize};
+use sim::{
+    WorldConfig,
+    config::{ClockConfig, DiskConfig, NetworkConfig},
+    digest::{Digest, StableHasher},
+    fault::FaultSource,
+};
+use std::{fmt, path::Path, time::Duration};
+
+/// Which store the run starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Store {
+    /// The Raft store (etcd-like).
+    Raft,
+    /// The ZAB store (ZooKeeper-like).
+    Zab,
+    /// The demo's replicated ledger: servers that append and sync, no consensus. It
+    /// exercises the world, not a protocol, and gets no protocol checks.
+    Ledger,
+}
+
+impl fmt::Display for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Store::Raft => "raft",
+            Store::Zab => "zab",
+            Store::Ledger => "ledger",
+        })
+    }
+}
+
+/// The world around the store: network, disks, clocks at the start of the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorldSettings {
+    /// Latency, loss and duplication.
+    pub network: NetworkConfig,
+    /// Disk sync latency.
+    pub disk: DiskConfig,
+    /// Initial clock offsets and drift.
+    pub clocks: ClockConfig,
+}
+
+/// Store timing the scenarios tune (everything else keeps the model's defaults).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tuning {
+    /// Raft: entries per AppendEntries (1 makes replication slow and uneven).
+    pub max_entries_per_append: Option<usize>,
+    /// Raft: the election timeout range, milliseconds.
+    pub election_timeout_ms: Option<(u64, u64)>,
+    /// ZAB: how many transactions behind a follower may be for a DIFF (else SNAP).
+    pub diff_window: Option<usize>,
+    /// ZAB: ZooKeeper's `syncLimit`, in ticks.
+    pub sync_limit_ticks: Option<u32>,
+}
+
+/// A run, described as data: store, sizes, workload, faults, known bugs, checks, bounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name, for reports and replay commands.
+    pub name: String,
+    /// What the scenario is for, in a sentence.
+    #[serde(default)]
+    pub description: String,
+    /// The store.
+    pub store: Store,
+    /// Servers, `s1..sN`.
+    pub servers: usize,
+    /// Client nodes, `c1..cM`.
+    pub clients: usize,
+    /// What the clients do.
+    pub workload: Workload,
+    /// Where faults come from.
+    #[serde(default)]
+    pub faults: FaultSource,
+    /// Known-bug variants switched on.
+    #[serde(default)]
+    pub bugs: Vec<KnownBug>,
+    /// Checks by name (`checks::by_name`); `default` is the store's whole check set.
+    #[serde(default = "default_checks")]
+    pub checks: Vec<String>,
+    /// Faults fire during this phase; at its end the world heals everything.
+    pub fault_phase_ms: u64,
+    /// After the heal, the workers keep going this long (recovery under load) before they
+    /// stop and the final reads begin.
+    #[serde(default)]
+    pub recovery_ms: u64,
+    /// After the recovery, the workload must finish (final reads, audits) within this bound.
+    pub liveness_bound_ms: u64,
+    /// The run stops here, milliseconds (default: the fault phase, the recovery and the
+    /// liveness bound, plus 30 s for the workload to wind down). A run that reaches it has
+    /// failed (`time_limit`); it is never clean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
+    /// The world's initial conditions.
+    #[serde(default)]
+    pub world: WorldSettings,
+    /// Store timing.
+    #[serde(default)]
+    pub tuning: Tuning,
+}
+
+fn default_checks() -> Vec<String> {
+    vec!["default".into()]
+}
+
+/// A scenario that cannot be: one line naming where and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file, if the scenario came from one.
+    pub file: Option<String>,
+    /// The line in it, if known.
+    pub line: Option<usize>,
+    /// The field, dotted (`faults.swarm.kinds[2]`).
+    pub field: String,
+    /// What is wrong and what was expected.
+    pub problem: String,
+}
+
+impl ScenarioError {
+    fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            file: None,
+            line: None,
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: ")?,
+            (Some(file), None) => write!(f, "{file}: ")?,
+            _ => {}
+        }
+        if self.field.is_empty() {
+            write!(f, "{}", self.problem)
+        } else {
+            write!(f, "`{}`: {}", self.field, self.problem)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// The time limit of a run: the fault phase, the liveness bound, and a margin for the
+/// workload to wind down. A run that reaches it failed (`TimeLimit`), it is never clean.
+const TIME_LIMIT_MARGIN: Duration = Duration::from_secs(30);
+
+impl Scenario {
+    /// Reads a scenario from a `.toml` or `.json` file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
+            file: Some(file.clone()),
+            ..ScenarioError::new("", format!("cannot read it: {error}"))
+        })?;
+        let format = if path.extension().is_some_and(|ext| ext == "json") {
+            Format::Json
+        } else {
+            Format::Toml
+        };
+        Self::parse(&text, format).map_err(|error| ScenarioError {
+            file: Some(file),
+            ..error
+        })
+    }
+
+    /// Parses and validates a scenario written in `format`.
+    pub fn parse(text: &str, format: Format) -> Result<Self, ScenarioError> {
+        let scenario: Scenario = match format {
+            Format::Json => {
+                let mut deserializer = serde_json::Deserializer::from_str(text);
+                serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+                    let line = error.inner().line();
+                    ScenarioError {
+                        line: (line > 0).then_some(line),
+                        ..ScenarioError::new(field_of(error.path()), json_problem(error.inner()))
+                    }
+                })?
+            }
+            Format::Toml => {
+                let deserializer =
+                    toml::Deserializer::parse(text).map_err(|error| ScenarioError {
+                        line: error.span().map(|span| line_of(text, span.start)),
+                        ..ScenarioError::new("", error.message().trim().to_string())
+                    })?;
+                serde_path_to_error::deserialize(deserializer).map_err(|error| ScenarioError {
+                    line: error.inner().span().map(|span| line_of(text, span.start)),
+                    ..ScenarioError::new(
+                        field_of(error.path()),
+                        error.inner().message().trim().to_string(),
+                    )
+                })?
+            }
+        };
+        let line_of_field = |field: &str| {
+            let key = field.rsplit('.').next().unwrap_or(field);
+            let key = key.split('[').next().unwrap_or(key);
+            text.lines()
+                .position(|line| {
+                    let line = line.trim_start().trim_start_matches('"');
+                    line.starts_with(key)
+                })
+                .map(|index| index + 1)
+        };
+        scenario.validate().map_err(|error| ScenarioError {
+            line: line_of_field(&error.field),
+            ..error
+        })?;
+        Ok(scenario)
+    }
+
+    /// Checks what serde cannot: sizes, bounds, that the workload, bugs and checks belong to
+    /// the store, and the world (faults included) the scenario implies.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        if self.liveness_bound_ms == 0 {
+            return Err(ScenarioError::new(
+                "liveness_bound_ms",
+                "0 ms (expected a positive bound for the liveness phase)",
+            ));
+        }
+        if self.workload.store() != self.store {
+            return Err(ScenarioError::new(
+                "workload.kind",
+                format!(
+                    "`{}` runs on the {} store, not on {} (expected a workload of the {} store)",
+                    self.workload.kind(),
+                    self.workload.store(),
+                    self.store,
+                    self.store
+                ),
+            ));
+        }
+        if self.clients == 0 && self.store != Store::Ledger {
+            return Err(ScenarioError::new(
+                "clients",
+                "0 (expected at least one client node to run the workload)",
+            ));
+        }
+        for (index, bug) in self.bugs.iter().enumerate() {
+            if bug.store() != self.store {
+                return Err(ScenarioError::new(
+                    format!("bugs[{index}]"),
+                    format!(
+                        "`{bug}` is a variant of the {} store, not of {}",
+                        bug.store(),
+                        self.store
+                    ),
+                ));
+            }
+        }
+        for (index, name) in self.checks.iter().enumerate() {
+            if name != "default" && checks::by_name(name).is_none() {
+                let known: Vec<&str> = checks::all().map(|check| check.name).collect();
+                return Err(ScenarioError::new(
+                    format!("checks[{index}]"),
+                    format!(
+                        "unknown check `{name}` (expected `default` or one of: {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let FaultSource::Swarm(swarm) = &self.faults
+            && let Some(max) = swarm.max_unavailable_servers
+            && max > self.servers
+        {
+            return Err(ScenarioError::new(
+                "faults.swarm.max_unavailable_servers",
+                format!(
+                    "{max} servers down at once, of {} (expected at most the servers there are)",
+                    self.servers
+                ),
+            ));
+        }
+        self.workload.validate(self)?;
+        self.world_config()
+            .validate()
+            .map_err(|error| ScenarioError::new(error.field, error.problem))
+    }
+
+    /// The world this scenario runs in.
+    pub fn world_config(&self) -> WorldConfig {
+        let limit =
+            Duration::from_millis(self.fault_phase_ms + self.recovery_ms + self.liveness_bound_ms)
+                + TIME_LIMIT_MARGIN;
+        WorldConfig {
+            servers: self.servers,
+            clients: self.clients,
+            network: self.world.network.clone(),
+            disk: self.world.disk.clone(),
+            clocks: self.world.clocks.clone(),
+            faults: self.faults.clone(),
+            fault_phase_ms: self.fault_phase_ms,
+            time_limit_ms: self
+                .time_limit_ms
+                .unwrap_or_else(|| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// The checks this scenario runs: the store's set for `default`, then the named ones.
+    pub fn check_set(&self) -> Vec<&'static checks::Check> {
+        let mut selected: Vec<&'static checks::Check> = Vec::new();
+        for name in &self.checks {
+            let add: Vec<&'static checks::Check> = if name == "default" {
+                match self.store {
+                    Store::Raft => checks::protocol::CHECKS
+                        .iter()
+                        .chain(checks::etcd::CHECKS)
+                        .collect(),
+                    Store::Zab => checks::protocol::CHECKS
+                        .iter()
+                        .chain(checks::zk::CHECKS)
+                        .collect(),
+                    Store::Ledger => Vec::new(),
+                }
+            } else {
+                checks::by_name(name).into_iter().collect()
+            };
+            for check in add {
+                if !selected.iter().any(|known| known.name == check.name) {
+                    selected.push(check);
+                }
+            }
+        }
+        selected
+    }
+
+    /// A stable digest of the whole description, so a report can say which scenario ran.
+    pub fn digest(&self) -> Digest {
+        let mut hasher = StableHasher::new();
+        serde_json::to_writer(&mut hasher, self).expect("a scenario serializes");
+        hasher.finish()
+    }
+
+    /// This scenario with `bugs` switched on instead of its own.
+    pub fn with_bugs(mut self, bugs: impl IntoIterator<Item = KnownBug>) -> Self {
+        self.bugs = bugs.into_iter().collect();
+        self
+    }
+
+    /// This scenario following `plan` instead of its own fault source.
+    pub fn with_plan(mut self, plan: sim::fault::FaultPlan) -> Self {
+        self.faults = FaultSource::Plan(plan);
+        self
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every option of the run, as TigerBeetle's simulator prints them: the scenario
+        // in full, as the file that reproduces it.
+        let json = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        write!(f, "{json}")
+    }
+}
+
+/// A scenario file's format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// TOML.
+    Toml,
+    /// JSON.
+    Json,
+}
+
+fn field_of(path: &serde_path_to_error::Path) -> String {
+    let text = path.to_string();
+    if text == "." { String::new() } else { text }
+}
+
+fn json_problem(error: &serde_json::Error) -> String {
+    // serde_json appends " at line L column C"; the line is reported apart.
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(position) => text[..position].to_string(),
+        None => text,
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}

@@ -1,0 +1,144 @@
+//! Workloads: what the clients of a scenario do, by name, with their parameters.
+//!
+//! Each workload runs in two parts the run driver calls: workers that run through the fault
+//! phase until told to stop, and a finishing step after the heal (final reads, audits) that
+//! must complete within the scenario's liveness bound. What the finishing step is still
+//! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
+
+mod kv;
+mod ledger;
+mod zk;
+mod zk_watches;
+
+pub use kv::{KEY_PREFIX, KvMix};
+pub use ledger::LedgerAppends;
+pub use zk::{KEYS as ZK_KEYS, ZkMix};
+pub use zk_watches::ZkWatches;
+
+use crate::scenario::{Scenario, ScenarioError, Store};
+use models::{etcd::EtcdCluster, ledger::Ledger, zk::ZkEnsemble};
+use serde::{Deserialize, Serialize};
+use sim::{Sim, task::JoinHandle};
+use std::sync::{Arc, Mutex, atomic::AtomicBool};
+
+/// The client tasks of a workload.
+pub(crate) type Workers = Vec<JoinHandle<()>>;
+
+/// What a scenario's clients do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Workload {
+    /// Reads, writes and transactions on a few keys of the Raft store.
+    KvMix(KvMix),
+    /// A mix of ZooKeeper operations on the ZAB store.
+    ZkMix(ZkMix),
+    /// A writer and watchers on the ZAB store.
+    ZkWatches(ZkWatches),
+    /// Appends to the demo ledger.
+    Ledger(LedgerAppends),
+}
+
+impl Workload {
+    /// Its name in scenario files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::KvMix(_) => "kv_mix",
+            Workload::ZkMix(_) => "zk_mix",
+            Workload::ZkWatches(_) => "zk_watches",
+            Workload::Ledger(_) => "ledger",
+        }
+    }
+
+    /// The store it runs on.
+    pub fn store(&self) -> Store {
+        match self {
+            Workload::KvMix(_) => Store::Raft,
+            Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
+            Workload::Ledger(_) => Store::Ledger,
+        }
+    }
+
+    pub(crate) fn validate(&self, _scenario: &Scenario) -> Result<(), ScenarioError> {
+        let checked = match self {
+            Workload::KvMix(mix) => mix.validate(),
+            Workload::ZkMix(mix) => mix.validate(),
+            Workload::ZkWatches(watches) => watches.validate(),
+            Workload::Ledger(appends) => appends.validate(),
+        };
+        checked.map_err(|problem| ScenarioError {
+            file: None,
+            line: None,
+            field: "workload".into(),
+            problem,
+        })
+    }
+
+    /// Starts the workers on the running store.
+    pub(crate) fn start(&self, sim: &Sim, store: &RunningStore, stop: &Arc<AtomicBool>) -> Workers {
+        match (self, store) {
+            (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
+            (Workload::ZkMix(mix), RunningStore::Zab(ensemble)) => mix.start(sim, ensemble, stop),
+            (Workload::ZkWatches(watches), RunningStore::Zab(ensemble)) => {
+                watches.start(sim, ensemble, stop)
+            }
+            (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
+                appends.start(sim, ledger, stop)
+            }
+            _ => unreachable!("validated: the workload runs on the scenario's store"),
+        }
+    }
+
+    /// The finishing step after the heal: `Ok` once done, an error if it cannot be.
+    pub(crate) async fn finish(
+        &self,
+        sim: &Sim,
+        store: &RunningStore,
+        pending: &Pending,
+    ) -> Result<(), String> {
+        match (self, store) {
+            (Workload::KvMix(mix), RunningStore::Raft(cluster)) => {
+                mix.finish(sim, cluster, pending).await
+            }
+            (Workload::ZkMix(mix), RunningStore::Zab(ensemble)) => {
+                mix.finish(sim, ensemble, pending).await
+            }
+            (Workload::ZkWatches(watches), RunningStore::Zab(ensemble)) => {
+                watches.finish(sim, ensemble, pending).await
+            }
+            (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
+                appends.finish(sim, ledger, pending).await
+            }
+            _ => unreachable!("validated: the workload runs on the scenario's store"),
+        }
+    }
+}
+
+/// A store started for a run.
+#[derive(Clone)]
+pub(crate) enum RunningStore {
+    /// The Raft store.
+    Raft(EtcdCluster),
+    /// The ZAB store.
+    Zab(ZkEnsemble),
+    /// The demo ledger.
+    Ledger(Ledger),
+}
+
+/// What the finishing step is waiting for, for the liveness report.
+#[derive(Clone, Default)]
+pub struct Pending(Arc<Mutex<String>>);
+
+impl Pending {
+    /// Notes what is being waited for now.
+    pub fn set(&self, what: impl Into<String>) {
+        *self.0.lock().expect("the pending note is never poisoned") = what.into();
+    }
+
+    /// The latest note.
+    pub fn get(&self) -> String {
+        self.0
+            .lock()
+            .expect("the pending note is never poisoned")
+            .clone()
+    }
+}

@@ -1,0 +1,303 @@
+//! The run model itself: every failure kind is produced and reported with the right kind
+//! and a replay command; a directed plan written to a file replays to the same history
+//! digest; bad scenario files get one line naming the file, the line and the field.
+
+use scenarios::{
+    Failure, KnownBug, Scenario, catalogue, driver,
+    scenario::Format,
+    sweep::{SeedFailure, Sweep},
+    workload::Workload,
+};
+use sim::{Seed, fault::FaultPlan};
+
+const TARGET: &str = "run_model";
+
+/// The first failure of a sweep of `scenario`, which must fail on some seed.
+fn first_failure(scenario: Scenario, test_name: &str, seeds: u64) -> SeedFailure {
+    let summary = Sweep::new(scenario, "scenarios", TARGET, test_name, seeds).run();
+    let failure = summary
+        .failures
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no seed of {test_name} failed"));
+    let report = failure.to_string();
+    assert!(
+        report.contains(&format!(
+            "REPRODUCE WITH: COORDSIM_SEED={} cargo test -p scenarios --test {TARGET} -- --exact {test_name}",
+            failure.outcome.seed
+        )),
+        "{report}"
+    );
+    assert!(
+        report.contains("scenario: {"),
+        "the report prints the scenario: {report}"
+    );
+    failure
+}
+
+fn ledger() -> Scenario {
+    catalogue::get("ledger").unwrap()
+}
+
+#[test]
+fn a_safety_violation_is_reported_as_safety() {
+    let scenario = catalogue::get("raft_split_vote_restart")
+        .unwrap()
+        .with_bugs(["raft.volatile_vote".parse::<KnownBug>().unwrap()]);
+    let failure = first_failure(scenario, "a_safety_violation_is_reported_as_safety", 20);
+    assert_eq!(failure.outcome.failure, Some(Failure::Safety));
+    assert!(failure.outcome.violated("leader uniqueness"), "{}", failure);
+    assert!(
+        failure
+            .outcome
+            .violations
+            .iter()
+            .any(|v| v.check == "protocol.leader_uniqueness")
+    );
+}
+
+#[test]
+fn a_stall_after_the_heal_is_reported_as_liveness_naming_what_is_pending() {
+    let scenario = Scenario {
+        liveness_bound_ms: 1,
+        ..ledger()
+    };
+    let failure = first_failure(
+        scenario,
+        "a_stall_after_the_heal_is_reported_as_liveness_naming_what_is_pending",
+        1,
+    );
+    let Some(Failure::Liveness { pending }) = &failure.outcome.failure else {
+        panic!("not a liveness failure: {failure}");
+    };
+    assert!(
+        pending.contains("liveness bound of 1 ms") && pending.contains("pending: "),
+        "{pending}"
+    );
+    assert!(failure.outcome.violations.is_empty());
+}
+
+#[test]
+fn a_panic_in_a_model_is_reported_as_a_crash_and_the_sweep_goes_on() {
+    let mut scenario = ledger();
+    let Workload::Ledger(appends) = &mut scenario.workload else {
+        unreachable!()
+    };
+    appends.panic_at_append = Some(3);
+    let test_name = "a_panic_in_a_model_is_reported_as_a_crash_and_the_sweep_goes_on";
+    let summary = Sweep::new(scenario, "scenarios", TARGET, test_name, 2).run();
+    assert_eq!(
+        summary.failures.len(),
+        2,
+        "the sweep went on after the first crash"
+    );
+    for failure in &summary.failures {
+        let Some(Failure::Crash { message }) = &failure.outcome.failure else {
+            panic!("not a crash: {failure}");
+        };
+        assert!(message.contains("asked to panic at append 3"), "{message}");
+        assert!(
+            failure
+                .to_string()
+                .contains("REPRODUCE WITH: COORDSIM_SEED=")
+        );
+    }
+}
+
+#[test]
+fn a_run_that_reaches_its_time_limit_is_a_failure() {
+    let scenario = Scenario {
+        recovery_ms: 60_000,
+        time_limit_ms: Some(20_000),
+        ..ledger()
+    };
+    let failure = first_failure(
+        scenario,
+        "a_run_that_reaches_its_time_limit_is_a_failure",
+        1,
+    );
+    assert_eq!(
+        failure.outcome.failure,
+        Some(Failure::TimeLimit { at_ms: 20_000 }),
+        "{failure}"
+    );
+}
+
+#[test]
+fn a_clean_run_made_progress() {
+    let outcome = driver::run(&ledger(), Seed::new(42));
+    assert!(outcome.is_clean(), "{outcome}");
+    assert!(outcome.metrics.acknowledged > 0);
+    assert!(outcome.fault_counts.faults_fired() > 0, "{outcome}");
+}
+
+/// A directed plan (the leader killer, aimed at roles) written to a file and read back
+/// replays the run to the same history digest.
+#[test]
+fn a_leader_killer_plan_replays_from_its_file_to_the_same_digest() {
+    for name in ["raft_leader_killer", "zab_leader_killer"] {
+        let scenario = catalogue::get(name).unwrap();
+        let seed = Seed::new(11);
+        let first = driver::run(&scenario, seed);
+        assert!(first.is_clean(), "{first}");
+        assert!(
+            first
+                .fault_plan
+                .faults
+                .iter()
+                .any(|f| f.fault.to_string().contains("leader")),
+            "{name}: the plan names roles:\n{}",
+            first.fault_plan
+        );
+        let file = std::env::temp_dir().join(format!("coordsim-{name}-plan.json"));
+        std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&first.fault_plan).unwrap(),
+        )
+        .unwrap();
+        let plan: FaultPlan =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let again = driver::run(&scenario.clone().with_plan(plan), seed);
+        assert_eq!(first.history_digest, again.history_digest, "{name}");
+        assert_eq!(first.fault_counts, again.fault_counts, "{name}");
+    }
+}
+
+#[test]
+fn scenario_files_parse_from_toml_and_json() {
+    let toml = r#"
+name = "mine"
+store = "raft"
+servers = 5
+clients = 2
+fault_phase_ms = 4000
+liveness_bound_ms = 10000
+bugs = ["raft.volatile_vote"]
+checks = ["default", "protocol.leader_stability"]
+
+[workload]
+kind = "kv_mix"
+keys = 8
+
+[faults.leader_killer]
+max_delay_ms = 300
+
+[world.network]
+loss = "1/20"
+"#;
+    let scenario = Scenario::parse(toml, Format::Toml).unwrap();
+    assert_eq!(scenario.servers, 5);
+    assert_eq!(scenario.check_set().len(), 5 + 5 + 1);
+    let json = serde_json::to_string(&scenario).unwrap();
+    assert_eq!(Scenario::parse(&json, Format::Json).unwrap(), scenario);
+    let path = std::env::temp_dir().join("coordsim-scenario-mine.toml");
+    std::fs::write(&path, toml).unwrap();
+    assert_eq!(Scenario::load(&path).unwrap(), scenario);
+}
+
+/// Bad scenario files: one line with the file, the line, the field and what was expected.
+#[test]
+fn bad_scenario_files_name_the_file_line_and_field() {
+    let base = r#"name = "bad"
+store = "raft"
+servers = 3
+clients = 2
+fault_phase_ms = 4000
+liveness_bound_ms = 10000
+[workload]
+kind = "kv_mix"
+"#;
+    let cases: [(&str, &str, usize, &str, &str); 9] = [
+        (
+            "store = \"raft\"",
+            "store = \"cassandra\"",
+            2,
+            "store",
+            "unknown variant `cassandra`",
+        ),
+        (
+            "servers = 3",
+            "servers = 0",
+            3,
+            "servers",
+            "0 servers (expected 1..=15)",
+        ),
+        (
+            "kind = \"kv_mix\"",
+            "kind = \"zk_mix\"",
+            8,
+            "workload.kind",
+            "runs on the zab store",
+        ),
+        // Internally tagged tables (the workload, a fault): serde reports the table, at its
+        // header.
+        (
+            "kind = \"kv_mix\"",
+            "kind = \"kv_mix\"\nbogus = 1",
+            7,
+            "workload",
+            "unknown field `bogus`",
+        ),
+        (
+            "liveness_bound_ms = 10000",
+            "liveness_bound_ms = 0",
+            6,
+            "liveness_bound_ms",
+            "expected a positive bound",
+        ),
+        (
+            "clients = 2",
+            "clients = 2\nbugs = [\"raft.made_up\"]",
+            5,
+            "bugs[0]",
+            "unknown known-bug variant `raft.made_up`",
+        ),
+        (
+            "clients = 2",
+            "clients = 2\nchecks = [\"zk.nope\"]",
+            5,
+            "checks[0]",
+            "unknown check `zk.nope`",
+        ),
+        (
+            "[workload]",
+            "[faults.swarm]\nmax_unavailable_servers = 4\n[workload]",
+            8,
+            "faults.swarm.max_unavailable_servers",
+            "4 servers down at once, of 3",
+        ),
+        (
+            "[workload]",
+            "[[faults.plan.faults]]\nat_ms = 1\nfault = \"crash\"\nnode = \"leadr\"\n[workload]",
+            7,
+            "faults.plan.faults[0]",
+            "`leadr` is not a target",
+        ),
+    ];
+    for (from, to, line, field, expected) in cases {
+        let text = base.replace(from, to);
+        let path = std::env::temp_dir().join(format!(
+            "coordsim-bad-{}.toml",
+            field.replace(['.', '[', ']'], "_")
+        ));
+        std::fs::write(&path, &text).unwrap();
+        let error = Scenario::load(&path).unwrap_err();
+        let message = error.to_string();
+        assert!(!message.contains('\n'), "one line: {message}");
+        assert!(
+            message.starts_with(&format!("{}:{line}: ", path.display())),
+            "{field}: {message}"
+        );
+        assert_eq!(error.field, field, "{message}");
+        assert!(message.contains(expected), "{field}: {message}");
+    }
+    let malformed = Scenario::parse("name = \"x\"\nservers = [", Format::Toml).unwrap_err();
+    assert_eq!(malformed.line, Some(2), "{malformed}");
+    let json =
+        Scenario::parse("{\"name\": \"x\",\n \"servers\": \"three\"}", Format::Json).unwrap_err();
+    assert_eq!(
+        (json.line, json.field.as_str()),
+        (Some(2), "servers"),
+        "{json}"
+    );
+}
