@@ -272,12 +272,17 @@ fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
 /// - 169, three servers with client faults: the client abandoned a gracefully closed
 ///   connection on a failed ping and lost a watch event still in flight (caught by the
 ///   watch-order checker); now it reads everything sent before the close.
+/// - 0x18884, three servers with client faults: a paused follower forwarded, on resuming, a
+///   create the client had given up on (connection loss) before resuming its session on
+///   another server, so it was applied after the client's later delete (caught by the
+///   sync-then-read checker); now the leader refuses requests from a server that no longer
+///   owns the session.
 #[test]
 fn regression_seeds_stay_clean() {
     let five = ZkWorkload::new(5, 3);
     let mut three = ZkWorkload::new(3, 3);
     three.swarm.client_faults = sim::fault::ClientFaults::Included;
-    for (workload, seed) in [(&five, 118), (&three, 169)] {
+    for (workload, seed) in [(&five, 118), (&three, 169), (&three, 0x18884)] {
         let outcome = workload.run(sim::Seed::new(seed));
         let violations = all_checks(&outcome);
         assert!(
