@@ -300,13 +300,22 @@ fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
 /// - 169, three servers with client faults: the client abandoned a gracefully closed
 ///   connection on a failed ping and lost a watch event still in flight (caught by the
 ///   watch-order checker); now it reads everything sent before the close.
+/// - 0x18884, three servers with client faults: a follower paused with a client's create
+///   still in its receive buffer forwarded it after the client had failed over, and the
+///   leader applied it after the client's own later delete (caught by sync-then-read); now
+///   the leader refuses requests from a server the session moved away from, as ZooKeeper
+///   does (`models/tests/zk_session_moved.rs` pins the mechanism).
 ///
 /// (The fault plans are generated differently since the run model changed, so these seeds
 /// no longer replay the exact schedules that broke the model; the scripted regression
 /// tests in models/tests pin the mechanisms.)
 #[test]
 fn regression_seeds_stay_clean() {
-    for (scenario, seed) in [("zab_swarm_5", 118), ("zab_swarm_3", 169)] {
+    for (scenario, seed) in [
+        ("zab_swarm_5", 118),
+        ("zab_swarm_3", 169),
+        ("zab_swarm_3", 0x18884),
+    ] {
         let scenario = catalogue::get(scenario).unwrap();
         let outcome = scenarios::driver::run(&scenario, sim::Seed::new(seed));
         assert!(outcome.is_clean(), "{outcome}");

@@ -8,7 +8,8 @@
 //!    per-session ordering in `CommitProcessor`).
 //! 2. Writes, syncs and session changes go to the leader (forwarded over ZAB's FIFO
 //!    connection). The leader validates them against its prepared tree and proposes a
-//!    transaction (an error transaction if validation failed).
+//!    transaction (an error transaction if validation failed, a `SessionMoved` one if the
+//!    session has since attached through another server).
 //! 3. When this server applies the committed transaction, it first sends the watch events
 //!    the change fires, then the reply if the session is attached here, then answers the
 //!    reads that waited. Because the connection is FIFO, a client always receives a watch
@@ -443,6 +444,7 @@ impl ZkServer {
             TxnResult::Failed(error) => {
                 self.answer_forwarded(txn.session, txn.cxid, zxid_value, Err(error))
             }
+            TxnResult::SessionMoved => self.close_moved(txn.session, txn.cxid),
         }
     }
 
@@ -462,7 +464,7 @@ impl ZkServer {
             }
             ServerMessage::Revalidate { session, token } => {
                 if self.leader.is_some() {
-                    let answer = self.revalidate_at_leader(session, now);
+                    let answer = self.revalidate_at_leader(session, from, now);
                     self.core.send_to_follower(
                         from,
                         ServerMessage::Revalidated {
@@ -483,7 +485,13 @@ impl ZkServer {
         }
     }
 
-    fn revalidate_at_leader(&mut self, session: SessionId, now: LocalTime) -> Revalidation {
+    /// The leader's answer to `server`, where the client of `session` is reconnecting.
+    fn revalidate_at_leader(
+        &mut self,
+        session: SessionId,
+        server: NodeId,
+        now: LocalTime,
+    ) -> Revalidation {
         let Some(leader) = self.leader.as_mut() else {
             return Revalidation::Undecided;
         };
@@ -491,7 +499,15 @@ impl ZkServer {
             SessionStatus::Live => {
                 leader.tracker.touch(session, now);
                 match leader.prepared.sessions().get(&session) {
-                    Some(&timeout_ms) => Revalidation::Live { timeout_ms },
+                    Some(&timeout_ms) => {
+                        // The session now belongs to `server`: requests the client left on
+                        // the server it came from are refused from here on (see
+                        // `leader_process`). Revalidations and forwarded requests of one
+                        // server share its FIFO link, so whatever that server forwarded
+                        // before is judged before the move.
+                        leader.tracker.set_owner(session, server);
+                        Revalidation::Live { timeout_ms }
+                    }
                     None => Revalidation::Undecided,
                 }
             }
@@ -536,7 +552,8 @@ impl ZkServer {
                 conn.state = ConnState::Revalidating { token, session };
                 self.revalidating.insert(token, link);
                 if self.leader.is_some() {
-                    let answer = self.revalidate_at_leader(session, now);
+                    let me = self.core.me();
+                    let answer = self.revalidate_at_leader(session, me, now);
                     self.finish_revalidation(token, answer);
                 } else if !self
                     .core
@@ -701,6 +718,22 @@ impl ZkServer {
         }
     }
 
+    /// A request of `session` was refused because the session moved to another server: if
+    /// the connection that sent it is still open here, close it without an answer (the
+    /// client sees a connection loss), as ZooKeeper's `FinalRequestProcessor` does for a
+    /// `SessionMovedException` — the client has, in all likelihood, already left it.
+    fn close_moved(&mut self, session: SessionId, cxid: u64) {
+        let Some(&link) = self.attached.get(&session) else {
+            return;
+        };
+        let sent_here = self.clients.get(&link).is_some_and(
+            |conn| matches!(conn.queue.front(), Some(Queued::Forwarded(xid)) if *xid == cxid),
+        );
+        if sent_here {
+            self.close_client(link);
+        }
+    }
+
     fn set_watches(
         &mut self,
         link: ClientLink,
@@ -763,6 +796,22 @@ impl ZkServer {
                 TxnBody::CreateSession { timeout_ms, origin }
             }
             _ if !leader.tracker.touch(session, now) => TxnBody::Error(ZkError::SessionExpired),
+            // A client gives up on a connection (connection loss: outcome unknown) and
+            // resumes its session through another server, then goes on. A request it had
+            // sent on the old connection can still be sitting at the old server (paused,
+            // slow) and be forwarded afterwards; applying it then would apply it after the
+            // client's later, acknowledged requests — out of the session's order, undoing
+            // what the client did since (zab_safety seed 0x18884: the client deleted its
+            // ephemeral node, then its stale create made it again). ZooKeeper's leader
+            // refuses such a request: the session's owner is the server it last attached
+            // through (`checkSession` throws `SessionMovedException`), and the old server
+            // closes the connection. Closing a session is not checked, as in ZooKeeper: it
+            // is the session's last request, and the expirer sends it without owning it.
+            LeaderRequest::Write(_) | LeaderRequest::Multi(_) | LeaderRequest::Sync
+                if !leader.tracker.check_owner(session, origin) =>
+            {
+                TxnBody::SessionMoved
+            }
             LeaderRequest::Write(op) => {
                 prep::prepare(&leader.prepared, session, &op).unwrap_or_else(TxnBody::Error)
             }
@@ -812,7 +861,11 @@ impl ZkServer {
             timeout_ms,
         } = outcome.result
         {
-            leader.tracker.add(session, timeout_ms, now);
+            let owner = match entry.txn.body {
+                TxnBody::CreateSession { origin, .. } => Some(NodeId::server(origin.into())),
+                _ => None,
+            };
+            leader.tracker.add(session, timeout_ms, owner, now);
         }
     }
 

@@ -5,9 +5,12 @@
 //! (ZooKeeper does the same): a session is never expired earlier than its timeout after
 //! the leader took over, so a client that kept pinging another server is not cut off by a
 //! leader change.
+//!
+//! It also knows which server each session is attached to (ZooKeeper's session owner), so
+//! that a request forwarded by a server the client has since left is refused.
 
 use super::txn::SessionId;
-use sim::clock::LocalTime;
+use sim::{NodeId, clock::LocalTime};
 use std::{collections::BTreeMap, time::Duration};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +25,9 @@ struct Tracked {
     timeout: Duration,
     expires_at: LocalTime,
     state: SessionState,
+    /// The server the session last attached through; `None` until one claims it (a new
+    /// leader does not know where its sessions are attached).
+    owner: Option<NodeId>,
 }
 
 /// What the leader knows of a session.
@@ -50,13 +56,19 @@ impl SessionTracker {
     ) -> Self {
         let mut tracker = Self::default();
         for (&session, &timeout_ms) in sessions {
-            tracker.add(session, timeout_ms, now);
+            tracker.add(session, timeout_ms, None, now);
         }
         tracker
     }
 
-    /// Starts tracking a session.
-    pub fn add(&mut self, session: SessionId, timeout_ms: u64, now: LocalTime) {
+    /// Starts tracking a session, attached through `owner` if known.
+    pub fn add(
+        &mut self,
+        session: SessionId,
+        timeout_ms: u64,
+        owner: Option<NodeId>,
+        now: LocalTime,
+    ) {
         let timeout = Duration::from_millis(timeout_ms);
         self.sessions.insert(
             session,
@@ -64,8 +76,26 @@ impl SessionTracker {
                 timeout,
                 expires_at: now + timeout,
                 state: SessionState::Live,
+                owner,
             },
         );
+    }
+
+    /// The session (re)attached through `server` (ZooKeeper's `setOwner` on revalidation).
+    pub fn set_owner(&mut self, session: SessionId, server: NodeId) {
+        if let Some(tracked) = self.sessions.get_mut(&session) {
+            tracked.owner = Some(server);
+        }
+    }
+
+    /// Whether `server` may submit requests for the session: it owns it, or nobody does yet
+    /// and it claims it (ZooKeeper's `checkSession(id, owner)`; a `false` here is its
+    /// `SessionMovedException`). An unknown session is not refused here.
+    pub fn check_owner(&mut self, session: SessionId, server: NodeId) -> bool {
+        match self.sessions.get_mut(&session) {
+            Some(tracked) => *tracked.owner.get_or_insert(server) == server,
+            None => true,
+        }
     }
 
     /// What the leader knows of a session.
@@ -133,8 +163,8 @@ mod tests {
     #[test]
     fn sessions_expire_unless_touched_and_a_new_tracker_starts_afresh() {
         let mut tracker = SessionTracker::default();
-        tracker.add(7, 1_000, LocalTime::from_millis(0));
-        tracker.add(9, 1_000, LocalTime::from_millis(0));
+        tracker.add(7, 1_000, None, LocalTime::from_millis(0));
+        tracker.add(9, 1_000, None, LocalTime::from_millis(0));
         assert!(tracker.touch(9, LocalTime::from_millis(900)));
         assert_eq!(
             tracker.expired(LocalTime::from_millis(999)),
@@ -155,5 +185,24 @@ mod tests {
             Vec::<u64>::new()
         );
         assert_eq!(fresh.expired(LocalTime::from_millis(6_000)), vec![7]);
+    }
+
+    #[test]
+    fn only_the_owning_server_may_submit_and_a_revalidation_moves_the_session() {
+        let (s1, s2) = (NodeId::server(0), NodeId::server(1));
+        let now = LocalTime::from_millis(0);
+        let mut tracker = SessionTracker::default();
+        tracker.add(7, 1_000, Some(s2), now);
+        assert!(tracker.check_owner(7, s2));
+        assert!(!tracker.check_owner(7, s1));
+        // The client resumed its session through s1: s2's requests are refused from now on.
+        tracker.set_owner(7, s1);
+        assert!(tracker.check_owner(7, s1));
+        assert!(!tracker.check_owner(7, s2));
+        // A new leader knows no owners: the first server to submit claims the session.
+        let committed = BTreeMap::from([(9u64, 1_000u64)]);
+        let mut fresh = SessionTracker::from_committed(&committed, now);
+        assert!(fresh.check_owner(9, s2));
+        assert!(!fresh.check_owner(9, s1));
     }
 }

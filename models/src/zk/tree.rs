@@ -215,6 +215,7 @@ impl DataTree {
             }
             TxnBody::Sync => TxnResult::Done(ZkResponse::Synced),
             TxnBody::Error(error) => TxnResult::Failed(error.clone()),
+            TxnBody::SessionMoved => TxnResult::SessionMoved,
         }
     }
 

@@ -77,6 +77,10 @@ pub enum TxnBody {
     Sync,
     /// A request that failed validation: no change, the error goes back to the client.
     Error(ZkError),
+    /// A request forwarded by a server that no longer owns the session (the client resumed
+    /// it elsewhere since): no change, and the connection it came on is closed, as
+    /// ZooKeeper does on `SessionMovedException`.
+    SessionMoved,
 }
 
 /// What applying a transaction produced, for the server that answers the client.
@@ -86,6 +90,8 @@ pub enum TxnResult {
     Done(ZkResponse),
     /// The request's error (from an error transaction).
     Failed(ZkError),
+    /// The request came through a server the session had moved away from.
+    SessionMoved,
     /// A session opened.
     SessionCreated {
         /// Its id.
@@ -178,6 +184,7 @@ fn hash_body(hasher: &mut StableHasher, body: &TxnBody) {
             hasher.write_u64(8);
             hash_str(hasher, &format!("{error:?}"));
         }
+        TxnBody::SessionMoved => hasher.write_u64(9),
     }
 }
 
