@@ -153,16 +153,13 @@ fn watches_fire_exactly_once_in_zxid_order_through_failover() {
         10,
     )
     .run(run, |outcome| {
-        let mut violations = checks::run(
-            checks::protocol::CHECKS,
-            &outcome.history,
-            &checks::CheckContext::default(),
-        );
-        violations.extend(checks::run(
-            checks::zk::CHECKS,
-            &outcome.history,
-            &checks::CheckContext::default(),
-        ));
+        // ZAB's indexes are zxids (protocol.applied_in_order needs to know).
+        let context = checks::CheckContext {
+            index_kind: checks::IndexKind::Zxid,
+            ..Default::default()
+        };
+        let mut violations = checks::run(checks::protocol::CHECKS, &outcome.history, &context);
+        violations.extend(checks::run(checks::zk::CHECKS, &outcome.history, &context));
         violations
     });
     summary.assert_clean();
