@@ -891,7 +891,7 @@ fn bad_configurations_are_typed_errors() {
     );
     assert_eq!(
         "zab.nope".parse::<ZabBug>().unwrap_err().to_string(),
-        "unknown ZAB bug `zab.nope` (expected one of: zab.epoch_not_persisted, zab.diff_without_trunc, zab.last_processed_zxid_on_diff, zab.ack_newleader_before_persist, zab.sync_not_quorum)"
+        "unknown ZAB bug `zab.nope` (expected one of: zab.epoch_not_persisted, zab.diff_without_trunc, zab.last_processed_zxid_on_diff, zab.ack_newleader_before_persist, zab.sync_not_quorum, zab.reconnect_ignores_last_zxid)"
     );
     for bug in ZabBug::ALL {
         assert_eq!(bug.name().parse::<ZabBug>(), Ok(bug));

@@ -89,7 +89,13 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
     outcome.fault_counts = world_outcome.fault_counts;
     outcome.metrics = Metrics::of(&history, ended_at_ms);
     // The final audit: every check reads the history, even of a run that failed otherwise.
-    let context = checks::CheckContext::default();
+    let context = checks::CheckContext {
+        index_kind: match scenario.store {
+            Store::Zab => checks::IndexKind::Zxid,
+            Store::Raft | Store::Ledger => checks::IndexKind::LogIndex,
+        },
+        ..checks::CheckContext::default()
+    };
     for check in scenario.check_set() {
         for violation in (check.run)(&history, &context) {
             outcome.violations.push(ViolationRecord {

@@ -61,16 +61,13 @@ impl Script {
 }
 
 fn all_checks(outcome: &RunOutcome) -> Vec<Box<dyn Violation>> {
-    let mut violations = checks::run(
-        checks::protocol::CHECKS,
-        &outcome.history,
-        &checks::CheckContext::default(),
-    );
-    violations.extend(checks::run(
-        checks::zk::CHECKS,
-        &outcome.history,
-        &checks::CheckContext::default(),
-    ));
+    // ZAB's indexes are zxids (protocol.applied_in_order needs to know).
+    let context = checks::CheckContext {
+        index_kind: checks::IndexKind::Zxid,
+        ..Default::default()
+    };
+    let mut violations = checks::run(checks::protocol::CHECKS, &outcome.history, &context);
+    violations.extend(checks::run(checks::zk::CHECKS, &outcome.history, &context));
     violations
 }
 

@@ -271,7 +271,10 @@ fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
         let violations = checks::run(
             checks::protocol::CHECKS.iter().chain(checks::zk::CHECKS),
             &outcome.history,
-            &checks::CheckContext::default(),
+            &checks::CheckContext {
+                index_kind: checks::IndexKind::Zxid,
+                ..checks::CheckContext::default()
+            },
         );
         assert!(
             violations.is_empty(),

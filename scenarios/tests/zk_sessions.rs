@@ -38,16 +38,13 @@ where
 }
 
 fn assert_clean(outcome: &RunOutcome, test: &str) {
-    let mut violations = checks::run(
-        checks::protocol::CHECKS,
-        &outcome.history,
-        &checks::CheckContext::default(),
-    );
-    violations.extend(checks::run(
-        checks::zk::CHECKS,
-        &outcome.history,
-        &checks::CheckContext::default(),
-    ));
+    // ZAB's indexes are zxids (protocol.applied_in_order needs to know).
+    let context = checks::CheckContext {
+        index_kind: checks::IndexKind::Zxid,
+        ..Default::default()
+    };
+    let mut violations = checks::run(checks::protocol::CHECKS, &outcome.history, &context);
+    violations.extend(checks::run(checks::zk::CHECKS, &outcome.history, &context));
     let report = FailureReport::for_test(outcome.seed, "scenarios", "zk_sessions", test);
     assert!(
         violations.is_empty(),

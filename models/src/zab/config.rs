@@ -3,7 +3,8 @@
 use sim::NodeId;
 use std::{collections::BTreeSet, fmt, str::FromStr, time::Duration};
 
-/// A documented ZooKeeper/ZAB bug that the model can reproduce (off by default).
+/// A documented ZooKeeper/ZAB bug, or one of ZooKeeper's safety checks switched off, that the
+/// model can reproduce (off by default).
 ///
 /// Each switch makes the model do the real wrong thing, not set a flag for a checker; see
 /// `../shared/BUGS.md` and the test that shows each one caught.
@@ -27,16 +28,24 @@ pub enum ZabBug {
     /// `zab.sync_not_quorum` (ZOOKEEPER-1675): the leader answers `sync` once its outstanding
     /// proposals commit, without confirming that a quorum still follows it.
     SyncNotQuorum,
+    /// `zab.reconnect_ignores_last_zxid`: a ZooKeeper server accepts a client's (re)connect
+    /// even when the client has seen a later zxid than the server has applied, so a session
+    /// that fails over to a server behind it (e.g. a deposed leader still serving) reads an
+    /// older state than it already saw. The ablation of the check in ZooKeeper's
+    /// `ZooKeeperServer.processConnectRequest` ("Refusing session request for client … as it
+    /// has seen zxid … our last zxid is …"), which the correct model makes.
+    ReconnectIgnoresLastZxid,
 }
 
 impl ZabBug {
     /// Every known bug.
-    pub const ALL: [ZabBug; 5] = [
+    pub const ALL: [ZabBug; 6] = [
         ZabBug::EpochNotPersisted,
         ZabBug::DiffWithoutTrunc,
         ZabBug::LastProcessedZxidOnDiff,
         ZabBug::AckNewLeaderBeforePersist,
         ZabBug::SyncNotQuorum,
+        ZabBug::ReconnectIgnoresLastZxid,
     ];
 
     /// The stable name, e.g. `zab.epoch_not_persisted`.
@@ -47,6 +56,7 @@ impl ZabBug {
             ZabBug::LastProcessedZxidOnDiff => "zab.last_processed_zxid_on_diff",
             ZabBug::AckNewLeaderBeforePersist => "zab.ack_newleader_before_persist",
             ZabBug::SyncNotQuorum => "zab.sync_not_quorum",
+            ZabBug::ReconnectIgnoresLastZxid => "zab.reconnect_ignores_last_zxid",
         }
     }
 
@@ -58,6 +68,9 @@ impl ZabBug {
             ZabBug::LastProcessedZxidOnDiff => "ZOOKEEPER-2355",
             ZabBug::AckNewLeaderBeforePersist => "ZOOKEEPER-3911 (and 3023, 4646)",
             ZabBug::SyncNotQuorum => "ZOOKEEPER-1675; Jepsen's 2019 note on ZooKeeper",
+            ZabBug::ReconnectIgnoresLastZxid => {
+                "ablation of ZooKeeperServer.processConnectRequest's last-zxid check"
+            }
         }
     }
 }

@@ -527,7 +527,16 @@ impl ZkServer {
         if self.core.serving() == Serving::Stopped {
             return self.refuse(link, Refusal::NotServing);
         }
-        if last_zxid_seen > self.core.last_applied().as_u64() {
+        // ZooKeeperServer.processConnectRequest: a client that has seen a later zxid than
+        // this server would go back in time here (unless the `zab.reconnect_ignores_last_zxid`
+        // ablation is on).
+        if last_zxid_seen > self.core.last_applied().as_u64()
+            && !self
+                .core
+                .config()
+                .bugs
+                .has(ZabBug::ReconnectIgnoresLastZxid)
+        {
             return self.refuse(link, Refusal::ServerBehind);
         }
         let timeout = Duration::from_millis(timeout_ms)

@@ -42,6 +42,50 @@ pub struct CheckContext {
     pub watch_settle: Duration,
     /// How far apart two nodes' clock rates may be, for lease-expiry checks, ppm.
     pub lease_drift_allowance_ppm: u64,
+    /// What the `index` of the store's `Applied` and `SnapshotInstalled` events is, so that
+    /// `protocol.applied_in_order` knows which index comes next: a Raft log index (the etcd
+    /// store, and the default) or a ZAB zxid (the ZooKeeper store). The run driver sets it
+    /// from the store.
+    pub index_kind: IndexKind,
+}
+
+/// What a protocol event's `index` counts, and so which index follows which.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexKind {
+    /// A Raft log index: entry `i` is followed by entry `i + 1` (Raft §5.3).
+    #[default]
+    LogIndex,
+    /// A ZAB zxid, packed as ZooKeeper does (`epoch << 32 | counter`). Within an epoch the
+    /// counter goes up by one; a leader's first proposal of a new epoch has counter 1 (the
+    /// `models` ZAB leader proposes `(e, 1)`, `(e, 2)`, … once established and logs no
+    /// NEWLEADER transaction at counter 0; ZooKeeper likewise starts each epoch's counter
+    /// at 1). Epochs in which nothing was committed are skipped.
+    Zxid,
+}
+
+impl IndexKind {
+    /// Whether `next` may be applied right after `previous` (or right after a snapshot
+    /// taken at `previous`): a log index's successor; for a zxid, the next counter of the
+    /// same epoch or counter 1 of any later epoch.
+    pub fn follows(self, previous: u64, next: u64) -> bool {
+        match self {
+            IndexKind::LogIndex => previous.checked_add(1) == Some(next),
+            IndexKind::Zxid => {
+                let (epoch, counter) = (previous >> 32, previous & 0xffff_ffff);
+                let (next_epoch, next_counter) = (next >> 32, next & 0xffff_ffff);
+                (next_epoch == epoch && next_counter == counter + 1)
+                    || (next_epoch > epoch && next_counter == 1)
+            }
+        }
+    }
+
+    /// An index for a human: `index 5`, or `zxid 0x200000005 (2,5)`.
+    pub fn describe(self, index: u64) -> String {
+        match self {
+            IndexKind::LogIndex => format!("index {index}"),
+            IndexKind::Zxid => format!("zxid {index:#x} ({},{})", index >> 32, index & 0xffff_ffff),
+        }
+    }
 }
 
 impl Default for CheckContext {
@@ -49,6 +93,7 @@ impl Default for CheckContext {
         Self {
             watch_settle: Duration::from_secs(1),
             lease_drift_allowance_ppm: 1_000,
+            index_kind: IndexKind::LogIndex,
         }
     }
 }

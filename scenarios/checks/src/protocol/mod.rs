@@ -22,7 +22,8 @@ use sim::{history::History, time::SimTime};
 use std::time::Duration;
 
 /// The protocol checks every run of either store gets: leader uniqueness, term
-/// monotonicity, replica agreement and prefix agreement, in-order apply.
+/// monotonicity, replica agreement and prefix agreement, in-order apply (which reads
+/// [`crate::CheckContext::index_kind`]: give ZAB runs [`crate::IndexKind::Zxid`]).
 pub const CHECKS: &[Check] = &[
     Check {
         name: "protocol.leader_uniqueness",
@@ -47,7 +48,7 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "protocol.applied_in_order",
         property: "apply in log order",
-        run: |history, _| boxed(applied_in_order::check(history)),
+        run: |history, context| boxed(applied_in_order::check(history, context.index_kind)),
     },
 ];
 

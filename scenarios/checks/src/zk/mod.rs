@@ -7,6 +7,7 @@
 pub mod ephemeral_lifetime;
 pub mod linearizable;
 pub mod sequential_names;
+pub mod session_consistency;
 pub mod sync_then_read;
 pub mod watch_delivery;
 pub mod watch_order;
@@ -26,6 +27,11 @@ pub const CHECKS: &[Check] = &[
         name: "zk.sync_then_read",
         property: "sync then read sees prior acknowledged writes",
         run: |history, _| boxed(sync_then_read::check(history)),
+    },
+    Check {
+        name: "zk.session_consistency",
+        property: "session consistency",
+        run: |history, _| boxed(session_consistency::check(history)),
     },
     Check {
         name: "zk.ephemeral_lifetime",
