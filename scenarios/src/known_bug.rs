@@ -1,6 +1,6 @@
 //! The one known-bug type: every variant of every model under one stable name, parsed here.
 //!
-//! Names follow `../shared/BUGS.md` (kept as `scenarios/known-bugs.md`): `raft.*` for the
+//! Names follow `scenarios/known-bugs.md` (a copy of the team's `BUGS.md`): `raft.*` for the
 //! Raft core, `etcd.*` for the etcd store above it, `zab.*` for the ZAB store. A variant is
 //! the real wrong behaviour in the model, switched on per run; nothing here tells a checker
 //! what to expect.

@@ -1,4 +1,4 @@
-//! The ZAB known-bug zoo (`../shared/BUGS.md`): for each bug, a scripted fault schedule
+//! The ZAB known-bug zoo (`scenarios/known-bugs.md`): for each bug, a scripted fault schedule
 //! that triggers it, the checker that must catch it, and the correct model passing every
 //! check on the same schedule. Each schedule runs over a few seeds (`COORDSIM_SEEDS`).
 

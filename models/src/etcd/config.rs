@@ -58,7 +58,7 @@ impl EtcdConfig {
     }
 }
 
-/// Known-bug variants of the etcd store (../shared/BUGS.md, "etcd store").
+/// Known-bug variants of the etcd store (scenarios/known-bugs.md, "etcd store").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EtcdBug {
     /// `etcd.lease_ttl_reset_on_leader_change`: no lease checkpoints; a new leader gives

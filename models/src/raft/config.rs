@@ -54,7 +54,7 @@ impl RaftConfig {
     }
 }
 
-/// Known-bug variants of the Raft core (../shared/BUGS.md), each the real wrong behaviour.
+/// Known-bug variants of the Raft core (scenarios/known-bugs.md), each the real wrong behaviour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RaftBug {
     /// `raft.commit_prev_term_by_count`: the leader commits an entry once a majority stores

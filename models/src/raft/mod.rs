@@ -8,7 +8,7 @@
 //!   leader lease, votes and terms durable before they are acted on, log replication with the
 //!   paper's conflict rules, commitment of current-term entries only (a no-op opens each
 //!   term), `matchIndex` from the acknowledged request, ReadIndex reads.
-//! - [`RaftBug`]: the known-bug variants of ../shared/BUGS.md, each the real wrong behaviour.
+//! - [`RaftBug`]: the known-bug variants of scenarios/known-bugs.md, each the real wrong behaviour.
 
 mod config;
 mod core;

@@ -7,7 +7,7 @@ use std::{collections::BTreeSet, fmt, str::FromStr, time::Duration};
 /// model can reproduce (off by default).
 ///
 /// Each switch makes the model do the real wrong thing, not set a flag for a checker; see
-/// `../shared/BUGS.md` and the test that shows each one caught.
+/// `scenarios/known-bugs.md` and the test that shows each one caught.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ZabBug {
     /// `zab.epoch_not_persisted` (ZOOKEEPER-335): the accepted and current epochs are kept

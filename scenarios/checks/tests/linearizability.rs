@@ -168,6 +168,24 @@ fn a_timed_out_write_that_a_read_saw_must_have_happened() {
     evidence(&without.check());
 }
 
+/// A read whose outcome is unknown constrains nothing and is left out of the search — and
+/// counted with what was left out, never dropped silently.
+#[test]
+fn unknown_reads_are_left_out_and_counted() {
+    let report = Registers::new()
+        .op("a", "x", 0, Some(10), Call::Write("1"))
+        .op("b", "x", 20, None, Call::Read(Some("2")))
+        .op("c", "x", 30, None, Call::Read(None))
+        .check();
+    assert_eq!(report.verdict, Verdict::Ok, "{report}");
+    assert_eq!(report.operations, 3);
+    assert_eq!(
+        report.skipped.get(checks::linearizability::UNKNOWN_READ),
+        Some(&2),
+        "{report}"
+    );
+}
+
 /// A write timed out long ago; later reads still see the old value: the write must be
 /// assumed not to have happened (yet) — its return time is open-ended.
 #[test]

@@ -43,7 +43,7 @@ pub use model::{Model, Operation, OperationHistory, Outcome, Skipped, TimeUnit};
 
 use search::{Limits, PartitionResult};
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     fmt,
     sync::{
         Mutex,
@@ -177,6 +177,10 @@ pub struct EvidenceOperation {
     pub description: String,
 }
 
+/// Why a read whose outcome is unknown is left out of the search (it constrains nothing:
+/// it may have read anything, or never have happened).
+pub const UNKNOWN_READ: &str = "read with an unknown outcome (constrains nothing)";
+
 /// Checks `history` against `model`.
 pub fn check<M: Model>(
     model: &M,
@@ -185,11 +189,17 @@ pub fn check<M: Model>(
 ) -> Report {
     let operations = &history.operations;
     let mut partitions = model.partition(operations);
-    // Unknown-outcome reads constrain nothing: leave them out (see `Model::is_read_only`).
+    // Unknown-outcome reads constrain nothing: leave them out (see `Model::is_read_only`),
+    // and count them with the other operations left out.
+    let mut unknown_reads = BTreeSet::new();
     for partition in &mut partitions {
         partition.retain(|&index| {
             let operation = &operations[index];
-            operation.output().is_some() || !model.is_read_only(&operation.input)
+            let kept = operation.output().is_some() || !model.is_read_only(&operation.input);
+            if !kept {
+                unknown_reads.insert(operation.id);
+            }
+            kept
         });
     }
     partitions.retain(|partition| !partition.is_empty());
@@ -271,7 +281,13 @@ pub fn check<M: Model>(
         partitions: partitions.len(),
         partitions_searched: searched,
         steps,
-        skipped: history.skipped_by_reason(),
+        skipped: {
+            let mut skipped = history.skipped_by_reason();
+            if !unknown_reads.is_empty() {
+                skipped.insert(UNKNOWN_READ, unknown_reads.len());
+            }
+            skipped
+        },
     }
 }
 
