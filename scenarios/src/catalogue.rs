@@ -9,7 +9,7 @@ use sim::{
     NodeId, Ratio,
     fault::{
         ClientFaults, CutOffLeader, FaultKind, FaultPlan, FaultSource, FlappingFollower,
-        LeaderKiller, PartitionShape, ScheduledFault, SwarmConfig,
+        LeaderKiller, PartitionShape, PauseClients, ScheduledFault, SwarmConfig,
     },
 };
 
@@ -347,6 +347,19 @@ fn zab() -> Vec<Scenario> {
                  a partition)",
                 1,
                 2,
+            )
+        },
+        Scenario {
+            faults: FaultSource::PauseClients(PauseClients {
+                interval_ms: 800,
+                pause_ms: 2_500,
+            }),
+            ..zk(
+                "zab_paused_clients",
+                "clients paused past their session timeout again and again (a GC pause): \
+                 sessions expire, their ephemerals go, the clients start new sessions",
+                3,
+                3,
             )
         },
         Scenario {

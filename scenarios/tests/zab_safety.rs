@@ -193,6 +193,45 @@ fn three_servers_stay_safe_when_leaders_keep_crashing() {
     }
 }
 
+/// Clients paused past their session timeout: their sessions expire (the clients are told
+/// so when they wake) and every check still holds; the clients start new sessions and the
+/// audit after the heal succeeds.
+#[test]
+fn clients_paused_past_their_session_timeout_lose_their_sessions_safely() {
+    let mut told_expired = 0;
+    let scenario = catalogue::get("zab_paused_clients").unwrap();
+    let summary = Sweep::new(
+        scenario,
+        "scenarios",
+        "zab_safety",
+        "clients_paused_past_their_session_timeout_lose_their_sessions_safely",
+        50,
+    )
+    .run_inspecting(|outcome| {
+        let history = outcome
+            .history
+            .as_ref()
+            .expect("an inspected run has its history");
+        told_expired += history
+            .records()
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.event,
+                    Event::Zk(sim::history::zk::ZkEvent::SessionExpired { .. })
+                )
+            })
+            .count();
+    });
+    summary.assert_clean();
+    summary.assert_fired(&[FaultKind::Pause]);
+    assert!(
+        told_expired > summary.seeds.len(),
+        "paused clients were rarely told their session expired: {told_expired} over {} seeds",
+        summary.seeds.len()
+    );
+}
+
 #[test]
 fn same_seed_same_history() {
     let scenario = catalogue::get("zab_swarm_3").unwrap();
