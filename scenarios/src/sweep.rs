@@ -59,6 +59,8 @@ pub struct SweepSummary {
     pub fault_totals: FaultCounts,
     /// Whether the sweep ran its default seeds (not one pinned by `COORDSIM_SEED`).
     pub sweeping: bool,
+    /// The fault kinds the scenario turns on.
+    pub enabled_kinds: Vec<FaultKind>,
 }
 
 impl SweepSummary {
@@ -78,9 +80,18 @@ impl SweepSummary {
         );
     }
 
+    /// Panics unless each fault kind the scenario turns on fired, by its own counter,
+    /// somewhere in the sweep (see [`SweepSummary::assert_fired`]).
+    pub fn assert_faults_fired(&self) {
+        self.assert_fired(&self.enabled_kinds);
+    }
+
     /// Panics unless each fault kind fired, by its own counter, somewhere in the sweep. With
     /// one pinned seed (whose swarm may switch only some kinds on), at least one of them must.
     pub fn assert_fired(&self, kinds: &[FaultKind]) {
+        if kinds.is_empty() {
+            return;
+        }
         let totals = &self.fault_totals;
         if !self.sweeping {
             assert!(
@@ -139,8 +150,16 @@ impl Sweep {
         let mut summary = SweepSummary {
             scenario: self.scenario.name.clone(),
             sweeping: std::env::var(sim::env::SEED).is_err(),
+            enabled_kinds: self.scenario.faults.kinds(),
             ..SweepSummary::default()
         };
+        // Every option of the run, before it starts (shown with the output of a failing test).
+        println!(
+            "sweep of {} seeds from {}: {}",
+            seeds.len(),
+            seeds.first().copied().unwrap_or_default(),
+            self.scenario
+        );
         for &seed in &seeds {
             let mut outcome = driver::run(&self.scenario, seed);
             inspect(&outcome);

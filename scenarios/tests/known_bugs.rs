@@ -75,9 +75,9 @@ fn caught_and_correct_passes(name: &str, test_name: &str) {
     {
         println!("  {}", violation.evidence);
     }
-    Sweep::new(scenario, "scenarios", TARGET, test_name, case.seeds)
-        .run()
-        .assert_clean();
+    let correct = Sweep::new(scenario, "scenarios", TARGET, test_name, case.seeds).run();
+    correct.assert_clean();
+    correct.assert_faults_fired();
 }
 
 macro_rules! known_bug_tests {

@@ -121,6 +121,20 @@ impl Fault {
         }
     }
 
+    /// Whether this fault undoes others (a heal, an unclog, a restart, a resume, a drift
+    /// back to zero, a heal-all) rather than being one.
+    pub fn is_inverse(&self) -> bool {
+        matches!(
+            self,
+            Fault::Heal
+                | Fault::Unclog { .. }
+                | Fault::Restart { .. }
+                | Fault::Resume { .. }
+                | Fault::HealAll
+                | Fault::ClockDrift { drift_ppm: 0, .. }
+        )
+    }
+
     /// The one node the fault is about, as written (a node or a role): the node a crash,
     /// pause, clock fault or its inverse acts on, or the node a partition cuts off.
     pub fn subject(&self) -> Option<&Target> {

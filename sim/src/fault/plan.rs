@@ -1,7 +1,8 @@
 //! Fault plans: what fires when, with spans and named targets, and where plans come from.
 
 use super::{
-    CutOffLeader, Fault, FlappingFollower, LeaderKiller, PauseClients, SwarmConfig, Target,
+    CutOffLeader, Fault, FaultKind, FlappingFollower, LeaderKiller, PauseClients, SwarmConfig,
+    Target,
 };
 use crate::config::{ConfigError, WorldConfig};
 use rand_chacha::ChaCha8Rng;
@@ -210,6 +211,42 @@ impl FaultSource {
                 pause.validate(&format!("{field}.pause_clients"), config)
             }
         }
+    }
+
+    /// The fault kinds this source turns on (for a swarm, the kinds a seed may pick from;
+    /// for a plan, the kinds of its faults, inverses not counted): what a sweep over it
+    /// must see fire, each by its own counter.
+    pub fn kinds(&self) -> Vec<FaultKind> {
+        let mut kinds: Vec<FaultKind> = match self {
+            FaultSource::None => Vec::new(),
+            FaultSource::Plan(plan) => plan
+                .faults
+                .iter()
+                .filter(|scheduled| !scheduled.fault.is_inverse())
+                .map(|scheduled| scheduled.fault.kind())
+                .collect(),
+            FaultSource::Swarm(swarm) if swarm.kinds.is_empty() => FaultKind::FAULTS.to_vec(),
+            FaultSource::Swarm(swarm) => swarm.kinds.clone(),
+            FaultSource::LeaderKiller(killer) => {
+                let mut kinds = vec![FaultKind::Crash];
+                if killer.strand_leader_percent > 0 {
+                    kinds.push(FaultKind::Partition);
+                }
+                kinds
+            }
+            FaultSource::CutOffLeader(cut) => {
+                let mut kinds = vec![FaultKind::Partition];
+                if cut.leader_drift_ppm != 0 {
+                    kinds.push(FaultKind::ClockDrift);
+                }
+                kinds
+            }
+            FaultSource::FlappingFollower(_) => vec![FaultKind::Partition],
+            FaultSource::PauseClients(_) => vec![FaultKind::Pause],
+        };
+        kinds.sort();
+        kinds.dedup();
+        kinds
     }
 
     /// The plan: the explicit one, or one generated for `config` over a fault phase of
