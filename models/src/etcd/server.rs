@@ -478,7 +478,9 @@ impl Server {
                         self.lessor.renewed(now, lease, ttl_ms)
                     }
                     Some(LeaseChange::Removed { lease, expired }) => {
-                        if expired && self.lessor.is_primary() {
+                        // Every replica records the expiry it applies: it is committed state,
+                        // so the checkers need not trust whichever lessor decided it.
+                        if expired {
                             self.context
                                 .history()
                                 .protocol(ProtocolEvent::SessionExpired { session: lease });

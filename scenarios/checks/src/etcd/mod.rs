@@ -3,9 +3,11 @@
 //! `sim::history::kv` operations, recorded by the client library at the client node), the
 //! watch events delivered to them (`kv_watch` records), and lease expiries.
 //!
-//! Lease expiry is the one fact a server reports (`ProtocolEvent::SessionExpired`, recorded
-//! by the lessor that expired the lease); the lease checkers say in their docs what they take
-//! from it and what they derive from client reads instead.
+//! Lease expiry is the one fact servers report: `ProtocolEvent::SessionExpired`, recorded by
+//! every replica when it applies the committed expiry of a lease (the leader's lessor decides
+//! it, but only a committed entry that replicas apply counts, so a deposed or buggy lessor's
+//! opinion is not taken). A lease ended at the first such record; replica agreement checks
+//! that every replica applied the same entries.
 
 pub mod acknowledged_write_durability;
 pub mod lease_expires_in_bound;

@@ -17,7 +17,8 @@ pub struct LeaseFacts {
     /// Invocation times of grants and keep-alives that may have renewed it (acknowledged or
     /// unknown outcome), with whether they were acknowledged.
     pub renewals: Vec<(SimTime, bool)>,
-    /// When a server recorded its expiry (`ProtocolEvent::SessionExpired`).
+    /// When replicas applied its committed expiry (`ProtocolEvent::SessionExpired`, one
+    /// record per replica that applied it).
     pub expired_at: Vec<SimTime>,
     /// When a revoke of it was acknowledged.
     pub revoked_at: Vec<SimTime>,
