@@ -48,7 +48,7 @@ fn watches_fire_exactly_once_in_zxid_order_through_failover() {
         "scenarios",
         "zk_watches",
         "watches_fire_exactly_once_in_zxid_order_through_failover",
-        20,
+        50,
     )
     .run_inspecting(|outcome| {
         let history = outcome
