@@ -4,12 +4,8 @@
 
 use crate::CliError;
 use clap::{Args, ValueEnum};
-use scenarios::{Failure, Scenario, catalogue, driver, workload::Workload};
-use sim::{
-    Seed,
-    fault::{FaultPlan, FaultSource},
-    history::Event,
-};
+use scenarios::{Scenario, catalogue, workload::Workload};
+use sim::{Seed, fault::FaultSource};
 use std::{path::PathBuf, process::ExitCode};
 
 #[derive(Args, Debug)]
@@ -61,56 +57,24 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
         appends.appends_per_client = args.appends;
     }
     if let Some(path) = &args.plan {
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            CliError::bad_input(format!("cannot read {}: {error}", path.display()))
-        })?;
-        let plan: FaultPlan = serde_json::from_str(&text).map_err(|error| {
-            CliError::bad_input(format!(
-                "{}: line {}: expected a fault plan ({{\"faults\": [{{\"at_ms\": …, \"fault\": …}}]}}): {error}",
-                path.display(),
-                error.line()
-            ))
-        })?;
-        scenario = scenario.with_plan(plan);
+        scenario = scenario.with_plan(crate::run::read_plan(path)?);
     } else if let FaultChoice::None = args.faults {
         scenario.faults = FaultSource::None;
     }
     scenario
         .validate()
         .map_err(|error| CliError::bad_input(format!("invalid demo: {error}")))?;
-    println!("scenario:        {scenario}");
-    let outcome = driver::run(&scenario, args.seed);
-    println!("{outcome}");
-    if let Some(history) = &outcome.history {
-        let boots = history
-            .records()
-            .iter()
-            .filter(|r| matches!(&r.event, Event::Note { text } if text.contains(" boot ")))
-            .count();
-        println!("server boots:    {boots}");
-    }
-    println!(
-        "replay with:     cargo run --release -p coordsim -- demo --seed {}",
-        args.seed
-    );
-    if let Some(path) = &args.plan_out {
-        let json = serde_json::to_string_pretty(&outcome.fault_plan).expect("a plan serializes");
-        std::fs::write(path, json).map_err(|error| {
-            CliError::bad_input(format!("cannot write {}: {error}", path.display()))
-        })?;
-        println!("plan written to {}", path.display());
-    }
-    if let (Some(path), Some(history)) = (&args.history_out, &outcome.history) {
-        std::fs::write(path, history.to_json_lines()).map_err(|error| {
-            CliError::bad_input(format!("cannot write {}: {error}", path.display()))
-        })?;
-        println!("history written to {}", path.display());
-    }
-    Ok(ExitCode::from(match outcome.failure {
-        None => 0,
-        Some(Failure::Safety) => 1,
-        Some(Failure::Liveness { .. }) => 3,
-        Some(Failure::Crash { .. }) => 4,
-        Some(Failure::TimeLimit { .. }) => 5,
-    }))
+    crate::run::execute(
+        &scenario,
+        args.seed,
+        &format!(
+            "cargo run --release -p coordsim -- demo --seed {}",
+            args.seed
+        ),
+        &crate::run::Outputs {
+            plan: args.plan_out.as_deref(),
+            history: args.history_out.as_deref(),
+            json: false,
+        },
+    )
 }

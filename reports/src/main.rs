@@ -5,6 +5,7 @@
 
 mod check_history;
 mod demo;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Run the demo workload (a replicated ledger) in a world with faults, and print the run.
     Demo(demo::DemoArgs),
+    /// Run one scenario (a catalogue name or a TOML/JSON file) with one seed, and judge it.
+    Run(run::RunArgs),
     /// Check a recorded history for linearizability (exit 0: linearizable, 1: violation,
     /// 2: unknown or bad input).
     CheckHistory(check_history::CheckHistoryArgs),
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Run(args) => run::run(args),
         Command::CheckHistory(args) => check_history::run(args),
     };
     match result {
