@@ -187,6 +187,9 @@ pub struct RaftCore<C> {
     pub(super) armed_timer: Option<LocalTime>,
     pub(super) next_persist: u64,
     pub(super) durable_through: u64,
+    /// The latest write that carries the term and vote (0: what the node booted with, which
+    /// is durable). A message carrying the current term waits for it.
+    pub(super) hard_state_write: u64,
     pub(super) reported_durable_term: u64,
     pub(super) pending_persists: VecDeque<PendingPersist>,
     /// The term or vote changed and is not yet in a [`Effect::Persist`]: it goes into the
@@ -231,6 +234,7 @@ impl<C: Clone> RaftCore<C> {
             armed_timer: None,
             next_persist: 1,
             durable_through: 0,
+            hard_state_write: 0,
             reported_durable_term: hard_state.term,
             pending_persists: VecDeque::new(),
             hard_state_dirty: false,
@@ -494,11 +498,29 @@ impl<C: Clone> RaftCore<C> {
             },
             _ => return,
         };
-        self.send(from, reply);
+        self.send_in_durable_term(from, reply);
     }
 
     pub(super) fn send(&mut self, to: NodeId, message: Message<C>) {
         self.output.push(Effect::Send { to, message });
+    }
+
+    /// Sends `message`, which carries the current term, once that term (and the vote) is
+    /// durable: at once if it is, else after the write that holds it. A term learned in this
+    /// very step is written first. etcd sends the messages of a `Ready` only after the
+    /// `HardState` of that `Ready` is saved: a reply must never announce a term that a crash
+    /// could still take back.
+    pub(super) fn send_in_durable_term(&mut self, to: NodeId, message: Message<C>) {
+        self.flush_hard_state(AfterPersist::Nothing);
+        if self.durable_through < self.hard_state_write {
+            self.output.push(Effect::SendAfterPersist {
+                after: PersistId(self.hard_state_write),
+                to,
+                message,
+            });
+        } else {
+            self.send(to, message);
+        }
     }
 
     /// Sends `message` once everything written so far is durable (at once if it is).
@@ -527,6 +549,9 @@ impl<C: Clone> RaftCore<C> {
         }
         let id = PersistId(self.next_persist);
         self.next_persist += 1;
+        if write.hard_state.is_some() {
+            self.hard_state_write = id.0;
+        }
         self.pending_persists.push_back(PendingPersist {
             id,
             term: write.hard_state.map(|hard_state| hard_state.term),

@@ -131,7 +131,7 @@ impl<C: Clone> RaftCore<C> {
                 .log
                 .candidate_is_up_to_date(last_log_term, last_log_index);
         let reply_term = if granted { term } else { self.term };
-        self.send(
+        self.send_in_durable_term(
             from,
             Message::PreVoteResponse {
                 term: reply_term,

@@ -124,7 +124,8 @@ impl<C: Clone> RaftCore<C> {
                     .first_index_of_term_run(prev_log_index)
                     .saturating_sub(1)
             };
-            self.send(
+            // The rejection may follow a term learned from this very request.
+            self.send_in_durable_term(
                 from,
                 Message::AppendEntriesResponse {
                     term,
@@ -212,7 +213,8 @@ impl<C: Clone> RaftCore<C> {
             self.commit_index = new_commit;
         }
         let term = self.term;
-        self.send(from, Message::HeartbeatResponse { term, read_round });
+        // The answer may follow a term learned from this very heartbeat.
+        self.send_in_durable_term(from, Message::HeartbeatResponse { term, read_round });
         self.apply_committed();
     }
 

@@ -427,7 +427,8 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
             Effect::SetTimer { at: ms(405) },
         ]
     );
-    // A request whose previous entry conflicts is rejected with a hint before that term.
+    // A request whose previous entry conflicts is rejected with a hint before that term
+    // (once term 2, written in p1, is durable).
     follower.step(
         ms(6),
         S3,
@@ -442,7 +443,8 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
     assert_eq!(
         follower.take_effects(),
         vec![
-            Effect::Send {
+            Effect::SendAfterPersist {
+                after: PersistId(1),
                 to: S3,
                 message: Message::AppendEntriesResponse {
                     term: 2,
@@ -454,6 +456,130 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
             },
             Effect::SetTimer { at: ms(406) },
         ]
+    );
+}
+
+/// A reply that follows a term change goes out only once the new term is durable (etcd
+/// sends a `Ready`'s messages only after its `HardState` is saved): a crash must not take
+/// back a term a leader has already been told about.
+#[test]
+fn replies_after_a_term_change_wait_until_the_term_is_durable() {
+    let mut follower = core(S2, &[S1, S2, S3], &[]);
+    let probe = |term, read_round| Message::Heartbeat {
+        term,
+        commit: 0,
+        read_round,
+    };
+    let missing_prev = Message::AppendEntries {
+        term: 2,
+        prev_log_index: 3,
+        prev_log_term: 1,
+        entries: vec![],
+        leader_commit: 3,
+    };
+    let rejection = Message::AppendEntriesResponse {
+        term: 2,
+        outcome: AppendOutcome::Rejected {
+            rejected_prev_index: 3,
+            retry_hint: 0,
+        },
+    };
+    // An AppendEntries of a newer term that does not match: the term is written first and
+    // the rejection waits for that write.
+    follower.step(ms(10), S1, missing_prev.clone());
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: hard_state(2, None),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: rejection.clone(),
+            },
+            Effect::SetTimer { at: ms(410) },
+        ]
+    );
+    // Term 2 is still not durable: the next rejection waits for the same write.
+    follower.step(ms(11), S1, missing_prev);
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: rejection,
+            },
+            Effect::SetTimer { at: ms(411) },
+        ]
+    );
+    follower.on_persisted(ms(12), PersistId(1));
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::Observe(Observation::TermPersisted { term: 2 })]
+    );
+    // Durable: a heartbeat is answered at once.
+    follower.step(ms(13), S1, probe(2, 4));
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Send {
+                to: S1,
+                message: Message::HeartbeatResponse {
+                    term: 2,
+                    read_round: 4
+                },
+            },
+            Effect::SetTimer { at: ms(413) },
+        ]
+    );
+    // A heartbeat of a newer term: its answer waits for term 3.
+    follower.step(ms(14), S3, probe(3, 1));
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(2),
+                write: hard_state(3, None),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(2),
+                to: S3,
+                message: Message::HeartbeatResponse {
+                    term: 3,
+                    read_round: 1
+                },
+            },
+            Effect::SetTimer { at: ms(414) },
+        ]
+    );
+    // The deposed leader is told about term 3, too, only once term 3 is durable.
+    follower.step(ms(15), S1, probe(2, 5));
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::SendAfterPersist {
+            after: PersistId(2),
+            to: S1,
+            message: Message::HeartbeatResponse {
+                term: 3,
+                read_round: 5
+            },
+        }]
+    );
+    follower.on_persisted(ms(16), PersistId(2));
+    follower.take_effects();
+    follower.step(ms(17), S1, probe(2, 6));
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::Send {
+            to: S1,
+            message: Message::HeartbeatResponse {
+                term: 3,
+                read_round: 6
+            },
+        }]
     );
 }
 
