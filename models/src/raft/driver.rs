@@ -4,7 +4,8 @@
 //! - `Send` goes on the wire at once; `Persist` is written to the disk files at once
 //!   (volatile) and made durable by a background syncer that batches syncs (group commit);
 //!   `SendAfterPersist` waits in the driver until its write is durable.
-//! - `SetTimer` re-arms one local-clock timer; when it fires the core is ticked.
+//! - One local-clock timer follows the core's [`RaftCore::timer_deadline`] (re-armed only
+//!   when that moves earlier); when the deadline is reached the core is ticked.
 //! - Protocol observations and applied entries are recorded in the history:
 //!   `BecameLeader`, `SteppedDown`, `TermChanged` (when the term is durable), `Applied`.
 //! - `Apply`, `ReadReady` and `ReadRejected` are handed to the application above.
@@ -15,21 +16,20 @@
 use super::{
     DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation, PersistId,
     ProposalSlot, ProposeError, RaftConfig, RaftCore, ReadRequestId,
+    timer::{Signalled, SignalledTimer},
 };
 use sim::{
     HistoryRecorder, NodeContext, NodeId,
-    clock::{LocalSleep, LocalTime},
+    clock::LocalTime,
     disk::{CellFile, Disk, LogFile},
     history::ProtocolEvent,
     net::{Datagram, DatagramEndpoint, DatagramNetwork},
 };
 use std::{
-    cell::RefCell,
     collections::VecDeque,
     future::Future,
     pin::Pin,
-    rc::Rc,
-    task::{Context, Poll, Waker},
+    task::{Context, Poll},
 };
 
 /// A command a driven core can carry: cheap to clone, with a stable digest for the
@@ -80,40 +80,39 @@ pub enum RaftInput<C> {
     Synced(PersistId),
 }
 
-#[derive(Default)]
-struct SyncState {
+/// A disk sync in flight.
+type SyncFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Makes writes durable, one sync at a time (group commit); each sync covers every write
+/// issued before it started. The sync runs inside the driver's task: its timer wakes that
+/// task directly.
+struct Syncer {
+    disk: Disk,
+    in_flight: Signalled<SyncFuture>,
+    /// The persist id the sync in flight covers.
+    target: u64,
     /// Highest persist id whose write has been issued.
     requested: u64,
     /// Highest persist id known durable.
     completed: u64,
     /// Highest id reported to the core.
     reported: u64,
-    syncer: Option<Waker>,
-    driver: Option<Waker>,
 }
 
-/// Makes writes durable in the background, one sync at a time; each sync covers every write
-/// issued before it started.
-async fn syncer(disk: Disk, state: Rc<RefCell<SyncState>>) {
-    loop {
-        let target = std::future::poll_fn(|cx| {
-            let mut state = state.borrow_mut();
-            if state.requested > state.completed {
-                Poll::Ready(state.requested)
-            } else {
-                state.syncer = Some(cx.waker().clone());
-                Poll::Pending
+impl Syncer {
+    /// Finishes the sync in flight if it is done, and starts the next one if writes wait.
+    fn poll(&mut self, cx: &mut Context<'_>) {
+        loop {
+            if self.in_flight.poll(cx).is_ready() {
+                self.completed = self.completed.max(self.target);
             }
-        })
-        .await;
-        disk.sync().await;
-        let waker = {
-            let mut state = state.borrow_mut();
-            state.completed = state.completed.max(target);
-            state.driver.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+            if self.in_flight.get().is_some() || self.requested <= self.completed {
+                return;
+            }
+            self.target = self.requested;
+            let disk = self.disk.clone();
+            self.in_flight
+                .set(Box::pin(async move { disk.sync().await }));
         }
     }
 }
@@ -126,10 +125,14 @@ pub struct RaftDriver<C: RaftCommand> {
     endpoint: DatagramEndpoint<Message<C>>,
     log_file: LogFile<Entry<C>>,
     hard_state_file: CellFile<HardState>,
-    sync: Rc<RefCell<SyncState>>,
+    sync: Syncer,
     held: VecDeque<(PersistId, NodeId, Message<C>)>,
-    timer: Option<Pin<Box<LocalSleep>>>,
-    timer_deadline: Option<LocalTime>,
+    /// The one local-clock timer. It is re-armed only when the core's deadline moves
+    /// earlier; a follower's election deadline moves later with every message from the
+    /// leader, and a new sleep each time would leave a madsim timer behind per message (each
+    /// waking the task in vain). When it fires before the core's deadline, it is re-armed at
+    /// that deadline instead of ticking the core.
+    timer: SignalledTimer,
     effects: Vec<Effect<C>>,
     app_events: VecDeque<AppEvent<C>>,
 }
@@ -157,8 +160,14 @@ impl<C: RaftCommand> RaftDriver<C> {
         let jitter = Box::new(context.rng("raft-election-jitter"));
         let now = context.clock().now();
         let core = RaftCore::restore(config, jitter, now, hard_state, log);
-        let sync = Rc::new(RefCell::new(SyncState::default()));
-        sim::task::spawn_local(syncer(disk, sync.clone()));
+        let sync = Syncer {
+            disk,
+            in_flight: Signalled::new(),
+            target: 0,
+            requested: 0,
+            completed: 0,
+            reported: 0,
+        };
         let mut driver = Self {
             core,
             context: context.clone(),
@@ -168,8 +177,7 @@ impl<C: RaftCommand> RaftDriver<C> {
             hard_state_file,
             sync,
             held: VecDeque::new(),
-            timer: None,
-            timer_deadline: None,
+            timer: SignalledTimer::new(),
             effects: Vec::new(),
             app_events: VecDeque::new(),
         };
@@ -189,19 +197,18 @@ impl<C: RaftCommand> RaftDriver<C> {
 
     /// Waits for the next network, timer or disk input.
     pub fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<RaftInput<C>> {
-        {
-            let mut sync = self.sync.borrow_mut();
-            if sync.completed > sync.reported {
-                sync.reported = sync.completed;
-                return Poll::Ready(RaftInput::Synced(PersistId(sync.completed)));
-            }
-            sync.driver = Some(cx.waker().clone());
+        self.sync.poll(cx);
+        if self.sync.completed > self.sync.reported {
+            self.sync.reported = self.sync.completed;
+            return Poll::Ready(RaftInput::Synced(PersistId(self.sync.completed)));
         }
-        if let Some(timer) = self.timer.as_mut()
-            && timer.as_mut().poll(cx).is_ready()
-        {
-            self.timer = None;
-            return Poll::Ready(RaftInput::Timer);
+        while self.timer.poll_expired(cx) {
+            let deadline = self.core.timer_deadline();
+            if self.now() >= deadline {
+                return Poll::Ready(RaftInput::Timer);
+            }
+            // The deadline moved later since the timer was armed.
+            self.timer.set(self.context.clock().sleep_until(deadline));
         }
         let mut receive = self.endpoint.recv();
         if let Poll::Ready(datagram) = Pin::new(&mut receive).poll(cx) {
@@ -215,10 +222,7 @@ impl<C: RaftCommand> RaftDriver<C> {
         let now = self.now();
         match input {
             RaftInput::Message(Datagram { from, message }) => self.core.step(now, from, message),
-            RaftInput::Timer => {
-                self.timer_deadline = None;
-                self.core.tick(now);
-            }
+            RaftInput::Timer => self.core.tick(now),
             RaftInput::Synced(id) => {
                 while let Some((after, _, _)) = self.held.front() {
                     if *after > id {
@@ -261,7 +265,7 @@ impl<C: RaftCommand> RaftDriver<C> {
                 Effect::Send { to, message } => self.endpoint.send(to, message),
                 Effect::Persist { id, write } => self.write(id, write),
                 Effect::SendAfterPersist { after, to, message } => {
-                    if after.0 <= self.sync.borrow().reported {
+                    if after.0 <= self.sync.reported {
                         self.endpoint.send(to, message);
                     } else {
                         self.held.push_back((after, to, message));
@@ -304,9 +308,8 @@ impl<C: RaftCommand> RaftDriver<C> {
         }
         self.effects = effects;
         let deadline = self.core.timer_deadline();
-        if self.timer.is_none() || self.timer_deadline != Some(deadline) {
-            self.timer_deadline = Some(deadline);
-            self.timer = Some(Box::pin(self.context.clock().sleep_until(deadline)));
+        if self.timer.deadline().is_none_or(|armed| deadline < armed) {
+            self.timer.set(self.context.clock().sleep_until(deadline));
         }
     }
 
@@ -322,13 +325,8 @@ impl<C: RaftCommand> RaftDriver<C> {
         if !write.append.is_empty() {
             self.log_file.append(write.append);
         }
-        let waker = {
-            let mut sync = self.sync.borrow_mut();
-            sync.requested = sync.requested.max(id.0);
-            sync.syncer.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        // The next poll of the driver starts a sync for it (or the one after the sync in
+        // flight does).
+        self.sync.requested = self.sync.requested.max(id.0);
     }
 }
