@@ -119,8 +119,14 @@ pub(super) struct LeaderState {
     pub(super) heartbeat_deadline: LocalTime,
     pub(super) check_quorum_deadline: LocalTime,
     pub(super) recently_active: BTreeSet<NodeId>,
+    /// The last ReadIndex round started (its heartbeats carry it).
     pub(super) read_round: u64,
+    /// Reads of rounds already started, waiting for a quorum to acknowledge their round.
     pub(super) pending_reads: VecDeque<PendingRead>,
+    /// Reads that arrived while a round was in flight: the next round, started once that one
+    /// is acknowledged, confirms them all (etcd batches reads into one ReadIndex the same
+    /// way). Each with the commit index at its arrival.
+    pub(super) queued_reads: Vec<(ReadRequestId, u64)>,
     pub(super) reads_waiting_for_term_commit: Vec<ReadRequestId>,
 }
 

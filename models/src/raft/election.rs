@@ -226,6 +226,7 @@ impl<C: Clone> RaftCore<C> {
             recently_active: BTreeSet::new(),
             read_round: 0,
             pending_reads: VecDeque::new(),
+            queued_reads: Vec::new(),
             reads_waiting_for_term_commit: Vec::new(),
         }));
         self.leader = Some(self.config.id);

@@ -694,6 +694,92 @@ fn read_index_waits_for_the_term_commit_and_a_quorum_round() {
     );
 }
 
+/// s1 of {s1, s2, s3} leading term 1 with its no-op committed (acknowledged by s2, which
+/// streams from now on; s3 never answered).
+fn leader_with_committed_noop() -> Core {
+    let mut leader = leader_of_three(&[]);
+    leader.step(
+        ms(404),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 1 },
+        },
+    );
+    assert_eq!(leader.commit_index(), 1);
+    leader.take_effects();
+    leader
+}
+
+fn heartbeats(commit_s2: u64, commit_s3: u64, read_round: u64) -> Vec<Effect<&'static str>> {
+    vec![
+        Effect::Send {
+            to: S2,
+            message: Message::Heartbeat {
+                term: 1,
+                commit: commit_s2,
+                read_round,
+            },
+        },
+        Effect::Send {
+            to: S3,
+            message: Message::Heartbeat {
+                term: 1,
+                commit: commit_s3,
+                read_round,
+            },
+        },
+    ]
+}
+
+fn heartbeat_answer(read_round: u64) -> Message<&'static str> {
+    Message::HeartbeatResponse {
+        term: 1,
+        read_round,
+    }
+}
+
+/// Reads that arrive while a ReadIndex round is in flight do not start rounds of their own:
+/// they wait, and one round started once the round in flight is acknowledged confirms them
+/// all. An answer to the older round confirms none of them.
+#[test]
+fn reads_during_a_round_share_the_next_round() {
+    let mut leader = leader_with_committed_noop();
+    leader.read_index(ms(405), ReadRequestId(1));
+    assert_eq!(leader.take_effects(), heartbeats(1, 0, 1));
+    leader.read_index(ms(406), ReadRequestId(2));
+    leader.read_index(ms(407), ReadRequestId(3));
+    assert_eq!(leader.take_effects(), vec![], "round 1 is in flight");
+    // Round 1 is confirmed (s1 and s2): read 1 is served and round 2 starts for 2 and 3.
+    leader.step(ms(408), S2, heartbeat_answer(1));
+    let mut expected = heartbeats(1, 0, 2);
+    expected.push(Effect::ReadReady {
+        request: ReadRequestId(1),
+        read_index: 1,
+    });
+    assert_eq!(leader.take_effects(), expected);
+    // Round 1 again: reads 2 and 3 came after it started, it cannot serve them.
+    leader.step(ms(409), S2, heartbeat_answer(1));
+    assert_eq!(leader.take_effects(), vec![]);
+    leader.step(ms(410), S2, heartbeat_answer(2));
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::ReadReady {
+                request: ReadRequestId(2),
+                read_index: 1,
+            },
+            Effect::ReadReady {
+                request: ReadRequestId(3),
+                read_index: 1,
+            },
+        ]
+    );
+    // Nothing in flight: the next read starts a round at once.
+    leader.read_index(ms(411), ReadRequestId(4));
+    assert_eq!(leader.take_effects(), heartbeats(1, 0, 3));
+}
+
 #[test]
 fn readindex_before_term_commit_reads_at_a_stale_commit_index() {
     let mut leader = leader_of_three(&[RaftBug::ReadIndexBeforeTermCommit]);
