@@ -780,6 +780,77 @@ fn reads_during_a_round_share_the_next_round() {
     assert_eq!(leader.take_effects(), heartbeats(1, 0, 3));
 }
 
+/// A streaming follower is sent every entry it has not acknowledged: a request that
+/// overtakes an earlier one on the wire (datagrams are reordered) still matches the
+/// follower's log, and so does the repeat that a heartbeat answer from a lagging follower
+/// triggers (etcd's `sendAppend` on `MsgHeartbeatResp`).
+#[test]
+fn a_streaming_follower_is_sent_every_unacknowledged_entry() {
+    let mut leader = leader_with_committed_noop();
+    let stream = |entries| Effect::Send {
+        to: S2,
+        message: Message::AppendEntries {
+            term: 1,
+            prev_log_index: 1,
+            prev_log_term: 1,
+            entries,
+            leader_commit: 1,
+        },
+    };
+    leader.propose(ms(410), "x").unwrap();
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(3),
+                write: append(vec![command(2, 1, "x")]),
+            },
+            stream(vec![command(2, 1, "x")]),
+        ]
+    );
+    leader.propose(ms(411), "y").unwrap();
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(4),
+                write: append(vec![command(3, 1, "y")]),
+            },
+            stream(vec![command(2, 1, "x"), command(3, 1, "y")]),
+        ]
+    );
+    leader.step(ms(412), S2, heartbeat_answer(0));
+    assert_eq!(
+        leader.take_effects(),
+        vec![stream(vec![command(2, 1, "x"), command(3, 1, "y")])]
+    );
+    // s2 stored x: the next request starts after it.
+    leader.step(
+        ms(413),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 2 },
+        },
+    );
+    leader.take_effects();
+    leader.propose(ms(414), "z").unwrap();
+    let effects = leader.take_effects();
+    assert_eq!(
+        effects.last(),
+        Some(&Effect::Send {
+            to: S2,
+            message: Message::AppendEntries {
+                term: 1,
+                prev_log_index: 2,
+                prev_log_term: 1,
+                entries: vec![command(3, 1, "y"), command(4, 1, "z")],
+                leader_commit: 1,
+            },
+        })
+    );
+}
+
 #[test]
 fn readindex_before_term_commit_reads_at_a_stale_commit_index() {
     let mut leader = leader_of_three(&[RaftBug::ReadIndexBeforeTermCommit]);
