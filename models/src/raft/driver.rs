@@ -16,11 +16,11 @@
 use super::{
     DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation, PersistId,
     ProposalSlot, ProposeError, RaftConfig, RaftCore, ReadRequestId,
-    timer::{Signalled, SignalledTimer},
+    timer::{Signalled, Wakeups},
 };
 use sim::{
     HistoryRecorder, NodeContext, NodeId,
-    clock::LocalTime,
+    clock::{LocalSleep, LocalTime},
     disk::{CellFile, Disk, LogFile},
     history::ProtocolEvent,
     net::{Datagram, DatagramEndpoint, DatagramNetwork},
@@ -101,9 +101,10 @@ struct Syncer {
 
 impl Syncer {
     /// Finishes the sync in flight if it is done, and starts the next one if writes wait.
-    fn poll(&mut self, cx: &mut Context<'_>) {
+    #[inline]
+    fn poll(&mut self, woken: bool, wakeups: &Wakeups) {
         loop {
-            if self.in_flight.poll(cx).is_ready() {
+            if self.in_flight.poll(woken, wakeups).is_ready() {
                 self.completed = self.completed.max(self.target);
             }
             if self.in_flight.get().is_some() || self.requested <= self.completed {
@@ -132,7 +133,11 @@ pub struct RaftDriver<C: RaftCommand> {
     /// leader, and a new sleep each time would leave a madsim timer behind per message (each
     /// waking the task in vain). When it fires before the core's deadline, it is re-armed at
     /// that deadline instead of ticking the core.
-    timer: SignalledTimer,
+    timer: Signalled<LocalSleep>,
+    /// The timer reached the core's deadline; the tick is handed out next.
+    timer_due: bool,
+    /// The wake-ups of the timer and the disk sync.
+    wakeups: Wakeups,
     effects: Vec<Effect<C>>,
     app_events: VecDeque<AppEvent<C>>,
 }
@@ -177,7 +182,9 @@ impl<C: RaftCommand> RaftDriver<C> {
             hard_state_file,
             sync,
             held: VecDeque::new(),
-            timer: SignalledTimer::new(),
+            timer: Signalled::new(),
+            timer_due: false,
+            wakeups: Wakeups::new(),
             effects: Vec::new(),
             app_events: VecDeque::new(),
         };
@@ -197,18 +204,24 @@ impl<C: RaftCommand> RaftDriver<C> {
 
     /// Waits for the next network, timer or disk input.
     pub fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<RaftInput<C>> {
-        self.sync.poll(cx);
+        let woken = self.wakeups.take(cx);
+        self.sync.poll(woken, &self.wakeups);
+        while self.timer.poll(woken, &self.wakeups).is_ready() {
+            let deadline = self.core.timer_deadline();
+            if self.now() >= deadline {
+                self.timer_due = true;
+                break;
+            }
+            // The deadline moved later since the timer was armed.
+            self.timer.set(self.context.clock().sleep_until(deadline));
+        }
         if self.sync.completed > self.sync.reported {
             self.sync.reported = self.sync.completed;
             return Poll::Ready(RaftInput::Synced(PersistId(self.sync.completed)));
         }
-        while self.timer.poll_expired(cx) {
-            let deadline = self.core.timer_deadline();
-            if self.now() >= deadline {
-                return Poll::Ready(RaftInput::Timer);
-            }
-            // The deadline moved later since the timer was armed.
-            self.timer.set(self.context.clock().sleep_until(deadline));
+        if self.timer_due {
+            self.timer_due = false;
+            return Poll::Ready(RaftInput::Timer);
         }
         let mut receive = self.endpoint.recv();
         if let Poll::Ready(datagram) = Pin::new(&mut receive).poll(cx) {
@@ -308,7 +321,7 @@ impl<C: RaftCommand> RaftDriver<C> {
         }
         self.effects = effects;
         let deadline = self.core.timer_deadline();
-        if self.timer.deadline().is_none_or(|armed| deadline < armed) {
+        if !self.timer_due && self.timer.deadline().is_none_or(|armed| deadline < armed) {
             self.timer.set(self.context.clock().sleep_until(deadline));
         }
     }

@@ -2,9 +2,9 @@
 //!
 //! Such a task is polled on every message. Polling a [`LocalSleep`] reads the local clock
 //! each time, and polling a madsim sleep adds a timer entry each time. A [`Signalled`]
-//! future is polled with a waker of its own that remembers that it fired and then wakes
-//! the task: it is polled only when it was just set or has woken the task, not on every
-//! poll of the task.
+//! future is polled with a waker of the task's [`Wakeups`], which remembers that it fired
+//! and then wakes the task: it is polled only when it was just set or its wake-ups fired,
+//! not on every poll of the task.
 
 use futures_util::task::AtomicWaker;
 use sim::clock::{LocalSleep, LocalTime};
@@ -35,30 +35,48 @@ impl Wake for Signal {
     }
 }
 
-/// At most one future, polled only when it may have progressed. See the
-/// [module docs](self).
+/// The wake-ups of a task's [`Signalled`] futures: they are polled with its waker, which
+/// records that one of them fired and wakes the task.
+pub(crate) struct Wakeups {
+    signal: Arc<Signal>,
+    waker: Waker,
+}
+
+impl Wakeups {
+    pub(crate) fn new() -> Self {
+        let signal = Arc::new(Signal::default());
+        let waker = Waker::from(signal.clone());
+        Self { signal, waker }
+    }
+
+    /// Registers `cx`'s task to be woken by the futures polled through `self`; tells
+    /// whether one of them fired since the last call (then each must be polled).
+    #[inline]
+    pub(crate) fn take(&self, cx: &mut Context<'_>) -> bool {
+        self.signal.task.register(cx.waker());
+        self.signal.fired.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// At most one future, polled only when it was just set or its [`Wakeups`] fired. See
+/// the [module docs](self).
 pub(crate) struct Signalled<F> {
     future: Option<F>,
     /// The future was set and not yet polled.
     fresh: bool,
-    signal: Arc<Signal>,
-    waker: Waker,
 }
 
 impl<F: Future + Unpin> Signalled<F> {
     /// Holds no future.
     pub(crate) fn new() -> Self {
-        let signal = Arc::new(Signal::default());
-        let waker = Waker::from(signal.clone());
         Self {
             future: None,
             fresh: false,
-            signal,
-            waker,
         }
     }
 
     /// The future, if one is set.
+    #[inline]
     pub(crate) fn get(&self) -> Option<&F> {
         self.future.as_ref()
     }
@@ -74,36 +92,68 @@ impl<F: Future + Unpin> Signalled<F> {
         self.future = None;
     }
 
-    /// The future's output once it completes (it is then dropped). `cx`'s task is woken
-    /// when the future may have progressed.
-    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<F::Output> {
-        self.signal.task.register(cx.waker());
-        let fired = self.signal.fired.swap(false, Ordering::Relaxed);
-        if !fired && !self.fresh {
+    /// The future's output once it completes (it is then dropped). `woken` is what
+    /// [`Wakeups::take`] said in this poll of the task.
+    #[inline]
+    pub(crate) fn poll(&mut self, woken: bool, wakeups: &Wakeups) -> Poll<F::Output> {
+        if !woken && !self.fresh {
             return Poll::Pending;
         }
+        self.poll_now(wakeups)
+    }
+
+    fn poll_now(&mut self, wakeups: &Wakeups) -> Poll<F::Output> {
         self.fresh = false;
         let Some(future) = self.future.as_mut() else {
             return Poll::Pending;
         };
-        let mut own = Context::from_waker(&self.waker);
+        let mut own = Context::from_waker(&wakeups.waker);
         let output = std::task::ready!(Pin::new(future).poll(&mut own));
         self.future = None;
         Poll::Ready(output)
     }
 }
 
-/// A re-armable local-clock timer.
-pub(crate) type SignalledTimer = Signalled<LocalSleep>;
-
-impl SignalledTimer {
+impl Signalled<LocalSleep> {
     /// The deadline it is armed for.
     pub(crate) fn deadline(&self) -> Option<LocalTime> {
         self.get().map(LocalSleep::deadline)
     }
+}
+
+/// A re-armable local-clock timer with wake-ups of its own.
+pub(crate) struct SignalledTimer {
+    sleep: Signalled<LocalSleep>,
+    wakeups: Wakeups,
+}
+
+impl SignalledTimer {
+    /// A timer that is not armed.
+    pub(crate) fn new() -> Self {
+        Self {
+            sleep: Signalled::new(),
+            wakeups: Wakeups::new(),
+        }
+    }
+
+    /// The deadline it is armed for.
+    pub(crate) fn deadline(&self) -> Option<LocalTime> {
+        self.sleep.deadline()
+    }
+
+    /// Arms it with `sleep` (replacing any earlier one).
+    pub(crate) fn set(&mut self, sleep: LocalSleep) {
+        self.sleep.set(sleep);
+    }
+
+    /// Disarms it.
+    pub(crate) fn clear(&mut self) {
+        self.sleep.clear();
+    }
 
     /// Whether the armed sleep has completed (the timer is then disarmed).
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> bool {
-        self.poll(cx).is_ready()
+        let woken = self.wakeups.take(cx);
+        self.sleep.poll(woken, &self.wakeups).is_ready()
     }
 }
