@@ -118,7 +118,6 @@ pub(super) struct LeaderState {
     pub(super) term_start_index: u64,
     pub(super) heartbeat_deadline: LocalTime,
     pub(super) check_quorum_deadline: LocalTime,
-    pub(super) recently_active: BTreeSet<NodeId>,
     /// The last ReadIndex round started (its heartbeats carry it).
     pub(super) read_round: u64,
     /// Reads of rounds already started, waiting for a quorum to acknowledge their round.
@@ -137,6 +136,8 @@ pub(super) struct Progress {
     pub(super) match_index: u64,
     pub(super) mode: ReplicationMode,
     pub(super) acked_read_round: u64,
+    /// Heard from since the last CheckQuorum tick (etcd's `RecentActive`).
+    pub(super) recently_active: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,6 +190,9 @@ pub struct RaftCore<C> {
     pub(super) applied_index: u64,
     pub(super) now: LocalTime,
     pub(super) election_deadline: LocalTime,
+    /// The randomized election timeout, drawn anew at every role change (etcd's
+    /// `randomizedElectionTimeout`); hearing from the leader restarts it without a draw.
+    pub(super) election_timeout: Duration,
     pub(super) last_leader_contact: Option<LocalTime>,
     pub(super) armed_timer: Option<LocalTime>,
     pub(super) next_persist: u64,
@@ -236,6 +240,7 @@ impl<C: Clone> RaftCore<C> {
             applied_index: 0,
             now,
             election_deadline: now,
+            election_timeout: Duration::ZERO,
             last_leader_contact: None,
             armed_timer: None,
             next_persist: 1,
@@ -594,12 +599,18 @@ impl<C: Clone> RaftCore<C> {
         Some(self.persist(DurableWrite::default(), action))
     }
 
+    /// Draws a new randomized election timeout and starts it.
     pub(super) fn reset_election_deadline(&mut self) {
-        let timeout = self.jitter.election_timeout(
+        self.election_timeout = self.jitter.election_timeout(
             self.config.election_timeout_min,
             self.config.election_timeout_max,
         );
-        self.election_deadline = self.now + timeout;
+        self.restart_election_timer();
+    }
+
+    /// Starts the current election timeout again (etcd's `electionElapsed = 0`).
+    pub(super) fn restart_election_timer(&mut self) {
+        self.election_deadline = self.now + self.election_timeout;
     }
 
     /// Whether a live leader was heard from within the minimum election timeout (always

@@ -214,7 +214,7 @@ impl<C: Clone> RaftCore<C> {
         }
         self.leader = Some(leader);
         self.last_leader_contact = Some(self.now);
-        self.reset_election_deadline();
+        self.restart_election_timer();
         true
     }
 
@@ -237,10 +237,10 @@ impl<C: Clone> RaftCore<C> {
         let Role::Leader(leader) = &mut self.role else {
             return;
         };
-        leader.recently_active.insert(from);
         let Some(progress) = leader.progress.get_mut(&from) else {
             return;
         };
+        progress.recently_active = true;
         match outcome {
             AppendOutcome::Accepted { match_index } => {
                 // matchIndex comes from the acknowledged request, never from nextIndex.
@@ -286,10 +286,10 @@ impl<C: Clone> RaftCore<C> {
         let Role::Leader(leader) = &mut self.role else {
             return;
         };
-        leader.recently_active.insert(from);
         let Some(progress) = leader.progress.get_mut(&from) else {
             return;
         };
+        progress.recently_active = true;
         progress.acked_read_round = progress.acked_read_round.max(read_round);
         // etcd: a follower that lacks entries gets them again on a heartbeat answer (a
         // probing one its next probe). A streaming one is sent every entry it has not
@@ -348,8 +348,10 @@ impl<C: Clone> RaftCore<C> {
             return;
         };
         if check_quorum && now >= leader.check_quorum_deadline {
-            let active = leader.recently_active.len() + 1;
-            leader.recently_active.clear();
+            let mut active = 1;
+            for progress in leader.progress.values_mut() {
+                active += usize::from(std::mem::take(&mut progress.recently_active));
+            }
             leader.check_quorum_deadline = now + election_timeout_min;
             if active < quorum {
                 let term = self.term;
