@@ -153,6 +153,10 @@ impl SignalledTimer {
 
     /// Whether the armed sleep has completed (the timer is then disarmed).
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.sleep.get().is_none() {
+            // Nothing to wake the task for (a later `set` is polled when fresh).
+            return false;
+        }
         let woken = self.wakeups.take(cx);
         self.sleep.poll(woken, &self.wakeups).is_ready()
     }
