@@ -2,8 +2,9 @@
 //! network, the node's disk and its local clock.
 //!
 //! - `Send` goes on the wire at once; `Persist` is written to the disk files at once
-//!   (volatile) and made durable by a background syncer that batches syncs (group commit);
-//!   `SendAfterPersist` waits in the driver until its write is durable.
+//!   (volatile) and made durable by disk syncs that the driver runs one at a time, each
+//!   covering every write issued before it (group commit); `SendAfterPersist` waits in the
+//!   driver until its write is durable.
 //! - One local-clock timer follows the core's [`RaftCore::timer_deadline`] (re-armed only
 //!   when that moves earlier); when the deadline is reached the core is ticked.
 //! - Protocol observations and applied entries are recorded in the history:
