@@ -16,10 +16,11 @@ use super::{
     protocol::{ClientFrame, ClientRequest, ClientResponse},
     server::EtcdCluster,
 };
+use crate::raft::timer::SignalledTimer;
 use rand::Rng;
 use sim::{
     HistoryRecorder, NodeContext, NodeId,
-    clock::LocalTime,
+    clock::{Elapsed, LocalTime},
     history::{
         OpError, OpResult, Operation, RecipeEvent, Response,
         kv::{
@@ -29,7 +30,7 @@ use sim::{
     },
     net::{Connection, ConnectionBroken, StreamNetwork},
 };
-use std::time::Duration;
+use std::{task::Poll, time::Duration};
 
 /// Client timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +72,10 @@ pub struct EtcdClient {
     rotation: usize,
     next_request_id: u64,
     next_watch_id: u64,
+    /// One timer for every request's timeout, re-armed only when it fires before the
+    /// current request's deadline: a new sleep per request would leave a madsim timer
+    /// behind per operation, each waking this task in vain a request timeout later.
+    request_timer: SignalledTimer,
 }
 
 /// How an attempt ended, before the history sees it.
@@ -100,6 +105,7 @@ impl EtcdClient {
             rotation,
             next_request_id: 0,
             next_watch_id: 0,
+            request_timer: SignalledTimer::new(),
         }
     }
 
@@ -294,10 +300,31 @@ impl EtcdClient {
             .config
             .request_timeout
             .min(deadline.saturating_duration_since(clock.now()));
-        match clock
-            .timeout(wait, response_to(&connection, request_id))
-            .await
+        let timeout_at = clock.now() + wait;
+        if self
+            .request_timer
+            .deadline()
+            .is_none_or(|armed| timeout_at < armed)
         {
+            self.request_timer.set(clock.sleep_until(timeout_at));
+        }
+        let mut response = std::pin::pin!(response_to(&connection, request_id));
+        let timer = &mut self.request_timer;
+        let answer = std::future::poll_fn(|cx| {
+            if let Poll::Ready(answer) = response.as_mut().poll(cx) {
+                return Poll::Ready(Ok(answer));
+            }
+            while timer.poll_expired(cx) {
+                if clock.now() >= timeout_at {
+                    return Poll::Ready(Err(Elapsed));
+                }
+                // Armed for an earlier request: wait on for this one.
+                timer.set(clock.sleep_until(timeout_at));
+            }
+            Poll::Pending
+        })
+        .await;
+        match answer {
             Ok(Ok(response)) => self.interpret(response, connection.peer()).await,
             Ok(Err(broken)) => {
                 self.connection = None;

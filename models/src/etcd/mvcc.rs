@@ -10,10 +10,7 @@
 //! - Every change is kept as a [`ChangeEvent`] so that watches can replay from a revision.
 
 use sim::history::kv::{KeyValue, KvError};
-use std::{
-    collections::{BTreeMap, btree_map},
-    ops::Bound,
-};
+use std::{collections::BTreeMap, ops::Bound};
 
 /// What a change did to a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,8 +114,9 @@ pub struct MvccStore {
     revision: u64,
     compact_revision: u64,
     keys: BTreeMap<String, Vec<KeyVersion>>,
-    /// Changes by revision, in the order they happened within the revision.
-    changes: BTreeMap<u64, Vec<ChangeEvent>>,
+    /// Every change not compacted away, in the order they happened (so by revision): one
+    /// vector, not a map of vectors, as almost every revision holds one change.
+    changes: Vec<ChangeEvent>,
     /// The revision the open write transaction writes at, if it wrote anything yet.
     open_write: Option<u64>,
 }
@@ -129,7 +127,7 @@ impl Default for MvccStore {
             revision: 1,
             compact_revision: 0,
             keys: BTreeMap::new(),
-            changes: BTreeMap::new(),
+            changes: Vec::new(),
             open_write: None,
         }
     }
@@ -210,28 +208,28 @@ impl MvccStore {
     }
 
     /// Writes `value` at `key` (attached to `lease`) in the open transaction; returns the
-    /// previous live value.
-    pub fn put(&mut self, key: &str, value: &str, lease: Option<u64>) -> Option<KeyValue> {
+    /// lease the previous live value was attached to (`None` if there was no live value or
+    /// it had no lease).
+    pub fn put(&mut self, key: &str, value: &str, lease: Option<u64>) -> Option<u64> {
         let revision = self.write_revision();
-        let versions = self.keys.entry(key.to_string()).or_default();
-        let previous = versions.last().and_then(|version| version.value.clone());
-        let kv = match &previous {
-            Some(previous) => KeyValue {
-                key: key.to_string(),
-                value: value.to_string(),
-                create_revision: previous.create_revision,
-                mod_revision: revision,
-                version: previous.version + 1,
-                lease,
-            },
-            None => KeyValue {
-                key: key.to_string(),
-                value: value.to_string(),
-                create_revision: revision,
-                mod_revision: revision,
-                version: 1,
-                lease,
-            },
+        // Looked up first: a put to an existing key (the common case) allocates no key.
+        if !self.keys.contains_key(key) {
+            self.keys.insert(key.to_string(), Vec::new());
+        }
+        let versions = self.keys.get_mut(key).expect("inserted above");
+        let previous = versions.last().and_then(|version| version.value.as_ref());
+        let previous_lease = previous.and_then(|previous| previous.lease);
+        let (create_revision, version) = match previous {
+            Some(previous) => (previous.create_revision, previous.version + 1),
+            None => (revision, 1),
+        };
+        let kv = KeyValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            create_revision,
+            mod_revision: revision,
+            version,
+            lease,
         };
         // Two writes to one key in one transaction: the later one replaces the earlier.
         if versions
@@ -244,11 +242,11 @@ impl MvccStore {
             revision,
             value: Some(kv.clone()),
         });
-        self.changes.entry(revision).or_default().push(ChangeEvent {
+        self.changes.push(ChangeEvent {
             kind: ChangeKind::Put,
             kv,
         });
-        previous
+        previous_lease
     }
 
     /// Deletes every live key in `range` in the open transaction; returns what was deleted.
@@ -281,7 +279,7 @@ impl MvccStore {
             revision,
             value: None,
         });
-        self.changes.entry(revision).or_default().push(ChangeEvent {
+        self.changes.push(ChangeEvent {
             kind: ChangeKind::Delete,
             kv: KeyValue {
                 key: key.to_string(),
@@ -303,10 +301,8 @@ impl MvccStore {
                 compact_revision: self.compact_revision,
             });
         }
-        Ok(self
-            .changes
-            .range(from..)
-            .flat_map(|(_, events)| events)
+        Ok(self.changes[self.first_change_at_or_after(from)..]
+            .iter()
             .filter(|event| range.contains(&event.kv.key))
             .cloned()
             .collect())
@@ -314,7 +310,15 @@ impl MvccStore {
 
     /// The changes made at `revision`.
     pub fn changes_at(&self, revision: u64) -> &[ChangeEvent] {
-        self.changes.get(&revision).map_or(&[], Vec::as_slice)
+        let start = self.first_change_at_or_after(revision);
+        let end = self.first_change_at_or_after(revision.saturating_add(1));
+        &self.changes[start..end]
+    }
+
+    /// The position of the first change with revision ≥ `revision`.
+    fn first_change_at_or_after(&self, revision: u64) -> usize {
+        self.changes
+            .partition_point(|event| event.revision() < revision)
     }
 
     /// Forgets history before `revision`: reads at a revision below it and watches from
@@ -351,13 +355,11 @@ impl MvccStore {
             }
             !versions.is_empty()
         });
-        let kept = self.changes.split_off(&revision);
-        self.changes = kept;
-        if drop_tombstone_events
-            && let btree_map::Entry::Occupied(mut at) = self.changes.entry(revision)
-        {
-            at.get_mut()
-                .retain(|event| event.kind != ChangeKind::Delete);
+        let compacted = self.first_change_at_or_after(revision);
+        self.changes.drain(..compacted);
+        if drop_tombstone_events {
+            self.changes
+                .retain(|event| event.revision() != revision || event.kind != ChangeKind::Delete);
         }
         Ok(())
     }

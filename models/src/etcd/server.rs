@@ -23,18 +23,18 @@ use crate::{
     raft::{
         EntryPayload, Message, ProposeError, ReadRequestId,
         driver::{AppEvent, RaftCommand, RaftDriver, RaftInput},
+        timer::SignalledTimer,
     },
 };
 use sim::{
     NodeContext, NodeId, Sim,
-    clock::LocalSleep,
     history::{
         ProtocolEvent,
         kv::{KvError, KvOperation, KvResponse, ReadConsistency},
     },
     net::{Connection, DatagramNetwork, StreamNetwork},
 };
-use std::{collections::BTreeMap, future::Future, pin::Pin, sync::Arc, task::Poll};
+use std::{collections::BTreeMap, sync::Arc, task::Poll};
 
 /// What a Raft log entry of the store carries: shared, so AppendEntries clone cheaply.
 pub type LogCommand = Arc<StoreCommand>;
@@ -160,7 +160,7 @@ struct Server {
     reads: BTreeMap<ReadRequestId, PendingRead>,
     next_read: u64,
     watchers: Vec<Watcher>,
-    lease_timer: Option<Pin<Box<LocalSleep>>>,
+    lease_timer: SignalledTimer,
     next_checkpoint: sim::clock::LocalTime,
     fairness: u64,
 }
@@ -197,7 +197,7 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
         reads: BTreeMap::new(),
         next_read: 0,
         watchers: Vec::new(),
-        lease_timer: None,
+        lease_timer: SignalledTimer::new(),
         next_checkpoint: now,
         fairness: 0,
     };
@@ -238,10 +238,7 @@ impl Server {
                     return Poll::Ready(ServerEvent::Client(inbound));
                 }
             }
-            if let Some(timer) = self.lease_timer.as_mut()
-                && timer.as_mut().poll(cx).is_ready()
-            {
-                self.lease_timer = None;
+            if self.lease_timer.poll_expired(cx) {
                 return Poll::Ready(ServerEvent::LeaseTimer);
             }
             Poll::Pending
@@ -472,10 +469,9 @@ impl Server {
             EntryPayload::Noop => None,
             EntryPayload::Command(command) => {
                 let outcome = self.machine.apply(entry.index, command);
-                let now = self.raft.now();
                 match outcome.lease_change {
                     Some(LeaseChange::Renewed { lease, ttl_ms }) => {
-                        self.lessor.renewed(now, lease, ttl_ms)
+                        self.lessor.renewed(self.raft.now(), lease, ttl_ms)
                     }
                     Some(LeaseChange::Removed { lease, expired }) => {
                         // Every replica records the expiry it applies: it is committed state,
@@ -562,11 +558,11 @@ impl Server {
     }
 
     fn arm_lease_timer(&mut self) {
-        if self.lessor.is_primary() && self.lease_timer.is_none() {
+        if self.lessor.is_primary() && self.lease_timer.deadline().is_none() {
             let sleep = self.context.clock().sleep(self.config.lease_check_interval);
-            self.lease_timer = Some(Box::pin(sleep));
+            self.lease_timer.set(sleep);
         } else if !self.lessor.is_primary() {
-            self.lease_timer = None;
+            self.lease_timer.clear();
         }
     }
 }

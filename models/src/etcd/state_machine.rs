@@ -278,8 +278,8 @@ impl StoreStateMachine {
     fn write(&mut self, operation: &KvOperation) -> KvResponse {
         match operation {
             KvOperation::Put { key, value, lease } => {
-                let previous = self.mvcc.put(key, value, *lease);
-                if let Some(old) = previous.and_then(|kv| kv.lease)
+                let previous_lease = self.mvcc.put(key, value, *lease);
+                if let Some(old) = previous_lease
                     && Some(old) != *lease
                 {
                     self.leases.detach(old, key);

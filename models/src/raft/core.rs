@@ -118,9 +118,14 @@ pub(super) struct LeaderState {
     pub(super) term_start_index: u64,
     pub(super) heartbeat_deadline: LocalTime,
     pub(super) check_quorum_deadline: LocalTime,
-    pub(super) recently_active: BTreeSet<NodeId>,
+    /// The last ReadIndex round started (its heartbeats carry it).
     pub(super) read_round: u64,
+    /// Reads of rounds already started, waiting for a quorum to acknowledge their round.
     pub(super) pending_reads: VecDeque<PendingRead>,
+    /// Reads that arrived while a round was in flight: the next round, started once that one
+    /// is acknowledged, confirms them all (etcd batches reads into one ReadIndex the same
+    /// way). Each with the commit index at its arrival.
+    pub(super) queued_reads: Vec<(ReadRequestId, u64)>,
     pub(super) reads_waiting_for_term_commit: Vec<ReadRequestId>,
 }
 
@@ -131,6 +136,8 @@ pub(super) struct Progress {
     pub(super) match_index: u64,
     pub(super) mode: ReplicationMode,
     pub(super) acked_read_round: u64,
+    /// Heard from since the last CheckQuorum tick (etcd's `RecentActive`).
+    pub(super) recently_active: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,10 +190,16 @@ pub struct RaftCore<C> {
     pub(super) applied_index: u64,
     pub(super) now: LocalTime,
     pub(super) election_deadline: LocalTime,
+    /// The randomized election timeout, drawn anew at every role change (etcd's
+    /// `randomizedElectionTimeout`); hearing from the leader restarts it without a draw.
+    pub(super) election_timeout: Duration,
     pub(super) last_leader_contact: Option<LocalTime>,
     pub(super) armed_timer: Option<LocalTime>,
     pub(super) next_persist: u64,
     pub(super) durable_through: u64,
+    /// The latest write that carries the term and vote (0: what the node booted with, which
+    /// is durable). A message carrying the current term waits for it.
+    pub(super) hard_state_write: u64,
     pub(super) reported_durable_term: u64,
     pub(super) pending_persists: VecDeque<PendingPersist>,
     /// The term or vote changed and is not yet in a [`Effect::Persist`]: it goes into the
@@ -227,10 +240,12 @@ impl<C: Clone> RaftCore<C> {
             applied_index: 0,
             now,
             election_deadline: now,
+            election_timeout: Duration::ZERO,
             last_leader_contact: None,
             armed_timer: None,
             next_persist: 1,
             durable_through: 0,
+            hard_state_write: 0,
             reported_durable_term: hard_state.term,
             pending_persists: VecDeque::new(),
             hard_state_dirty: false,
@@ -494,11 +509,29 @@ impl<C: Clone> RaftCore<C> {
             },
             _ => return,
         };
-        self.send(from, reply);
+        self.send_in_durable_term(from, reply);
     }
 
     pub(super) fn send(&mut self, to: NodeId, message: Message<C>) {
         self.output.push(Effect::Send { to, message });
+    }
+
+    /// Sends `message`, which carries the current term, once that term (and the vote) is
+    /// durable: at once if it is, else after the write that holds it. A term learned in this
+    /// very step is written first. etcd sends the messages of a `Ready` only after the
+    /// `HardState` of that `Ready` is saved: a reply must never announce a term that a crash
+    /// could still take back.
+    pub(super) fn send_in_durable_term(&mut self, to: NodeId, message: Message<C>) {
+        self.flush_hard_state(AfterPersist::Nothing);
+        if self.durable_through < self.hard_state_write {
+            self.output.push(Effect::SendAfterPersist {
+                after: PersistId(self.hard_state_write),
+                to,
+                message,
+            });
+        } else {
+            self.send(to, message);
+        }
     }
 
     /// Sends `message` once everything written so far is durable (at once if it is).
@@ -527,6 +560,9 @@ impl<C: Clone> RaftCore<C> {
         }
         let id = PersistId(self.next_persist);
         self.next_persist += 1;
+        if write.hard_state.is_some() {
+            self.hard_state_write = id.0;
+        }
         self.pending_persists.push_back(PendingPersist {
             id,
             term: write.hard_state.map(|hard_state| hard_state.term),
@@ -563,12 +599,18 @@ impl<C: Clone> RaftCore<C> {
         Some(self.persist(DurableWrite::default(), action))
     }
 
+    /// Draws a new randomized election timeout and starts it.
     pub(super) fn reset_election_deadline(&mut self) {
-        let timeout = self.jitter.election_timeout(
+        self.election_timeout = self.jitter.election_timeout(
             self.config.election_timeout_min,
             self.config.election_timeout_max,
         );
-        self.election_deadline = self.now + timeout;
+        self.restart_election_timer();
+    }
+
+    /// Starts the current election timeout again (etcd's `electionElapsed = 0`).
+    pub(super) fn restart_election_timer(&mut self) {
+        self.election_deadline = self.now + self.election_timeout;
     }
 
     /// Whether a live leader was heard from within the minimum election timeout (always

@@ -2,9 +2,11 @@
 //! network, the node's disk and its local clock.
 //!
 //! - `Send` goes on the wire at once; `Persist` is written to the disk files at once
-//!   (volatile) and made durable by a background syncer that batches syncs (group commit);
-//!   `SendAfterPersist` waits in the driver until its write is durable.
-//! - `SetTimer` re-arms one local-clock timer; when it fires the core is ticked.
+//!   (volatile) and made durable by disk syncs that the driver runs one at a time, each
+//!   covering every write issued before it (group commit); `SendAfterPersist` waits in the
+//!   driver until its write is durable.
+//! - One local-clock timer follows the core's [`RaftCore::timer_deadline`] (re-armed only
+//!   when that moves earlier); when the deadline is reached the core is ticked.
 //! - Protocol observations and applied entries are recorded in the history:
 //!   `BecameLeader`, `SteppedDown`, `TermChanged` (when the term is durable), `Applied`.
 //! - `Apply`, `ReadReady` and `ReadRejected` are handed to the application above.
@@ -15,6 +17,7 @@
 use super::{
     DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation, PersistId,
     ProposalSlot, ProposeError, RaftConfig, RaftCore, ReadRequestId,
+    timer::{Signalled, Wakeups},
 };
 use sim::{
     HistoryRecorder, NodeContext, NodeId,
@@ -24,12 +27,10 @@ use sim::{
     net::{Datagram, DatagramEndpoint, DatagramNetwork},
 };
 use std::{
-    cell::RefCell,
     collections::VecDeque,
     future::Future,
     pin::Pin,
-    rc::Rc,
-    task::{Context, Poll, Waker},
+    task::{Context, Poll},
 };
 
 /// A command a driven core can carry: cheap to clone, with a stable digest for the
@@ -80,40 +81,40 @@ pub enum RaftInput<C> {
     Synced(PersistId),
 }
 
-#[derive(Default)]
-struct SyncState {
+/// A disk sync in flight.
+type SyncFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Makes writes durable, one sync at a time (group commit); each sync covers every write
+/// issued before it started. The sync runs inside the driver's task: its timer wakes that
+/// task directly.
+struct Syncer {
+    disk: Disk,
+    in_flight: Signalled<SyncFuture>,
+    /// The persist id the sync in flight covers.
+    target: u64,
     /// Highest persist id whose write has been issued.
     requested: u64,
     /// Highest persist id known durable.
     completed: u64,
     /// Highest id reported to the core.
     reported: u64,
-    syncer: Option<Waker>,
-    driver: Option<Waker>,
 }
 
-/// Makes writes durable in the background, one sync at a time; each sync covers every write
-/// issued before it started.
-async fn syncer(disk: Disk, state: Rc<RefCell<SyncState>>) {
-    loop {
-        let target = std::future::poll_fn(|cx| {
-            let mut state = state.borrow_mut();
-            if state.requested > state.completed {
-                Poll::Ready(state.requested)
-            } else {
-                state.syncer = Some(cx.waker().clone());
-                Poll::Pending
+impl Syncer {
+    /// Finishes the sync in flight if it is done, and starts the next one if writes wait.
+    #[inline]
+    fn poll(&mut self, woken: bool, wakeups: &Wakeups) {
+        loop {
+            if self.in_flight.poll(woken, wakeups).is_ready() {
+                self.completed = self.completed.max(self.target);
             }
-        })
-        .await;
-        disk.sync().await;
-        let waker = {
-            let mut state = state.borrow_mut();
-            state.completed = state.completed.max(target);
-            state.driver.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+            if self.in_flight.get().is_some() || self.requested <= self.completed {
+                return;
+            }
+            self.target = self.requested;
+            let disk = self.disk.clone();
+            self.in_flight
+                .set(Box::pin(async move { disk.sync().await }));
         }
     }
 }
@@ -126,10 +127,18 @@ pub struct RaftDriver<C: RaftCommand> {
     endpoint: DatagramEndpoint<Message<C>>,
     log_file: LogFile<Entry<C>>,
     hard_state_file: CellFile<HardState>,
-    sync: Rc<RefCell<SyncState>>,
+    sync: Syncer,
     held: VecDeque<(PersistId, NodeId, Message<C>)>,
-    timer: Option<Pin<Box<LocalSleep>>>,
-    timer_deadline: Option<LocalTime>,
+    /// The one local-clock timer. It is re-armed only when the core's deadline moves
+    /// earlier; a follower's election deadline moves later with every message from the
+    /// leader, and a new sleep each time would leave a madsim timer behind per message (each
+    /// waking the task in vain). When it fires before the core's deadline, it is re-armed at
+    /// that deadline instead of ticking the core.
+    timer: Signalled<LocalSleep>,
+    /// The timer reached the core's deadline; the tick is handed out next.
+    timer_due: bool,
+    /// The wake-ups of the timer and the disk sync.
+    wakeups: Wakeups,
     effects: Vec<Effect<C>>,
     app_events: VecDeque<AppEvent<C>>,
 }
@@ -157,8 +166,14 @@ impl<C: RaftCommand> RaftDriver<C> {
         let jitter = Box::new(context.rng("raft-election-jitter"));
         let now = context.clock().now();
         let core = RaftCore::restore(config, jitter, now, hard_state, log);
-        let sync = Rc::new(RefCell::new(SyncState::default()));
-        sim::task::spawn_local(syncer(disk, sync.clone()));
+        let sync = Syncer {
+            disk,
+            in_flight: Signalled::new(),
+            target: 0,
+            requested: 0,
+            completed: 0,
+            reported: 0,
+        };
         let mut driver = Self {
             core,
             context: context.clone(),
@@ -168,8 +183,9 @@ impl<C: RaftCommand> RaftDriver<C> {
             hard_state_file,
             sync,
             held: VecDeque::new(),
-            timer: None,
-            timer_deadline: None,
+            timer: Signalled::new(),
+            timer_due: false,
+            wakeups: Wakeups::new(),
             effects: Vec::new(),
             app_events: VecDeque::new(),
         };
@@ -189,18 +205,23 @@ impl<C: RaftCommand> RaftDriver<C> {
 
     /// Waits for the next network, timer or disk input.
     pub fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<RaftInput<C>> {
-        {
-            let mut sync = self.sync.borrow_mut();
-            if sync.completed > sync.reported {
-                sync.reported = sync.completed;
-                return Poll::Ready(RaftInput::Synced(PersistId(sync.completed)));
+        let woken = self.wakeups.take(cx);
+        self.sync.poll(woken, &self.wakeups);
+        while self.timer.poll(woken, &self.wakeups).is_ready() {
+            let deadline = self.core.timer_deadline();
+            if self.now() >= deadline {
+                self.timer_due = true;
+                break;
             }
-            sync.driver = Some(cx.waker().clone());
+            // The deadline moved later since the timer was armed.
+            self.timer.set(self.context.clock().sleep_until(deadline));
         }
-        if let Some(timer) = self.timer.as_mut()
-            && timer.as_mut().poll(cx).is_ready()
-        {
-            self.timer = None;
+        if self.sync.completed > self.sync.reported {
+            self.sync.reported = self.sync.completed;
+            return Poll::Ready(RaftInput::Synced(PersistId(self.sync.completed)));
+        }
+        if self.timer_due {
+            self.timer_due = false;
             return Poll::Ready(RaftInput::Timer);
         }
         let mut receive = self.endpoint.recv();
@@ -215,10 +236,7 @@ impl<C: RaftCommand> RaftDriver<C> {
         let now = self.now();
         match input {
             RaftInput::Message(Datagram { from, message }) => self.core.step(now, from, message),
-            RaftInput::Timer => {
-                self.timer_deadline = None;
-                self.core.tick(now);
-            }
+            RaftInput::Timer => self.core.tick(now),
             RaftInput::Synced(id) => {
                 while let Some((after, _, _)) = self.held.front() {
                     if *after > id {
@@ -261,7 +279,7 @@ impl<C: RaftCommand> RaftDriver<C> {
                 Effect::Send { to, message } => self.endpoint.send(to, message),
                 Effect::Persist { id, write } => self.write(id, write),
                 Effect::SendAfterPersist { after, to, message } => {
-                    if after.0 <= self.sync.borrow().reported {
+                    if after.0 <= self.sync.reported {
                         self.endpoint.send(to, message);
                     } else {
                         self.held.push_back((after, to, message));
@@ -304,9 +322,8 @@ impl<C: RaftCommand> RaftDriver<C> {
         }
         self.effects = effects;
         let deadline = self.core.timer_deadline();
-        if self.timer.is_none() || self.timer_deadline != Some(deadline) {
-            self.timer_deadline = Some(deadline);
-            self.timer = Some(Box::pin(self.context.clock().sleep_until(deadline)));
+        if !self.timer_due && self.timer.deadline().is_none_or(|armed| deadline < armed) {
+            self.timer.set(self.context.clock().sleep_until(deadline));
         }
     }
 
@@ -322,13 +339,8 @@ impl<C: RaftCommand> RaftDriver<C> {
         if !write.append.is_empty() {
             self.log_file.append(write.append);
         }
-        let waker = {
-            let mut sync = self.sync.borrow_mut();
-            sync.requested = sync.requested.max(id.0);
-            sync.syncer.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        // The next poll of the driver starts a sync for it (or the one after the sync in
+        // flight does).
+        self.sync.requested = self.sync.requested.max(id.0);
     }
 }

@@ -131,7 +131,7 @@ impl<C: Clone> RaftCore<C> {
                 .log
                 .candidate_is_up_to_date(last_log_term, last_log_index);
         let reply_term = if granted { term } else { self.term };
-        self.send(
+        self.send_in_durable_term(
             from,
             Message::PreVoteResponse {
                 term: reply_term,
@@ -171,7 +171,7 @@ impl<C: Clone> RaftCore<C> {
             return;
         }
         self.voted_for = Some(from);
-        self.reset_election_deadline();
+        self.restart_election_timer();
         self.mark_hard_state_dirty();
         if self.config.has(RaftBug::VolatileVote) {
             // The bug: answer at once; the vote itself is never written down.
@@ -213,6 +213,7 @@ impl<C: Clone> RaftCore<C> {
                         match_index: 0,
                         mode: ReplicationMode::Probe,
                         acked_read_round: 0,
+                        recently_active: false,
                     },
                 )
             })
@@ -223,9 +224,9 @@ impl<C: Clone> RaftCore<C> {
             term_start_index: next_index,
             heartbeat_deadline: self.now + self.config.heartbeat_interval,
             check_quorum_deadline: self.now + self.config.election_timeout_min,
-            recently_active: BTreeSet::new(),
             read_round: 0,
             pending_reads: VecDeque::new(),
+            queued_reads: Vec::new(),
             reads_waiting_for_term_commit: Vec::new(),
         }));
         self.leader = Some(self.config.id);

@@ -19,6 +19,7 @@ mod log;
 mod message;
 mod reads;
 mod replication;
+pub(crate) mod timer;
 mod types;
 
 pub use config::{RaftBug, RaftConfig, UnknownRaftBug};

@@ -2,7 +2,11 @@
 //!
 //! 1. The leader waits until it has committed an entry of its own term (its no-op): before
 //!    that, its commit index may lag entries an earlier leader already committed.
-//! 2. It records its commit index as the read index and starts a heartbeat round.
+//! 2. It records its commit index as the read index and starts a heartbeat round — unless a
+//!    round is in flight: then the read is queued, and once the round in flight is
+//!    acknowledged one new round confirms every read queued meanwhile (etcd's server batches
+//!    pending reads into one ReadIndex the same way). A read is only ever confirmed by a
+//!    round that started after it arrived.
 //! 3. Once a majority (itself included) answered that round, nobody else can have been
 //!    leader of a later term when the read arrived: the read index is current.
 //! 4. The read is served once the state machine has applied up to the read index.
@@ -35,21 +39,22 @@ impl<C: Clone> RaftCore<C> {
             leader.reads_waiting_for_term_commit.push(request);
             return;
         }
-        self.start_read_round(vec![request]);
+        leader.queued_reads.push((request, self.commit_index));
+        self.start_read_round_unless_one_is_in_flight();
     }
 
-    /// Step 2: one heartbeat round confirms every read in `requests`.
-    fn start_read_round(&mut self, requests: Vec<ReadRequestId>) {
-        if requests.is_empty() {
-            return;
-        }
-        let read_index = self.commit_index;
+    /// Step 2: starts a round for the queued reads, unless a round is in flight: then they
+    /// wait for it to be acknowledged and share the next one.
+    fn start_read_round_unless_one_is_in_flight(&mut self) {
         let Role::Leader(leader) = &mut self.role else {
             return;
         };
+        if leader.queued_reads.is_empty() || !leader.pending_reads.is_empty() {
+            return;
+        }
         leader.read_round += 1;
         let round = leader.read_round;
-        for request in requests {
+        for (request, read_index) in leader.queued_reads.drain(..) {
             leader.pending_reads.push_back(PendingRead {
                 request,
                 read_index,
@@ -64,11 +69,15 @@ impl<C: Clone> RaftCore<C> {
 
     /// Step 1 done: the no-op of this term is committed.
     pub(super) fn start_reads_waiting_for_term_commit(&mut self) {
+        let read_index = self.commit_index;
         let Role::Leader(leader) = &mut self.role else {
             return;
         };
         let waiting = std::mem::take(&mut leader.reads_waiting_for_term_commit);
-        self.start_read_round(waiting);
+        leader
+            .queued_reads
+            .extend(waiting.into_iter().map(|request| (request, read_index)));
+        self.start_read_round_unless_one_is_in_flight();
     }
 
     /// Step 3: reads whose round a majority acknowledged move on to wait for the apply.
@@ -89,6 +98,8 @@ impl<C: Clone> RaftCore<C> {
             let read = leader.pending_reads.pop_front().expect("front exists");
             self.ready_reads.push_back((read.request, read.read_index));
         }
+        // The round in flight is acknowledged: the reads that came meanwhile get theirs.
+        self.start_read_round_unless_one_is_in_flight();
         self.apply_committed();
     }
 
@@ -101,6 +112,7 @@ impl<C: Clone> RaftCore<C> {
             .pending_reads
             .drain(..)
             .map(|read| read.request)
+            .chain(leader.queued_reads.drain(..).map(|(request, _)| request))
             .chain(leader.reads_waiting_for_term_commit.drain(..))
             .collect();
         for request in unconfirmed {

@@ -3,7 +3,7 @@
 use super::{
     config::RaftBug,
     core::{AfterPersist, ProposalSlot, RaftCore, ReplicationMode, Role},
-    effect::DurableWrite,
+    effect::{DurableWrite, Effect},
     message::{AppendOutcome, Message},
     types::{Entry, EntryPayload},
 };
@@ -79,12 +79,26 @@ impl<C: Clone> RaftCore<C> {
             return;
         };
         progress.next_index = progress.next_index.clamp(1, last_index + 1);
-        let prev_log_index = progress.next_index - 1;
+        // A streaming request starts right after the follower's match index, not at
+        // nextIndex: it carries every entry not yet acknowledged, so that a request that
+        // overtakes an earlier one (datagrams are reordered) still matches and is accepted
+        // rather than rejected, which would send the follower back to probing. etcd streams
+        // over ordered connections and needs no such thing. Beyond `max_entries`
+        // unacknowledged entries it streams from nextIndex.
+        let unacknowledged = last_index - progress.match_index.min(last_index);
+        let from = if progress.mode == ReplicationMode::Replicate
+            && unacknowledged <= max_entries as u64
+        {
+            progress.match_index + 1
+        } else {
+            progress.next_index
+        };
+        let prev_log_index = from - 1;
         let prev_log_term = self
             .log
             .term_at(prev_log_index)
             .expect("prev_log_index is within the log");
-        let entries = self.log.slice(progress.next_index, max_entries);
+        let entries = self.log.slice(from, max_entries);
         if progress.mode == ReplicationMode::Replicate
             && let Some(last) = entries.last()
         {
@@ -124,7 +138,8 @@ impl<C: Clone> RaftCore<C> {
                     .first_index_of_term_run(prev_log_index)
                     .saturating_sub(1)
             };
-            self.send(
+            // The rejection may follow a term learned from this very request.
+            self.send_in_durable_term(
                 from,
                 Message::AppendEntriesResponse {
                     term,
@@ -199,7 +214,7 @@ impl<C: Clone> RaftCore<C> {
         }
         self.leader = Some(leader);
         self.last_leader_contact = Some(self.now);
-        self.reset_election_deadline();
+        self.restart_election_timer();
         true
     }
 
@@ -212,7 +227,8 @@ impl<C: Clone> RaftCore<C> {
             self.commit_index = new_commit;
         }
         let term = self.term;
-        self.send(from, Message::HeartbeatResponse { term, read_round });
+        // The answer may follow a term learned from this very heartbeat.
+        self.send_in_durable_term(from, Message::HeartbeatResponse { term, read_round });
         self.apply_committed();
     }
 
@@ -221,10 +237,10 @@ impl<C: Clone> RaftCore<C> {
         let Role::Leader(leader) = &mut self.role else {
             return;
         };
-        leader.recently_active.insert(from);
         let Some(progress) = leader.progress.get_mut(&from) else {
             return;
         };
+        progress.recently_active = true;
         match outcome {
             AppendOutcome::Accepted { match_index } => {
                 // matchIndex comes from the acknowledged request, never from nextIndex.
@@ -270,11 +286,14 @@ impl<C: Clone> RaftCore<C> {
         let Role::Leader(leader) = &mut self.role else {
             return;
         };
-        leader.recently_active.insert(from);
         let Some(progress) = leader.progress.get_mut(&from) else {
             return;
         };
+        progress.recently_active = true;
         progress.acked_read_round = progress.acked_read_round.max(read_round);
+        // etcd: a follower that lacks entries gets them again on a heartbeat answer (a
+        // probing one its next probe). A streaming one is sent every entry it has not
+        // acknowledged (see `send_append`), so this also repairs a lost request.
         let lagging = progress.match_index < last_index;
         self.confirm_reads();
         if lagging {
@@ -329,8 +348,10 @@ impl<C: Clone> RaftCore<C> {
             return;
         };
         if check_quorum && now >= leader.check_quorum_deadline {
-            let active = leader.recently_active.len() + 1;
-            leader.recently_active.clear();
+            let mut active = 1;
+            for progress in leader.progress.values_mut() {
+                active += usize::from(std::mem::take(&mut progress.recently_active));
+            }
             leader.check_quorum_deadline = now + election_timeout_min;
             if active < quorum {
                 let term = self.term;
@@ -352,20 +373,14 @@ impl<C: Clone> RaftCore<C> {
             return;
         };
         let read_round = leader.read_round;
-        let beats: Vec<(NodeId, u64)> = leader
-            .progress
-            .iter()
-            .map(|(peer, progress)| (*peer, commit_index.min(progress.match_index)))
-            .collect();
-        for (peer, commit) in beats {
-            self.send(
-                peer,
-                Message::Heartbeat {
+        self.output
+            .extend(leader.progress.iter().map(|(peer, progress)| Effect::Send {
+                to: *peer,
+                message: Message::Heartbeat {
                     term,
-                    commit,
+                    commit: commit_index.min(progress.match_index),
                     read_round,
                 },
-            );
-        }
+            }));
     }
 }

@@ -427,7 +427,8 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
             Effect::SetTimer { at: ms(405) },
         ]
     );
-    // A request whose previous entry conflicts is rejected with a hint before that term.
+    // A request whose previous entry conflicts is rejected with a hint before that term
+    // (once term 2, written in p1, is durable).
     follower.step(
         ms(6),
         S3,
@@ -442,7 +443,8 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
     assert_eq!(
         follower.take_effects(),
         vec![
-            Effect::Send {
+            Effect::SendAfterPersist {
+                after: PersistId(1),
                 to: S3,
                 message: Message::AppendEntriesResponse {
                     term: 2,
@@ -454,6 +456,130 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
             },
             Effect::SetTimer { at: ms(406) },
         ]
+    );
+}
+
+/// A reply that follows a term change goes out only once the new term is durable (etcd
+/// sends a `Ready`'s messages only after its `HardState` is saved): a crash must not take
+/// back a term a leader has already been told about.
+#[test]
+fn replies_after_a_term_change_wait_until_the_term_is_durable() {
+    let mut follower = core(S2, &[S1, S2, S3], &[]);
+    let probe = |term, read_round| Message::Heartbeat {
+        term,
+        commit: 0,
+        read_round,
+    };
+    let missing_prev = Message::AppendEntries {
+        term: 2,
+        prev_log_index: 3,
+        prev_log_term: 1,
+        entries: vec![],
+        leader_commit: 3,
+    };
+    let rejection = Message::AppendEntriesResponse {
+        term: 2,
+        outcome: AppendOutcome::Rejected {
+            rejected_prev_index: 3,
+            retry_hint: 0,
+        },
+    };
+    // An AppendEntries of a newer term that does not match: the term is written first and
+    // the rejection waits for that write.
+    follower.step(ms(10), S1, missing_prev.clone());
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: hard_state(2, None),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: rejection.clone(),
+            },
+            Effect::SetTimer { at: ms(410) },
+        ]
+    );
+    // Term 2 is still not durable: the next rejection waits for the same write.
+    follower.step(ms(11), S1, missing_prev);
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: rejection,
+            },
+            Effect::SetTimer { at: ms(411) },
+        ]
+    );
+    follower.on_persisted(ms(12), PersistId(1));
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::Observe(Observation::TermPersisted { term: 2 })]
+    );
+    // Durable: a heartbeat is answered at once.
+    follower.step(ms(13), S1, probe(2, 4));
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Send {
+                to: S1,
+                message: Message::HeartbeatResponse {
+                    term: 2,
+                    read_round: 4
+                },
+            },
+            Effect::SetTimer { at: ms(413) },
+        ]
+    );
+    // A heartbeat of a newer term: its answer waits for term 3.
+    follower.step(ms(14), S3, probe(3, 1));
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(2),
+                write: hard_state(3, None),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(2),
+                to: S3,
+                message: Message::HeartbeatResponse {
+                    term: 3,
+                    read_round: 1
+                },
+            },
+            Effect::SetTimer { at: ms(414) },
+        ]
+    );
+    // The deposed leader is told about term 3, too, only once term 3 is durable.
+    follower.step(ms(15), S1, probe(2, 5));
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::SendAfterPersist {
+            after: PersistId(2),
+            to: S1,
+            message: Message::HeartbeatResponse {
+                term: 3,
+                read_round: 5
+            },
+        }]
+    );
+    follower.on_persisted(ms(16), PersistId(2));
+    follower.take_effects();
+    follower.step(ms(17), S1, probe(2, 6));
+    assert_eq!(
+        follower.take_effects(),
+        vec![Effect::Send {
+            to: S1,
+            message: Message::HeartbeatResponse {
+                term: 3,
+                read_round: 6
+            },
+        }]
     );
 }
 
@@ -565,6 +691,163 @@ fn read_index_waits_for_the_term_commit_and_a_quorum_round() {
             request: ReadRequestId(1),
             read_index: 1
         }]
+    );
+}
+
+/// s1 of {s1, s2, s3} leading term 1 with its no-op committed (acknowledged by s2, which
+/// streams from now on; s3 never answered).
+fn leader_with_committed_noop() -> Core {
+    let mut leader = leader_of_three(&[]);
+    leader.step(
+        ms(404),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 1 },
+        },
+    );
+    assert_eq!(leader.commit_index(), 1);
+    leader.take_effects();
+    leader
+}
+
+fn heartbeats(commit_s2: u64, commit_s3: u64, read_round: u64) -> Vec<Effect<&'static str>> {
+    vec![
+        Effect::Send {
+            to: S2,
+            message: Message::Heartbeat {
+                term: 1,
+                commit: commit_s2,
+                read_round,
+            },
+        },
+        Effect::Send {
+            to: S3,
+            message: Message::Heartbeat {
+                term: 1,
+                commit: commit_s3,
+                read_round,
+            },
+        },
+    ]
+}
+
+fn heartbeat_answer(read_round: u64) -> Message<&'static str> {
+    Message::HeartbeatResponse {
+        term: 1,
+        read_round,
+    }
+}
+
+/// Reads that arrive while a ReadIndex round is in flight do not start rounds of their own:
+/// they wait, and one round started once the round in flight is acknowledged confirms them
+/// all. An answer to the older round confirms none of them.
+#[test]
+fn reads_during_a_round_share_the_next_round() {
+    let mut leader = leader_with_committed_noop();
+    leader.read_index(ms(405), ReadRequestId(1));
+    assert_eq!(leader.take_effects(), heartbeats(1, 0, 1));
+    leader.read_index(ms(406), ReadRequestId(2));
+    leader.read_index(ms(407), ReadRequestId(3));
+    assert_eq!(leader.take_effects(), vec![], "round 1 is in flight");
+    // Round 1 is confirmed (s1 and s2): read 1 is served and round 2 starts for 2 and 3.
+    leader.step(ms(408), S2, heartbeat_answer(1));
+    let mut expected = heartbeats(1, 0, 2);
+    expected.push(Effect::ReadReady {
+        request: ReadRequestId(1),
+        read_index: 1,
+    });
+    assert_eq!(leader.take_effects(), expected);
+    // Round 1 again: reads 2 and 3 came after it started, it cannot serve them.
+    leader.step(ms(409), S2, heartbeat_answer(1));
+    assert_eq!(leader.take_effects(), vec![]);
+    leader.step(ms(410), S2, heartbeat_answer(2));
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::ReadReady {
+                request: ReadRequestId(2),
+                read_index: 1,
+            },
+            Effect::ReadReady {
+                request: ReadRequestId(3),
+                read_index: 1,
+            },
+        ]
+    );
+    // Nothing in flight: the next read starts a round at once.
+    leader.read_index(ms(411), ReadRequestId(4));
+    assert_eq!(leader.take_effects(), heartbeats(1, 0, 3));
+}
+
+/// A streaming follower is sent every entry it has not acknowledged: a request that
+/// overtakes an earlier one on the wire (datagrams are reordered) still matches the
+/// follower's log, and so does the repeat that a heartbeat answer from a lagging follower
+/// triggers (etcd's `sendAppend` on `MsgHeartbeatResp`).
+#[test]
+fn a_streaming_follower_is_sent_every_unacknowledged_entry() {
+    let mut leader = leader_with_committed_noop();
+    let stream = |entries| Effect::Send {
+        to: S2,
+        message: Message::AppendEntries {
+            term: 1,
+            prev_log_index: 1,
+            prev_log_term: 1,
+            entries,
+            leader_commit: 1,
+        },
+    };
+    leader.propose(ms(410), "x").unwrap();
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(3),
+                write: append(vec![command(2, 1, "x")]),
+            },
+            stream(vec![command(2, 1, "x")]),
+        ]
+    );
+    leader.propose(ms(411), "y").unwrap();
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(4),
+                write: append(vec![command(3, 1, "y")]),
+            },
+            stream(vec![command(2, 1, "x"), command(3, 1, "y")]),
+        ]
+    );
+    leader.step(ms(412), S2, heartbeat_answer(0));
+    assert_eq!(
+        leader.take_effects(),
+        vec![stream(vec![command(2, 1, "x"), command(3, 1, "y")])]
+    );
+    // s2 stored x: the next request starts after it.
+    leader.step(
+        ms(413),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 2 },
+        },
+    );
+    leader.take_effects();
+    leader.propose(ms(414), "z").unwrap();
+    let effects = leader.take_effects();
+    assert_eq!(
+        effects.last(),
+        Some(&Effect::Send {
+            to: S2,
+            message: Message::AppendEntries {
+                term: 1,
+                prev_log_index: 2,
+                prev_log_term: 1,
+                entries: vec![command(3, 1, "y"), command(4, 1, "z")],
+                leader_commit: 1,
+            },
+        })
     );
 }
 
