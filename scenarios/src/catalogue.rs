@@ -3,7 +3,7 @@
 
 use crate::{
     scenario::{Scenario, Store, Tuning, WorldSettings},
-    workload::{KvMix, LedgerAppends, Workload, ZkMix, ZkWatches},
+    workload::{KvLeases, KvMix, LedgerAppends, Workload, ZkMix, ZkWatches},
 };
 use sim::{
     NodeId, Ratio,
@@ -240,7 +240,51 @@ fn raft() -> Vec<Scenario> {
             5,
         )
     };
+    let leases = |name: &str, description: &str| Scenario {
+        workload: Workload::KvLeases(KvLeases::default()),
+        checks: vec!["default".into(), "etcd.lease_not_expired_early".into()],
+        ..kv(name, description, 3)
+    };
+    let leases_swarm = Scenario {
+        faults: swarm(
+            500,
+            &[
+                FaultKind::Partition,
+                FaultKind::Crash,
+                FaultKind::Pause,
+                FaultKind::Loss,
+            ],
+        ),
+        ..leases(
+            "raft_leases",
+            "clients holding, renewing, revoking and abandoning leases under partitions, \
+             crashes, pauses and loss (no clock steps: early expiry is then a violation; \
+             expiry may be late while no quorum is up, so its bound is not checked)",
+        )
+    };
+    let leases_elections = Scenario {
+        faults: FaultSource::CutOffLeader(CutOffLeader {
+            interval_ms: 1_500,
+            duration_ms: 500,
+            with_clients: 0,
+            leader_drift_ppm: 0,
+        }),
+        fault_phase_ms: 14_000,
+        // Leaders change, but a quorum is always there: an abandoned lease must expire.
+        checks: vec![
+            "default".into(),
+            "etcd.lease_not_expired_early".into(),
+            "etcd.lease_expires_in_bound".into(),
+        ],
+        ..leases(
+            "raft_leases_under_elections",
+            "leases held and abandoned while the leader is cut off every two seconds: a new \
+             leader must neither expire a kept lease early nor keep an abandoned one alive",
+        )
+    };
     vec![
+        leases_swarm,
+        leases_elections,
         Scenario {
             faults: swarm(
                 400,

@@ -115,10 +115,10 @@ pub struct KnownBugCase {
     pub source: &'static str,
 }
 
-/// The known-bug table: every variant that runs through the catalogue so far. (The
-/// `etcd.*` and `zab.*` variants are still shown by scripted tests in `etcd_store.rs` and
-/// `zab_known_bugs.rs`, whose faults are injected from code; they join this table as
-/// scenarios.)
+/// The known-bug table: every variant that runs through the catalogue so far. (The other
+/// variants are still shown by scripted tests — `etcd.compact_drops_tombstone` in
+/// `etcd_store.rs`, the `zab.*` ones in `zab_known_bugs.rs` and `zk_session_guarantees.rs` —
+/// whose faults are injected from code; they join this table as scenarios.)
 pub fn table() -> Vec<KnownBugCase> {
     use models::raft::RaftBug as R;
     let case = |bug, scenario, check, seeds, source| KnownBugCase {
@@ -178,6 +178,22 @@ pub fn table() -> Vec<KnownBugCase> {
             4,
             "etcd-io/etcd#8499, #9333; Cloudflare 2020-11-02",
         ),
+        KnownBugCase {
+            bug: KnownBug::Etcd(models::etcd::EtcdBug::LeaseTtlResetOnLeaderChange),
+            scenario: "raft_leases_under_elections",
+            check: "etcd.lease_expires_in_bound",
+            seeds: 10,
+            source: "etcd-io/etcd#9395 (fixed by lease checkpoints, #9924)",
+        },
+        KnownBugCase {
+            bug: KnownBug::Etcd(models::etcd::EtcdBug::LessorNotDemoted),
+            scenario: "raft_leases_under_elections",
+            // The deposed leader's lessor acknowledges renewals of a lease the real leader
+            // expires: to the client, the lease expired before its TTL since a renewal.
+            check: "etcd.lease_not_expired_early",
+            seeds: 10,
+            source: "etcd-io/etcd#15247, #12528 (fixed by #16822)",
+        },
     ]
 }
 

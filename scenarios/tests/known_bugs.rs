@@ -52,7 +52,12 @@ fn caught_and_correct_passes(name: &str, test_name: &str) {
             buggy
                 .failures
                 .iter()
-                .map(|f| format!("  seed {}: {:?}", f.outcome.seed, f.outcome.failure))
+                .map(|f| {
+                    let mut fired: Vec<&str> =
+                        f.outcome.violations.iter().map(|v| v.check.as_str()).collect();
+                    fired.dedup();
+                    format!("  seed {}: {:?} {fired:?}", f.outcome.seed, f.outcome.failure)
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         )
@@ -108,4 +113,6 @@ known_bug_tests! {
     raft_readindex_before_term_commit => "raft.readindex_before_term_commit",
     raft_volatile_vote => "raft.volatile_vote",
     raft_no_prevote_no_checkquorum => "raft.no_prevote_no_checkquorum",
+    etcd_lease_ttl_reset_on_leader_change => "etcd.lease_ttl_reset_on_leader_change",
+    etcd_lessor_not_demoted => "etcd.lessor_not_demoted",
 }

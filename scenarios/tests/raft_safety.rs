@@ -99,3 +99,42 @@ fn a_run_replays_to_the_same_history_digest() {
     let other = scenarios::driver::run(&scenario, seed.offset(1));
     assert_ne!(first.history_digest, other.history_digest);
 }
+
+/// Clients hold leases the way lock and registration recipes do: the lease checks (keys gone
+/// once their lease ended, no early expiry, abandoned leases expiring in time) have leases
+/// to judge, and do, under faults and under repeated leader changes.
+#[test]
+fn leases_expire_on_time_and_take_their_keys_with_them() {
+    for (scenario, test) in [
+        (
+            "raft_leases",
+            "leases_expire_on_time_and_take_their_keys_with_them",
+        ),
+        (
+            "raft_leases_under_elections",
+            "leases_expire_on_time_and_take_their_keys_with_them",
+        ),
+    ] {
+        let mut expired = 0;
+        let scenario = catalogue::get(scenario).unwrap();
+        let summary =
+            Sweep::new(scenario, "scenarios", "raft_safety", test, 50).run_inspecting(|outcome| {
+                let history = outcome
+                    .history
+                    .as_ref()
+                    .expect("an inspected run has its history");
+                expired += checks::history::leases::leases(history)
+                    .values()
+                    .filter(|facts| !facts.expired_at.is_empty())
+                    .count();
+            });
+        summary.assert_clean();
+        summary.assert_faults_fired();
+        assert!(
+            expired > summary.seeds.len(),
+            "`{}`: leases rarely expired ({expired} over {} seeds): the checks had little to judge",
+            summary.scenario,
+            summary.seeds.len()
+        );
+    }
+}

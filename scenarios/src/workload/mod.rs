@@ -6,11 +6,13 @@
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
 mod kv;
+mod kv_leases;
 mod ledger;
 mod zk;
 mod zk_watches;
 
 pub use kv::{KEY_PREFIX, KvMix};
+pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_watches::ZkWatches;
@@ -30,6 +32,8 @@ pub(crate) type Workers = Vec<JoinHandle<()>>;
 pub enum Workload {
     /// Reads, writes and transactions on a few keys of the Raft store.
     KvMix(KvMix),
+    /// Leases granted, kept alive, revoked and abandoned on the Raft store.
+    KvLeases(KvLeases),
     /// A mix of ZooKeeper operations on the ZAB store.
     ZkMix(ZkMix),
     /// A writer and watchers on the ZAB store.
@@ -43,6 +47,7 @@ impl Workload {
     pub fn kind(&self) -> &'static str {
         match self {
             Workload::KvMix(_) => "kv_mix",
+            Workload::KvLeases(_) => "kv_leases",
             Workload::ZkMix(_) => "zk_mix",
             Workload::ZkWatches(_) => "zk_watches",
             Workload::Ledger(_) => "ledger",
@@ -52,7 +57,7 @@ impl Workload {
     /// The store it runs on.
     pub fn store(&self) -> Store {
         match self {
-            Workload::KvMix(_) => Store::Raft,
+            Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
         }
@@ -61,6 +66,7 @@ impl Workload {
     pub(crate) fn validate(&self, _scenario: &Scenario) -> Result<(), ScenarioError> {
         let checked = match self {
             Workload::KvMix(mix) => mix.validate(),
+            Workload::KvLeases(leases) => leases.validate(),
             Workload::ZkMix(mix) => mix.validate(),
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
@@ -77,6 +83,9 @@ impl Workload {
     pub(crate) fn start(&self, sim: &Sim, store: &RunningStore, stop: &Arc<AtomicBool>) -> Workers {
         match (self, store) {
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
+            (Workload::KvLeases(leases), RunningStore::Raft(cluster)) => {
+                leases.start(sim, cluster, stop)
+            }
             (Workload::ZkMix(mix), RunningStore::Zab(ensemble)) => mix.start(sim, ensemble, stop),
             (Workload::ZkWatches(watches), RunningStore::Zab(ensemble)) => {
                 watches.start(sim, ensemble, stop)
@@ -98,6 +107,9 @@ impl Workload {
         match (self, store) {
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => {
                 mix.finish(sim, cluster, pending).await
+            }
+            (Workload::KvLeases(leases), RunningStore::Raft(cluster)) => {
+                leases.finish(sim, cluster, pending).await
             }
             (Workload::ZkMix(mix), RunningStore::Zab(ensemble)) => {
                 mix.finish(sim, ensemble, pending).await

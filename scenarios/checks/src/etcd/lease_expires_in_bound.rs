@@ -57,7 +57,8 @@ pub fn check(history: &History, bound: Duration) -> Vec<LeaseNeverExpired> {
             continue;
         };
         let deadline = last_renewed_at + Duration::from_millis(ttl_ms) + bound;
-        if deadline > end {
+        // A revoke with an unknown outcome may have ended it without an expiry.
+        if deadline > end || !facts.maybe_revoked_at.is_empty() {
             continue;
         }
         let ended_at = facts.ended_at();

@@ -22,6 +22,8 @@ pub struct LeaseFacts {
     pub expired_at: Vec<SimTime>,
     /// When a revoke of it was acknowledged.
     pub revoked_at: Vec<SimTime>,
+    /// When revokes whose outcome is unknown were invoked (each may have ended the lease).
+    pub maybe_revoked_at: Vec<SimTime>,
 }
 
 impl LeaseFacts {
@@ -67,6 +69,13 @@ pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
             (KvOperation::LeaseRevoke { lease }, Some(OpResult::Ok { .. })) => {
                 let (at, _) = record.completion.expect("a result has a completion");
                 leases.entry(*lease).or_default().revoked_at.push(at);
+            }
+            (KvOperation::LeaseRevoke { lease }, None | Some(OpResult::Unknown { .. })) => {
+                leases
+                    .entry(*lease)
+                    .or_default()
+                    .maybe_revoked_at
+                    .push(record.invoked_at);
             }
             _ => {}
         }
