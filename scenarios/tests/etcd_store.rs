@@ -2,7 +2,9 @@
 //! keys, keep-alive keeps them — across leader changes —, a paused client loses its lease),
 //! watches (resumed after reconnects: every change after the resume revision exactly once and
 //! in order; a compacted start revision is an error), transactions, compaction, and typed
-//! errors for bad input. Plus the etcd-store known bugs, each caught by its checker.
+//! errors for bad input. Plus, scripted, `etcd.compact_drops_tombstone` and a lease view of
+//! `raft.read_without_readindex` caught by their checkers (the other etcd variants are in
+//! the known-bug table, `tests/known_bugs.rs`).
 
 use checks::{
     Violation, boxed,
@@ -10,7 +12,6 @@ use checks::{
         lease_expires_in_bound, lease_keys_removed, lease_not_expired_early,
         read_sees_prior_writes, watch_delivery,
     },
-    history::leases,
 };
 use models::etcd::{
     EtcdBug, EtcdClient, EtcdCluster, EtcdConfig, KeepAliveEnd, KnownBug, WatchItem, kv_response,
@@ -627,74 +628,6 @@ fn compare_and_swap_transactions_count_every_successful_increment() {
 
 // ----- etcd-store known bugs -------------------------------------------------------------
 
-/// A cluster with `bugs`, a lease abandoned right after it was granted (TTL 2 s, one key on
-/// it), and a leader change every two seconds for 14 s.
-fn abandoned_lease_under_elections(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcome {
-    world(seed, 3, 1).run(move |sim| async move {
-        let config = EtcdConfig::new(&sim.servers()).with_bugs(bugs);
-        let cluster = EtcdCluster::start(&sim, config);
-        sim.sleep(Duration::from_millis(1_000)).await;
-        let node = NodeId::client(0);
-        let context = sim.node(node);
-        sim.spawn(node, async move {
-            let mut client = EtcdClient::new(&cluster, context, 0);
-            let lease = lease_of(&client.lease_grant(2_000).await);
-            ok(&client.put_with_lease("lock", "abandoned", lease).await);
-        })
-        .await
-        .expect("the client finishes");
-        let nemesis = sim.nemesis();
-        for _ in 0..7 {
-            sim.sleep(Duration::from_millis(1_500)).await;
-            nemesis.partition(PartitionShape::IsolateLeader);
-            sim.sleep(Duration::from_millis(500)).await;
-            nemesis.heal();
-        }
-    })
-}
-
-/// etcd-io/etcd#9395: with every leader change restarting TTLs, an abandoned lease (and the
-/// lock key on it) never expires while leaders keep changing; lease checkpoints fix it.
-#[test]
-fn lease_ttl_reset_on_leader_change_keeps_an_abandoned_lease_alive() {
-    let bound = Duration::from_secs(8);
-    let sweep = |bugs: Vec<KnownBug>| {
-        ScriptedSweep::new(
-            "scenarios",
-            TARGET,
-            "lease_ttl_reset_on_leader_change_keeps_an_abandoned_lease_alive",
-            3,
-        )
-        .run(
-            |seed| abandoned_lease_under_elections(seed, bugs.clone()),
-            |outcome| {
-                let mut violations = store_checks(outcome);
-                violations.extend(boxed(lease_expires_in_bound::check(
-                    &outcome.history,
-                    bound,
-                )));
-                violations
-            },
-        )
-    };
-    let buggy = sweep(vec![KnownBug::Etcd(EtcdBug::LeaseTtlResetOnLeaderChange)]);
-    let caught = buggy
-        .first_violation_of("lease expires in bound")
-        .expect("the abandoned lease expired despite the TTL resets");
-    println!("{}", caught.violations[0]);
-    let correct = sweep(Vec::new());
-    correct.assert_clean();
-    // And the correct store did expire it (not just no violation for lack of evidence).
-    for seed in &correct.seeds {
-        let outcome = abandoned_lease_under_elections(*seed, Vec::new());
-        let leases = leases::leases(&outcome.history);
-        assert!(
-            leases.values().all(|facts| !facts.expired_at.is_empty()),
-            "seed {seed}: the abandoned lease never expired"
-        );
-    }
-}
-
 /// A watcher from the compaction revision needs the delete at that revision.
 fn watch_from_compacted_delete(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcome {
     world(seed, 3, 1).run(move |sim| async move {
@@ -762,56 +695,6 @@ fn cut_off_leader_with(sim: &Sim, clients: Vec<NodeId>) -> NodeId {
         groups: vec![cut, rest],
     });
     leader
-}
-
-/// The lock holder renews its lease every 250 ms; it gets cut off together with the leader.
-fn holder_cut_off_with_the_leader(seed: Seed, bugs: Vec<KnownBug>) -> RunOutcome {
-    world(seed, 3, 1).run(move |sim| async move {
-        let config = EtcdConfig::new(&sim.servers()).with_bugs(bugs);
-        let cluster = EtcdCluster::start(&sim, config);
-        sim.sleep(Duration::from_millis(1_000)).await;
-        let holder = NodeId::client(0);
-        let context = sim.node(holder);
-        let renewing = sim.spawn(holder, async move {
-            let mut client = EtcdClient::new(&cluster, context.clone(), 0);
-            let lease = lease_of(&client.lease_grant(1_000).await);
-            ok(&client.put_with_lease("lock", "holder", lease).await);
-            EtcdClient::spawn_keep_alive(&cluster, context, 1, lease, Duration::from_millis(250))
-                .await
-        });
-        sim.sleep(Duration::from_millis(1_000)).await;
-        cut_off_leader_with(&sim, vec![holder]);
-        sim.sleep(Duration::from_millis(4_000)).await;
-        sim.nemesis().heal_all();
-        sim.sleep(Duration::from_millis(2_000)).await;
-        renewing.abort();
-    })
-}
-
-/// etcd-io/etcd#15247: the deposed leader's lessor, never demoted, keeps acknowledging the
-/// cut-off holder's keep-alives while the new leader — which never hears of them — expires
-/// the lease: the holder was told its lease lives, and it is gone.
-#[test]
-fn lessor_not_demoted_acknowledges_renewals_of_an_expired_lease() {
-    let sweep = |bugs: Vec<KnownBug>| {
-        ScriptedSweep::new(
-            "scenarios",
-            TARGET,
-            "lessor_not_demoted_acknowledges_renewals_of_an_expired_lease",
-            3,
-        )
-        .run(
-            |seed| holder_cut_off_with_the_leader(seed, bugs.clone()),
-            store_checks,
-        )
-    };
-    let buggy = sweep(vec![KnownBug::Etcd(EtcdBug::LessorNotDemoted)]);
-    let caught = buggy
-        .first_violation_of("lease not expired early")
-        .expect("the deposed leader's renewals were never contradicted");
-    println!("{}", caught.violations[0]);
-    let correct = sweep(Vec::new());
-    correct.assert_clean();
 }
 
 /// A lease abandoned just before its leader is cut off (with a reader, and its clock running
