@@ -174,6 +174,7 @@ fn raft() -> Vec<Scenario> {
             duration_ms: 1_200,
             with_clients: 1,
             leader_drift_ppm: -500_000,
+            ..CutOffLeader::default()
         }),
         ..kv(
             "raft_cut_off_leader_slow_clock",
@@ -195,6 +196,7 @@ fn raft() -> Vec<Scenario> {
             duration_ms: 900,
             with_clients: 0,
             leader_drift_ppm: 0,
+            ..CutOffLeader::default()
         }),
         ..kv(
             "raft_cut_off_leader",
