@@ -115,63 +115,80 @@ pub struct KnownBugCase {
     pub source: &'static str,
 }
 
-/// The known-bug table: every variant that runs through the catalogue so far. (The other
-/// variants are still shown by scripted tests — `etcd.compact_drops_tombstone` in
-/// `etcd_store.rs`, the `zab.*` ones in `zab_known_bugs.rs` and `zk_session_guarantees.rs` —
-/// whose faults are injected from code; they join this table as scenarios.)
+/// The known-bug table: every variant that runs through the catalogue so far, the Raft
+/// core's and the ZAB store's. Each row's scenario is plain data: its faults come from an
+/// explicit plan or a generator (roles and spans, resolved as they fire), so a failing seed
+/// replays from its printed plan and shrinks like any other.
+///
+/// The ZAB rows aim at the moment each bug needs with the directed generators of
+/// `sim::fault`: the leader killer, with every rejoin synced by DIFF; the cut-off leader
+/// with a client that only reads, or with reading clients that join it once the others
+/// have moved on; quorum restarts; crashes on rejoin. The scripts in `zab_known_bugs.rs`
+/// and `zk_session_guarantees.rs`, whose faults act from code, stay as exact traces of the
+/// same bugs. (`etcd.compact_drops_tombstone` is still shown by a scripted test in
+/// `etcd_store.rs`; it joins this table as a scenario.)
+///
+/// The ZAB bounds come from sweeps of 50 seeds: within its bound, each check fires on
+/// several seeds (the test prints how many), not on one lucky seed.
 pub fn table() -> Vec<KnownBugCase> {
-    use models::raft::RaftBug as R;
+    use models::{raft::RaftBug as R, zab::ZabBug as Z};
     let case = |bug, scenario, check, seeds, source| KnownBugCase {
-        bug: KnownBug::Raft(bug),
+        bug,
         scenario,
         check,
         seeds,
         source,
     };
+    let raft = |bug, scenario, check, seeds, source| {
+        case(KnownBug::Raft(bug), scenario, check, seeds, source)
+    };
+    let zab = |bug: ZabBug, scenario, check, seeds| {
+        case(KnownBug::Zab(bug), scenario, check, seeds, bug.source())
+    };
     vec![
-        case(
+        raft(
             R::AckBeforeFsync,
             "raft_single_server",
             "etcd.acknowledged_write_durability",
             10,
             "etcd-io/etcd#14370",
         ),
-        case(
+        raft(
             R::CommitPrevTermByCount,
             "raft_figure8",
             "protocol.replica_agreement",
             100,
             "Ongaro & Ousterhout, Raft §5.4.2, Figure 8",
         ),
-        case(
+        raft(
             R::TruncateOnStaleAppend,
             "raft_duplicated_appends",
             "protocol.replica_agreement",
             10,
             "Students' Guide to Raft (Gjengset, 2016)",
         ),
-        case(
+        raft(
             R::ReadWithoutReadIndex,
             "raft_cut_off_leader_slow_clock",
             "etcd.read_sees_prior_writes",
             20,
             "etcd-io/etcd#741",
         ),
-        case(
+        raft(
             R::ReadIndexBeforeTermCommit,
             "raft_cut_off_leader",
             "etcd.read_sees_prior_writes",
             20,
             "etcd-io/raft 758ff0163 (etcd#12680)",
         ),
-        case(
+        raft(
             R::VolatileVote,
             "raft_split_vote_restart",
             "protocol.leader_uniqueness",
             20,
             "camunda/camunda#5356, hazelcast/hazelcast#16643",
         ),
-        case(
+        raft(
             R::NoPreVoteNoCheckQuorum,
             "raft_flapping_follower",
             "protocol.leader_stability",
@@ -194,6 +211,51 @@ pub fn table() -> Vec<KnownBugCase> {
             seeds: 10,
             source: "etcd-io/etcd#15247, #12528 (fixed by #16822)",
         },
+        // A quorum restarts without the leader of an epoch that logged nothing durable on
+        // it, re-derives the epoch from its logs and establishes it again.
+        zab(
+            Z::EpochNotPersisted,
+            "zab_quorum_restart",
+            "protocol.leader_uniqueness",
+            10,
+        ),
+        // A stranded leader's unreplicated proposals survive its rejoin by DIFF.
+        zab(
+            Z::DiffWithoutTrunc,
+            "zab_leader_killer_diffs",
+            "protocol.replica_prefix",
+            10,
+        ),
+        // A session expires while a server is away; the close reaches it in a DIFF that it
+        // marks processed without applying, and its ephemeral node lives on there.
+        zab(
+            Z::LastProcessedZxidOnDiff,
+            "zab_leader_killer_diffs",
+            "zk.ephemeral_lifetime",
+            10,
+        ),
+        // The rejoining follower's early NEWLEADER ack commits writes only the leader has
+        // durably; both crash, and the others elect without them.
+        zab(
+            Z::AckNewLeaderBeforePersist,
+            "zab_rejoin_crash",
+            "zk.write_durability",
+            20,
+        ),
+        // The cut-off leader answers its reader's syncs while the others commit writes.
+        zab(
+            Z::SyncNotQuorum,
+            "zab_cut_off_leader_reader",
+            "zk.sync_then_read",
+            10,
+        ),
+        // Readers that saw the new leader's writes reconnect to the cut-off one.
+        zab(
+            Z::ReconnectIgnoresLastZxid,
+            "zab_cut_off_leader_readers_join",
+            "zk.session_consistency",
+            20,
+        ),
     ]
 }
 

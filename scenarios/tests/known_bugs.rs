@@ -3,7 +3,9 @@
 //! table's seed bound; the correct model runs the same seeds clean — no violation, no stall,
 //! progress made.
 //!
-//! Exact traces of the Raft bugs, step by step, are in models/tests/raft_scripts.rs.
+//! Exact traces of the Raft bugs, step by step, are in models/tests/raft_scripts.rs; of the
+//! ZAB bugs, in zab_known_bugs.rs and zk_session_guarantees.rs (scripts that inject their
+//! faults from code: examples, where this table is the zoo's test).
 //! With `COORDSIM_SEED` pinned to a seed that does not trigger the bug, the buggy half fails
 //! (the message names the seeds that did).
 
@@ -115,4 +117,10 @@ known_bug_tests! {
     raft_no_prevote_no_checkquorum => "raft.no_prevote_no_checkquorum",
     etcd_lease_ttl_reset_on_leader_change => "etcd.lease_ttl_reset_on_leader_change",
     etcd_lessor_not_demoted => "etcd.lessor_not_demoted",
+    zab_epoch_not_persisted => "zab.epoch_not_persisted",
+    zab_diff_without_trunc => "zab.diff_without_trunc",
+    zab_last_processed_zxid_on_diff => "zab.last_processed_zxid_on_diff",
+    zab_ack_newleader_before_persist => "zab.ack_newleader_before_persist",
+    zab_sync_not_quorum => "zab.sync_not_quorum",
+    zab_reconnect_ignores_last_zxid => "zab.reconnect_ignores_last_zxid",
 }

@@ -131,11 +131,18 @@ fn a_clean_run_made_progress() {
     assert!(outcome.fault_counts.faults_fired() > 0, "{outcome}");
 }
 
-/// A directed plan (the leader killer, aimed at roles) written to a file and read back
-/// replays the run to the same history digest.
+/// A directed plan (the leader killer, a quorum restart, a crash on rejoin, clients joining
+/// a cut-off leader: aimed at roles and `$names`) written to a file and read back replays
+/// the run to the same history digest.
 #[test]
-fn a_leader_killer_plan_replays_from_its_file_to_the_same_digest() {
-    for name in ["raft_leader_killer", "zab_leader_killer"] {
+fn directed_plans_replay_from_their_files_to_the_same_digest() {
+    for name in [
+        "raft_leader_killer",
+        "zab_leader_killer",
+        "zab_quorum_restart",
+        "zab_rejoin_crash",
+        "zab_cut_off_leader_readers_join",
+    ] {
         let scenario = catalogue::get(name).unwrap();
         let seed = Seed::new(11);
         let first = driver::run(&scenario, seed);

@@ -1,6 +1,13 @@
-//! The ZAB known-bug zoo (`scenarios/known-bugs.md`): for each bug, a scripted fault schedule
-//! that triggers it, the checker that must catch it, and the correct model passing every
-//! check on the same schedule. Each schedule runs over a few seeds (`COORDSIM_SEEDS`).
+//! Exact traces of the ZAB known bugs (`scenarios/known-bugs.md`): for each bug, a scripted fault
+//! schedule that triggers it step by step, the checker that must catch it, and the correct
+//! model passing every check on the same schedule. Each schedule runs over a few seeds
+//! (`COORDSIM_SEEDS`).
+//!
+//! These scripts inject their faults from code, between client steps, so they cannot be
+//! replayed from a plan file or shrunk. The zoo's test is the known-bug table
+//! (`scenarios::known_bug_table`, run by `known_bugs.rs`), where every `zab.*` variant is
+//! caught by seeds in a catalogue scenario whose faults are plan data; these remain as
+//! the shortest readable account of each bug.
 
 use checks::Violation;
 use models::{
@@ -179,7 +186,7 @@ async fn set_until_ok(sim: &Sim, zk: &ZkClient, node: NodeId, path: &str, data: 
 
 /// ZOOKEEPER-335: a leader establishes epoch 1 with nothing logged; a quorum restarts
 /// without it; the restarted servers re-derive epoch 0 from their (empty) logs and hand
-/// epoch 1 to a second leader.
+/// epoch 1 to a second leader. (In the table: `zab_quorum_restart`.)
 #[test]
 fn epoch_not_persisted_gives_one_epoch_two_leaders() {
     shows_bug(
@@ -204,7 +211,8 @@ fn epoch_not_persisted_gives_one_epoch_two_leaders() {
 
 /// ZOOKEEPER-1154: the leader logs a proposal nobody else gets and crashes; the others move
 /// on in epoch 2; when the old leader rejoins, its last zxid lies inside the new leader's
-/// history, and a DIFF without TRUNC lets it keep (and apply) the dead proposal.
+/// history, and a DIFF without TRUNC lets it keep (and apply) the dead proposal. (In the
+/// table: `zab_leader_killer_diffs`.)
 #[test]
 fn diff_without_trunc_keeps_a_dead_proposal() {
     shows_bug(
@@ -248,7 +256,8 @@ fn diff_without_trunc_keeps_a_dead_proposal() {
 
 /// ZOOKEEPER-2355: a follower is cut off while a session with an ephemeral node expires;
 /// when it rejoins, the session close arrives in a DIFF that the buggy follower marks as
-/// processed without applying: the dead session's ephemeral node stays on it forever.
+/// processed without applying: the dead session's ephemeral node stays on it forever. (In
+/// the table: `zab_leader_killer_diffs`.)
 #[test]
 fn last_processed_zxid_on_diff_leaves_a_dead_ephemeral() {
     shows_bug(
@@ -301,7 +310,7 @@ fn last_processed_zxid_on_diff_leaves_a_dead_ephemeral() {
 /// ZOOKEEPER-3911: a follower joins while a write is in flight and the other follower is
 /// stalled; it ACKs NEWLEADER before the synced history (which holds the write) is durable,
 /// so the write commits and is acknowledged; the leader and the joiner then crash, and the
-/// survivors elect a leader without the write.
+/// survivors elect a leader without the write. (In the table: `zab_rejoin_crash`.)
 #[test]
 fn ack_newleader_before_persist_loses_an_acknowledged_write() {
     shows_bug(
@@ -348,7 +357,8 @@ fn ack_newleader_before_persist_loses_an_acknowledged_write() {
 
 /// ZOOKEEPER-1675: a partition leaves the old leader with one client; the majority elects a
 /// new leader and acknowledges a write; the client's `sync` is answered by the deposed
-/// leader (it has not yet noticed, and does not check), so the read after it is stale.
+/// leader (it has not yet noticed, and does not check), so the read after it is stale. (In
+/// the table: `zab_cut_off_leader_reader`.)
 #[test]
 fn sync_not_quorum_lets_sync_then_read_miss_a_write() {
     shows_bug(

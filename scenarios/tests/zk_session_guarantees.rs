@@ -1,5 +1,7 @@
 //! ZooKeeper's session guarantee for plain reads (`zk.session_consistency`), shown to fire
-//! on a model with the guarantee switched off.
+//! on a model with the guarantee switched off: an exact trace. The zoo's test of
+//! `zab.reconnect_ignores_last_zxid` is its row in the known-bug table (`known_bugs.rs`),
+//! by seeds in `zab_cut_off_leader_readers_join`, whose faults are plan data.
 //!
 //! The schedule: a client writes in a new epoch, after the old leader was cut off; then the
 //! servers that have the write crash, and the only server the client can reach is the

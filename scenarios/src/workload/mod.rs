@@ -63,11 +63,13 @@ impl Workload {
         }
     }
 
-    pub(crate) fn validate(&self, _scenario: &Scenario) -> Result<(), ScenarioError> {
+    pub(crate) fn validate(&self, scenario: &Scenario) -> Result<(), ScenarioError> {
         let checked = match self {
             Workload::KvMix(mix) => mix.validate(),
             Workload::KvLeases(leases) => leases.validate(),
-            Workload::ZkMix(mix) => mix.validate(),
+            Workload::ZkMix(mix) => mix
+                .validate()
+                .and_then(|()| mix.validate_readers(scenario.clients)),
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
         };

@@ -1,7 +1,9 @@
 //! `zk_mix` on the ZAB store: one client process per client node issuing a random mix of
 //! ZooKeeper operations (plain and versioned writes, plain and synced reads, watches,
-//! sequential and ephemeral creates, deletes, multis) through the faults; after the heal,
-//! an audit by every client: a fresh session syncs, reads everything, writes once and closes.
+//! sequential and ephemeral creates, deletes, multis) through the faults — or, on the first
+//! `readers` client nodes, only reads (plain and synced reads, watches, listings); after the
+//! heal, an audit by every client: a fresh session syncs, reads everything, writes once and
+//! closes.
 
 use super::{Pending, Workers};
 use models::zk::{WriteOp, ZkClient, ZkClientError, ZkEnsemble};
@@ -25,12 +27,17 @@ pub const KEYS: [&str; 3] = ["/k0", "/k1", "/k2"];
 pub struct ZkMix {
     /// Session timeout the clients ask for, milliseconds.
     pub session_timeout_ms: u64,
+    /// The first this many client nodes only read. A reader never waits behind a write of
+    /// its own, so a deposed leader that still serves it can answer it for as long as it
+    /// thinks it leads (a writer there blocks on its first write, which cannot commit).
+    pub readers: usize,
 }
 
 impl Default for ZkMix {
     fn default() -> Self {
         Self {
             session_timeout_ms: 1_500,
+            readers: 0,
         }
     }
 }
@@ -39,6 +46,16 @@ impl ZkMix {
     pub(super) fn validate(&self) -> Result<(), String> {
         if self.session_timeout_ms == 0 {
             return Err("a session timeout of 0 ms (expected a positive timeout)".into());
+        }
+        Ok(())
+    }
+
+    pub(super) fn validate_readers(&self, clients: usize) -> Result<(), String> {
+        if self.readers > clients {
+            return Err(format!(
+                "{} readers among {clients} clients (expected at most one reader per client)",
+                self.readers
+            ));
         }
         Ok(())
     }
@@ -56,8 +73,9 @@ impl ZkMix {
             .map(|(process, node)| {
                 let (ensemble, stop, context) = (ensemble.clone(), stop.clone(), sim.node(node));
                 let timeout = Duration::from_millis(self.session_timeout_ms);
+                let reader = process < self.readers;
                 sim.spawn(node, async move {
-                    worker(ensemble, context, process as u32, timeout, stop).await
+                    worker(ensemble, context, process as u32, timeout, reader, stop).await
                 })
             })
             .collect()
@@ -132,6 +150,7 @@ async fn worker(
     context: NodeContext,
     process: u32,
     session_timeout: Duration,
+    reader: bool,
     stop: Arc<AtomicBool>,
 ) {
     let mut rng = context.rng(&format!("zk-workload-{process}"));
@@ -165,12 +184,20 @@ async fn worker(
             },
         };
         if !bootstrapped {
-            bootstrapped = bootstrap(&zk).await.is_ok();
+            // A reader writes nothing, not even the parents.
+            bootstrapped = reader || bootstrap(&zk).await.is_ok();
             continue;
         }
         counter += 1;
         let key = KEYS[rng.gen_range(0..KEYS.len())];
         let value = format!("{process}-{counter}");
+        if reader {
+            read(&zk, &mut rng, key, &mut watches).await;
+            if watches.len() > 8 {
+                watches.remove(0);
+            }
+            continue;
+        }
         match rng.gen_range(0..100) {
             0..=24 => {
                 let _ = zk.set_data(key, &value, None).await;
@@ -250,6 +277,34 @@ async fn worker(
     }
 }
 
+/// One read of a reader: a plain or synced read of a key, a data watch, a synced look at
+/// an ephemeral node, or a listing of the queue.
+async fn read(zk: &ZkClient, rng: &mut impl Rng, key: &str, watches: &mut Vec<models::zk::Watch>) {
+    match rng.gen_range(0..100) {
+        0..=29 => {
+            let _ = zk.get_data(key).await;
+        }
+        30..=64 => {
+            if zk.sync("/").await.is_ok() {
+                let _ = zk.get_data(key).await;
+            }
+        }
+        65..=74 => {
+            if let Ok((_, _, watch)) = zk.get_data_watch(key).await {
+                watches.push(watch);
+            }
+        }
+        75..=89 => {
+            if zk.sync("/").await.is_ok() {
+                let _ = zk.exists(&format!("/e/p{}", rng.gen_range(0..4))).await;
+            }
+        }
+        _ => {
+            let _ = zk.get_children("/q").await;
+        }
+    }
+}
+
 /// A fresh session that syncs and reads everything (synced reads are what the checkers
 /// judge): every top-level node's data and children, and up to 20 children of each; then
 /// writes once (its own node) to show the ensemble makes progress, and closes. Definite
@@ -296,4 +351,31 @@ async fn audit(
     }
     zk.close().await.map_err(|error| error.to_string())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{Format, Scenario};
+
+    #[test]
+    fn readers_are_some_of_the_clients() {
+        let text = |readers: usize| {
+            format!(
+                "name = \"r\"\nstore = \"zab\"\nservers = 3\nclients = 2\n\
+                 fault_phase_ms = 100\nliveness_bound_ms = 100\n\n\
+                 [workload]\nkind = \"zk_mix\"\nreaders = {readers}\n"
+            )
+        };
+        let scenario = Scenario::parse(&text(2), Format::Toml).unwrap();
+        assert!(matches!(
+            scenario.workload,
+            crate::workload::Workload::ZkMix(super::ZkMix { readers: 2, .. })
+        ));
+        let error = Scenario::parse(&text(3), Format::Toml).unwrap_err();
+        assert_eq!(error.field, "workload", "{error}");
+        assert!(
+            error.problem.contains("3 readers among 2 clients"),
+            "{error}"
+        );
+    }
 }

@@ -43,6 +43,7 @@ impl ZkWatches {
     fn audit(&self) -> ZkMix {
         ZkMix {
             session_timeout_ms: self.session_timeout_ms,
+            ..ZkMix::default()
         }
     }
 

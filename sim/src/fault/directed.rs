@@ -143,7 +143,10 @@ impl LeaderKiller {
 
 /// Every `interval_ms`, strand the current leader with the first `with_clients` clients for
 /// `duration_ms` (those clients can then reach only it), optionally with its clock drifting
-/// meanwhile: a deposed leader that keeps serving its clients.
+/// meanwhile: a deposed leader that keeps serving its clients. With `clients_join_after_ms`,
+/// the leader is first cut off alone and the clients join it only that much later, after
+/// the others have moved on without it: clients that saw the new leader's writes and can
+/// then reach only the deposed one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CutOffLeader {
@@ -155,6 +158,9 @@ pub struct CutOffLeader {
     pub with_clients: usize,
     /// Drift of the cut-off leader's clock while it is cut off, ppm (negative: slow).
     pub leader_drift_ppm: i32,
+    /// How long after the cut the clients join the cut-off leader, milliseconds (0: they
+    /// are cut off with it from the start; else less than `duration_ms`).
+    pub clients_join_after_ms: u64,
 }
 
 impl Default for CutOffLeader {
@@ -164,6 +170,7 @@ impl Default for CutOffLeader {
             duration_ms: 1_200,
             with_clients: 1,
             leader_drift_ppm: 0,
+            clients_join_after_ms: 0,
         }
     }
 }
@@ -174,6 +181,15 @@ impl CutOffLeader {
             return Err(ConfigError::new(
                 format!("{field}.interval_ms"),
                 "0 ms (expected positive interval_ms and duration_ms)",
+            ));
+        }
+        if self.clients_join_after_ms >= self.duration_ms {
+            return Err(ConfigError::new(
+                format!("{field}.clients_join_after_ms"),
+                format!(
+                    "{} ms, not within the cut of duration_ms {} (expected less)",
+                    self.clients_join_after_ms, self.duration_ms
+                ),
             ));
         }
         crate::config::check_drift(
@@ -197,19 +213,32 @@ impl CutOffLeader {
         while now + self.duration_ms < phase_ms {
             round += 1;
             let label = format!("cut{round}");
+            let joining = self.clients_join_after_ms > 0;
             faults.push(
                 ScheduledFault::at(
                     now,
                     Fault::Partition {
                         shape: PartitionShape::Strand {
                             node: Target::Leader,
-                            with: with.clone(),
+                            with: if joining { Vec::new() } else { with.clone() },
                         },
                     },
                 )
                 .lasting(self.duration_ms)
                 .named(label.clone()),
             );
+            if joining {
+                // Replaces the first cut; the first cut's heal ends this one too.
+                faults.push(ScheduledFault::at(
+                    now + self.clients_join_after_ms,
+                    Fault::Partition {
+                        shape: PartitionShape::Strand {
+                            node: Target::Label(label.clone()),
+                            with: with.clone(),
+                        },
+                    },
+                ));
+            }
             if self.leader_drift_ppm != 0 {
                 faults.push(
                     ScheduledFault::at(
@@ -365,6 +394,258 @@ impl PauseClients {
                 .lasting(self.pause_ms),
             );
             now += self.pause_ms + self.interval_ms;
+        }
+        FaultPlan::new(faults)
+    }
+}
+
+/// Crash every server at once and bring back a quorum without the last leader, again and
+/// again: after a random spell up, the leader (named) and then every server crash; the
+/// others restart after `down_ms` from what their disks hold and elect among themselves,
+/// while the old leader stays down until the next round's quorum comes back (the crashes of
+/// servers already down are skipped, with their spans). A whole ensemble restarted (a power
+/// cut, a rolling restart gone wrong), each new quorum deciding its epoch from its disks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuorumRestart {
+    /// Shortest spell up, from a restart (or the start) to the next crash, milliseconds.
+    pub min_up_ms: u64,
+    /// Longest spell up, milliseconds.
+    pub max_up_ms: u64,
+    /// How long the servers stay down, milliseconds.
+    pub down_ms: u64,
+}
+
+impl Default for QuorumRestart {
+    fn default() -> Self {
+        Self {
+            min_up_ms: 100,
+            max_up_ms: 400,
+            down_ms: 200,
+        }
+    }
+}
+
+impl QuorumRestart {
+    pub(super) fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
+        if config.servers < 3 {
+            return Err(ConfigError::new(
+                field,
+                format!(
+                    "{} server(s) (expected at least three: the servers but the leader must \
+                     be a quorum)",
+                    config.servers
+                ),
+            ));
+        }
+        if self.down_ms == 0 || self.min_up_ms == 0 || self.min_up_ms > self.max_up_ms {
+            return Err(ConfigError::new(
+                format!("{field}.min_up_ms"),
+                format!(
+                    "up {}..={} ms, down {} ms (expected positive spells, min_up_ms at most \
+                     max_up_ms)",
+                    self.min_up_ms, self.max_up_ms, self.down_ms
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn generate(
+        &self,
+        config: &WorldConfig,
+        phase_ms: u64,
+        rng: &mut ChaCha8Rng,
+    ) -> FaultPlan {
+        // The rounds' times first: each old leader comes back with the next round's quorum.
+        let mut rounds = Vec::new();
+        let mut now = 0;
+        loop {
+            now += rng.gen_range(self.min_up_ms..=self.max_up_ms);
+            if now + self.down_ms >= phase_ms {
+                break;
+            }
+            rounds.push(now);
+            now += self.down_ms;
+        }
+        let mut faults = Vec::new();
+        for (round, &at) in rounds.iter().enumerate() {
+            let back_at = rounds.get(round + 1).unwrap_or(&at) + self.down_ms;
+            faults.push(
+                ScheduledFault::at(
+                    at,
+                    Fault::Crash {
+                        node: Target::Leader,
+                    },
+                )
+                .lasting(back_at - at)
+                .named(format!("leader{}", round + 1)),
+            );
+            // Then every server, by name: "follower" would spare a restarted former leader
+            // that never stepped down (it still counts as leading once the leader is gone).
+            // The leader and the last round's leader are down already, and stay down.
+            for server in 0..config.servers {
+                faults.push(
+                    ScheduledFault::at(
+                        at,
+                        Fault::Crash {
+                            node: NodeId::server(server).into(),
+                        },
+                    )
+                    .lasting(self.down_ms),
+                );
+            }
+        }
+        FaultPlan::new(faults)
+    }
+}
+
+/// A follower crashes and comes back; just as it rejoins, the other followers stall (a
+/// pause), and a moment later the leader and the rejoining follower crash together; the
+/// stalled followers then resume, the rejoined one restarts, and they elect a leader
+/// without the old one, which comes back last. Aimed at the instant a rejoining follower
+/// has acknowledged the leader's NEWLEADER but may not yet have made the history it was
+/// sent durable, while the leader commits with it (ZOOKEEPER-3911); the offsets are drawn
+/// per round around the join time of the world's network and disks.
+///
+/// The other followers are named (`$otherR_I`) by a 1 ms pause while the rejoining one is
+/// down, as "follower" then resolves to them alone (in an ensemble of more than three, the
+/// picks may repeat, and a follower left running keeps the history).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RejoinCrash {
+    /// Time between rounds (from one round's crash to the next follower's), milliseconds.
+    pub interval_ms: u64,
+    /// How long the rejoining follower is down, milliseconds.
+    pub down_ms: u64,
+    /// When the other followers stall, after the restart: shortest and longest, ms.
+    pub stall_after_ms: (u64, u64),
+    /// When the leader and the rejoining follower crash, after the restart: shortest and
+    /// longest, milliseconds (after the stall).
+    pub crash_after_ms: (u64, u64),
+}
+
+impl Default for RejoinCrash {
+    fn default() -> Self {
+        Self {
+            interval_ms: 800,
+            down_ms: 800,
+            stall_after_ms: (10, 30),
+            crash_after_ms: (50, 90),
+        }
+    }
+}
+
+// After the crash: the stalled followers resume, the rejoined follower restarts, and the
+// old leader comes back once they have had time to elect without it.
+const REJOIN_RESUME_MS: u64 = 150;
+const REJOIN_RESTART_MS: u64 = 300;
+const REJOIN_LEADER_DOWN_MS: u64 = 700;
+
+impl RejoinCrash {
+    pub(super) fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
+        if config.servers < 3 {
+            return Err(ConfigError::new(
+                field,
+                format!(
+                    "{} server(s) (expected at least three: a leader, a rejoining follower \
+                     and one that stalls)",
+                    config.servers
+                ),
+            ));
+        }
+        let (stall, crash) = (self.stall_after_ms, self.crash_after_ms);
+        if self.down_ms == 0
+            || self.interval_ms == 0
+            || stall.0 > stall.1
+            || crash.0 > crash.1
+            || crash.0 <= stall.1
+        {
+            return Err(ConfigError::new(
+                format!("{field}.crash_after_ms"),
+                format!(
+                    "stall after {}..={} ms, crash after {}..={} ms (expected ranges, the \
+                     crash after the stall, and positive down_ms and interval_ms)",
+                    stall.0, stall.1, crash.0, crash.1
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn generate(
+        &self,
+        config: &WorldConfig,
+        phase_ms: u64,
+        rng: &mut ChaCha8Rng,
+    ) -> FaultPlan {
+        let mut faults = Vec::new();
+        let mut now = self.interval_ms;
+        let mut round = 0;
+        loop {
+            let restart = now + self.down_ms;
+            let stall = restart + rng.gen_range(self.stall_after_ms.0..=self.stall_after_ms.1);
+            let crash = restart + rng.gen_range(self.crash_after_ms.0..=self.crash_after_ms.1);
+            if crash + REJOIN_LEADER_DOWN_MS >= phase_ms {
+                break;
+            }
+            round += 1;
+            let joiner = format!("joiner{round}");
+            faults.push(
+                ScheduledFault::at(
+                    now,
+                    Fault::Crash {
+                        node: Target::Follower,
+                    },
+                )
+                .lasting(self.down_ms)
+                .named(joiner.clone()),
+            );
+            let others: Vec<String> = (1..config.servers - 1)
+                .map(|index| format!("other{round}_{index}"))
+                .collect();
+            for other in &others {
+                faults.push(
+                    ScheduledFault::at(
+                        now,
+                        Fault::Pause {
+                            node: Target::Follower,
+                        },
+                    )
+                    .lasting(1)
+                    .named(other.clone()),
+                );
+            }
+            for other in others {
+                faults.push(
+                    ScheduledFault::at(
+                        stall,
+                        Fault::Pause {
+                            node: Target::Label(other),
+                        },
+                    )
+                    .lasting(crash - stall + REJOIN_RESUME_MS),
+                );
+            }
+            faults.push(
+                ScheduledFault::at(
+                    crash,
+                    Fault::Crash {
+                        node: Target::Leader,
+                    },
+                )
+                .lasting(REJOIN_LEADER_DOWN_MS),
+            );
+            faults.push(
+                ScheduledFault::at(
+                    crash,
+                    Fault::Crash {
+                        node: Target::Label(joiner),
+                    },
+                )
+                .lasting(REJOIN_RESTART_MS),
+            );
+            now = crash + self.interval_ms;
         }
         FaultPlan::new(faults)
     }

@@ -1,13 +1,15 @@
 //! Faults, their targets, partition shapes, and fault plans: explicit, generated from the
 //! seed ("swarm"), or directed (leader killer, cut-off leader, flapping follower, paused
-//! client), every one of them plain data that replays and shrinks.
+//! client, quorum restart, crash on rejoin), every one of them plain data that replays and shrinks.
 
 mod directed;
 mod plan;
 mod swarm;
 mod target;
 
-pub use directed::{CutOffLeader, FlappingFollower, LeaderKiller, PauseClients};
+pub use directed::{
+    CutOffLeader, FlappingFollower, LeaderKiller, PauseClients, QuorumRestart, RejoinCrash,
+};
 pub use plan::{FaultPlan, FaultSource, ScheduledFault};
 pub use swarm::{ClientFaults, SwarmConfig};
 pub use target::{Target, TargetParseError};
@@ -790,6 +792,34 @@ mod directed_tests {
         .generate(&five, phase_ms, &mut rng);
         cut.validate("plan", &five).unwrap();
         assert!(cut.faults.len() >= 6, "{cut}");
+        // Clients joining a leader cut off alone: the same leader, stranded again with them.
+        let joining = CutOffLeader {
+            clients_join_after_ms: 500,
+            with_clients: 2,
+            ..CutOffLeader::default()
+        };
+        let join = joining.generate(&five, phase_ms, &mut rng);
+        join.validate("plan", &five).unwrap();
+        for pair in join.faults.chunks(2) {
+            let [alone, with] = pair else {
+                panic!("cuts come in pairs:\n{join}")
+            };
+            assert!(
+                matches!(&alone.fault, Fault::Partition { shape: PartitionShape::Strand { node: Target::Leader, with } } if with.is_empty())
+            );
+            let label = alone.label.clone().expect("the cut-off leader is named");
+            assert_eq!(with.at_ms, alone.at_ms + 500);
+            assert_eq!(with.fault.subject(), Some(&Target::Label(label)));
+            assert_eq!(with.end_ms(), with.at_ms, "the first cut's heal ends both");
+        }
+        assert!(
+            CutOffLeader {
+                clients_join_after_ms: 1_200,
+                ..CutOffLeader::default()
+            }
+            .validate("faults")
+            .is_err()
+        );
         let flap = FlappingFollower::default().generate(&five, phase_ms, &mut rng);
         flap.validate("plan", &five).unwrap();
         assert_eq!(
@@ -804,5 +834,125 @@ mod directed_tests {
         let pauses = PauseClients::default().generate(&five, phase_ms, &mut rng);
         pauses.validate("plan", &five).unwrap();
         assert!(!pauses.faults.is_empty());
+    }
+
+    #[test]
+    fn quorum_restarts_crash_every_server_and_keep_the_leader_down_a_round_longer() {
+        let three = config(3, 2);
+        let restart = QuorumRestart::default();
+        let phase_ms = 8_000;
+        for seed in 0..20 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let plan = restart.generate(&three, phase_ms, &mut rng);
+            plan.validate("plan", &three).unwrap();
+            assert!(plan.end_ms() < phase_ms, "seed {seed}:\n{plan}");
+            let leaders: Vec<&ScheduledFault> = plan
+                .faults
+                .iter()
+                .filter(|f| f.fault.subject() == Some(&Target::Leader))
+                .collect();
+            assert!(leaders.len() >= 3, "seed {seed}: few rounds:\n{plan}");
+            for (round, leader) in leaders.iter().enumerate() {
+                // Every server crashes with the leader, and comes back after the outage.
+                let everyone: Vec<&ScheduledFault> = plan
+                    .faults
+                    .iter()
+                    .filter(|f| {
+                        f.at_ms == leader.at_ms && f.fault.subject() != Some(&Target::Leader)
+                    })
+                    .collect();
+                assert_eq!(everyone.len(), 3, "seed {seed}:\n{plan}");
+                assert!(everyone.iter().all(|f| f.for_ms == Some(restart.down_ms)));
+                // The leader comes back with the next round's quorum (the last with its own).
+                let back = leaders
+                    .get(round + 1)
+                    .map_or(leader.at_ms, |next| next.at_ms)
+                    + restart.down_ms;
+                assert_eq!(leader.end_ms(), back, "seed {seed}:\n{plan}");
+                assert!(
+                    (restart.min_up_ms..=restart.max_up_ms).contains(
+                        &(leader.at_ms
+                            - round
+                                .checked_sub(1)
+                                .map_or(0, |r| leaders[r].at_ms + restart.down_ms))
+                    ),
+                    "seed {seed}: the spell up is out of range:\n{plan}"
+                );
+            }
+        }
+        let two = config(2, 1);
+        assert!(restart.validate("faults", &two).is_err());
+        assert!(RejoinCrash::default().validate("faults", &two).is_err());
+        let backwards = QuorumRestart {
+            min_up_ms: 500,
+            max_up_ms: 100,
+            ..restart
+        };
+        assert!(backwards.validate("faults", &three).is_err());
+    }
+
+    #[test]
+    fn rejoin_crashes_stall_the_other_followers_and_crash_leader_and_joiner_after_the_restart() {
+        let three = config(3, 3);
+        let rejoin = RejoinCrash::default();
+        let phase_ms = 20_000;
+        for seed in 0..20 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let plan = rejoin.generate(&three, phase_ms, &mut rng);
+            plan.validate("plan", &three).unwrap();
+            assert!(plan.end_ms() < phase_ms, "seed {seed}:\n{plan}");
+            // Rounds of five: the joiner down, the other follower named, stalled, then the
+            // leader and the joiner crash.
+            assert!(plan.faults.len() >= 5 * 5, "seed {seed}:\n{plan}");
+            for round in plan.faults.chunks(5) {
+                let [down, named, stall, leader, joiner] = [0, 1, 2, 3, 4].map(|i| &round[i]);
+                let restart = down.end_ms();
+                assert!(matches!(
+                    down.fault,
+                    Fault::Crash {
+                        node: Target::Follower
+                    }
+                ));
+                assert!(
+                    matches!(
+                        named.fault,
+                        Fault::Pause {
+                            node: Target::Follower
+                        }
+                    ) && named.for_ms == Some(1)
+                        && named.at_ms == down.at_ms,
+                    "seed {seed}:\n{plan}"
+                );
+                let other = Target::Label(named.label.clone().unwrap());
+                assert_eq!(stall.fault, Fault::Pause { node: other });
+                let (stall_min, stall_max) = rejoin.stall_after_ms;
+                assert!((restart + stall_min..=restart + stall_max).contains(&stall.at_ms));
+                assert_eq!(
+                    leader.fault,
+                    Fault::Crash {
+                        node: Target::Leader
+                    }
+                );
+                let (crash_min, crash_max) = rejoin.crash_after_ms;
+                assert!((restart + crash_min..=restart + crash_max).contains(&leader.at_ms));
+                assert!(stall.end_ms() > leader.at_ms, "stalled through the crash");
+                assert_eq!(
+                    joiner.fault,
+                    Fault::Crash {
+                        node: Target::Label(down.label.clone().unwrap())
+                    }
+                );
+                assert_eq!(joiner.at_ms, leader.at_ms);
+                assert!(
+                    joiner.end_ms() < leader.end_ms(),
+                    "the old leader comes back last"
+                );
+            }
+        }
+        let late_stall = RejoinCrash {
+            stall_after_ms: (10, 60),
+            ..rejoin
+        };
+        assert!(late_stall.validate("faults", &three).is_err());
     }
 }

@@ -1,8 +1,8 @@
 //! Fault plans: what fires when, with spans and named targets, and where plans come from.
 
 use super::{
-    CutOffLeader, Fault, FaultKind, FlappingFollower, LeaderKiller, PauseClients, SwarmConfig,
-    Target,
+    CutOffLeader, Fault, FaultKind, FlappingFollower, LeaderKiller, PauseClients, QuorumRestart,
+    RejoinCrash, SwarmConfig, Target,
 };
 use crate::config::{ConfigError, WorldConfig};
 use rand_chacha::ChaCha8Rng;
@@ -191,6 +191,10 @@ pub enum FaultSource {
     FlappingFollower(FlappingFollower),
     /// Pause clients past their session timeout or lease TTL.
     PauseClients(PauseClients),
+    /// Crash every server, bring back a quorum without the last leader.
+    QuorumRestart(QuorumRestart),
+    /// Crash the leader and a follower just as the follower rejoins, the others stalled.
+    RejoinCrash(RejoinCrash),
 }
 
 impl FaultSource {
@@ -209,6 +213,12 @@ impl FaultSource {
             }
             FaultSource::PauseClients(pause) => {
                 pause.validate(&format!("{field}.pause_clients"), config)
+            }
+            FaultSource::QuorumRestart(restart) => {
+                restart.validate(&format!("{field}.quorum_restart"), config)
+            }
+            FaultSource::RejoinCrash(rejoin) => {
+                rejoin.validate(&format!("{field}.rejoin_crash"), config)
             }
         }
     }
@@ -243,6 +253,8 @@ impl FaultSource {
             }
             FaultSource::FlappingFollower(_) => vec![FaultKind::Partition],
             FaultSource::PauseClients(_) => vec![FaultKind::Pause],
+            FaultSource::QuorumRestart(_) => vec![FaultKind::Crash],
+            FaultSource::RejoinCrash(_) => vec![FaultKind::Crash, FaultKind::Pause],
         };
         kinds.sort();
         kinds.dedup();
@@ -260,6 +272,8 @@ impl FaultSource {
             FaultSource::CutOffLeader(cut) => cut.generate(config, phase_ms, rng),
             FaultSource::FlappingFollower(flap) => flap.generate(config, phase_ms, rng),
             FaultSource::PauseClients(pause) => pause.generate(config, phase_ms, rng),
+            FaultSource::QuorumRestart(restart) => restart.generate(config, phase_ms, rng),
+            FaultSource::RejoinCrash(rejoin) => rejoin.generate(config, phase_ms, rng),
         }
     }
 }
