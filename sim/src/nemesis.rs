@@ -637,10 +637,13 @@ impl Nemesis {
         // Stop the node's tasks first, so nothing it does can observe the aftermath.
         world.madsim.kill(world.nodes[index].madsim_id);
         state.statuses[index] = NodeStatus::Crashed;
+        // A crash ends its leadership: restarted, it comes back a follower, whatever it
+        // claimed before (it records no `SteppedDown` for the leadership it lost).
+        let node = world.nodes[index].id;
+        state.leading.remove(&node);
         let loss = world.nodes[index].disk.crash();
         state.counts.crashes += 1;
         state.counts.unsynced_writes_lost += loss.writes;
-        let node = world.nodes[index].id;
         let broken = state.take_connections(|_, ends| ends.contains(&index));
         deferred.push(Deferred::Break(broken, BreakReason::Crashed { node }));
         deferred.push(Deferred::CrashHooks(index));
