@@ -333,3 +333,55 @@ fn roles_resolve_when_they_fire_and_spans_undo_on_the_same_node() {
         (1, 1, 1, 3)
     );
 }
+
+/// A crash ends a leadership for role resolution: once the old leader restarts, `leader`
+/// does not resolve to it (it comes back a follower) until some server claims it again.
+#[test]
+fn a_restarted_former_leader_is_not_the_leader() {
+    use sim::fault::Target;
+    let plan = FaultPlan::new(vec![
+        at(
+            100,
+            Fault::Crash {
+                node: Target::Leader,
+            },
+        )
+        .lasting(100),
+        at(
+            300,
+            Fault::Pause {
+                node: Target::Leader,
+            },
+        )
+        .lasting(100),
+    ]);
+    let outcome = World::builder()
+        .seed(Seed::new(4))
+        .servers(3)
+        .fault_plan(plan)
+        .build()
+        .unwrap()
+        .run(|sim| async move {
+            sim.node(S1)
+                .history()
+                .protocol(ProtocolEvent::BecameLeader { term: 1 });
+            sim.fault_phase_ended().await;
+        });
+    let outcomes: Vec<(Option<NodeId>, bool)> = outcome
+        .history
+        .records()
+        .iter()
+        .filter_map(|record| match &record.event {
+            Event::Fault(fault) => Some((
+                fault.target,
+                matches!(fault.outcome, FaultOutcome::Skipped { .. }),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![(Some(S1), false), (Some(S1), false), (None, true)],
+        "crash s1, restart s1, then no leader to pause"
+    );
+}
