@@ -1,0 +1,88 @@
+//! The catalogue: named scenarios, from the demo to the directed schedules the known-bug
+//! suites use. Each is plain data; `Scenario::load` reads the same from a file.
+
+mod raft;
+mod zab;
+
+use crate::{
+    scenario::{Scenario, Store, Tuning, WorldSettings},
+    workload::{KvMix, LedgerAppends, Workload, ZkMix},
+};
+use sim::fault::{ClientFaults, FaultKind, FaultSource, SwarmConfig};
+
+/// Every scenario of the catalogue.
+pub fn all() -> Vec<Scenario> {
+    let mut scenarios = vec![ledger()];
+    scenarios.extend(raft::scenarios());
+    scenarios.extend(zab::scenarios());
+    scenarios
+}
+
+/// The catalogue scenario called `name`.
+pub fn get(name: &str) -> Option<Scenario> {
+    all().into_iter().find(|scenario| scenario.name == name)
+}
+
+pub(crate) fn scenario(
+    name: &str,
+    description: &str,
+    store: Store,
+    servers: usize,
+    clients: usize,
+) -> Scenario {
+    let workload = match store {
+        Store::Raft => Workload::KvMix(KvMix::default()),
+        Store::Zab => Workload::ZkMix(ZkMix::default()),
+        Store::Ledger => Workload::Ledger(LedgerAppends::default()),
+    };
+    Scenario {
+        name: name.into(),
+        description: description.into(),
+        store,
+        servers,
+        clients,
+        workload,
+        faults: FaultSource::None,
+        bugs: Vec::new(),
+        checks: vec!["default".into()],
+        fault_phase_ms: 8_000,
+        recovery_ms: 0,
+        liveness_bound_ms: 20_000,
+        time_limit_ms: None,
+        world: WorldSettings::default(),
+        tuning: Tuning::default(),
+    }
+}
+
+pub(crate) fn swarm(mean_interval_ms: u64, kinds: &[FaultKind]) -> FaultSource {
+    FaultSource::Swarm(SwarmConfig {
+        mean_interval_ms,
+        kinds: kinds.to_vec(),
+        ..SwarmConfig::default()
+    })
+}
+
+pub(crate) fn slow_disks(world: &mut WorldSettings) {
+    world.disk.sync_latency_min_us = 20_000;
+    world.disk.sync_latency_max_us = 40_000;
+}
+
+/// The demo: the replicated ledger under a swarm of faults, clients included.
+fn ledger() -> Scenario {
+    Scenario {
+        faults: FaultSource::Swarm(SwarmConfig {
+            mean_interval_ms: 500,
+            client_faults: ClientFaults::Included,
+            ..SwarmConfig::default()
+        }),
+        fault_phase_ms: 10_000,
+        liveness_bound_ms: 10_000,
+        ..scenario(
+            "ledger",
+            "the demo: a replicated ledger (no consensus) under swarm faults, clients included",
+            Store::Ledger,
+            3,
+            3,
+        )
+    }
+}
