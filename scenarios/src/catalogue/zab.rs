@@ -213,29 +213,3 @@ fn zab_directed(zk: impl Fn(&str, &str, usize, usize) -> Scenario) -> Vec<Scenar
         rejoin_crash,
     ]
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_catalogue_scenario_is_valid_unique_and_round_trips() {
-        let scenarios = all();
-        let mut names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), scenarios.len(), "duplicate names");
-        for scenario in &scenarios {
-            scenario
-                .validate()
-                .unwrap_or_else(|error| panic!("{}: {error}", scenario.name));
-            let json = serde_json::to_string(scenario).unwrap();
-            let back = Scenario::parse(&json, crate::scenario::Format::Json).unwrap();
-            assert_eq!(&back, scenario);
-            let toml = toml::to_string(scenario).unwrap();
-            let back = Scenario::parse(&toml, crate::scenario::Format::Toml)
-                .unwrap_or_else(|error| panic!("{}: {error}\n{toml}", scenario.name));
-            assert_eq!(&back, scenario);
-        }
-    }
-}
