@@ -11,6 +11,10 @@
 //!   acknowledged on it, or a later one;
 //! - two different acknowledged writes carry the same store revision: each revision is one
 //!   write transaction, so the store forgot the first and gave its revision to the second.
+//!
+//! **Reads:** client operations only: `Invoke`/`Complete` of `sim::history::kv` operations,
+//! recorded by the client library at the client node, and `PhaseEvent::FinalReads`, recorded by
+//! the run driver when the final reads start. No server event is trusted.
 
 use crate::{
     Violation,

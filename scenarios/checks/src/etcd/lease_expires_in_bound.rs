@@ -4,6 +4,11 @@
 //! and registrations attached to it are released. If every leader change restarted TTLs,
 //! frequent elections would keep abandoned leases alive forever (etcd-io/etcd#9395,
 //! `etcd.lease_ttl_reset_on_leader_change`; fixed by lease checkpointing, #9924).
+//!
+//! **Reads:** the client's lease operations (grants, keep-alives, revokes, from
+//! `Invoke`/`Complete`) and `ProtocolEvent::SessionExpired`, recorded by every replica when it
+//! applies the committed expiry of a lease (see the group doc: only a committed entry counts,
+//! and `protocol.replica_agreement` holds the replicas to the same entries).
 
 use crate::{Violation, history::leases::leases};
 use sim::{history::History, time::SimTime};

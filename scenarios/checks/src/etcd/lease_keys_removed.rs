@@ -4,6 +4,11 @@
 //! Lease). A read invoked after the lease ended must not show any key attached to it; a
 //! key that outlives its lease lets two clients believe they hold the same lock
 //! (etcd-io/etcd#15247, #12528).
+//!
+//! **Reads:** the clients' reads and lease operations (`Invoke`/`Complete`) and
+//! `ProtocolEvent::SessionExpired`, recorded by every replica when it applies the committed
+//! expiry. An expiry that is committed ends the lease for every replica that applies it, so a
+//! read invoked after the first such record that still shows an attached key is the violation.
 
 use crate::{Violation, history::kv::KvHistory, history::leases::leases};
 use sim::{

@@ -6,6 +6,11 @@
 //! checkpoints remaining TTLs, etcd-io/etcd#9924). Expiring early deletes a live client's
 //! lock key. `allowed_drift_ppm` covers clock-rate differences between nodes; runs with
 //! clock *steps* can legitimately break this property and should not be checked with it.
+//!
+//! **Reads:** the clients' grants and keep-alives (`Invoke`/`Complete`, the client's view of
+//! when each renewal was acknowledged) and `ProtocolEvent::SessionExpired`, recorded by every
+//! replica when it applies the committed expiry: the earliest replica's apply is compared with
+//! the latest renewal a client saw acknowledged.
 
 use crate::{Violation, history::leases::leases};
 use sim::{history::History, time::SimTime};

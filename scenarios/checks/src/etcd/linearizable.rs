@@ -7,6 +7,10 @@
 //! leader answering reads before committing an entry of its term
 //! (`raft.readindex_before_term_commit`, etcd-io/raft 758ff0163), and by lost acknowledged
 //! writes.
+//!
+//! **Reads:** client operations only (`Invoke`/`Complete` of `sim::history::kv` operations,
+//! recorded by the client library at the client node). No server event is trusted; an operation
+//! without a response is left open (it may or may not have taken effect).
 
 use crate::{
     Violation,

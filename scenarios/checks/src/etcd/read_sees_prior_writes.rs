@@ -6,6 +6,10 @@
 //! reads served without confirming leadership (etcd-io/etcd#741, `raft.read_without_readindex`)
 //! or before the new leader committed an entry of its term (etcd-io/raft 758ff0163,
 //! `raft.readindex_before_term_commit`). Serializable reads may be stale and are not checked.
+//!
+//! **Reads:** client operations only (`Invoke`/`Complete` of `sim::history::kv` operations,
+//! recorded by the client library at the client node, with the revision each response carried).
+//! No server event is trusted.
 
 use crate::{
     Violation,

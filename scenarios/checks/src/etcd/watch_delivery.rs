@@ -8,6 +8,11 @@
 //! watcher from an older revision still needs (etcd-io/etcd#18089, #19179,
 //! `etcd.compact_drops_tombstone`). Watches are read from `kv_watch` records
 //! (`sim::history::kv::WatchRecord`); completeness is checked against acknowledged writes.
+//!
+//! **Reads:** the `kv_watch` records the client library writes when a watch is created,
+//! resumed, or delivers events to the client ([`sim::history::kv::WatchRecord`]), and the
+//! acknowledged writes (`Invoke`/`Complete`) they must match. What the client received is the
+//! fact judged; no server event is trusted.
 
 use crate::{
     Violation,

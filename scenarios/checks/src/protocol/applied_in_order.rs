@@ -2,7 +2,7 @@
 //! never going back.
 //!
 //! Raft applies committed entries "in log order" (§5.3, Figure 2 rules for all servers:
-//! "If commitIndex > lastApplied: increment lastApplied, apply log[lastApplied]"); ZAB
+//! "If commitIndex > lastApplied: increment lastApplied, apply log\[lastApplied\]"); ZAB
 //! delivers transactions in zxid order, each once (*local primary order*, Junqueira et al.,
 //! DSN 2011).
 //!
@@ -13,6 +13,13 @@
 //! had applied and reloaded its snapshot, which may go *back*). A crash of the node (applied,
 //! not skipped) ends its incarnation: the restarted node rebuilds its state from its disk,
 //! which no event records, so its first apply may be any index.
+//!
+//! **Reads:** `ProtocolEvent::Applied` and `SnapshotInstalled`, recorded by each server's
+//! driver (in `models`) about itself when it applies an entry or replaces its state. The
+//! property is about the server's own sequence, so its own record is the fact judged; a server
+//! that applied without recording would hide from this check, but not from
+//! `protocol.replica_agreement` and the client-side checks, which judge what the others applied
+//! and what clients read.
 
 use crate::{IndexKind, Violation};
 use sim::{

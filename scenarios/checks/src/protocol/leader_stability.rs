@@ -5,6 +5,11 @@
 //! rejoining node with a higher term deposes a healthy leader every time a flapping link
 //! lets it through (etcd-io/etcd#8499, #9333; Cloudflare's 2020-11-02 incident report).
 //! The check counts elections (`BecameLeader`) in a window against a bound.
+//!
+//! **Reads:** `ProtocolEvent::BecameLeader`, recorded by each server's driver when it takes
+//! leadership. The property is about elections happening, and a leader that does not announce
+//! itself cannot serve clients (the client-side checks would see that); counting the
+//! announcements is therefore a lower bound on disruption.
 
 use crate::Violation;
 use sim::{

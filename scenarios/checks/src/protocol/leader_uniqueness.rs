@@ -5,6 +5,12 @@
 //! ZAB: a prospective leader establishes epoch *e* only with a quorum that accepted *e*, so
 //! no two leaders establish the same epoch (Junqueira, Reed & Serafini, "Zab:
 //! High-performance broadcast for primary-backup systems", DSN 2011, §IV).
+//!
+//! **Reads:** `ProtocolEvent::BecameLeader`, recorded by each server's driver when it takes
+//! leadership of a term or establishes an epoch. Two servers each claiming the same term is the
+//! violation itself; a leader that acted without recording its claim would hide, which is why
+//! the client-side checks (linearizability, durability) judge the same runs without these
+//! events.
 
 use crate::Violation;
 use sim::{

@@ -5,6 +5,10 @@
 //! (§5.4.3, Figure 3). ZAB's *agreement* / *total order*: servers that deliver a transaction
 //! with a given zxid deliver the same one (Junqueira et al., DSN 2011, §III; violated by
 //! ZOOKEEPER-1154 and ZOOKEEPER-335).
+//!
+//! **Reads:** `ProtocolEvent::Applied` (index, term, digest of the entry), recorded by each
+//! replica's driver about what it applied. The digest is computed from the entry the replica
+//! applied, so two replicas disagreeing is visible whatever either believes.
 
 use crate::Violation;
 use sim::{

@@ -7,6 +7,11 @@
 //! neighbours catches what comparing single indices cannot: a replica that applies an
 //! extra transaction no one else has (ZOOKEEPER-1154, a proposal kept without TRUNC) or
 //! skips transactions the others applied (ZOOKEEPER-2355).
+//!
+//! **Reads:** `ProtocolEvent::Applied` and `SnapshotInstalled` (through
+//! [`crate::history::applied_runs`]), recorded by each replica's driver about what it applied;
+//! as for `protocol.replica_agreement`, the entries' digests are compared, not any server's
+//! claim of agreement.
 
 use crate::Violation;
 use crate::history::applied_runs::applied_runs;

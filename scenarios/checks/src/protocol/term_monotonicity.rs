@@ -4,6 +4,11 @@
 //! RPCs (Figure 2, "Persistent state on all servers"). A node that forgets its term after a
 //! restart may vote twice in one term (camunda/camunda#5356, hazelcast/hazelcast#16643).
 //! ZAB: acceptedEpoch and currentEpoch only grow, and are persisted (ZOOKEEPER-335).
+//!
+//! **Reads:** `ProtocolEvent::TermChanged` and `BecameLeader`, recorded by each server's driver
+//! when its durable term or epoch changes (after it is persisted) and when it leads. A term is
+//! a server's own state, so its own record is the fact judged; a restart that lost the term
+//! shows as a later, lower record of the same node.
 
 use crate::Violation;
 use sim::{

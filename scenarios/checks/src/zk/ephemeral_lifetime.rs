@@ -9,6 +9,14 @@
 //! 2. a read after a sync invoked once the ephemeral create was acknowledged, finishing
 //!    while its session is still alive, must show the node with that owner — unless a
 //!    delete of the path might have happened.
+//!
+//! **Reads:** client operations (`Invoke`/`Complete` of `sim::history::zk` operations, recorded
+//! by the client library) and session ends ([`crate::history::zk::session_ends`]): the earliest
+//! of the client being told its session expired or closed (`ZkEvent`, recorded at the client)
+//! and `ProtocolEvent::SessionExpired`, which the ZAB leader records when it *applies* the
+//! committed closeSession transaction of an expired session. Taking the earliest end makes rule
+//! 1 stricter; the one server claim involved is a committed transaction that
+//! `protocol.replica_agreement` holds every replica to.
 
 use crate::Violation;
 use crate::history::zk::{ZkOp, preceding_syncs, session_ends, zk_operations};

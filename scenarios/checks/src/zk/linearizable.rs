@@ -6,6 +6,9 @@
 //! acknowledged write lost when followers acknowledge NEWLEADER before persisting
 //! (`zab.ack_newleader_before_persist`, ZOOKEEPER-3911) and by a leader that answers `sync`
 //! without a quorum (`zab.sync_not_quorum`, ZOOKEEPER-1675).
+//!
+//! **Reads:** client operations only (`Invoke`/`Complete` of `sim::history::zk` operations,
+//! recorded by the client library at the client node). No server event is trusted.
 
 use crate::etcd::linearizable::violations;
 use crate::{

@@ -1,8 +1,10 @@
 //! Properties of the ZooKeeper-like store, judged from what clients observed: operations and
 //! their results (`Invoke`/`Complete` with `sim::history::zk` operations), session events
 //! and watch deliveries (`Event::Zk`), all recorded by the client library at the client
-//! node. A session's end is what its client was told (`SessionExpired`, `SessionClosed`);
-//! no checker here takes a server's word that a session expired.
+//! node. Two checkers also read server records, and say why in their docs:
+//! `zk.write_durability` reads the replicas' `Applied` events, and `zk.ephemeral_lifetime`
+//! takes a session's end as the earliest of what its client was told (`SessionExpired`,
+//! `SessionClosed`) and the leader applying the committed expiry.
 
 pub mod ephemeral_lifetime;
 pub mod linearizable;

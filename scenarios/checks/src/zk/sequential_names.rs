@@ -3,6 +3,9 @@
 //! "The sequence number ... is a monotonically increasing counter maintained by the
 //! parent znode" (ZooKeeper Programmer's Guide, *Sequence Nodes*): no two creates get the
 //! same name, and a create that starts after another finished gets a larger number.
+//!
+//! **Reads:** client operations only (the names `create` returned to clients, from
+//! `Invoke`/`Complete`). No server event is trusted.
 
 use crate::Violation;
 use crate::history::zk::{parent_of, zk_operations};

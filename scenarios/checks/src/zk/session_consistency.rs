@@ -53,6 +53,11 @@
 //! it read there; no server's word is taken);
 //! otherwise (b) *read your writes* if the earlier observation was the session's own write,
 //! else (a) *monotonic reads*.
+//!
+//! **Reads:** client operations (`Invoke`/`Complete`) and the client's own session events
+//! (`ZkEvent::SessionEstablished`, `SessionResumed` naming the server, `SessionExpired`,
+//! `WatchDelivered`), all recorded by the client library at the client node. No server event is
+//! trusted.
 
 use crate::Violation;
 use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};

@@ -15,6 +15,10 @@
 //! of the path not known to have finished before the write started), or the node is
 //! ephemeral (its session may have ended; see `zk_ephemeral_lifetime`). `getChildren` is
 //! checked the same way for creates and deletes of children.
+//!
+//! **Reads:** client operations only (`Invoke`/`Complete` of `sim::history::zk` operations with
+//! the Stats the responses carried, recorded by the client library). No server event is
+//! trusted.
 
 use crate::Violation;
 use crate::history::zk::{ZkOp, parent_of, preceding_syncs, zk_operations};

@@ -8,6 +8,11 @@
 //! One documented exception: "a watch for the existence of a znode not yet created will be
 //! missed if the znode is created and deleted while disconnected", so an exists watch whose
 //! client was disconnected after setting it is not required to fire.
+//!
+//! **Reads:** client operations and the client's watch events (`ZkEvent::WatchRegistered`,
+//! `WatchDelivered`, `Disconnected`), all recorded by the client library at the client node
+//! when the client sets a watch, receives a notification, or loses its connection. No server
+//! event is trusted.
 
 use crate::Violation;
 use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};

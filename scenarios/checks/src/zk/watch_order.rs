@@ -9,6 +9,10 @@
 //! 2. once a read by the same session shows the watched node changed after the watch was
 //!    set (newer `mzxid`, `pzxid` for a child watch, or existence for an exists watch),
 //!    the watch must already have been delivered.
+//!
+//! **Reads:** client operations and the client's watch events (`ZkEvent::WatchRegistered`,
+//! `WatchDelivered`), recorded by the client library at the client node in the order the client
+//! received them. No server event is trusted.
 
 use crate::Violation;
 use crate::history::zk::zk_operations;

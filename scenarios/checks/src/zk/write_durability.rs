@@ -8,6 +8,12 @@
 //! NEWLEADER acknowledged before the synced history was durable, then a quorum crash).
 //! Acknowledged writes are found in the history by their zxid: the `mzxid` of the Stat a
 //! `setData` (or a `multi` containing one) returned.
+//!
+//! **Reads:** the acknowledged writes' zxids (from the Stats clients received,
+//! `Invoke`/`Complete`) and `ProtocolEvent::Applied`, recorded by each replica's driver when it
+//! applies a transaction. A replica that skipped a write shows as consecutive applies around
+//! its zxid; a replica that never recorded its applies could hide, but then
+//! `protocol.replica_prefix` sees it diverge from the others.
 
 use crate::Violation;
 use crate::history::{applied_runs::applied_runs, zk::zk_operations};
