@@ -319,6 +319,7 @@ impl Scenario {
         WorldConfig {
             servers: self.servers,
             clients: self.clients,
+            resources: self.workload.resources(),
             network: self.world.network.clone(),
             disk: self.world.disk.clone(),
             clocks: self.world.clocks.clone(),

@@ -18,6 +18,9 @@ pub const MAX_SERVERS: usize = 15;
 /// The largest number of clients a world may have.
 pub const MAX_CLIENTS: usize = 1024;
 
+/// The largest number of resource nodes a world may have.
+pub const MAX_RESOURCES: usize = 16;
+
 /// Everything about a world except its seed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +30,9 @@ pub struct WorldConfig {
     /// Number of client nodes, `c1..cM`.
     #[serde(default)]
     pub clients: usize,
+    /// Number of resource nodes, `r1..rK` (e.g. a fenced resource lock holders write to).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub resources: usize,
     /// Network conditions at the start of the run.
     #[serde(default)]
     pub network: NetworkConfig,
@@ -50,6 +56,10 @@ pub struct WorldConfig {
     pub time_limit_ms: u64,
 }
 
+fn is_zero_count(count: &usize) -> bool {
+    *count == 0
+}
+
 fn default_time_limit_ms() -> u64 {
     120_000
 }
@@ -59,6 +69,7 @@ impl Default for WorldConfig {
         Self {
             servers: 3,
             clients: 0,
+            resources: 0,
             network: NetworkConfig::default(),
             disk: DiskConfig::default(),
             clocks: ClockConfig::default(),
@@ -220,6 +231,15 @@ impl WorldConfig {
                 format!("{} clients (expected 0..={MAX_CLIENTS})", self.clients),
             ));
         }
+        if self.resources > MAX_RESOURCES {
+            return Err(ConfigError::new(
+                "resources",
+                format!(
+                    "{} resources (expected 0..={MAX_RESOURCES})",
+                    self.resources
+                ),
+            ));
+        }
         check_range_us(
             "network.latency_min_us..network.latency_max_us",
             self.network.latency_min_us,
@@ -272,6 +292,7 @@ impl WorldConfig {
         match node.kind() {
             NodeKind::Server => node.ordinal() < self.servers,
             NodeKind::Client => node.ordinal() < self.clients,
+            NodeKind::Resource => node.ordinal() < self.resources,
         }
     }
 
@@ -280,11 +301,12 @@ impl WorldConfig {
         Duration::from_millis(self.time_limit_ms)
     }
 
-    /// Every node: servers, then clients.
+    /// Every node: servers, then clients, then resources.
     pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         (0..self.servers)
             .map(NodeId::server)
             .chain((0..self.clients).map(NodeId::client))
+            .chain((0..self.resources).map(NodeId::resource))
     }
 }
 

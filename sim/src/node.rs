@@ -1,4 +1,4 @@
-//! Node identities: servers `s1..sN` and clients `c1..cM`.
+//! Node identities: servers `s1..sN`, clients `c1..cM` and resources `r1..rK`.
 
 use serde::{Deserialize, Serialize};
 use std::{fmt, str::FromStr};
@@ -11,11 +11,15 @@ pub enum NodeKind {
     Server,
     /// A client (`c1`, `c2`, ...).
     Client,
+    /// A resource the clients use besides the store (`r1`, ...): e.g. the fenced resource
+    /// that lock holders write to. Swarm faults leave it alone; a plan may name it.
+    Resource,
 }
 
-/// A node of the world, written `s1` (first server) or `c3` (third client).
+/// A node of the world, written `s1` (first server), `c3` (third client) or `r1` (first
+/// resource).
 ///
-/// Ordered servers first, then clients, each by number.
+/// Ordered servers first, then clients, then resources, each by number.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub struct NodeId {
@@ -41,7 +45,15 @@ impl NodeId {
         }
     }
 
-    /// Server or client.
+    /// The resource with zero-based `ordinal` (`resource(0)` is `r1`).
+    pub const fn resource(ordinal: usize) -> Self {
+        Self {
+            kind: NodeKind::Resource,
+            ordinal: ordinal as u16,
+        }
+    }
+
+    /// Server, client or resource.
     pub const fn kind(self) -> NodeKind {
         self.kind
     }
@@ -61,6 +73,7 @@ impl NodeId {
         let kind = match self.kind {
             NodeKind::Server => 1u64,
             NodeKind::Client => 2u64,
+            NodeKind::Resource => 3u64,
         };
         (kind << 32) | u64::from(self.ordinal)
     }
@@ -71,6 +84,7 @@ impl fmt::Display for NodeId {
         let letter = match self.kind {
             NodeKind::Server => 's',
             NodeKind::Client => 'c',
+            NodeKind::Resource => 'r',
         };
         write!(f, "{letter}{}", self.ordinal + 1)
     }
@@ -82,7 +96,7 @@ impl fmt::Debug for NodeId {
     }
 }
 
-/// A node name not of the form `sN` or `cN` with N ≥ 1.
+/// A node name not of the form `sN`, `cN` or `rN` with N ≥ 1.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeIdParseError {
     input: String,
@@ -92,7 +106,7 @@ impl fmt::Display for NodeIdParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "invalid node `{}`: expected sN (server) or cN (client) with N >= 1, e.g. s1 or c2",
+            "invalid node `{}`: expected sN (server), cN (client) or rN (resource) with N >= 1, e.g. s1, c2 or r1",
             self.input
         )
     }
@@ -109,6 +123,7 @@ impl FromStr for NodeId {
         let kind = match chars.next() {
             Some('s') => NodeKind::Server,
             Some('c') => NodeKind::Client,
+            Some('r') => NodeKind::Resource,
             _ => return Err(error()),
         };
         let digits = chars.as_str();

@@ -63,6 +63,12 @@ impl Workload {
         }
     }
 
+    /// How many resource nodes (`r1..`) it needs besides the store: a fenced resource for
+    /// the lock and election workloads, none for the others.
+    pub fn resources(&self) -> usize {
+        0
+    }
+
     pub(crate) fn validate(&self, scenario: &Scenario) -> Result<(), ScenarioError> {
         let checked = match self {
             Workload::KvMix(mix) => mix.validate(),

@@ -204,6 +204,12 @@ impl WorldBuilder {
         self
     }
 
+    /// With `count` resource nodes.
+    pub fn resources(mut self, count: usize) -> Self {
+        self.config.resources = count;
+        self
+    }
+
     /// With one-way latencies drawn from `range`.
     pub fn latency(mut self, range: RangeInclusive<Duration>) -> Self {
         self.config.network.latency_min_us = micros(*range.start());

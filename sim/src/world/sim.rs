@@ -42,6 +42,13 @@ impl Sim {
         (0..self.world.config.clients).map(NodeId::client).collect()
     }
 
+    /// Resource nodes, `r1..rK`.
+    pub fn resources(&self) -> Vec<NodeId> {
+        (0..self.world.config.resources)
+            .map(NodeId::resource)
+            .collect()
+    }
+
     /// Starts `program` on `node`. It runs now and again from scratch after every restart
     /// (its disk keeps what was synced). The program's future need not be `Send`.
     ///

@@ -319,6 +319,7 @@ impl WorldShared {
         match node.kind() {
             NodeKind::Server => node.ordinal(),
             NodeKind::Client => self.config.servers + node.ordinal(),
+            NodeKind::Resource => self.config.servers + self.config.clients + node.ordinal(),
         }
     }
 
