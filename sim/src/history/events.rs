@@ -1,6 +1,6 @@
 //! The event vocabulary of a history.
 
-use super::{kv, register, zk};
+use super::{kv, recipe::RecipeEvent, register, zk};
 use crate::{fault::Fault, node::NodeId, seed::Seed};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -182,84 +182,6 @@ pub enum ProtocolEvent {
         session: u64,
     },
     /// Anything else a protocol wants a checker or a human to see.
-    Other {
-        /// Event name.
-        name: String,
-        /// Details.
-        #[serde(default)]
-        detail: serde_json::Value,
-    },
-}
-
-/// Whether a fenced resource accepted a write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResourceVerdict {
-    /// Accepted.
-    Accepted,
-    /// Rejected: its token was older than one the resource had seen.
-    RejectedStaleToken,
-}
-
-/// Observable steps of a coordination recipe.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "recipe_event", rename_all = "snake_case")]
-pub enum RecipeEvent {
-    /// This client believes it holds `lock`, with fencing `token`.
-    LockAcquired {
-        /// Lock name.
-        lock: String,
-        /// Fencing token.
-        token: u64,
-    },
-    /// This client no longer believes it holds `lock`.
-    LockReleased {
-        /// Lock name.
-        lock: String,
-        /// Fencing token it held.
-        token: u64,
-    },
-    /// This client believes it leads `election`.
-    LeadershipGained {
-        /// Election name.
-        election: String,
-        /// Fencing token.
-        token: u64,
-    },
-    /// This client no longer believes it leads `election`.
-    LeadershipLost {
-        /// Election name.
-        election: String,
-        /// Fencing token it held.
-        token: u64,
-    },
-    /// A watch fired at this client.
-    WatchFired {
-        /// Watched path or key.
-        target: String,
-        /// Kind of change.
-        kind: String,
-    },
-    /// This client entered a barrier.
-    BarrierEntered {
-        /// Barrier name.
-        barrier: String,
-    },
-    /// This client left a barrier.
-    BarrierLeft {
-        /// Barrier name.
-        barrier: String,
-    },
-    /// A fenced resource received a write.
-    ResourceWrite {
-        /// Resource name.
-        resource: String,
-        /// The writer's fencing token, if it sent one.
-        token: Option<u64>,
-        /// What the resource did.
-        verdict: ResourceVerdict,
-    },
-    /// Anything else.
     Other {
         /// Event name.
         name: String,

@@ -7,13 +7,15 @@
 
 mod events;
 pub mod kv;
+pub mod recipe;
 pub mod register;
 pub mod zk;
 
 pub use events::{
     Event, FaultOutcome, FaultRecord, OpError, OpId, OpResult, Operation, PhaseEvent,
-    ProtocolEvent, RecipeEvent, ResourceVerdict, Response,
+    ProtocolEvent, Response,
 };
+pub use recipe::{RecipeEvent, ResourceVerdict};
 
 use crate::{digest::Digest, node::NodeId, time::SimTime};
 use serde::{Deserialize, Serialize};
