@@ -38,7 +38,7 @@ mod ratio;
 pub mod report;
 mod seed;
 mod shared;
-mod signal;
+pub mod signal;
 pub mod time;
 mod world;
 

@@ -179,6 +179,9 @@ struct ClientState {
     watches: BTreeMap<(String, WatchKind), Vec<Registration>>,
     /// Protected creates made so far (part of each GUID).
     protected_creates: u64,
+    /// Set when the current attachment to a server ends (connection lost, session expired,
+    /// client closed); a fresh one for each attachment.
+    attachment: sim::signal::Signal,
 }
 
 struct Shared {
@@ -275,6 +278,7 @@ impl ZkClient {
                 waiting_for_connection: Vec::new(),
                 watches: BTreeMap::new(),
                 protected_creates: 0,
+                attachment: sim::signal::Signal::new(),
             }),
         });
         let client = ZkClient { shared };
@@ -355,7 +359,23 @@ impl ZkClient {
         if !matches!(state.phase, Phase::Expired) {
             state.phase = Phase::Closed;
         }
+        state.attachment.set();
         state.waiting_for_connection.clear();
+    }
+
+    /// Completes when the client stops being attached to a server: its connection is lost,
+    /// its session expires, or it is closed. At once if it is not attached now. Recipes
+    /// use it to stop trusting what they hold: while disconnected, the client cannot know
+    /// whether its session still lives (Curator's SUSPENDED state).
+    pub async fn connection_interrupted(&self) {
+        let attachment = {
+            let state = self.shared.lock();
+            match state.phase {
+                Phase::Connected { .. } => state.attachment.clone(),
+                _ => return,
+            }
+        };
+        attachment.wait().await;
     }
 
     /// Sends a request and waits for its outcome. Invocation is recorded here (if
@@ -895,6 +915,7 @@ async fn run_connection(shared: Arc<Shared>) {
                     state.phase = Phase::Connected {
                         connection: connection.clone(),
                     };
+                    state.attachment = sim::signal::Signal::new();
                     for waiter in state.waiting_for_connection.drain(..) {
                         let _ = waiter.try_send(());
                     }
@@ -1078,6 +1099,7 @@ fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
                 shared.record_zk(ZkEvent::SessionClosed { process, session });
             }
             state.phase = Phase::Closed;
+            state.attachment.set();
             fail_pending(shared, &mut state, ZkClientError::Closed);
             state.watches.clear();
             Continue::Stop
@@ -1119,6 +1141,7 @@ fn expire(shared: &Shared) {
         connection.close();
     }
     state.phase = Phase::Expired;
+    state.attachment.set();
     if let Some(session) = state.session {
         shared.record_zk(ZkEvent::SessionExpired {
             process: shared.config.process,
@@ -1142,6 +1165,7 @@ fn lose_connection(shared: &Shared, state: &mut ClientState, server: NodeId) {
     };
     connection.close();
     state.phase = Phase::Connecting;
+    state.attachment.set();
     if let Some(session) = state.session {
         shared.record_zk(ZkEvent::Disconnected {
             process: shared.config.process,
