@@ -12,14 +12,17 @@
 //! - the fencing token is the key's create revision.
 
 use super::lock::{LockError, LockRecorder};
-use crate::etcd::{EtcdClient, EtcdCluster, WatchItem, kv_response};
 use crate::etcd::ChangeKind;
+use crate::etcd::{EtcdClient, EtcdCluster, WatchItem, kv_response};
 use futures_util::future::{Either, select};
 use sim::{
     NodeContext,
     history::{
         OpError, OpResult,
-        kv::{Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse, ReadConsistency},
+        kv::{
+            Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse,
+            ReadConsistency,
+        },
         recipe::{LockStep, LossReason},
     },
     signal::Signal,
@@ -284,16 +287,14 @@ impl EtcdMutex {
                 return Ok(());
             };
             let mut watch = self.client.watch(&latest_before.key, None, revision + 1);
-            loop {
-                match watch.next().await {
-                    WatchItem::Changes(changes) => {
-                        if changes.iter().any(|change| change.kind == ChangeKind::Delete) {
-                            self.recorder.woken(&latest_before.key);
-                            break;
-                        }
-                    }
-                    // Compacted past our revision: read the prefix again.
-                    WatchItem::Compacted { .. } => break,
+            // A compaction past our revision ends the stream: read the prefix again.
+            while let WatchItem::Changes(changes) = watch.next().await {
+                if changes
+                    .iter()
+                    .any(|change| change.kind == ChangeKind::Delete)
+                {
+                    self.recorder.woken(&latest_before.key);
+                    break;
                 }
             }
             watch.close();
@@ -313,7 +314,9 @@ impl EtcdMutex {
 
     async fn read_key(&mut self) -> Result<Option<KeyValue>, LockError> {
         loop {
-            if let Some(KvResponse::Get { kvs, .. }) = kv_response(&self.client.get(&self.key).await) {
+            if let Some(KvResponse::Get { kvs, .. }) =
+                kv_response(&self.client.get(&self.key).await)
+            {
                 return Ok(kvs.first().cloned());
             }
             self.backoff().await;
@@ -327,7 +330,8 @@ impl EtcdMutex {
     /// Releases the mutex: the holder stops believing it holds it (recorded first), then
     /// deletes its key (retried until the store answers, or the session is over).
     pub async fn unlock(&mut self, guard: EtcdMutexGuard, session: &EtcdSession) {
-        self.recorder.record(LockStep::Released { token: guard.token });
+        self.recorder
+            .record(LockStep::Released { token: guard.token });
         while !session.is_done() {
             if let OpResult::Ok { .. } = self.client.delete(&guard.key).await {
                 return;

@@ -136,14 +136,16 @@ async fn serve(
                     }
                     ResourceVerdict::Accepted
                 };
-                context.history().record(Event::Recipe(RecipeEvent::ResourceWrite {
-                    resource: name.clone(),
-                    writer: connection.peer(),
-                    process,
-                    token,
-                    value,
-                    verdict,
-                }));
+                context
+                    .history()
+                    .record(Event::Recipe(RecipeEvent::ResourceWrite {
+                        resource: name.clone(),
+                        writer: connection.peer(),
+                        process,
+                        token,
+                        value,
+                        verdict,
+                    }));
                 // Durable before the reply: a restarted resource still rejects older tokens.
                 disk.sync().await;
                 if connection

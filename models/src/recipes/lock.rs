@@ -50,11 +50,13 @@ impl LockRecorder {
     }
 
     pub(crate) fn record(&self, step: LockStep) {
-        self.context.history().record(Event::Recipe(RecipeEvent::Lock {
-            process: self.process,
-            lock: self.lock.clone(),
-            step,
-        }));
+        self.context
+            .history()
+            .record(Event::Recipe(RecipeEvent::Lock {
+                process: self.process,
+                lock: self.lock.clone(),
+                step,
+            }));
     }
 
     pub(crate) fn woken(&self, watched: &str) {

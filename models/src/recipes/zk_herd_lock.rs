@@ -164,7 +164,8 @@ impl ZkLockGuard {
     /// deletes its node, retrying while the connection is lost. A node already gone (its
     /// session ended) is released too.
     pub async fn release(self) {
-        self.recorder.record(LockStep::Released { token: self.token });
+        self.recorder
+            .record(LockStep::Released { token: self.token });
         self.delete_node().await;
     }
 

@@ -27,11 +27,15 @@ pub(crate) async fn ensure_parents(zk: &ZkClient, path: &str) -> Result<(), ZkCl
 /// characters, read as ZooKeeper writes them (`%010d` of a signed 32-bit counter).
 pub(crate) fn sequence_of(name: &str) -> Option<i64> {
     let start = name.len().checked_sub(10)?;
-    name.get(start..)?.trim_start_matches('0').parse().ok().or_else(|| {
-        name.get(start..)
-            .filter(|digits| digits.bytes().all(|b| b == b'0'))
-            .map(|_| 0)
-    })
+    name.get(start..)?
+        .trim_start_matches('0')
+        .parse()
+        .ok()
+        .or_else(|| {
+            name.get(start..)
+                .filter(|digits| digits.bytes().all(|b| b == b'0'))
+                .map(|_| 0)
+        })
 }
 
 #[cfg(test)]

@@ -56,7 +56,9 @@ impl ZkQueueLock {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         let child = format!("{}/{CHILD_PREFIX}", self.path);
-        ensure_parents(&self.zk, &child).await.map_err(store_error)?;
+        ensure_parents(&self.zk, &child)
+            .await
+            .map_err(store_error)?;
         let mine = self
             .zk
             .create_protected(&child, "", CreateMode::EphemeralSequential)

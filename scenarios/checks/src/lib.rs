@@ -11,6 +11,8 @@
 //!   zxids);
 //! - [`etcd`]: the etcd-like key-value store (reads, writes, leases, watches);
 //! - [`zk`]: the ZooKeeper-like store (znodes, sessions, watches);
+//! - [`recipes`]: the coordination recipes (mutual exclusion as believed and at the fenced
+//!   resource, the herd effect);
 //! - [`linearizability`]: the Wing–Gong–Lowe search and its models;
 //! - [`history`]: typed views of a history that several checkers share.
 //!
@@ -23,6 +25,7 @@ pub mod etcd;
 pub mod history;
 pub mod linearizability;
 pub mod protocol;
+pub mod recipes;
 #[cfg(test)]
 mod test_history;
 mod violation;
@@ -47,6 +50,8 @@ pub struct CheckContext {
     /// store, and the default) or a ZAB zxid (the ZooKeeper store). The run driver sets it
     /// from the store.
     pub index_kind: IndexKind,
+    /// `recipe.herd_effect` fires when one lock release wakes more waiters than this.
+    pub herd_bound_per_release: u64,
 }
 
 /// What a protocol event's `index` counts, and so which index follows which.
@@ -94,6 +99,7 @@ impl Default for CheckContext {
             watch_settle: Duration::from_secs(1),
             lease_drift_allowance_ppm: 1_000,
             index_kind: IndexKind::LogIndex,
+            herd_bound_per_release: 2,
         }
     }
 }
@@ -126,6 +132,8 @@ pub fn all() -> impl Iterator<Item = &'static Check> {
         .chain(etcd::CHECKS)
         .chain(etcd::OPTIONAL)
         .chain(zk::CHECKS)
+        .chain(recipes::LOCK_CHECKS)
+        .chain(recipes::OPTIONAL)
 }
 
 /// The check called `name`, if there is one.
@@ -158,7 +166,10 @@ mod tests {
         assert_eq!(names.len(), count, "duplicate check names");
         for name in names {
             let group = name.split('.').next().unwrap();
-            assert!(["protocol", "etcd", "zk"].contains(&group), "{name}");
+            assert!(
+                ["protocol", "etcd", "zk", "recipe"].contains(&group),
+                "{name}"
+            );
             assert_eq!(by_name(name).unwrap().name, name);
         }
         assert!(by_name("zk.nonexistent").is_none());

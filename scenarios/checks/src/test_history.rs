@@ -155,3 +155,51 @@ pub fn applied(ms: u64, node: NodeId, index: u64) -> Record {
         }),
     )
 }
+
+pub fn lock_step(ms: u64, client: NodeId, step: sim::history::recipe::LockStep) -> Record {
+    record(
+        ms,
+        client,
+        Event::Recipe(sim::history::RecipeEvent::Lock {
+            process: 0,
+            lock: "/lock".into(),
+            step,
+        }),
+    )
+}
+
+pub fn crash(ms: u64, node: NodeId) -> Record {
+    Record {
+        at: at(ms),
+        node: None,
+        event: Event::Fault(sim::history::FaultRecord {
+            fault: sim::fault::Fault::Crash { node: node.into() },
+            target: Some(node),
+            outcome: sim::history::FaultOutcome::Applied {
+                cut_links: Vec::new(),
+                broken_connections: 0,
+                lost_writes: 0,
+            },
+        }),
+    }
+}
+
+pub fn resource_write(
+    ms: u64,
+    writer: NodeId,
+    token: Option<u64>,
+    verdict: sim::history::ResourceVerdict,
+) -> Record {
+    record(
+        ms,
+        NodeId::resource(0),
+        Event::Recipe(sim::history::RecipeEvent::ResourceWrite {
+            resource: "resource".into(),
+            writer,
+            process: 0,
+            token,
+            value: format!("{writer}@{ms}"),
+            verdict,
+        }),
+    )
+}

@@ -5,6 +5,7 @@
 pub mod applied_runs;
 pub mod kv;
 pub mod leases;
+pub mod locks;
 pub mod zk;
 
 use sim::{

@@ -1,0 +1,228 @@
+//! The herd effect: how many waiting clients each lock release wakes.
+//!
+//! When every waiter watches the one lock node, each release notifies all of them and they
+//! all race to take the lock, though only one can: N−1 wasted wake-ups and reads per release
+//! (ZooKeeper recipes, "Locks": "the herd effect"; the queue lock watches only the
+//! predecessor and wakes one). etcd's mutex waits on the key just before its own, and wakes
+//! one. The check counts, per release of a lock, the wake-ups recorded until the lock is
+//! acquired again, and the operations the woken clients issued meanwhile; it fires when a
+//! release woke more than the bound (`CheckContext::herd_bound_per_release`).
+//!
+//! **Reads:** the lock recipes' `RecipeEvent::Lock` records (`Woken` when a watch
+//! notification reaches a waiter, `Acquired`, `Released`, `Lost`), written at the client node,
+//! and the woken clients' `Invoke` events.
+
+use crate::Violation;
+use sim::{
+    NodeId,
+    history::{Event, History, RecipeEvent, recipe::LockStep},
+    time::SimTime,
+};
+use std::{collections::BTreeMap, fmt};
+
+/// Wake-ups per release of one lock in a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HerdReport {
+    /// Releases (and losses) followed by waiters waking.
+    pub releases: u64,
+    /// Wake-ups in all.
+    pub wakeups: u64,
+    /// Operations woken clients invoked before the lock was taken again.
+    pub follow_up_operations: u64,
+    /// The most wake-ups one release caused, and when it was.
+    pub worst: Option<(u64, SimTime)>,
+}
+
+impl HerdReport {
+    /// Mean wake-ups per release.
+    pub fn wakeups_per_release(&self) -> f64 {
+        if self.releases == 0 {
+            0.0
+        } else {
+            self.wakeups as f64 / self.releases as f64
+        }
+    }
+}
+
+/// Per lock: what each release woke.
+pub fn report(history: &History) -> BTreeMap<String, HerdReport> {
+    struct Window {
+        released_at: SimTime,
+        woken: u64,
+        woken_processes: Vec<(NodeId, u32)>,
+        follow_ups: u64,
+    }
+    let mut reports: BTreeMap<String, HerdReport> = BTreeMap::new();
+    let mut windows: BTreeMap<String, Window> = BTreeMap::new();
+    let close = |reports: &mut BTreeMap<String, HerdReport>, lock: &str, window: Window| {
+        if window.woken == 0 {
+            return;
+        }
+        let report = reports.entry(lock.to_string()).or_default();
+        report.releases += 1;
+        report.wakeups += window.woken;
+        report.follow_up_operations += window.follow_ups;
+        if report.worst.is_none_or(|(worst, _)| window.woken > worst) {
+            report.worst = Some((window.woken, window.released_at));
+        }
+    };
+    for record in history.records() {
+        match (&record.event, record.node) {
+            (
+                Event::Recipe(RecipeEvent::Lock {
+                    process,
+                    lock,
+                    step,
+                }),
+                Some(node),
+            ) => match step {
+                LockStep::Released { .. } | LockStep::Lost { .. } => {
+                    if let Some(window) = windows.remove(lock) {
+                        close(&mut reports, lock, window);
+                    }
+                    windows.insert(
+                        lock.clone(),
+                        Window {
+                            released_at: record.at,
+                            woken: 0,
+                            woken_processes: Vec::new(),
+                            follow_ups: 0,
+                        },
+                    );
+                }
+                LockStep::Woken { .. } => {
+                    if let Some(window) = windows.get_mut(lock) {
+                        window.woken += 1;
+                        if !window.woken_processes.contains(&(node, *process)) {
+                            window.woken_processes.push((node, *process));
+                        }
+                    }
+                }
+                LockStep::Acquired { .. } => {
+                    if let Some(window) = windows.remove(lock) {
+                        close(&mut reports, lock, window);
+                    }
+                }
+                LockStep::Requested | LockStep::GaveUp { .. } => {}
+            },
+            (
+                Event::Invoke {
+                    client, process, ..
+                },
+                _,
+            ) => {
+                for window in windows.values_mut() {
+                    if window.woken_processes.contains(&(*client, *process)) {
+                        window.follow_ups += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (lock, window) in windows {
+        close(&mut reports, &lock, window);
+    }
+    reports
+}
+
+/// A release that woke more waiters than the bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HerdExceeded {
+    /// The lock.
+    pub lock: String,
+    /// The worst release: how many it woke, and when.
+    pub woken: u64,
+    /// When that release happened.
+    pub released_at: SimTime,
+    /// The bound.
+    pub bound: u64,
+    /// The whole run's figures for the lock.
+    pub report: HerdReport,
+}
+
+impl fmt::Display for HerdExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "a release of `{}` at {} woke {} waiters (bound {}); over the run {} releases \
+             woke {} ({:.2} per release) and the woken issued {} operations",
+            self.lock,
+            self.released_at,
+            self.woken,
+            self.bound,
+            self.report.releases,
+            self.report.wakeups,
+            self.report.wakeups_per_release(),
+            self.report.follow_up_operations
+        )
+    }
+}
+
+impl Violation for HerdExceeded {
+    fn property(&self) -> &'static str {
+        "no herd effect"
+    }
+
+    fn reference(&self) -> &'static str {
+        "ZooKeeper recipes, Locks: watch only the predecessor to avoid the herd effect"
+    }
+}
+
+/// Every lock one of whose releases woke more than `bound` waiters.
+pub fn check(history: &History, bound: u64) -> Vec<HerdExceeded> {
+    report(history)
+        .into_iter()
+        .filter_map(|(lock, report)| {
+            let (woken, released_at) = report.worst?;
+            (woken > bound).then_some(HerdExceeded {
+                lock,
+                woken,
+                released_at,
+                bound,
+                report,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_history::{C1, C2, lock_step};
+    use sim::{NodeId, history::History};
+
+    const C3: NodeId = NodeId::client(2);
+
+    fn woken(ms: u64, client: NodeId) -> sim::history::Record {
+        lock_step(
+            ms,
+            client,
+            LockStep::Woken {
+                watched: "/lock".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_release_that_wakes_everyone_is_a_herd_and_one_that_wakes_one_is_not() {
+        let herd = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(200, C1, LockStep::Released { token: 1 }),
+            woken(210, C2),
+            woken(211, C3),
+            lock_step(230, C2, LockStep::Acquired { token: 2 }),
+        ]);
+        let violations = check(&herd, 1);
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].woken, 2);
+        assert_eq!(report(&herd)["/lock"].wakeups_per_release(), 2.0);
+        let queue = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(200, C1, LockStep::Released { token: 1 }),
+            woken(210, C2),
+            lock_step(230, C2, LockStep::Acquired { token: 2 }),
+        ]);
+        assert_eq!(check(&queue, 1), vec![]);
+    }
+}

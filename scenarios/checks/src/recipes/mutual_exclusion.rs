@@ -1,0 +1,162 @@
+//! Mutual exclusion as the clients believed it: no two clients hold the same lock at the
+//! same simulated instant.
+//!
+//! "At any time, at most one client holds the lock" is what a lock promises its users. A
+//! real test cannot judge it (no two machines share a clock); the simulator can, on its
+//! global clock. A lease- or session-based lock cannot promise it by itself: a holder paused
+//! past its session timeout or lease TTL still believes it holds the lock when the store has
+//! given it to someone else (Kleppmann, "How to do distributed locking", 2016; Jepsen,
+//! etcd 3.4.3, 2020). Scenarios that pause holders past their timeout expect this check to
+//! fire, and judge safety at the fenced resource instead (`recipe.fenced_writes`).
+//!
+//! **Reads:** the lock recipes' `RecipeEvent::Lock` records (acquired, released, lost),
+//! written at the client node by the recipe, which is the client's belief itself, and client
+//! crashes from the fault records ([`crate::history::locks`]). No server event is read.
+
+use crate::{
+    Violation,
+    history::locks::{Hold, HoldEnd, holds},
+};
+use sim::history::History;
+use std::{collections::BTreeMap, fmt};
+
+/// Two clients believed they held one lock at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverlappingHolds {
+    /// The earlier hold.
+    pub first: Hold,
+    /// The hold that began while the first lasted.
+    pub second: Hold,
+}
+
+fn describe(hold: &Hold) -> String {
+    let (node, process) = hold.holder;
+    let until = match (hold.until, hold.end) {
+        (Some(until), HoldEnd::Released) => format!("released at {until}"),
+        (Some(until), HoldEnd::Lost(why)) => format!("lost ({why:?}) at {until}"),
+        (Some(until), HoldEnd::Crashed) => format!("crashed at {until}"),
+        _ => "still held at the end".to_string(),
+    };
+    format!(
+        "{node}/{process} (token {}) from {}, {until}",
+        hold.token, hold.from
+    )
+}
+
+impl fmt::Display for OverlappingHolds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "two clients held `{}` at once: {}; and {}",
+            self.first.lock,
+            describe(&self.first),
+            describe(&self.second)
+        )
+    }
+}
+
+impl Violation for OverlappingHolds {
+    fn property(&self) -> &'static str {
+        "mutual exclusion (as believed)"
+    }
+
+    fn reference(&self) -> &'static str {
+        "a lock's promise: at most one holder at a time (ZooKeeper recipes, Locks; etcd concurrency.Mutex)"
+    }
+}
+
+/// Every pair of overlapping holds of one lock by different clients (each later hold
+/// reported once, against the earliest hold it overlaps).
+pub fn check(history: &History) -> Vec<OverlappingHolds> {
+    let mut by_lock: BTreeMap<String, Vec<Hold>> = BTreeMap::new();
+    for hold in holds(history) {
+        by_lock.entry(hold.lock.clone()).or_default().push(hold);
+    }
+    let mut violations = Vec::new();
+    for (_, holds) in by_lock {
+        // Holds are in the order they began.
+        for (index, later) in holds.iter().enumerate() {
+            if let Some(earlier) = holds[..index]
+                .iter()
+                .find(|earlier| earlier.holder != later.holder && earlier.overlaps(later))
+            {
+                violations.push(OverlappingHolds {
+                    first: earlier.clone(),
+                    second: later.clone(),
+                });
+            }
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_history::{C1, C2, crash, lock_step};
+    use sim::history::{
+        History,
+        recipe::{LockStep, LossReason},
+    };
+
+    #[test]
+    fn holds_one_after_another_pass() {
+        let history = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 5 }),
+            lock_step(200, C1, LockStep::Released { token: 5 }),
+            lock_step(250, C2, LockStep::Acquired { token: 9 }),
+            lock_step(
+                300,
+                C2,
+                LockStep::Lost {
+                    token: 9,
+                    why: LossReason::SessionExpired,
+                },
+            ),
+            lock_step(400, C1, LockStep::Acquired { token: 12 }),
+        ]);
+        assert_eq!(check(&history), vec![]);
+    }
+
+    #[test]
+    fn a_paused_holder_still_believing_overlaps_the_next() {
+        let history = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 5 }),
+            lock_step(900, C2, LockStep::Acquired { token: 9 }),
+            lock_step(
+                1_500,
+                C1,
+                LockStep::Lost {
+                    token: 5,
+                    why: LossReason::SessionExpired,
+                },
+            ),
+        ]);
+        let violations = check(&history);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(
+            (violations[0].first.token, violations[0].second.token),
+            (5, 9)
+        );
+        assert!(
+            violations[0]
+                .to_string()
+                .contains("lost (SessionExpired) at 1.500000s")
+        );
+    }
+
+    #[test]
+    fn a_crashed_holder_holds_nothing_and_an_open_hold_lasts_to_the_end() {
+        let history = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 5 }),
+            crash(500, C1),
+            lock_step(900, C2, LockStep::Acquired { token: 9 }),
+        ]);
+        assert_eq!(check(&history), vec![]);
+        let history = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 5 }),
+            lock_step(900, C2, LockStep::Acquired { token: 9 }),
+        ]);
+        assert_eq!(check(&history).len(), 1);
+    }
+}
