@@ -139,8 +139,11 @@ fn no_progress(scenario: &Scenario, metrics: &Metrics) -> Option<String> {
 /// The phases of a run; the liveness verdict (`Err` names what is still pending).
 async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
     let store = start_store(sim, scenario);
+    let resource = scenario.workload.start_resource(sim);
     let stop = Arc::new(AtomicBool::new(false));
-    let workers = scenario.workload.start(sim, &store, &stop);
+    let workers = scenario
+        .workload
+        .start(sim, &store, resource.as_ref(), &stop);
     sim.fault_phase_ended().await;
     sim.sleep(Duration::from_millis(scenario.recovery_ms)).await;
     stop.store(true, Ordering::Relaxed);
@@ -153,7 +156,10 @@ async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
             let _ = worker.await;
         }
         sim.history().record(Event::Phase(PhaseEvent::FinalReads));
-        scenario.workload.finish(sim, &store, &pending).await
+        scenario
+            .workload
+            .finish(sim, &store, resource.as_ref(), &pending)
+            .await
     };
     let verdict = match sim::time::timeout(bound, liveness).await {
         Ok(verdict) => verdict,

@@ -406,6 +406,13 @@ impl Nemesis {
                     .copied()
                     .ok_or_else(|| "no running follower".into())
             }
+            Target::Holder => state
+                .holding
+                .iter()
+                .rev()
+                .map(|(node, _, _)| *node)
+                .find(|node| !state.is_crashed(self.world.index(*node)))
+                .ok_or_else(|| "no client holds a lock".into()),
             Target::Label(name) => state
                 .labels
                 .get(name)
@@ -641,6 +648,7 @@ impl Nemesis {
         // claimed before (it records no `SteppedDown` for the leadership it lost).
         let node = world.nodes[index].id;
         state.leading.remove(&node);
+        state.holding.retain(|(holder, _, _)| *holder != node);
         let loss = world.nodes[index].disk.crash();
         state.counts.crashes += 1;
         state.counts.unsynced_writes_lost += loss.writes;

@@ -147,6 +147,13 @@ impl EtcdSession {
     }
 }
 
+impl Drop for EtcdSession {
+    /// A session no one holds stops renewing (its lease then expires by itself).
+    fn drop(&mut self) {
+        self.keep_alive.abort();
+    }
+}
+
 /// A mutex under `prefix`, through one session.
 pub struct EtcdMutex {
     client: EtcdClient,

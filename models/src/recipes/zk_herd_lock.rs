@@ -53,9 +53,6 @@ impl ZkHerdLock {
     async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
-        ensure_parents(&self.zk, &self.path)
-            .await
-            .map_err(store_error)?;
         loop {
             if clock.now() >= deadline {
                 return Err(LockError::TimedOut);
@@ -66,6 +63,14 @@ impl ZkHerdLock {
                     // owner says whether it is ours.
                 }
                 Err(ZkClientError::Api(ZkError::NodeExists)) => {}
+                // The first client ever creates the parents: one failed create, not one
+                // per turn.
+                Err(ZkClientError::Api(ZkError::NoNode)) => {
+                    ensure_parents(&self.zk, &self.path)
+                        .await
+                        .map_err(store_error)?;
+                    continue;
+                }
                 Err(error) => return Err(store_error(error)),
             }
             let (stat, watch) = match self.zk.exists_watch(&self.path).await {

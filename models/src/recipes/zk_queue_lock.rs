@@ -16,7 +16,10 @@ use super::zk_paths::{ensure_parents, sequence_of};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
-    history::{recipe::LockStep, zk::CreateMode},
+    history::{
+        recipe::LockStep,
+        zk::{CreateMode, ZkError},
+    },
 };
 use std::time::Duration;
 

@@ -74,6 +74,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             faults: FaultSource::PauseClients(PauseClients {
                 interval_ms: 800,
                 pause_ms: 2_500,
+                ..PauseClients::default()
             }),
             ..zk(
                 "zab_paused_clients",

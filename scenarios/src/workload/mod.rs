@@ -8,17 +8,19 @@
 mod kv;
 mod kv_leases;
 mod ledger;
+mod locks;
 mod zk;
 mod zk_watches;
 
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
+pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_watches::ZkWatches;
 
 use crate::scenario::{Scenario, ScenarioError, Store};
-use models::{etcd::EtcdCluster, ledger::Ledger, zk::ZkEnsemble};
+use models::{etcd::EtcdCluster, ledger::Ledger, recipes::FencedResource, zk::ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::{Sim, task::JoinHandle};
 use std::sync::{Arc, Mutex, atomic::AtomicBool};
@@ -40,6 +42,8 @@ pub enum Workload {
     ZkWatches(ZkWatches),
     /// Appends to the demo ledger.
     Ledger(LedgerAppends),
+    /// Clients taking a lock and writing to a fenced resource in their critical sections.
+    Locks(Locks),
 }
 
 impl Workload {
@@ -51,6 +55,7 @@ impl Workload {
             Workload::ZkMix(_) => "zk_mix",
             Workload::ZkWatches(_) => "zk_watches",
             Workload::Ledger(_) => "ledger",
+            Workload::Locks(_) => "locks",
         }
     }
 
@@ -60,13 +65,28 @@ impl Workload {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
+            Workload::Locks(locks) => match locks.recipe {
+                LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
+                LockRecipe::EtcdMutex => Store::Raft,
+            },
         }
     }
 
     /// How many resource nodes (`r1..`) it needs besides the store: a fenced resource for
     /// the lock and election workloads, none for the others.
     pub fn resources(&self) -> usize {
-        0
+        match self {
+            Workload::Locks(_) => 1,
+            _ => 0,
+        }
+    }
+
+    /// Starts what the workload needs besides the store (the fenced resource on `r1`).
+    pub(crate) fn start_resource(&self, sim: &Sim) -> Option<FencedResource> {
+        match self {
+            Workload::Locks(locks) => Some(locks.start_resource(sim)),
+            _ => None,
+        }
     }
 
     pub(crate) fn validate(&self, scenario: &Scenario) -> Result<(), ScenarioError> {
@@ -78,6 +98,7 @@ impl Workload {
                 .and_then(|()| mix.validate_readers(scenario.clients)),
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
+            Workload::Locks(locks) => locks.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -88,7 +109,16 @@ impl Workload {
     }
 
     /// Starts the workers on the running store.
-    pub(crate) fn start(&self, sim: &Sim, store: &RunningStore, stop: &Arc<AtomicBool>) -> Workers {
+    pub(crate) fn start(
+        &self,
+        sim: &Sim,
+        store: &RunningStore,
+        resource: Option<&FencedResource>,
+        stop: &Arc<AtomicBool>,
+    ) -> Workers {
+        if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
+            return locks.start(sim, &store.lock_store(), resource, stop);
+        }
         match (self, store) {
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
             (Workload::KvLeases(leases), RunningStore::Raft(cluster)) => {
@@ -110,8 +140,14 @@ impl Workload {
         &self,
         sim: &Sim,
         store: &RunningStore,
+        resource: Option<&FencedResource>,
         pending: &Pending,
     ) -> Result<(), String> {
+        if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
+            return locks
+                .finish(sim, &store.lock_store(), resource, pending)
+                .await;
+        }
         match (self, store) {
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => {
                 mix.finish(sim, cluster, pending).await
@@ -142,6 +178,16 @@ pub(crate) enum RunningStore {
     Zab(ZkEnsemble),
     /// The demo ledger.
     Ledger(Ledger),
+}
+
+impl RunningStore {
+    fn lock_store(&self) -> locks::LockStore {
+        match self {
+            RunningStore::Zab(ensemble) => locks::LockStore::Zab(ensemble.clone()),
+            RunningStore::Raft(cluster) => locks::LockStore::Raft(cluster.clone()),
+            RunningStore::Ledger(_) => unreachable!("validated: locks run on a consensus store"),
+        }
+    }
 }
 
 /// What the finishing step is waiting for, for the liveness report.

@@ -346,6 +346,20 @@ pub struct PauseClients {
     pub interval_ms: u64,
     /// How long each pause lasts, milliseconds.
     pub pause_ms: u64,
+    /// Which client each pause hits.
+    pub whom: PausedClient,
+}
+
+/// Which client a [`PauseClients`] pause hits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PausedClient {
+    /// A client drawn from the seed.
+    #[default]
+    Any,
+    /// The client that holds a lock when the pause fires (`holder`): the lock's session
+    /// or lease expires while its holder still believes it holds it.
+    Holder,
 }
 
 impl Default for PauseClients {
@@ -353,6 +367,7 @@ impl Default for PauseClients {
         Self {
             interval_ms: 1_000,
             pause_ms: 3_000,
+            whom: PausedClient::Any,
         }
     }
 }
@@ -383,16 +398,11 @@ impl PauseClients {
         let mut faults = Vec::new();
         let mut now = self.interval_ms;
         while now + self.pause_ms < phase_ms && config.clients > 0 {
-            let client = NodeId::client(rng.gen_range(0..config.clients));
-            faults.push(
-                ScheduledFault::at(
-                    now,
-                    Fault::Pause {
-                        node: client.into(),
-                    },
-                )
-                .lasting(self.pause_ms),
-            );
+            let node = match self.whom {
+                PausedClient::Any => NodeId::client(rng.gen_range(0..config.clients)).into(),
+                PausedClient::Holder => Target::Holder,
+            };
+            faults.push(ScheduledFault::at(now, Fault::Pause { node }).lasting(self.pause_ms));
             now += self.pause_ms + self.interval_ms;
         }
         FaultPlan::new(faults)

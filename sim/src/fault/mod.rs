@@ -8,7 +8,8 @@ mod swarm;
 mod target;
 
 pub use directed::{
-    CutOffLeader, FlappingFollower, LeaderKiller, PauseClients, QuorumRestart, RejoinCrash,
+    CutOffLeader, FlappingFollower, LeaderKiller, PauseClients, PausedClient, QuorumRestart,
+    RejoinCrash,
 };
 pub use plan::{FaultPlan, FaultSource, ScheduledFault};
 pub use swarm::{ClientFaults, SwarmConfig};

@@ -22,6 +22,9 @@ pub enum Target {
     Leader,
     /// A running server that is not the leader.
     Follower,
+    /// The client node of the process that most recently acquired a lock and still
+    /// believes it holds it (from the recipes' lock records, as they are recorded).
+    Holder,
     /// The node an earlier fault resolved to (its `as` name).
     Label(String),
 }
@@ -48,6 +51,7 @@ impl fmt::Display for Target {
             Target::Node(node) => write!(f, "{node}"),
             Target::Leader => f.write_str("leader"),
             Target::Follower => f.write_str("follower"),
+            Target::Holder => f.write_str("holder"),
             Target::Label(name) => write!(f, "${name}"),
         }
     }
@@ -62,7 +66,7 @@ impl fmt::Display for TargetParseError {
         write!(
             f,
             "`{}` is not a target (expected a node such as s1 or c2, `leader`, `follower`, \
-             or `$name` for the node an earlier fault's `as` named)",
+             `holder`, or `$name` for the node an earlier fault's `as` named)",
             self.0
         )
     }
@@ -77,6 +81,7 @@ impl FromStr for Target {
         match text {
             "leader" => Ok(Target::Leader),
             "follower" => Ok(Target::Follower),
+            "holder" => Ok(Target::Holder),
             _ => {
                 if let Some(name) = text.strip_prefix('$') {
                     let valid = !name.is_empty()
@@ -116,7 +121,16 @@ mod tests {
 
     #[test]
     fn targets_parse_and_print_back() {
-        for text in ["s1", "c12", "leader", "follower", "$stranded", "$k-1"] {
+        for text in [
+            "s1",
+            "c12",
+            "r1",
+            "leader",
+            "follower",
+            "holder",
+            "$stranded",
+            "$k-1",
+        ] {
             let target: Target = text.parse().unwrap();
             assert_eq!(target.to_string(), text);
         }

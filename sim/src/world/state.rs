@@ -4,7 +4,7 @@ use crate::{
     clock::Clock,
     config::WorldConfig,
     disk::Disk,
-    history::{Event, ProtocolEvent, Record},
+    history::{Event, ProtocolEvent, RecipeEvent, Record, recipe::LockStep},
     nemesis::FaultCounts,
     node::{NodeId, NodeKind},
     ratio::Ratio,
@@ -113,6 +113,10 @@ pub(crate) struct WorldState {
     pub leading: BTreeMap<NodeId, u64>,
     /// Nodes that plan faults named with `as`, for later `$name` targets.
     pub labels: BTreeMap<String, NodeId>,
+    /// Client processes that believe they hold a lock (node, process, lock), oldest
+    /// acquisition first (from the recipes' `Lock` records as they are recorded): the
+    /// nemesis resolves `holder` from this.
+    pub holding: Vec<(NodeId, u32, String)>,
 }
 
 impl WorldState {
@@ -291,6 +295,7 @@ impl WorldShared {
                 crash_hooks: Vec::new(),
                 leading: BTreeMap::new(),
                 labels: BTreeMap::new(),
+                holding: Vec::new(),
             };
             WorldShared {
                 seed,
@@ -337,6 +342,29 @@ impl WorldShared {
                 }
                 ProtocolEvent::SteppedDown { term } if state.leading.get(&node) == Some(term) => {
                     state.leading.remove(&node);
+                }
+                _ => {}
+            }
+        }
+        if let (
+            Event::Recipe(RecipeEvent::Lock {
+                process,
+                lock,
+                step,
+            }),
+            Some(node),
+        ) = (&event, node)
+        {
+            let same = |held: &(NodeId, u32, String)| {
+                held.0 == node && held.1 == *process && held.2 == *lock
+            };
+            match step {
+                LockStep::Acquired { .. } => {
+                    state.holding.retain(|held| !same(held));
+                    state.holding.push((node, *process, lock.clone()));
+                }
+                LockStep::Released { .. } | LockStep::Lost { .. } => {
+                    state.holding.retain(|held| !same(held));
                 }
                 _ => {}
             }

@@ -1,0 +1,367 @@
+//! `locks`: every client process takes one lock again and again, and in each critical
+//! section works for a while, then writes to the fenced resource `r1` with its token.
+//!
+//! The lock is one of the lock recipes (`zk_herd_lock`, `zk_queue_lock` on the ZAB store,
+//! `etcd_mutex` on the Raft store). A holder stops when it learns it lost the lock (session
+//! expired, lease gone, connection interrupted), drops its session when the store says it
+//! ended, and starts a new one. The critical section is the work and then the write, with
+//! no check of the lock in between: a holder paused in the middle resumes and writes, as a
+//! process after a GC pause does. After the heal, every client process must take the lock
+//! once more and write, within the liveness bound.
+
+use super::{Pending, Workers};
+use models::{
+    etcd::EtcdCluster,
+    recipes::{
+        EtcdMutex, EtcdSession, FencedResource, Fencing, LockError, ResourceClient, ZkHerdLock,
+        ZkQueueLock,
+    },
+    zk::{ZkClient, ZkEnsemble},
+};
+use serde::{Deserialize, Serialize};
+use sim::{NodeContext, NodeId, Sim};
+use std::{
+    pin::pin,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use futures_util::future::{Either, select};
+
+/// The lock's path (ZooKeeper) or key prefix (etcd).
+pub const LOCK_NAME: &str = "/locks/shared";
+
+/// The fenced resource's name in the history.
+pub const RESOURCE_NAME: &str = "resource";
+
+/// Which lock recipe the clients use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockRecipe {
+    /// ZooKeeper: one ephemeral node, everyone watches it.
+    ZkHerdLock,
+    /// ZooKeeper: ephemeral-sequential children, each watches its predecessor.
+    ZkQueueLock,
+    /// etcd: `concurrency.Mutex`.
+    EtcdMutex,
+}
+
+/// Parameters of `locks`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Locks {
+    /// The recipe.
+    pub recipe: LockRecipe,
+    /// Client processes per client node, each with its own session.
+    pub processes_per_client: u32,
+    /// Work in the critical section before the write, milliseconds.
+    pub hold_ms: u64,
+    /// Pause between a release and the next request, milliseconds.
+    pub think_ms: u64,
+    /// How long one acquisition may wait before giving up, milliseconds.
+    pub patience_ms: u64,
+    /// ZooKeeper session timeout, or etcd lease TTL, milliseconds.
+    pub session_timeout_ms: u64,
+    /// Whether the resource checks tokens.
+    pub fencing: Fencing,
+}
+
+impl Default for Locks {
+    fn default() -> Self {
+        Self {
+            recipe: LockRecipe::ZkQueueLock,
+            processes_per_client: 1,
+            hold_ms: 50,
+            think_ms: 20,
+            patience_ms: 10_000,
+            session_timeout_ms: 2_000,
+            fencing: Fencing::On,
+        }
+    }
+}
+
+/// The store a lock runs on.
+#[derive(Clone)]
+pub(crate) enum LockStore {
+    Zab(ZkEnsemble),
+    Raft(EtcdCluster),
+}
+
+/// How a client process's turn with the lock ended.
+enum Turn {
+    /// It held the lock and wrote (or tried to: the resource may not have answered).
+    Held,
+    /// It did not get the lock in time.
+    TimedOut,
+    /// Its session or lease is over: it needs a new one.
+    SessionOver,
+}
+
+impl Locks {
+    pub(super) fn validate(&self) -> Result<(), String> {
+        if self.processes_per_client == 0 || self.session_timeout_ms < 100 || self.patience_ms == 0
+        {
+            return Err(format!(
+                "expected at least one process per client, a session timeout of at least \
+                 100 ms and a patience above 0 ms, got {} processes, {} ms, {} ms",
+                self.processes_per_client, self.session_timeout_ms, self.patience_ms
+            ));
+        }
+        Ok(())
+    }
+
+    /// Starts the fenced resource on `r1`.
+    pub(crate) fn start_resource(&self, sim: &Sim) -> FencedResource {
+        FencedResource::start(sim, NodeId::resource(0), RESOURCE_NAME, self.fencing)
+    }
+
+    pub(super) fn start(
+        &self,
+        sim: &Sim,
+        store: &LockStore,
+        resource: &FencedResource,
+        stop: &Arc<AtomicBool>,
+    ) -> Workers {
+        let mut workers = Vec::new();
+        for node in sim.clients() {
+            for process in 0..self.processes_per_client {
+                let (locks, store, resource, stop) =
+                    (self.clone(), store.clone(), resource.clone(), stop.clone());
+                let context = sim.node(node);
+                workers.push(sim.spawn(node, async move {
+                    let mut client = LockClient::new(&locks, &store, &resource, &context, process);
+                    let mut turn = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        turn += 1;
+                        client.take_turn(turn).await;
+                        context
+                            .clock()
+                            .sleep(Duration::from_millis(locks.think_ms))
+                            .await;
+                    }
+                    client.close().await;
+                }));
+            }
+        }
+        workers
+    }
+
+    /// After the heal: every client process takes the lock once more and writes.
+    pub(super) async fn finish(
+        &self,
+        sim: &Sim,
+        store: &LockStore,
+        resource: &FencedResource,
+        pending: &Pending,
+    ) -> Result<(), String> {
+        let waiting: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+        let note =
+            |waiting: &Vec<String>| format!("{} still waiting for {LOCK_NAME}", waiting.join(", "));
+        let mut tasks = Vec::new();
+        for node in sim.clients() {
+            for process in 0..self.processes_per_client {
+                let who = format!("{node}/{process}");
+                waiting.lock().expect("not poisoned").push(who.clone());
+                let (locks, store, resource, waiting, pending) = (
+                    self.clone(),
+                    store.clone(),
+                    resource.clone(),
+                    waiting.clone(),
+                    pending.clone(),
+                );
+                let context = sim.node(node);
+                tasks.push(sim.spawn(node, async move {
+                    // Its own process number: the workers' sessions are closed or expiring.
+                    let mut client =
+                        LockClient::new(&locks, &store, &resource, &context, 100 + process);
+                    let mut turn = 0;
+                    loop {
+                        turn += 1;
+                        if let Turn::Held = client.take_turn(1_000_000 + turn).await {
+                            break;
+                        }
+                    }
+                    client.close().await;
+                    let mut waiting = waiting.lock().expect("not poisoned");
+                    waiting.retain(|name| *name != who);
+                    pending.set(note(&waiting));
+                }));
+            }
+        }
+        pending.set(note(&waiting.lock().expect("not poisoned")));
+        for task in tasks {
+            task.await
+                .map_err(|error| format!("a final lock task failed: {error}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// One client process: its session (made on demand) and its resource connection.
+struct LockClient {
+    locks: Locks,
+    store: LockStore,
+    context: NodeContext,
+    process: u32,
+    resource: ResourceClient,
+    session: Option<Session>,
+}
+
+enum Session {
+    Zk(ZkClient),
+    Etcd(EtcdSession),
+}
+
+impl LockClient {
+    fn new(
+        locks: &Locks,
+        store: &LockStore,
+        resource: &FencedResource,
+        context: &NodeContext,
+        process: u32,
+    ) -> Self {
+        Self {
+            locks: locks.clone(),
+            store: store.clone(),
+            context: context.clone(),
+            process,
+            resource: resource.client(context, process),
+            session: None,
+        }
+    }
+
+    fn patience(&self) -> Duration {
+        Duration::from_millis(self.locks.patience_ms)
+    }
+
+    /// Opens a session if there is none; `false` if the store could not be reached.
+    async fn ensure_session(&mut self) -> bool {
+        if self.session.is_some() {
+            return true;
+        }
+        let timeout = Duration::from_millis(self.locks.session_timeout_ms);
+        self.session = match &self.store {
+            LockStore::Zab(ensemble) => {
+                let mut config = ensemble.client_config(self.process);
+                config.session_timeout = timeout;
+                config.connect_patience = self.patience();
+                ensemble
+                    .connect(&self.context, config)
+                    .await
+                    .ok()
+                    .map(Session::Zk)
+            }
+            LockStore::Raft(cluster) => EtcdSession::start(
+                cluster,
+                &self.context,
+                self.process,
+                timeout,
+                self.patience(),
+            )
+            .await
+            .ok()
+            .map(Session::Etcd),
+        };
+        self.session.is_some()
+    }
+
+    /// One request for the lock and, if granted, one critical section.
+    async fn take_turn(&mut self, turn: u64) -> Turn {
+        if !self.ensure_session().await {
+            return Turn::SessionOver;
+        }
+        let hold = Duration::from_millis(self.locks.hold_ms);
+        let value = format!("{}/{}#{turn}", self.context.id(), self.process);
+        let patience = self.patience();
+        let clock = self.context.clock().clone();
+        let turn = match self.session.as_ref().expect("just ensured") {
+            Session::Zk(zk) => {
+                let guard = match self.locks.recipe {
+                    LockRecipe::ZkHerdLock => {
+                        ZkHerdLock::new(zk, &self.context, LOCK_NAME)
+                            .acquire(patience)
+                            .await
+                    }
+                    _ => {
+                        ZkQueueLock::new(zk, &self.context, LOCK_NAME)
+                            .acquire(patience)
+                            .await
+                    }
+                };
+                match guard {
+                    Ok(guard) => {
+                        let token = guard.token();
+                        let resource = &mut self.resource;
+                        let critical = pin!(async {
+                            clock.sleep(hold).await;
+                            let _ = resource.write(Some(token), value).await;
+                        });
+                        let finished =
+                            matches!(select(critical, pin!(guard.lost())).await, Either::Left(_));
+                        if finished {
+                            guard.release().await;
+                        } else {
+                            guard.abandon().await;
+                        }
+                        Turn::Held
+                    }
+                    Err(LockError::TimedOut) => Turn::TimedOut,
+                    Err(_) => Turn::SessionOver,
+                }
+            }
+            Session::Etcd(session) => {
+                let LockStore::Raft(cluster) = &self.store else {
+                    unreachable!("an etcd session is made on the Raft store")
+                };
+                let mut mutex =
+                    EtcdMutex::new(cluster, &self.context, self.process, session, LOCK_NAME);
+                match mutex.lock(session, patience).await {
+                    Ok(guard) => {
+                        let token = guard.token();
+                        let resource = &mut self.resource;
+                        let critical = pin!(async {
+                            clock.sleep(hold).await;
+                            let _ = resource.write(Some(token), value).await;
+                        });
+                        let finished = matches!(
+                            select(critical, pin!(guard.lost(session))).await,
+                            Either::Left(_)
+                        );
+                        if finished {
+                            mutex.unlock(guard, session).await;
+                        }
+                        Turn::Held
+                    }
+                    Err(LockError::TimedOut) => Turn::TimedOut,
+                    Err(_) => Turn::SessionOver,
+                }
+            }
+        };
+        if self.session_over() {
+            self.close().await;
+        }
+        turn
+    }
+
+    fn session_over(&self) -> bool {
+        match &self.session {
+            Some(Session::Zk(zk)) => zk.is_expired() || zk.is_closed(),
+            Some(Session::Etcd(session)) => session.is_done(),
+            None => true,
+        }
+    }
+
+    /// Ends the session (deleting its ephemeral nodes or revoking its lease).
+    async fn close(&mut self) {
+        match self.session.take() {
+            Some(Session::Zk(zk)) => {
+                let _ = zk.close().await;
+            }
+            Some(Session::Etcd(session)) => session.close().await,
+            None => {}
+        }
+    }
+}
