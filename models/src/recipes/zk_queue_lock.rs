@@ -59,14 +59,22 @@ impl ZkQueueLock {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         let child = format!("{}/{CHILD_PREFIX}", self.path);
-        ensure_parents(&self.zk, &child)
-            .await
-            .map_err(store_error)?;
-        let mine = self
-            .zk
-            .create_protected(&child, "", CreateMode::EphemeralSequential)
-            .await
-            .map_err(store_error)?;
+        let mine = loop {
+            match self
+                .zk
+                .create_protected(&child, "", CreateMode::EphemeralSequential)
+                .await
+            {
+                // The first waiter ever creates the lock node (Curator's
+                // `creatingParentsIfNeeded`): one failed create, not one per turn.
+                Err(ZkClientError::Api(ZkError::NoNode)) => {
+                    ensure_parents(&self.zk, &child)
+                        .await
+                        .map_err(store_error)?;
+                }
+                created => break created.map_err(store_error)?,
+            }
+        };
         let my_name = mine.rsplit('/').next().unwrap_or_default().to_string();
         let withdraw = |error: LockError| async {
             self.delete(&mine).await;
