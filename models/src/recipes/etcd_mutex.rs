@@ -154,9 +154,10 @@ impl Drop for EtcdSession {
     }
 }
 
-/// A mutex under `prefix`, through one session.
+/// A mutex under `prefix`, through one session. Its requests go through the caller's
+/// client, one per client process for its whole life (as with etcd's `clientv3.Client`):
+/// the client numbers its watches, and a process's watches must not share numbers.
 pub struct EtcdMutex {
-    client: EtcdClient,
     prefix: String,
     key: String,
     context: NodeContext,
@@ -167,16 +168,9 @@ pub struct EtcdMutex {
 impl EtcdMutex {
     /// The mutex at `prefix` for `session`, used by the client process `process` on
     /// `context`'s node.
-    pub fn new(
-        cluster: &EtcdCluster,
-        context: &NodeContext,
-        process: u32,
-        session: &EtcdSession,
-        prefix: &str,
-    ) -> Self {
+    pub fn new(context: &NodeContext, process: u32, session: &EtcdSession, prefix: &str) -> Self {
         let prefix = format!("{}/", prefix.trim_end_matches('/'));
         Self {
-            client: EtcdClient::new(cluster, context.clone(), process),
             key: format!("{prefix}{:016x}", session.lease),
             prefix: prefix.clone(),
             context: context.clone(),
@@ -189,13 +183,14 @@ impl EtcdMutex {
     /// deletes its key, leaving the queue.
     pub async fn lock(
         &mut self,
+        client: &mut EtcdClient,
         session: &EtcdSession,
         patience: Duration,
     ) -> Result<EtcdMutexGuard, LockError> {
         self.recorder.record(LockStep::Requested);
         let clock = self.context.clock().clone();
         let result = {
-            let attempt = pin!(clock.timeout(patience, self.try_lock()));
+            let attempt = pin!(clock.timeout(patience, self.try_lock(client)));
             match select(attempt, pin!(session.done())).await {
                 Either::Left((Ok(result), _)) => result,
                 Either::Left((Err(_), _)) => Err(LockError::TimedOut),
@@ -216,19 +211,19 @@ impl EtcdMutex {
                 self.recorder.gave_up(&error);
                 // Leave the queue: a waiter that gave up must not block the others until
                 // its lease expires.
-                let _ = self.client.delete(&self.key).await;
+                let _ = client.delete(&self.key).await;
                 Err(error)
             }
         }
     }
 
     /// The locking steps; the token on success.
-    async fn try_lock(&mut self) -> Result<u64, LockError> {
-        let my_revision = self.enqueue().await?;
-        self.wait_for_deletes(my_revision).await?;
+    async fn try_lock(&self, client: &mut EtcdClient) -> Result<u64, LockError> {
+        let my_revision = self.enqueue(client).await?;
+        self.wait_for_deletes(client, my_revision).await?;
         // The post-wait check: the lease may have expired while we waited, deleting our key;
         // whoever came after us may hold the lock now.
-        let still_ours = self.read_key().await?;
+        let still_ours = self.read_key(client).await?;
         match still_ours {
             Some(kv) if kv.create_revision == my_revision => Ok(my_revision),
             _ => Err(LockError::SessionEnded),
@@ -236,10 +231,9 @@ impl EtcdMutex {
     }
 
     /// Puts our key if absent; its create revision.
-    async fn enqueue(&mut self) -> Result<u64, LockError> {
+    async fn enqueue(&self, client: &mut EtcdClient) -> Result<u64, LockError> {
         loop {
-            let result = self
-                .client
+            let result = client
                 .txn(
                     vec![Compare {
                         key: self.key.clone(),
@@ -283,9 +277,13 @@ impl EtcdMutex {
     }
 
     /// Waits until no key under the prefix has a create revision below `my_revision`.
-    async fn wait_for_deletes(&mut self, my_revision: u64) -> Result<(), LockError> {
+    async fn wait_for_deletes(
+        &self,
+        client: &mut EtcdClient,
+        my_revision: u64,
+    ) -> Result<(), LockError> {
         loop {
-            let (revision, kvs) = self.read_prefix().await;
+            let (revision, kvs) = self.read_prefix(client).await;
             let Some(latest_before) = kvs
                 .into_iter()
                 .filter(|kv| kv.create_revision < my_revision)
@@ -293,7 +291,7 @@ impl EtcdMutex {
             else {
                 return Ok(());
             };
-            let mut watch = self.client.watch(&latest_before.key, None, revision + 1);
+            let mut watch = client.watch(&latest_before.key, None, revision + 1);
             // A compaction past our revision ends the stream: read the prefix again.
             while let WatchItem::Changes(changes) = watch.next().await {
                 if changes
@@ -308,10 +306,10 @@ impl EtcdMutex {
         }
     }
 
-    async fn read_prefix(&mut self) -> (u64, Vec<KeyValue>) {
+    async fn read_prefix(&self, client: &mut EtcdClient) -> (u64, Vec<KeyValue>) {
         loop {
             if let Some(KvResponse::Get { revision, kvs }) =
-                kv_response(&self.client.get_prefix(&self.prefix).await)
+                kv_response(&client.get_prefix(&self.prefix).await)
             {
                 return (*revision, kvs.clone());
             }
@@ -319,11 +317,9 @@ impl EtcdMutex {
         }
     }
 
-    async fn read_key(&mut self) -> Result<Option<KeyValue>, LockError> {
+    async fn read_key(&self, client: &mut EtcdClient) -> Result<Option<KeyValue>, LockError> {
         loop {
-            if let Some(KvResponse::Get { kvs, .. }) =
-                kv_response(&self.client.get(&self.key).await)
-            {
+            if let Some(KvResponse::Get { kvs, .. }) = kv_response(&client.get(&self.key).await) {
                 return Ok(kvs.first().cloned());
             }
             self.backoff().await;
@@ -336,11 +332,16 @@ impl EtcdMutex {
 
     /// Releases the mutex: the holder stops believing it holds it (recorded first), then
     /// deletes its key (retried until the store answers, or the session is over).
-    pub async fn unlock(&mut self, guard: EtcdMutexGuard, session: &EtcdSession) {
+    pub async fn unlock(
+        &mut self,
+        client: &mut EtcdClient,
+        guard: EtcdMutexGuard,
+        session: &EtcdSession,
+    ) {
         self.recorder
             .record(LockStep::Released { token: guard.token });
         while !session.is_done() {
-            if let OpResult::Ok { .. } = self.client.delete(&guard.key).await {
+            if let OpResult::Ok { .. } = client.delete(&guard.key).await {
                 return;
             }
             self.backoff().await;

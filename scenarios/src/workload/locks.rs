@@ -4,14 +4,15 @@
 //! The lock is one of the lock recipes (`zk_herd_lock`, `zk_queue_lock` on the ZAB store,
 //! `etcd_mutex` on the Raft store). A holder stops when it learns it lost the lock (session
 //! expired, lease gone, connection interrupted), drops its session when the store says it
-//! ended, and starts a new one. The critical section is the work and then the write, with
-//! no check of the lock in between: a holder paused in the middle resumes and writes, as a
-//! process after a GC pause does. After the heal, every client process must take the lock
+//! ended, and starts a new one. The critical section is the work (during which the holder
+//! watches for the loss of its lock) and then the write, with no look at the lock in
+//! between: a holder paused during the work resumes and writes, as a process paused between
+//! its check and its write does. After the heal, every client process must take the lock
 //! once more and write, within the liveness bound.
 
 use super::{Pending, Workers};
 use models::{
-    etcd::EtcdCluster,
+    etcd::{EtcdClient, EtcdCluster},
     recipes::{
         EtcdMutex, EtcdSession, FencedResource, Fencing, LockError, ResourceClient, ZkHerdLock,
         ZkQueueLock,
@@ -208,6 +209,8 @@ struct LockClient {
     process: u32,
     resource: ResourceClient,
     session: Option<Session>,
+    /// The process's one etcd client, for all its sessions (it numbers the watches).
+    etcd: Option<EtcdClient>,
 }
 
 enum Session {
@@ -230,6 +233,12 @@ impl LockClient {
             process,
             resource: resource.client(context, process),
             session: None,
+            etcd: match store {
+                LockStore::Raft(cluster) => {
+                    Some(EtcdClient::new(cluster, context.clone(), process))
+                }
+                LockStore::Zab(_) => None,
+            },
         }
     }
 
@@ -293,15 +302,14 @@ impl LockClient {
                 };
                 match guard {
                     Ok(guard) => {
-                        let token = guard.token();
-                        let resource = &mut self.resource;
-                        let critical = pin!(async {
-                            clock.sleep(hold).await;
-                            let _ = resource.write(Some(token), value).await;
-                        });
-                        let finished =
-                            matches!(select(critical, pin!(guard.lost())).await, Either::Left(_));
-                        if finished {
+                        let worked = matches!(
+                            select(pin!(clock.sleep(hold)), pin!(guard.lost())).await,
+                            Either::Left(_)
+                        );
+                        if worked {
+                            // No look at the lock between the work and the write: a pause
+                            // here is a pause between a check and a write.
+                            let _ = self.resource.write(Some(guard.token()), value).await;
                             guard.release().await;
                         } else {
                             guard.abandon().await;
@@ -313,25 +321,17 @@ impl LockClient {
                 }
             }
             Session::Etcd(session) => {
-                let LockStore::Raft(cluster) = &self.store else {
-                    unreachable!("an etcd session is made on the Raft store")
-                };
-                let mut mutex =
-                    EtcdMutex::new(cluster, &self.context, self.process, session, LOCK_NAME);
-                match mutex.lock(session, patience).await {
+                let client = self.etcd.as_mut().expect("made on the Raft store");
+                let mut mutex = EtcdMutex::new(&self.context, self.process, session, LOCK_NAME);
+                match mutex.lock(client, session, patience).await {
                     Ok(guard) => {
-                        let token = guard.token();
-                        let resource = &mut self.resource;
-                        let critical = pin!(async {
-                            clock.sleep(hold).await;
-                            let _ = resource.write(Some(token), value).await;
-                        });
-                        let finished = matches!(
-                            select(critical, pin!(guard.lost(session))).await,
+                        let worked = matches!(
+                            select(pin!(clock.sleep(hold)), pin!(guard.lost(session))).await,
                             Either::Left(_)
                         );
-                        if finished {
-                            mutex.unlock(guard, session).await;
+                        if worked {
+                            let _ = self.resource.write(Some(guard.token()), value).await;
+                            mutex.unlock(client, guard, session).await;
                         }
                         Turn::Held
                     }

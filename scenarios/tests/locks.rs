@@ -1,0 +1,251 @@
+//! The lock recipes on their stores, through the one driver: the ZooKeeper herd lock and
+//! queue lock on the ZAB store, etcd's mutex on the Raft store. Expected outcomes, stated:
+//! - without faults, and under faults that leave live sessions alone, mutual exclusion holds
+//!   as every client believed it and at the fenced resource, every waiter acquires again
+//!   after the heal, and the queue lock and the mutex wake one waiter per release while the
+//!   herd lock wakes them all;
+//! - with holders paused past their session timeout / lease TTL, mutual exclusion *as
+//!   believed* breaks (a lease-based lock cannot give it by itself: Kleppmann 2016; Jepsen
+//!   etcd 3.4.3), and the fenced resource refuses the stale holders' writes, so it stays
+//!   safe; with fencing off it accepts them, and `recipe.fenced_writes` catches that.
+
+use checks::{
+    history::locks::{holds, resource_writes},
+    recipes::herd_effect,
+};
+use models::recipes::Fencing;
+use scenarios::{
+    Outcome, Scenario, catalogue,
+    sweep::{Sweep, SweepSummary},
+    workload::{LOCK_NAME, Workload},
+};
+use sim::{fault::FaultKind, history::ResourceVerdict};
+
+const TARGET: &str = "locks";
+
+/// What the runs of a sweep exercised, counted from their histories.
+#[derive(Debug, Default)]
+struct Exercised {
+    acquisitions: usize,
+    accepted_writes: usize,
+    rejected_writes: usize,
+    wakeups_per_release: Vec<f64>,
+}
+
+fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised) {
+    let mut exercised = Exercised::default();
+    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
+        |outcome: &Outcome| {
+            let history = outcome
+                .history
+                .as_ref()
+                .expect("the driver keeps the history");
+            exercised.acquisitions += holds(history).len();
+            for write in resource_writes(history) {
+                match write.verdict {
+                    ResourceVerdict::Accepted => exercised.accepted_writes += 1,
+                    ResourceVerdict::RejectedStaleToken => exercised.rejected_writes += 1,
+                }
+            }
+            if let Some(report) = herd_effect::report(history).get(LOCK_NAME) {
+                exercised
+                    .wakeups_per_release
+                    .push(report.wakeups_per_release());
+            }
+        },
+    );
+    (summary, exercised)
+}
+
+fn get(name: &str) -> Scenario {
+    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+/// Clean, with many acquisitions and writes per run.
+fn assert_safe_and_busy(name: &str, test: &str, seeds: u64) -> Exercised {
+    let (summary, exercised) = sweep(get(name), test, seeds);
+    summary.assert_clean();
+    summary.assert_faults_fired();
+    let runs = summary.seeds.len();
+    assert!(
+        exercised.acquisitions >= 20 * runs && exercised.accepted_writes >= 15 * runs,
+        "{name}: too little work over {runs} runs: {exercised:?}"
+    );
+    exercised
+}
+
+#[test]
+fn the_queue_lock_is_exclusive_and_wakes_one_waiter_per_release() {
+    let exercised = assert_safe_and_busy(
+        "zk_queue_lock",
+        "the_queue_lock_is_exclusive_and_wakes_one_waiter_per_release",
+        5,
+    );
+    // recipe.herd_effect (bound 2 per release) ran clean; the mean is about one.
+    assert!(mean(&exercised.wakeups_per_release) <= 1.5, "{exercised:?}");
+}
+
+#[test]
+fn the_etcd_mutex_is_exclusive_and_wakes_one_waiter_per_release() {
+    let exercised = assert_safe_and_busy(
+        "etcd_mutex",
+        "the_etcd_mutex_is_exclusive_and_wakes_one_waiter_per_release",
+        5,
+    );
+    assert!(mean(&exercised.wakeups_per_release) <= 1.5, "{exercised:?}");
+}
+
+#[test]
+fn the_herd_lock_is_exclusive_but_wakes_the_herd() {
+    let exercised = assert_safe_and_busy(
+        "zk_herd_lock",
+        "the_herd_lock_is_exclusive_but_wakes_the_herd",
+        5,
+    );
+    // Five clients: each release wakes the other waiters, about three or four.
+    assert!(mean(&exercised.wakeups_per_release) >= 2.5, "{exercised:?}");
+    // And the bound the queue lock meets is broken: the check fires on the herd lock.
+    let mut scenario = get("zk_herd_lock");
+    scenario.checks.push("recipe.herd_effect".into());
+    let (summary, _) = sweep(scenario, "the_herd_lock_is_exclusive_but_wakes_the_herd", 2);
+    assert_eq!(summary.failures.len(), summary.seeds.len());
+    for failure in &summary.failures {
+        let checks: Vec<&str> = failure
+            .outcome
+            .violations
+            .iter()
+            .map(|violation| violation.check.as_str())
+            .collect();
+        assert!(
+            checks.iter().all(|check| *check == "recipe.herd_effect"),
+            "{checks:?}"
+        );
+    }
+}
+
+fn assert_safe_under_server_faults(name: &str, test: &str) {
+    let (summary, exercised) = sweep(get(name), test, 10);
+    summary.assert_clean();
+    summary.assert_fired(&[
+        FaultKind::Partition,
+        FaultKind::Loss,
+        FaultKind::Latency,
+        FaultKind::Crash,
+        FaultKind::Pause,
+    ]);
+    assert!(
+        exercised.acquisitions >= 5 * summary.seeds.len(),
+        "{name}: too few acquisitions: {exercised:?}"
+    );
+}
+
+#[test]
+fn the_queue_lock_stays_exclusive_under_server_faults() {
+    assert_safe_under_server_faults(
+        "zk_queue_lock_faults",
+        "the_queue_lock_stays_exclusive_under_server_faults",
+    );
+}
+
+#[test]
+fn the_herd_lock_stays_exclusive_under_server_faults() {
+    assert_safe_under_server_faults(
+        "zk_herd_lock_faults",
+        "the_herd_lock_stays_exclusive_under_server_faults",
+    );
+}
+
+#[test]
+fn the_etcd_mutex_stays_exclusive_under_server_faults() {
+    assert_safe_under_server_faults(
+        "etcd_mutex_faults",
+        "the_etcd_mutex_stays_exclusive_under_server_faults",
+    );
+}
+
+/// With holders paused past their session: believed exclusion breaks on some seeds, no other
+/// check fires, the resource refuses stale writes; with fencing off, `recipe.fenced_writes`
+/// fires on the same seeds' kind of run.
+fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &str) {
+    let seeds = 10;
+    let (summary, exercised) = sweep(get(name), test, seeds);
+    summary.assert_fired(&[FaultKind::Pause]);
+    let broken_belief = summary
+        .failures
+        .iter()
+        .filter(|failure| {
+            let checks: Vec<&str> = failure
+                .outcome
+                .violations
+                .iter()
+                .map(|violation| violation.check.as_str())
+                .collect();
+            assert!(
+                checks
+                    .iter()
+                    .all(|check| *check == "recipe.mutual_exclusion"),
+                "{}: only believed exclusion may break, got {checks:?}\n{}",
+                failure.report,
+                failure.scenario
+            );
+            !checks.is_empty()
+        })
+        .count();
+    assert!(
+        broken_belief >= 1,
+        "{name}: no seed of {seeds} showed a paused holder still believing: {exercised:?}"
+    );
+    assert!(
+        exercised.rejected_writes >= 1,
+        "{name}: the resource never had to refuse a stale holder: {exercised:?}"
+    );
+    // The same runs without fencing: the resource takes the stale writes.
+    let mut unfenced = get(name);
+    if let Workload::Locks(locks) = &mut unfenced.workload {
+        locks.fencing = Fencing::Off;
+    }
+    let (summary, exercised) = sweep(unfenced, test, seeds);
+    let stale_accepted = summary
+        .failures
+        .iter()
+        .filter(|failure| {
+            failure
+                .outcome
+                .violations
+                .iter()
+                .any(|violation| violation.check == "recipe.fenced_writes")
+        })
+        .count();
+    assert!(
+        stale_accepted >= 1,
+        "{name} without fencing: no stale write accepted in {seeds} seeds: {exercised:?}"
+    );
+}
+
+#[test]
+fn a_paused_zk_queue_lock_holder_breaks_belief_and_fencing_saves_the_resource() {
+    assert_expiry_breaks_belief_but_not_the_fenced_resource(
+        "zk_queue_lock_expiry",
+        "a_paused_zk_queue_lock_holder_breaks_belief_and_fencing_saves_the_resource",
+    );
+}
+
+#[test]
+fn a_paused_zk_herd_lock_holder_breaks_belief_and_fencing_saves_the_resource() {
+    assert_expiry_breaks_belief_but_not_the_fenced_resource(
+        "zk_herd_lock_expiry",
+        "a_paused_zk_herd_lock_holder_breaks_belief_and_fencing_saves_the_resource",
+    );
+}
+
+#[test]
+fn a_paused_etcd_mutex_holder_breaks_belief_and_fencing_saves_the_resource() {
+    assert_expiry_breaks_belief_but_not_the_fenced_resource(
+        "etcd_mutex_expiry",
+        "a_paused_etcd_mutex_holder_breaks_belief_and_fencing_saves_the_resource",
+    );
+}
