@@ -215,7 +215,7 @@ struct LockClient {
 
 enum Session {
     Zk(ZkClient),
-    Etcd(EtcdSession),
+    Etcd(Box<EtcdSession>),
 }
 
 impl LockClient {
@@ -272,7 +272,7 @@ impl LockClient {
             )
             .await
             .ok()
-            .map(Session::Etcd),
+            .map(|session| Session::Etcd(Box::new(session))),
         };
         self.session.is_some()
     }
@@ -360,7 +360,7 @@ impl LockClient {
             Some(Session::Zk(zk)) => {
                 let _ = zk.close().await;
             }
-            Some(Session::Etcd(session)) => session.close().await,
+            Some(Session::Etcd(session)) => (*session).close().await,
             None => {}
         }
     }
