@@ -24,6 +24,7 @@ use crate::{
 use models::{
     etcd::{EtcdCluster, EtcdConfig},
     ledger::Ledger,
+    recipes::RecipeBugs,
     zab::KnownBugs,
     zk::{ZkEnsemble, ZkEnsembleConfig},
 };
@@ -141,9 +142,17 @@ async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
     let store = start_store(sim, scenario);
     let resource = scenario.workload.start_resource(sim);
     let stop = Arc::new(AtomicBool::new(false));
+    let recipe_bugs: RecipeBugs = scenario
+        .bugs
+        .iter()
+        .filter_map(|bug| match bug {
+            KnownBug::Recipe(bug) => Some(*bug),
+            _ => None,
+        })
+        .collect();
     let workers = scenario
         .workload
-        .start(sim, &store, resource.as_ref(), &stop);
+        .start(sim, &store, resource.as_ref(), recipe_bugs, &stop);
     sim.fault_phase_ended().await;
     sim.sleep(Duration::from_millis(scenario.recovery_ms)).await;
     stop.store(true, Ordering::Relaxed);
@@ -158,7 +167,7 @@ async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
         sim.history().record(Event::Phase(PhaseEvent::FinalReads));
         scenario
             .workload
-            .finish(sim, &store, resource.as_ref(), &pending)
+            .finish(sim, &store, resource.as_ref(), recipe_bugs, &pending)
             .await
     };
     let verdict = match sim::time::timeout(bound, liveness).await {
@@ -180,7 +189,7 @@ fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
             let bugs = scenario.bugs.iter().filter_map(|bug| match bug {
                 KnownBug::Raft(bug) => Some(models::etcd::KnownBug::Raft(*bug)),
                 KnownBug::Etcd(bug) => Some(models::etcd::KnownBug::Etcd(*bug)),
-                KnownBug::Zab(_) => None,
+                KnownBug::Zab(_) | KnownBug::Recipe(_) => None,
             });
             let mut config = EtcdConfig::new(&sim.servers()).with_bugs(bugs);
             if let Some(entries) = tuning.max_entries_per_append {

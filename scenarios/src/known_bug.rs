@@ -6,7 +6,7 @@
 //! what to expect.
 
 use crate::scenario::Store;
-use models::{etcd::EtcdBug, raft::RaftBug, zab::ZabBug};
+use models::{etcd::EtcdBug, raft::RaftBug, recipes::RecipeBug, zab::ZabBug};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::{fmt, str::FromStr};
 
@@ -19,6 +19,8 @@ pub enum KnownBug {
     Etcd(EtcdBug),
     /// In ZAB or the ZooKeeper store above it.
     Zab(ZabBug),
+    /// In a coordination recipe (`recipe.*`, `etcd_mutex.*`).
+    Recipe(RecipeBug),
 }
 
 impl KnownBug {
@@ -29,6 +31,7 @@ impl KnownBug {
             .map(KnownBug::Raft)
             .chain(EtcdBug::ALL.into_iter().map(KnownBug::Etcd))
             .chain(ZabBug::ALL.into_iter().map(KnownBug::Zab))
+            .chain(RecipeBug::ALL.into_iter().map(KnownBug::Recipe))
     }
 
     /// The stable name, e.g. `raft.volatile_vote`.
@@ -37,14 +40,18 @@ impl KnownBug {
             KnownBug::Raft(bug) => bug.name(),
             KnownBug::Etcd(bug) => bug.name(),
             KnownBug::Zab(bug) => bug.name(),
+            KnownBug::Recipe(bug) => bug.name(),
         }
     }
 
-    /// The store whose model has this variant.
-    pub fn store(self) -> Store {
+    /// Whether the variant exists in runs on `store` (a recipe bug exists wherever its
+    /// recipe runs).
+    pub fn runs_on(self, store: Store) -> bool {
         match self {
-            KnownBug::Raft(_) | KnownBug::Etcd(_) => Store::Raft,
-            KnownBug::Zab(_) => Store::Zab,
+            KnownBug::Raft(_) | KnownBug::Etcd(_) => store == Store::Raft,
+            KnownBug::Zab(_) => store == Store::Zab,
+            KnownBug::Recipe(RecipeBug::EtcdMutexNoPostwaitCheck) => store == Store::Raft,
+            KnownBug::Recipe(_) => store != Store::Ledger,
         }
     }
 }
@@ -144,6 +151,9 @@ pub fn table() -> Vec<KnownBugCase> {
     };
     let zab = |bug: ZabBug, scenario, check, seeds| {
         case(KnownBug::Zab(bug), scenario, check, seeds, bug.source())
+    };
+    let recipe = |bug: RecipeBug, scenario, check, seeds| {
+        case(KnownBug::Recipe(bug), scenario, check, seeds, bug.source())
     };
     vec![
         raft(
@@ -256,6 +266,24 @@ pub fn table() -> Vec<KnownBugCase> {
             "zk.session_consistency",
             20,
         ),
+        recipe(
+            RecipeBug::NoFencing,
+            "zk_queue_lock_expiry",
+            "recipe.fenced_writes",
+            10,
+        ),
+        recipe(
+            RecipeBug::TrustLocalStateAfterExpiry,
+            "zk_queue_lock_cut_off_holder",
+            "recipe.mutual_exclusion",
+            10,
+        ),
+        recipe(
+            RecipeBug::EtcdMutexNoPostwaitCheck,
+            "etcd_mutex_cut_off_waiter",
+            "recipe.mutual_exclusion",
+            10,
+        ),
     ]
 }
 
@@ -268,7 +296,7 @@ mod tests {
         for case in table() {
             let scenario = crate::catalogue::get(case.scenario)
                 .unwrap_or_else(|| panic!("{}: no scenario {}", case.bug, case.scenario));
-            assert_eq!(scenario.store, case.bug.store(), "{}", case.bug);
+            assert!(case.bug.runs_on(scenario.store), "{}", case.bug);
             let check = checks::by_name(case.check).expect("a real check");
             assert!(
                 scenario.check_set().iter().any(|c| c.name == check.name),
@@ -289,7 +317,10 @@ mod tests {
         for bug in KnownBug::all() {
             assert_eq!(bug.name().parse::<KnownBug>(), Ok(bug));
             let family = bug.name().split('.').next().unwrap();
-            assert!(["raft", "etcd", "zab"].contains(&family), "{bug}");
+            assert!(
+                ["raft", "etcd", "zab", "recipe", "etcd_mutex"].contains(&family),
+                "{bug}"
+            );
         }
         let error = "raft.nonsense".parse::<KnownBug>().unwrap_err().to_string();
         assert!(error.contains("expected one of: raft."), "{error}");

@@ -270,12 +270,11 @@ impl Scenario {
             ));
         }
         for (index, bug) in self.bugs.iter().enumerate() {
-            if bug.store() != self.store {
+            if !bug.runs_on(self.store) {
                 return Err(ScenarioError::new(
                     format!("bugs[{index}]"),
                     format!(
-                        "`{bug}` is a variant of the {} store, not of {}",
-                        bug.store(),
+                        "`{bug}` is not a variant of anything that runs on the {} store",
                         self.store
                     ),
                 ));

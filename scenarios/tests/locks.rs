@@ -172,7 +172,11 @@ fn the_etcd_mutex_stays_exclusive_under_server_faults() {
 /// fires on the same seeds' kind of run.
 fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &str) {
     let seeds = 10;
-    let (summary, exercised) = sweep(get(name), test, seeds);
+    // The scenario judges safety at the resource only; here believed exclusion is checked
+    // too, to show it break.
+    let mut believed = get(name);
+    believed.checks.push("recipe.mutual_exclusion".into());
+    let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
     let broken_belief = summary
         .failures
@@ -203,6 +207,9 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
         exercised.rejected_writes >= 1,
         "{name}: the resource never had to refuse a stale holder: {exercised:?}"
     );
+    // As the catalogue has it (the resource judged, not beliefs): clean.
+    let (summary, _) = sweep(get(name), test, seeds);
+    summary.assert_clean();
     // The same runs without fencing: the resource takes the stale writes.
     let mut unfenced = get(name);
     if let Workload::Locks(locks) = &mut unfenced.workload {
@@ -223,6 +230,48 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     assert!(
         stale_accepted >= 1,
         "{name} without fencing: no stale write accepted in {seeds} seeds: {exercised:?}"
+    );
+}
+
+fn assert_safe_when_cut_off(name: &str, test: &str) {
+    let (summary, exercised) = sweep(get(name), test, 10);
+    summary.assert_clean();
+    summary.assert_fired(&[FaultKind::Partition]);
+    assert!(
+        exercised.acquisitions >= 3 * summary.seeds.len(),
+        "{name}: too few acquisitions: {exercised:?}"
+    );
+}
+
+#[test]
+fn a_cut_off_zk_queue_lock_holder_stops_believing_in_time() {
+    assert_safe_when_cut_off(
+        "zk_queue_lock_cut_off_holder",
+        "a_cut_off_zk_queue_lock_holder_stops_believing_in_time",
+    );
+}
+
+#[test]
+fn a_cut_off_etcd_mutex_holder_stops_believing_in_time() {
+    assert_safe_when_cut_off(
+        "etcd_mutex_cut_off_holder",
+        "a_cut_off_etcd_mutex_holder_stops_believing_in_time",
+    );
+}
+
+#[test]
+fn a_cut_off_zk_queue_lock_waiter_does_not_take_a_lock_it_lost() {
+    assert_safe_when_cut_off(
+        "zk_queue_lock_cut_off_waiter",
+        "a_cut_off_zk_queue_lock_waiter_does_not_take_a_lock_it_lost",
+    );
+}
+
+#[test]
+fn a_cut_off_etcd_mutex_waiter_does_not_take_a_lock_it_lost() {
+    assert_safe_when_cut_off(
+        "etcd_mutex_cut_off_waiter",
+        "a_cut_off_etcd_mutex_waiter_does_not_take_a_lock_it_lost",
     );
 }
 

@@ -413,6 +413,12 @@ impl Nemesis {
                 .map(|(node, _, _)| *node)
                 .find(|node| !state.is_crashed(self.world.index(*node)))
                 .ok_or_else(|| "no client holds a lock".into()),
+            Target::Waiter => state
+                .waiting
+                .iter()
+                .map(|(node, _, _)| *node)
+                .find(|node| !state.is_crashed(self.world.index(*node)))
+                .ok_or_else(|| "no client waits for a lock".into()),
             Target::Label(name) => state
                 .labels
                 .get(name)
@@ -649,6 +655,7 @@ impl Nemesis {
         let node = world.nodes[index].id;
         state.leading.remove(&node);
         state.holding.retain(|(holder, _, _)| *holder != node);
+        state.waiting.retain(|(waiter, _, _)| *waiter != node);
         let loss = world.nodes[index].disk.crash();
         state.counts.crashes += 1;
         state.counts.unsynced_writes_lost += loss.writes;

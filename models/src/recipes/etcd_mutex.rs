@@ -11,10 +11,10 @@
 //!   still exists** — its lease may have expired while it waited — before returning;
 //! - the fencing token is the key's create revision.
 
+use super::bugs::{RecipeBug, RecipeBugs};
 use super::lock::{LockError, LockRecorder};
 use crate::etcd::ChangeKind;
 use crate::etcd::{EtcdClient, EtcdCluster, WatchItem, kv_response};
-use futures_util::future::{Either, select};
 use sim::{
     NodeContext,
     history::{
@@ -30,7 +30,6 @@ use sim::{
     time::SimTime,
 };
 use std::{
-    pin::pin,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -158,6 +157,7 @@ impl Drop for EtcdSession {
 /// client, one per client process for its whole life (as with etcd's `clientv3.Client`):
 /// the client numbers its watches, and a process's watches must not share numbers.
 pub struct EtcdMutex {
+    bugs: RecipeBugs,
     prefix: String,
     key: String,
     context: NodeContext,
@@ -171,6 +171,7 @@ impl EtcdMutex {
     pub fn new(context: &NodeContext, process: u32, session: &EtcdSession, prefix: &str) -> Self {
         let prefix = format!("{}/", prefix.trim_end_matches('/'));
         Self {
+            bugs: RecipeBugs::default(),
             key: format!("{prefix}{:016x}", session.lease),
             prefix: prefix.clone(),
             context: context.clone(),
@@ -179,8 +180,15 @@ impl EtcdMutex {
         }
     }
 
-    /// Waits for the mutex, for at most `patience`, while `session` lasts. On giving up it
-    /// deletes its key, leaving the queue.
+    /// With the known-bug variants `bugs` switched on.
+    pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
+        self.bugs = bugs;
+        self
+    }
+
+    /// Waits for the mutex, for at most `patience`. On giving up it deletes its key, leaving
+    /// the queue. Like etcd's `Mutex.Lock`, it does not watch the session while it waits:
+    /// the post-wait check is what catches a lease that expired meanwhile.
     pub async fn lock(
         &mut self,
         client: &mut EtcdClient,
@@ -189,13 +197,13 @@ impl EtcdMutex {
     ) -> Result<EtcdMutexGuard, LockError> {
         self.recorder.record(LockStep::Requested);
         let clock = self.context.clock().clone();
-        let result = {
-            let attempt = pin!(clock.timeout(patience, self.try_lock(client)));
-            match select(attempt, pin!(session.done())).await {
-                Either::Left((Ok(result), _)) => result,
-                Either::Left((Err(_), _)) => Err(LockError::TimedOut),
-                Either::Right((_, _)) => Err(LockError::SessionEnded),
-            }
+        let result = if session.is_done() {
+            Err(LockError::SessionEnded)
+        } else {
+            clock
+                .timeout(patience, self.try_lock(client))
+                .await
+                .unwrap_or(Err(LockError::TimedOut))
         };
         match result {
             Ok(token) => {
@@ -205,6 +213,7 @@ impl EtcdMutex {
                     token,
                     recorder: self.recorder.clone(),
                     acquired_at: self.context.sim().now(),
+                    bugs: self.bugs,
                 })
             }
             Err(error) => {
@@ -221,6 +230,9 @@ impl EtcdMutex {
     async fn try_lock(&self, client: &mut EtcdClient) -> Result<u64, LockError> {
         let my_revision = self.enqueue(client).await?;
         self.wait_for_deletes(client, my_revision).await?;
+        if self.bugs.has(RecipeBug::EtcdMutexNoPostwaitCheck) {
+            return Ok(my_revision);
+        }
         // The post-wait check: the lease may have expired while we waited, deleting our key;
         // whoever came after us may hold the lock now.
         let still_ours = self.read_key(client).await?;
@@ -364,6 +376,7 @@ pub struct EtcdMutexGuard {
     token: u64,
     recorder: LockRecorder,
     acquired_at: SimTime,
+    bugs: RecipeBugs,
 }
 
 impl EtcdMutexGuard {
@@ -380,6 +393,10 @@ impl EtcdMutexGuard {
     /// Completes when the holder must stop trusting that it holds the mutex: its session is
     /// over. Records the loss.
     pub async fn lost(&self, session: &EtcdSession) -> LossReason {
+        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
+            // The bug: the holder never looks; its belief lasts until it lets go.
+            return std::future::pending().await;
+        }
         let why = session.done().await;
         self.recorder.lost(self.token, why);
         why

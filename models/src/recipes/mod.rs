@@ -6,6 +6,7 @@
 //! for a lock, got it (with its fencing token), let it go, or learned it had lost it. The
 //! checkers compare those beliefs on the global clock.
 
+mod bugs;
 mod etcd_mutex;
 mod fenced_resource;
 mod lock;
@@ -13,6 +14,7 @@ mod zk_herd_lock;
 mod zk_paths;
 mod zk_queue_lock;
 
+pub use bugs::{RecipeBug, RecipeBugs};
 pub use etcd_mutex::{EtcdMutex, EtcdMutexGuard, EtcdSession, KEEP_ALIVE_PROCESS};
 pub use fenced_resource::{
     FencedResource, Fencing, ResourceClient, ResourceFrame, ResourceUnavailable,

@@ -7,6 +7,7 @@
 //! node and treats the end of its attachment to a server as a possible loss: while
 //! disconnected it cannot know whether its session still lives (Curator's SUSPENDED).
 
+use super::bugs::{RecipeBug, RecipeBugs};
 use super::lock::{LockError, LockRecorder};
 use super::zk_paths::ensure_parents;
 use crate::zk::{ZkClient, ZkClientError};
@@ -23,6 +24,7 @@ use std::{pin::pin, time::Duration};
 
 /// A herd lock at `path` (the node whose existence means "held").
 pub struct ZkHerdLock {
+    bugs: RecipeBugs,
     zk: ZkClient,
     path: String,
     context: NodeContext,
@@ -33,11 +35,18 @@ impl ZkHerdLock {
     /// The lock at `path`, used through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
+            bugs: RecipeBugs::default(),
             zk: zk.clone(),
             path: path.to_string(),
             context: context.clone(),
             recorder: LockRecorder::new(context, zk.process(), path),
         }
+    }
+
+    /// With the known-bug variants `bugs` switched on.
+    pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
+        self.bugs = bugs;
+        self
     }
 
     /// Waits for the lock, for at most `patience`.
@@ -103,6 +112,7 @@ impl ZkHerdLock {
             recorder: self.recorder.clone(),
             acquired_at: self.context.sim().now(),
             node_name: NodeName::Shared,
+            bugs: self.bugs,
         }
     }
 }
@@ -115,6 +125,7 @@ pub struct ZkLockGuard {
     pub(crate) recorder: LockRecorder,
     pub(crate) acquired_at: SimTime,
     pub(crate) node_name: NodeName,
+    pub(crate) bugs: RecipeBugs,
 }
 
 /// Whether the lock node's name is the lock's (herd lock) or the holder's own (queue lock).
@@ -141,6 +152,10 @@ impl ZkLockGuard {
     /// deleted, its session ended, or its connection to the ensemble was interrupted.
     /// Records the loss.
     pub async fn lost(&self) -> LossReason {
+        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
+            // The bug: the holder never looks; its belief lasts until it lets go.
+            return std::future::pending().await;
+        }
         let why = loop {
             let watched = match self.zk.exists_watch(&self.node).await {
                 Ok((Some(stat), watch)) if Some(stat.ephemeral_owner) == self.zk.session_id() => {

@@ -10,6 +10,7 @@
 //!   again instead of waiting for a notification that will never come.
 //! - The fencing token is the client's node's `czxid`.
 
+use super::bugs::RecipeBugs;
 use super::lock::{LockError, LockRecorder};
 use super::zk_herd_lock::{NodeName, ZkLockGuard, store_error};
 use super::zk_paths::{ensure_parents, sequence_of};
@@ -28,6 +29,7 @@ const CHILD_PREFIX: &str = "lock-";
 
 /// A queue lock whose waiters queue under `path`.
 pub struct ZkQueueLock {
+    bugs: RecipeBugs,
     zk: ZkClient,
     path: String,
     context: NodeContext,
@@ -38,11 +40,18 @@ impl ZkQueueLock {
     /// The lock at `path`, used through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
+            bugs: RecipeBugs::default(),
             zk: zk.clone(),
             path: path.to_string(),
             context: context.clone(),
             recorder: LockRecorder::new(context, zk.process(), path),
         }
+    }
+
+    /// With the known-bug variants `bugs` switched on.
+    pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
+        self.bugs = bugs;
+        self
     }
 
     /// Waits for the lock, for at most `patience`; on giving up, withdraws from the queue.
@@ -139,6 +148,7 @@ impl ZkQueueLock {
             recorder: self.recorder.clone(),
             acquired_at: self.context.sim().now(),
             node_name: NodeName::Unique,
+            bugs: self.bugs,
         }
     }
 }

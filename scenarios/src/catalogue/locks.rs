@@ -6,7 +6,10 @@ use crate::{
     scenario::{Scenario, Store},
     workload::{LockRecipe, Locks, Workload},
 };
-use sim::fault::{FaultKind, FaultSource, PauseClients, PausedClient};
+use sim::fault::{
+    Fault, FaultKind, FaultPlan, FaultSource, PartitionShape, PauseClients, PausedClient,
+    ScheduledFault,
+};
 
 /// The faults of the `_faults` scenarios: the network and the servers misbehave, clients
 /// are not paused (so no session should expire while its client is alive and connected
@@ -19,15 +22,24 @@ const SERVER_FAULTS: [FaultKind; 5] = [
     FaultKind::Pause,
 ];
 
-/// The checks every lock scenario runs besides the store's: mutual exclusion as believed and
-/// at the resource.
-fn lock_checks(herd_bounded: bool) -> Vec<String> {
-    let mut checks = vec![
-        "default".to_string(),
-        "recipe.mutual_exclusion".into(),
-        "recipe.fenced_writes".into(),
-    ];
-    if herd_bounded {
+/// Whether clients can believe they hold the lock together in a scenario's runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Belief {
+    /// No: a correct recipe notices every loss in time, so `recipe.mutual_exclusion` runs.
+    Exclusive,
+    /// Yes, by design: holders are paused past their session, and a paused process notices
+    /// nothing. Safety is judged at the fenced resource only.
+    PausedHoldersOverlap,
+}
+
+/// The checks a lock scenario runs besides the store's.
+fn lock_checks(recipe: LockRecipe, belief: Belief) -> Vec<String> {
+    let mut checks = vec!["default".to_string(), "recipe.fenced_writes".into()];
+    if belief == Belief::Exclusive {
+        checks.push("recipe.mutual_exclusion".into());
+    }
+    // The herd lock wakes every waiter by design: its herd is measured, not bounded.
+    if recipe != LockRecipe::ZkHerdLock {
         checks.push("recipe.herd_effect".into());
     }
     checks
@@ -57,14 +69,12 @@ pub(super) fn scenarios() -> Vec<Scenario> {
     ];
     let mut scenarios = Vec::new();
     for (recipe, name, store, what) in recipes {
-        // The herd lock wakes every waiter by design: its herd is measured, not bounded.
-        let herd_bounded = recipe != LockRecipe::ZkHerdLock;
         let base = |suffix: &str, description: String| Scenario {
             workload: Workload::Locks(Locks {
                 recipe,
                 ..Locks::default()
             }),
-            checks: lock_checks(herd_bounded),
+            checks: lock_checks(recipe, Belief::Exclusive),
             fault_phase_ms: 8_000,
             recovery_ms: 1_000,
             liveness_bound_ms: 30_000,
@@ -85,6 +95,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             )
         });
         scenarios.push(Scenario {
+            checks: lock_checks(recipe, Belief::PausedHoldersOverlap),
             faults: FaultSource::PauseClients(PauseClients {
                 interval_ms: 1_000,
                 pause_ms: 3_000,
@@ -100,5 +111,57 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             )
         });
     }
+    scenarios.extend(cut_off(
+        LockRecipe::ZkQueueLock,
+        "zk_queue_lock",
+        Store::Zab,
+    ));
+    scenarios.extend(cut_off(LockRecipe::EtcdMutex, "etcd_mutex", Store::Raft));
     scenarios
+}
+
+/// Long critical sections, and a holder (or the longest waiter) cut off from everyone for
+/// longer than its session timeout: a correct recipe notices the loss before the store
+/// gives the lock away (ZooKeeper: no server heard for 2/3 of the timeout; etcd: no
+/// renewal acknowledged for a TTL), or, waiting, checks that its key survived.
+fn cut_off(recipe: LockRecipe, name: &str, store: Store) -> Vec<Scenario> {
+    let isolate = |target: &str, at_ms: u64| {
+        ScheduledFault::at(
+            at_ms,
+            Fault::Partition {
+                shape: PartitionShape::IsolateNode {
+                    node: target.parse().expect("a role"),
+                },
+            },
+        )
+        .lasting(3_000)
+    };
+    let long_holds = |suffix: &str, role: &str, description: &str| Scenario {
+        workload: Workload::Locks(Locks {
+            recipe,
+            hold_ms: 4_000,
+            ..Locks::default()
+        }),
+        checks: lock_checks(recipe, Belief::Exclusive),
+        faults: FaultSource::Plan(FaultPlan::new(vec![
+            isolate(role, 2_000),
+            isolate(role, 8_000),
+        ])),
+        fault_phase_ms: 12_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 40_000,
+        ..scenario(&format!("{name}{suffix}"), description, store, 3, 3)
+    };
+    vec![
+        long_holds(
+            "_cut_off_holder",
+            "holder",
+            "four-second critical sections; the holder cut off from everyone for 3 s (past              its 2 s session) twice: it must stop believing before the lock moves on",
+        ),
+        long_holds(
+            "_cut_off_waiter",
+            "waiter",
+            "four-second critical sections; the longest waiter cut off from everyone for 3 s              (past its 2 s session) twice: its key goes with its session, and when its turn              seems to come it must find that out",
+        ),
+    ]
 }

@@ -14,8 +14,8 @@ use super::{Pending, Workers};
 use models::{
     etcd::{EtcdClient, EtcdCluster},
     recipes::{
-        EtcdMutex, EtcdSession, FencedResource, Fencing, LockError, ResourceClient, ZkHerdLock,
-        ZkQueueLock,
+        EtcdMutex, EtcdSession, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs,
+        ResourceClient, ZkHerdLock, ZkQueueLock,
     },
     zk::{ZkClient, ZkEnsemble},
 };
@@ -124,6 +124,7 @@ impl Locks {
         sim: &Sim,
         store: &LockStore,
         resource: &FencedResource,
+        bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
         let mut workers = Vec::new();
@@ -133,7 +134,8 @@ impl Locks {
                     (self.clone(), store.clone(), resource.clone(), stop.clone());
                 let context = sim.node(node);
                 workers.push(sim.spawn(node, async move {
-                    let mut client = LockClient::new(&locks, &store, &resource, &context, process);
+                    let mut client =
+                        LockClient::new(&locks, &store, &resource, &context, process, bugs);
                     let mut turn = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         turn += 1;
@@ -156,6 +158,7 @@ impl Locks {
         sim: &Sim,
         store: &LockStore,
         resource: &FencedResource,
+        bugs: RecipeBugs,
         pending: &Pending,
     ) -> Result<(), String> {
         let waiting: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
@@ -177,7 +180,7 @@ impl Locks {
                 tasks.push(sim.spawn(node, async move {
                     // Its own process number: the workers' sessions are closed or expiring.
                     let mut client =
-                        LockClient::new(&locks, &store, &resource, &context, 100 + process);
+                        LockClient::new(&locks, &store, &resource, &context, 100 + process, bugs);
                     let mut turn = 0;
                     loop {
                         turn += 1;
@@ -208,6 +211,7 @@ struct LockClient {
     context: NodeContext,
     process: u32,
     resource: ResourceClient,
+    bugs: RecipeBugs,
     session: Option<Session>,
     /// The process's one etcd client, for all its sessions (it numbers the watches).
     etcd: Option<EtcdClient>,
@@ -225,8 +229,10 @@ impl LockClient {
         resource: &FencedResource,
         context: &NodeContext,
         process: u32,
+        bugs: RecipeBugs,
     ) -> Self {
         Self {
+            bugs,
             locks: locks.clone(),
             store: store.clone(),
             context: context.clone(),
@@ -291,11 +297,13 @@ impl LockClient {
                 let guard = match self.locks.recipe {
                     LockRecipe::ZkHerdLock => {
                         ZkHerdLock::new(zk, &self.context, LOCK_NAME)
+                            .with_bugs(self.bugs)
                             .acquire(patience)
                             .await
                     }
                     _ => {
                         ZkQueueLock::new(zk, &self.context, LOCK_NAME)
+                            .with_bugs(self.bugs)
                             .acquire(patience)
                             .await
                     }
@@ -309,7 +317,10 @@ impl LockClient {
                         if worked {
                             // No look at the lock between the work and the write: a pause
                             // here is a pause between a check and a write.
-                            let _ = self.resource.write(Some(guard.token()), value).await;
+                            let _ = self
+                                .resource
+                                .write(fencing_token(self.bugs, guard.token()), value)
+                                .await;
                             guard.release().await;
                         } else {
                             guard.abandon().await;
@@ -322,7 +333,8 @@ impl LockClient {
             }
             Session::Etcd(session) => {
                 let client = self.etcd.as_mut().expect("made on the Raft store");
-                let mut mutex = EtcdMutex::new(&self.context, self.process, session, LOCK_NAME);
+                let mut mutex = EtcdMutex::new(&self.context, self.process, session, LOCK_NAME)
+                    .with_bugs(self.bugs);
                 match mutex.lock(client, session, patience).await {
                     Ok(guard) => {
                         let worked = matches!(
@@ -330,7 +342,10 @@ impl LockClient {
                             Either::Left(_)
                         );
                         if worked {
-                            let _ = self.resource.write(Some(guard.token()), value).await;
+                            let _ = self
+                                .resource
+                                .write(fencing_token(self.bugs, guard.token()), value)
+                                .await;
                             mutex.unlock(client, guard, session).await;
                         }
                         Turn::Held
@@ -364,4 +379,9 @@ impl LockClient {
             None => {}
         }
     }
+}
+
+/// The token the critical section sends: none with `recipe.no_fencing`.
+fn fencing_token(bugs: RecipeBugs, token: u64) -> Option<u64> {
+    (!bugs.has(RecipeBug::NoFencing)).then_some(token)
 }

@@ -20,7 +20,12 @@ pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_watches::ZkWatches;
 
 use crate::scenario::{Scenario, ScenarioError, Store};
-use models::{etcd::EtcdCluster, ledger::Ledger, recipes::FencedResource, zk::ZkEnsemble};
+use models::{
+    etcd::EtcdCluster,
+    ledger::Ledger,
+    recipes::{FencedResource, RecipeBugs},
+    zk::ZkEnsemble,
+};
 use serde::{Deserialize, Serialize};
 use sim::{Sim, task::JoinHandle};
 use std::sync::{Arc, Mutex, atomic::AtomicBool};
@@ -114,10 +119,11 @@ impl Workload {
         sim: &Sim,
         store: &RunningStore,
         resource: Option<&FencedResource>,
+        bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
         if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
-            return locks.start(sim, &store.lock_store(), resource, stop);
+            return locks.start(sim, &store.lock_store(), resource, bugs, stop);
         }
         match (self, store) {
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
@@ -141,11 +147,12 @@ impl Workload {
         sim: &Sim,
         store: &RunningStore,
         resource: Option<&FencedResource>,
+        bugs: RecipeBugs,
         pending: &Pending,
     ) -> Result<(), String> {
         if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
             return locks
-                .finish(sim, &store.lock_store(), resource, pending)
+                .finish(sim, &store.lock_store(), resource, bugs, pending)
                 .await;
         }
         match (self, store) {

@@ -25,6 +25,9 @@ pub enum Target {
     /// The client node of the process that most recently acquired a lock and still
     /// believes it holds it (from the recipes' lock records, as they are recorded).
     Holder,
+    /// The client node of the process that has waited longest for a lock it asked for and
+    /// has neither acquired nor given up (from the recipes' lock records).
+    Waiter,
     /// The node an earlier fault resolved to (its `as` name).
     Label(String),
 }
@@ -52,6 +55,7 @@ impl fmt::Display for Target {
             Target::Leader => f.write_str("leader"),
             Target::Follower => f.write_str("follower"),
             Target::Holder => f.write_str("holder"),
+            Target::Waiter => f.write_str("waiter"),
             Target::Label(name) => write!(f, "${name}"),
         }
     }
@@ -66,7 +70,7 @@ impl fmt::Display for TargetParseError {
         write!(
             f,
             "`{}` is not a target (expected a node such as s1 or c2, `leader`, `follower`, \
-             `holder`, or `$name` for the node an earlier fault's `as` named)",
+             `holder`, `waiter`, or `$name` for the node an earlier fault's `as` named)",
             self.0
         )
     }
@@ -82,6 +86,7 @@ impl FromStr for Target {
             "leader" => Ok(Target::Leader),
             "follower" => Ok(Target::Follower),
             "holder" => Ok(Target::Holder),
+            "waiter" => Ok(Target::Waiter),
             _ => {
                 if let Some(name) = text.strip_prefix('$') {
                     let valid = !name.is_empty()

@@ -117,6 +117,9 @@ pub(crate) struct WorldState {
     /// acquisition first (from the recipes' `Lock` records as they are recorded): the
     /// nemesis resolves `holder` from this.
     pub holding: Vec<(NodeId, u32, String)>,
+    /// Client processes waiting for a lock they asked for, longest-waiting first: the
+    /// nemesis resolves `waiter` from this.
+    pub waiting: Vec<(NodeId, u32, String)>,
 }
 
 impl WorldState {
@@ -296,6 +299,7 @@ impl WorldShared {
                 leading: BTreeMap::new(),
                 labels: BTreeMap::new(),
                 holding: Vec::new(),
+                waiting: Vec::new(),
             };
             WorldShared {
                 seed,
@@ -359,7 +363,13 @@ impl WorldShared {
                 held.0 == node && held.1 == *process && held.2 == *lock
             };
             match step {
+                LockStep::Requested => {
+                    state.waiting.retain(|waiting| !same(waiting));
+                    state.waiting.push((node, *process, lock.clone()));
+                }
+                LockStep::GaveUp { .. } => state.waiting.retain(|waiting| !same(waiting)),
                 LockStep::Acquired { .. } => {
+                    state.waiting.retain(|waiting| !same(waiting));
                     state.holding.retain(|held| !same(held));
                     state.holding.push((node, *process, lock.clone()));
                 }

@@ -1,0 +1,74 @@
+//! The recipes' known-bug variants (`scenarios/known-bugs.md`, "Recipes"): each the real
+//! wrong behaviour in the recipe's code, off by default.
+
+use std::fmt;
+
+/// A documented recipe bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecipeBug {
+    /// `recipe.no_fencing`: the critical section writes to the resource without its fencing
+    /// token, so the resource cannot refuse a holder that lost the lock without knowing.
+    NoFencing,
+    /// `etcd_mutex.no_postwait_check`: after waiting for the keys before its own to go,
+    /// `Lock` returns without checking that its own key still exists — its lease may have
+    /// expired while it waited, and a later waiter may hold the lock.
+    EtcdMutexNoPostwaitCheck,
+    /// `recipe.trust_local_state_after_expiry`: a holder keeps acting on its local belief
+    /// that it holds the lock; it does not watch its session (ZooKeeper: connection and
+    /// node; etcd: the session's lease) while it holds.
+    TrustLocalStateAfterExpiry,
+}
+
+impl RecipeBug {
+    /// Every recipe bug.
+    pub const ALL: [RecipeBug; 3] = [
+        RecipeBug::NoFencing,
+        RecipeBug::EtcdMutexNoPostwaitCheck,
+        RecipeBug::TrustLocalStateAfterExpiry,
+    ];
+
+    /// The stable name, e.g. `recipe.no_fencing`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RecipeBug::NoFencing => "recipe.no_fencing",
+            RecipeBug::EtcdMutexNoPostwaitCheck => "etcd_mutex.no_postwait_check",
+            RecipeBug::TrustLocalStateAfterExpiry => "recipe.trust_local_state_after_expiry",
+        }
+    }
+
+    /// Where it is documented.
+    pub const fn source(self) -> &'static str {
+        match self {
+            RecipeBug::NoFencing => {
+                "Kleppmann, How to do distributed locking (2016); Jepsen etcd 3.4.3 (2020)"
+            }
+            RecipeBug::EtcdMutexNoPostwaitCheck => "etcd-io/etcd#11456 (fixed by #11408)",
+            RecipeBug::TrustLocalStateAfterExpiry => {
+                "ZooKeeper sessions doc; CURATOR-460, CURATOR-696"
+            }
+        }
+    }
+}
+
+impl fmt::Display for RecipeBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The recipe bugs switched on for a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecipeBugs(u8);
+
+impl RecipeBugs {
+    /// Whether `bug` is on.
+    pub fn has(self, bug: RecipeBug) -> bool {
+        self.0 & (1 << bug as u8) != 0
+    }
+}
+
+impl FromIterator<RecipeBug> for RecipeBugs {
+    fn from_iter<I: IntoIterator<Item = RecipeBug>>(bugs: I) -> Self {
+        Self(bugs.into_iter().fold(0, |set, bug| set | 1 << bug as u8))
+    }
+}
