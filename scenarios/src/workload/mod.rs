@@ -5,12 +5,17 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
+mod etcd;
 mod kv;
 mod kv_leases;
 mod ledger;
 mod zk;
 mod zk_watches;
 
+pub use etcd::{
+    COUNTER_KEY, CasCounter, CompactedWatch, ELECTION_PREFIX, HeldLease, LeaseKeeper, Renewal,
+    WATCH_PREFIX, WatchResume,
+};
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
@@ -40,6 +45,17 @@ pub enum Workload {
     ZkWatches(ZkWatches),
     /// Appends to the demo ledger.
     Ledger(LedgerAppends),
+    /// A holder keeping named leases alive on its own schedule, readers of their keys, on
+    /// the Raft store.
+    LeaseKeeper(LeaseKeeper),
+    /// A writer and watchers from a past revision that resume after reconnects, on the
+    /// Raft store.
+    WatchResume(WatchResume),
+    /// Processes incrementing one counter with compare-and-swap transactions, on the Raft
+    /// store.
+    CasCounter(CasCounter),
+    /// Election waiters watching from a compaction revision, on the Raft store.
+    CompactedWatch(CompactedWatch),
 }
 
 impl Workload {
@@ -51,6 +67,10 @@ impl Workload {
             Workload::ZkMix(_) => "zk_mix",
             Workload::ZkWatches(_) => "zk_watches",
             Workload::Ledger(_) => "ledger",
+            Workload::LeaseKeeper(_) => "lease_keeper",
+            Workload::WatchResume(_) => "watch_resume",
+            Workload::CasCounter(_) => "cas_counter",
+            Workload::CompactedWatch(_) => "compacted_watch",
         }
     }
 
@@ -60,6 +80,10 @@ impl Workload {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
+            Workload::LeaseKeeper(_)
+            | Workload::WatchResume(_)
+            | Workload::CasCounter(_)
+            | Workload::CompactedWatch(_) => Store::Raft,
         }
     }
 
@@ -72,6 +96,10 @@ impl Workload {
                 .and_then(|()| mix.validate_readers(scenario.clients)),
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
+            Workload::LeaseKeeper(keeper) => keeper.validate(),
+            Workload::WatchResume(watches) => watches.validate(),
+            Workload::CasCounter(counter) => counter.validate(),
+            Workload::CompactedWatch(waiter) => waiter.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -94,6 +122,18 @@ impl Workload {
             }
             (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
                 appends.start(sim, ledger, stop)
+            }
+            (Workload::LeaseKeeper(keeper), RunningStore::Raft(cluster)) => {
+                keeper.start(sim, cluster, stop)
+            }
+            (Workload::WatchResume(watches), RunningStore::Raft(cluster)) => {
+                watches.start(sim, cluster, stop)
+            }
+            (Workload::CasCounter(counter), RunningStore::Raft(cluster)) => {
+                counter.start(sim, cluster, stop)
+            }
+            (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
+                waiter.start(sim, cluster, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -121,6 +161,18 @@ impl Workload {
             }
             (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
                 appends.finish(sim, ledger, pending).await
+            }
+            (Workload::LeaseKeeper(keeper), RunningStore::Raft(cluster)) => {
+                keeper.finish(sim, cluster, pending).await
+            }
+            (Workload::WatchResume(watches), RunningStore::Raft(cluster)) => {
+                watches.finish(sim, cluster, pending).await
+            }
+            (Workload::CasCounter(counter), RunningStore::Raft(cluster)) => {
+                counter.finish(sim, cluster, pending).await
+            }
+            (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
+                waiter.finish(sim, cluster, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
