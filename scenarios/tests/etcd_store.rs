@@ -19,6 +19,7 @@ use checks::{
 use scenarios::{
     Outcome, catalogue,
     sweep::{Sweep, SweepSummary},
+    workload::{COUNTER_KEY, LEASE_PREFIX},
 };
 use sim::{
     NodeId,
@@ -34,6 +35,10 @@ use sim::{
 use std::time::Duration;
 
 const TARGET: &str = "etcd_store";
+
+/// Seeds per test (`COORDSIM_SEEDS` says otherwise): these runs are short, so more than the
+/// scripted tests they replace had (three, and five for the stale reader).
+const SEEDS: u64 = 20;
 
 /// A fact a test expected of a run's history, or what was found instead.
 type Fact = Result<(), String>;
@@ -245,14 +250,14 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
     sweep_with_facts(
         "etcd_lease_keep_alive",
         "lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them",
-        3,
+        SEEDS,
         |history| {
             // Tighter than the scenario's own bound (5 s, which allows for elections): with
             // no faults, an abandoned lease is gone within 2 s of its TTL.
             let late = lease_expires_in_bound::check(history, Duration::from_secs(2));
             fact!(late.is_empty(), "leases expired late: {late:?}");
-            let kept = lease_of_key(history, "lease/kept")?;
-            let abandoned = lease_of_key(history, "lease/abandoned")?;
+            let kept = lease_of_key(history, &format!("{LEASE_PREFIX}kept"))?;
+            let abandoned = lease_of_key(history, &format!("{LEASE_PREFIX}abandoned"))?;
             let abandoned_end = ended_at(history, abandoned)?;
             let kept_end = ended_at(history, kept)?;
             let last_renewal = last_acknowledged_renewal(history, kept)?;
@@ -268,7 +273,7 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
             fact!(
                 reads.iter().any(|read| read.invoked_at > abandoned_end
                     && read.completed_at < last_renewal
-                    && keys(read) == ["lease/kept"]),
+                    && keys(read) == [format!("{LEASE_PREFIX}kept")]),
                 "no read between the abandoned lease's expiry and the kept lease's last \
                  renewal showed the kept key alone"
             );
@@ -302,10 +307,14 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
                 abandoned_gone,
                 "no TTL query after the abandoned lease expired was told it is gone"
             );
+            // A new leader extends every lease by the maximum election timeout (600 ms).
+            let ttl_ms = leases(history)[&kept]
+                .ttl_ms
+                .expect("a granted lease has a TTL");
             fact!(
-                !kept_ttl_ms.is_empty() && kept_ttl_ms.iter().all(|ms| *ms <= 1_000 + 600),
+                !kept_ttl_ms.is_empty() && kept_ttl_ms.iter().all(|ms| *ms <= ttl_ms + 600),
                 "the kept lease's TTLs while renewed: {kept_ttl_ms:?} (expected some, none \
-                 above its TTL plus the leader's margin)"
+                 above its TTL of {ttl_ms} ms plus 600 ms)"
             );
             Ok(())
         },
@@ -321,10 +330,10 @@ fn leader_changes_neither_expire_a_kept_lease_nor_keep_an_abandoned_one() {
     sweep_with_facts(
         "etcd_lease_leader_changes",
         "leader_changes_neither_expire_a_kept_lease_nor_keep_an_abandoned_one",
-        3,
+        SEEDS,
         |history| {
-            let kept = lease_of_key(history, "lease/kept")?;
-            let abandoned = lease_of_key(history, "lease/abandoned")?;
+            let kept = lease_of_key(history, &format!("{LEASE_PREFIX}kept"))?;
+            let abandoned = lease_of_key(history, &format!("{LEASE_PREFIX}abandoned"))?;
             let granted = granted_at(history, kept)?;
             let last_renewal = last_acknowledged_renewal(history, kept)?;
             let cuts = partitions(history);
@@ -338,8 +347,15 @@ fn leader_changes_neither_expire_a_kept_lease_nor_keep_an_abandoned_one() {
             // new leader.
             let elected = elections(history);
             let renewals = keep_alives(history, kept);
+            let renewals_stopped = renewals
+                .iter()
+                .map(|(invoked, _)| *invoked)
+                .max()
+                .expect("renewed");
             for (index, (cut, _, deposed)) in cuts.iter().enumerate() {
-                let next_cut = cuts.get(index + 1).map_or(last_renewal, |(at, _, _)| *at);
+                let next_cut = cuts
+                    .get(index + 1)
+                    .map_or(renewals_stopped, |(at, _, _)| *at);
                 let successor = elected
                     .iter()
                     .find(|(at, node)| cut < at && *at < next_cut && node != deposed)
@@ -375,10 +391,10 @@ fn a_paused_client_loses_its_lease() {
     sweep_with_facts(
         "etcd_lease_paused_holder",
         "a_paused_client_loses_its_lease",
-        3,
+        SEEDS,
         |history| {
             let holder = NodeId::client(0);
-            let lease = lease_of_key(history, "lease/lock")?;
+            let lease = lease_of_key(history, &format!("{LEASE_PREFIX}lock"))?;
             let granted = granted_at(history, lease)?;
             let faults = applied_faults(history);
             let paused = faults
@@ -439,15 +455,19 @@ fn a_paused_client_loses_its_lease() {
 /// The lease view of `raft.read_without_readindex`: a lease is abandoned just before its
 /// leader is cut off with a reader (its clock running slow); the new leader expires the
 /// lease, and the old one, answering reads from local state, still shows the reader the
-/// lease's key. `etcd.lease_keys_removed` catches it; the correct model runs the same seeds
-/// clean, the reader's reads through the cut unanswered.
+/// lease's key. `etcd.lease_keys_removed` catches it (on about half the seeds: the new
+/// leader must expire the lease before the old one, its CheckQuorum slowed by its clock,
+/// steps down about half a second after the cut); the
+/// correct model runs the same seeds clean, the reader's reads through the cut unanswered.
+/// With `COORDSIM_SEED` pinned to a seed that does not trigger the bug, the buggy half
+/// fails.
 #[test]
 fn read_without_readindex_shows_keys_of_an_expired_lease() {
     let name = "etcd_lease_stale_reader";
     let test_name = "read_without_readindex_shows_keys_of_an_expired_lease";
     let reader = NodeId::client(1);
-    let correct = sweep_with_facts(name, test_name, 5, |history| {
-        let lease = lease_of_key(history, "lease/lock")?;
+    sweep_with_facts(name, test_name, SEEDS, |history| {
+        let lease = lease_of_key(history, &format!("{LEASE_PREFIX}lock"))?;
         let (cut, healed, old_leader) = *partitions(history)
             .first()
             .ok_or("the leader was never cut off")?;
@@ -470,14 +490,7 @@ fn read_without_readindex_shows_keys_of_an_expired_lease() {
     let scenario = catalogue::get(name)
         .expect("a catalogue scenario")
         .with_bugs([bug]);
-    let buggy = Sweep::new(
-        scenario,
-        "scenarios",
-        TARGET,
-        test_name,
-        correct.seeds.len() as u64,
-    )
-    .run();
+    let buggy = Sweep::new(scenario, "scenarios", TARGET, test_name, SEEDS).run();
     let caught: Vec<&Outcome> = buggy
         .failures
         .iter()
@@ -489,9 +502,19 @@ fn read_without_readindex_shows_keys_of_an_expired_lease() {
                 .any(|v| v.check == "etcd.lease_keys_removed" && v.evidence.contains("by c2"))
         })
         .collect();
-    let first = caught
-        .first()
-        .unwrap_or_else(|| panic!("no stale read showed the expired lease's key:\n{buggy:?}"));
+    let first = caught.first().unwrap_or_else(|| {
+        let failures: Vec<String> = buggy
+            .failures
+            .iter()
+            .map(|f| format!("  seed {}: {:?}", f.outcome.seed, f.outcome.failure))
+            .collect();
+        panic!(
+            "{bug}: no stale read by c2 showed the expired lease's key in {} seeds of `{name}`; \
+             the runs that failed otherwise:\n{}",
+            buggy.seeds.len(),
+            failures.join("\n")
+        )
+    });
     println!(
         "{bug}: `etcd.lease_keys_removed` fired in {} of {} seeds; first at seed {}",
         caught.len(),
@@ -511,7 +534,7 @@ fn a_resumed_watch_delivers_every_change_after_its_revision_once_in_order() {
     sweep_with_facts(
         "etcd_watch_resume",
         "a_resumed_watch_delivers_every_change_after_its_revision_once_in_order",
-        3,
+        SEEDS,
         |history| {
             let watcher = NodeId::client(1);
             let records = watch_records(history, watcher);
@@ -598,7 +621,7 @@ fn a_watch_from_the_compaction_revision_gets_the_delete_at_it() {
     sweep_with_facts(
         "etcd_compacted_watch",
         "a_watch_from_the_compaction_revision_gets_the_delete_at_it",
-        3,
+        SEEDS,
         |history| {
             let compactions: Vec<u64> = history
                 .operations()
@@ -658,10 +681,11 @@ fn a_watch_from_the_compaction_revision_gets_the_delete_at_it() {
 /// failed), and increments were acknowledged on both sides of the crash.
 #[test]
 fn compare_and_swap_transactions_count_every_successful_increment() {
+    let (mut increments, mut unknown_outcomes) = (0, 0);
     sweep_with_facts(
         "etcd_cas_counter",
         "compare_and_swap_transactions_count_every_successful_increment",
-        3,
+        SEEDS,
         |history| {
             let crash = applied_faults(history)
                 .into_iter()
@@ -698,13 +722,11 @@ fn compare_and_swap_transactions_count_every_successful_increment() {
                 .reads
                 .iter()
                 .filter(|read| read.invoked_at > final_reads)
-                .find_map(|read| read.kvs.iter().find(|kv| kv.key == "counter"))
+                .find_map(|read| read.kvs.iter().find(|kv| kv.key == COUNTER_KEY))
                 .and_then(|kv| kv.value.parse::<u64>().ok())
                 .ok_or("the final read did not show the counter")?;
-            println!(
-                "{succeeded} increments acknowledged, {unknown} unknown, {lost_races} races \
-                 lost; the counter ends at {final_value}"
-            );
+            increments += succeeded;
+            unknown_outcomes += unknown;
             fact!(
                 (succeeded..=succeeded + unknown).contains(&final_value),
                 "the counter ends at {final_value}, but {succeeded} increments were \
@@ -720,5 +742,9 @@ fn compare_and_swap_transactions_count_every_successful_increment() {
             );
             Ok(())
         },
+    );
+    println!(
+        "{increments} increments acknowledged, {unknown_outcomes} of unknown outcome, over \
+         all seeds"
     );
 }

@@ -86,27 +86,30 @@ fn lease_keep_alive() -> Scenario {
     }
 }
 
-/// The leader cut off every two seconds while a lease is kept alive and another abandoned.
+/// The leader cut off for a second every two and a half seconds while a lease is kept
+/// alive and another abandoned.
 fn lease_leader_changes() -> Scenario {
     let cuts = (0..4)
         .map(|round| {
-            ScheduledFault::at(2_500 + 2_000 * round, isolate(Target::Leader)).lasting(1_000)
+            ScheduledFault::at(2_500 + 2_500 * round, isolate(Target::Leader)).lasting(1_000)
         })
         .collect();
     Scenario {
         workload: Workload::LeaseKeeper(LeaseKeeper {
             leases: vec![
-                lease("kept", 1_500, Renewal::UntilMs(10_000)),
+                // Kept two seconds past the last cut: time for a slow election (split votes)
+                // and a renewal with its winner.
+                lease("kept", 1_500, Renewal::UntilMs(13_000)),
                 lease("abandoned", 2_000, Renewal::Never),
             ],
             read_every_ms: 250,
             ..LeaseKeeper::default()
         }),
         faults: FaultSource::Plan(FaultPlan::new(cuts)),
-        fault_phase_ms: 10_000,
-        // The kept lease is abandoned at the end of the fault phase; the recovery gives it
-        // time to expire (within the expiry bound) before the final reads.
-        recovery_ms: 6_000,
+        fault_phase_ms: 11_000,
+        // The kept lease is abandoned two seconds into the recovery, which gives it time to
+        // expire (within the expiry bound) before the final reads.
+        recovery_ms: 7_000,
         liveness_bound_ms: 10_000,
         checks: lease_checks_with_expiry_bound(),
         ..scenario(
@@ -182,7 +185,7 @@ fn lease_stale_reader() -> Scenario {
                     },
                 },
             )
-            .lasting(1_500)
+            .lasting(2_500)
             .named("old_leader"),
             ScheduledFault::at(
                 1_980,
@@ -191,9 +194,9 @@ fn lease_stale_reader() -> Scenario {
                     drift_ppm: -500_000,
                 },
             )
-            .lasting(1_500),
+            .lasting(2_500),
         ])),
-        fault_phase_ms: 3_500,
+        fault_phase_ms: 4_500,
         recovery_ms: 500,
         liveness_bound_ms: 10_000,
         tuning: Tuning {

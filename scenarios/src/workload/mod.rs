@@ -13,8 +13,7 @@ mod zk;
 mod zk_watches;
 
 pub use etcd::{
-    COUNTER_KEY, CasCounter, CompactedWatch, ELECTION_PREFIX, HeldLease, LeaseKeeper, Renewal,
-    WATCH_PREFIX, WatchResume,
+    COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
 };
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};

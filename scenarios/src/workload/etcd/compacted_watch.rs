@@ -27,7 +27,7 @@ use std::{
 };
 
 /// The prefix under which each round's election keys live.
-pub const ELECTION_PREFIX: &str = "election/";
+const ELECTION_PREFIX: &str = "election/";
 
 /// Parameters of `compacted_watch`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -90,7 +90,7 @@ pub enum Renewal {
 
 impl HeldLease {
     /// The key attached to the lease.
-    pub fn key(&self) -> String {
+    fn key(&self) -> String {
         format!("{LEASE_PREFIX}{}", self.name)
     }
 }

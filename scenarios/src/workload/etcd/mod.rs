@@ -15,9 +15,9 @@ mod lease_keeper;
 mod watch_resume;
 
 pub use cas_counter::{COUNTER_KEY, CasCounter};
-pub use compacted_watch::{CompactedWatch, ELECTION_PREFIX};
+pub use compacted_watch::CompactedWatch;
 pub use lease_keeper::{HeldLease, LeaseKeeper, Renewal};
-pub use watch_resume::{WATCH_PREFIX, WatchResume};
+pub use watch_resume::WatchResume;
 
 use super::Pending;
 use models::etcd::{EtcdClient, EtcdCluster, kv_response};

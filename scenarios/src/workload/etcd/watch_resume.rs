@@ -22,7 +22,7 @@ use std::{
 };
 
 /// The prefix of the keys the writer writes and the watchers watch.
-pub const WATCH_PREFIX: &str = "watch/";
+const WATCH_PREFIX: &str = "watch/";
 
 /// How often a watcher waiting for changes looks whether it was told to stop.
 const STOP_POLL: Duration = Duration::from_millis(100);
