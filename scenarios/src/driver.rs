@@ -199,6 +199,9 @@ fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
                 config.raft.election_timeout_min = Duration::from_millis(min);
                 config.raft.election_timeout_max = Duration::from_millis(max);
             }
+            if let Some(interval) = tuning.lease_checkpoint_interval_ms {
+                config.lease_checkpoint_interval = Duration::from_millis(interval);
+            }
             RunningStore::Raft(EtcdCluster::start(sim, config))
         }
         Store::Zab => {

@@ -132,8 +132,8 @@ pub struct KnownBugCase {
 /// with a client that only reads, or with reading clients that join it once the others
 /// have moved on; quorum restarts; crashes on rejoin. The scripts in `zab_known_bugs.rs`
 /// and `zk_session_guarantees.rs`, whose faults act from code, stay as exact traces of the
-/// same bugs. (`etcd.compact_drops_tombstone` is still shown by a scripted test in
-/// `etcd_store.rs`; it joins this table as a scenario.)
+/// same bugs. The `etcd.*` rows run the etcd store's scenarios: leases under leader
+/// changes, and election waiters watching from a compaction revision.
 ///
 /// The ZAB bounds come from sweeps of 50 seeds: within its bound, each check fires on
 /// several seeds (the test prints how many), not on one lucky seed.
@@ -211,6 +211,14 @@ pub fn table() -> Vec<KnownBugCase> {
             check: "etcd.lease_expires_in_bound",
             seeds: 10,
             source: "etcd-io/etcd#9395 (fixed by lease checkpoints, #9924)",
+        },
+        KnownBugCase {
+            bug: KnownBug::Etcd(models::etcd::EtcdBug::CompactDropsTombstone),
+            scenario: "etcd_compacted_watch",
+            // The waiter's watch from the compaction revision skips the delete at it.
+            check: "etcd.watch_delivery",
+            seeds: 5,
+            source: "etcd-io/etcd#18089, #19179",
         },
         KnownBugCase {
             bug: KnownBug::Etcd(models::etcd::EtcdBug::LessorNotDemoted),

@@ -76,6 +76,9 @@ pub struct Tuning {
     pub max_entries_per_append: Option<usize>,
     /// Raft: the election timeout range, milliseconds.
     pub election_timeout_ms: Option<(u64, u64)>,
+    /// Raft store: how often the leader checkpoints remaining lease TTLs through the log,
+    /// milliseconds (a new leader starts each lease from its last checkpoint).
+    pub lease_checkpoint_interval_ms: Option<u64>,
     /// ZAB: how many transactions behind a follower may be for a DIFF (else SNAP).
     pub diff_window: Option<usize>,
     /// ZAB: ZooKeeper's `syncLimit`, in ticks.

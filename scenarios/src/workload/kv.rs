@@ -3,11 +3,11 @@
 //! every key (what the durability checker compares acknowledged writes against).
 
 use super::{Pending, Workers};
-use models::etcd::{ClientConfig, EtcdClient, EtcdCluster, kv_response};
+use models::etcd::{ClientConfig, EtcdClient, EtcdCluster};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use sim::{
-    NodeId, Sim,
+    Sim,
     history::kv::{Compare, CompareOperator, CompareTarget, KvOperation, ReadConsistency},
 };
 use std::{
@@ -131,24 +131,7 @@ impl KvMix {
         cluster: &EtcdCluster,
         pending: &Pending,
     ) -> Result<(), String> {
-        let reader = NodeId::client(0);
-        let (context, cluster, pending) = (sim.node(reader), cluster.clone(), pending.clone());
-        sim.spawn(reader, async move {
-            let mut client = EtcdClient::new(&cluster, context, 1_000);
-            let mut attempt = 0;
-            loop {
-                attempt += 1;
-                pending.set(format!(
-                    "{reader}: final read of {KEY_PREFIX}* (attempt {attempt})"
-                ));
-                let result = client.get_prefix(KEY_PREFIX).await;
-                if kv_response(&result).is_some() {
-                    return;
-                }
-            }
-        })
-        .await
-        .map_err(|_| format!("{reader}'s final read task died"))
+        super::etcd::final_read(sim, cluster, pending, KEY_PREFIX).await
     }
 
     fn random_operation(&self, rng: &mut impl Rng, process: u32, sequence: u64) -> KvOperation {

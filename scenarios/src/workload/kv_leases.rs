@@ -10,7 +10,7 @@ use models::etcd::{EtcdClient, EtcdCluster, kv_response};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use sim::{
-    NodeId, Sim,
+    Sim,
     history::{OpResult, kv::KvResponse},
 };
 use std::{
@@ -118,23 +118,7 @@ impl KvLeases {
         cluster: &EtcdCluster,
         pending: &Pending,
     ) -> Result<(), String> {
-        let reader = NodeId::client(0);
-        let (context, cluster, pending) = (sim.node(reader), cluster.clone(), pending.clone());
-        sim.spawn(reader, async move {
-            let mut client = EtcdClient::new(&cluster, context, 1_000);
-            let mut attempt = 0;
-            loop {
-                attempt += 1;
-                pending.set(format!(
-                    "{reader}: final read of {LEASE_PREFIX}* (attempt {attempt})"
-                ));
-                if kv_response(&client.get_prefix(LEASE_PREFIX).await).is_some() {
-                    return;
-                }
-            }
-        })
-        .await
-        .map_err(|_| format!("{reader}'s final read task died"))
+        super::etcd::final_read(sim, cluster, pending, LEASE_PREFIX).await
     }
 }
 

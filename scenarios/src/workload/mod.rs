@@ -5,6 +5,7 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
+mod etcd;
 mod kv;
 mod kv_leases;
 mod ledger;
@@ -12,6 +13,9 @@ mod locks;
 mod zk;
 mod zk_watches;
 
+pub use etcd::{
+    COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
+};
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
@@ -49,6 +53,17 @@ pub enum Workload {
     Ledger(LedgerAppends),
     /// Clients taking a lock and writing to a fenced resource in their critical sections.
     Locks(Locks),
+    /// A holder keeping named leases alive on its own schedule, readers of their keys, on
+    /// the Raft store.
+    LeaseKeeper(LeaseKeeper),
+    /// A writer and watchers from a past revision that resume after reconnects, on the
+    /// Raft store.
+    WatchResume(WatchResume),
+    /// Processes incrementing one counter with compare-and-swap transactions, on the Raft
+    /// store.
+    CasCounter(CasCounter),
+    /// Election waiters watching from a compaction revision, on the Raft store.
+    CompactedWatch(CompactedWatch),
 }
 
 impl Workload {
@@ -61,6 +76,10 @@ impl Workload {
             Workload::ZkWatches(_) => "zk_watches",
             Workload::Ledger(_) => "ledger",
             Workload::Locks(_) => "locks",
+            Workload::LeaseKeeper(_) => "lease_keeper",
+            Workload::WatchResume(_) => "watch_resume",
+            Workload::CasCounter(_) => "cas_counter",
+            Workload::CompactedWatch(_) => "compacted_watch",
         }
     }
 
@@ -70,6 +89,10 @@ impl Workload {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
+            Workload::LeaseKeeper(_)
+            | Workload::WatchResume(_)
+            | Workload::CasCounter(_)
+            | Workload::CompactedWatch(_) => Store::Raft,
             Workload::Locks(locks) => match locks.recipe {
                 LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
                 LockRecipe::EtcdMutex => Store::Raft,
@@ -104,6 +127,10 @@ impl Workload {
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
             Workload::Locks(locks) => locks.validate(),
+            Workload::LeaseKeeper(keeper) => keeper.validate(),
+            Workload::WatchResume(watches) => watches.validate(),
+            Workload::CasCounter(counter) => counter.validate(),
+            Workload::CompactedWatch(waiter) => waiter.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -136,6 +163,18 @@ impl Workload {
             }
             (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
                 appends.start(sim, ledger, stop)
+            }
+            (Workload::LeaseKeeper(keeper), RunningStore::Raft(cluster)) => {
+                keeper.start(sim, cluster, stop)
+            }
+            (Workload::WatchResume(watches), RunningStore::Raft(cluster)) => {
+                watches.start(sim, cluster, stop)
+            }
+            (Workload::CasCounter(counter), RunningStore::Raft(cluster)) => {
+                counter.start(sim, cluster, stop)
+            }
+            (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
+                waiter.start(sim, cluster, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -170,6 +209,18 @@ impl Workload {
             }
             (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
                 appends.finish(sim, ledger, pending).await
+            }
+            (Workload::LeaseKeeper(keeper), RunningStore::Raft(cluster)) => {
+                keeper.finish(sim, cluster, pending).await
+            }
+            (Workload::WatchResume(watches), RunningStore::Raft(cluster)) => {
+                watches.finish(sim, cluster, pending).await
+            }
+            (Workload::CasCounter(counter), RunningStore::Raft(cluster)) => {
+                counter.finish(sim, cluster, pending).await
+            }
+            (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
+                waiter.finish(sim, cluster, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

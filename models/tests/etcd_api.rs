@@ -1,0 +1,162 @@
+//! The etcd-like store's client-visible API in a healthy three-server world: bad input gets
+//! typed errors, and compaction refuses reads and watches below its revision with typed
+//! errors while the compaction revision itself stays readable and watchable. No faults and
+//! no checkers: what runs under faults is in the scenarios crate's `etcd_store` suite.
+
+use models::etcd::{EtcdClient, EtcdCluster, EtcdConfig, WatchItem, kv_response};
+use sim::{
+    NodeId, RunEnd, Seed, World,
+    history::{
+        OpError, OpResult,
+        kv::{Compare, CompareOperator, CompareTarget, KvError, KvOperation, KvResponse},
+    },
+};
+use std::{future::Future, time::Duration};
+
+/// Runs `body` with a client (process 0 on c1) of a healthy three-server cluster, once the
+/// cluster has had a second to elect, and fails unless it finishes before the time limit.
+fn with_client<F, Fut>(seed: u64, body: F)
+where
+    F: FnOnce(EtcdClient) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let outcome = World::builder()
+        .seed(Seed::new(seed))
+        .servers(3)
+        .clients(1)
+        .time_limit(Duration::from_secs(60))
+        .build()
+        .expect("a valid world")
+        .run(move |sim| async move {
+            let cluster = EtcdCluster::start(&sim, EtcdConfig::new(&sim.servers()));
+            sim.sleep(Duration::from_millis(1_000)).await;
+            let node = NodeId::client(0);
+            let context = sim.node(node);
+            sim.spawn(node, async move {
+                body(EtcdClient::new(&cluster, context, 0)).await;
+            })
+            .await
+            .expect("the client finishes");
+        });
+    assert!(
+        matches!(outcome.end, RunEnd::Completed { .. }),
+        "the client was still going at the time limit: {outcome}"
+    );
+}
+
+fn keys_of(result: &OpResult) -> Vec<String> {
+    match kv_response(result) {
+        Some(KvResponse::Get { kvs, .. }) => kvs.iter().map(|kv| kv.key.clone()).collect(),
+        other => panic!("get failed: {result:?} {other:?}"),
+    }
+}
+
+fn ok(result: &OpResult) {
+    assert!(matches!(result, OpResult::Ok { .. }), "{result:?}");
+}
+
+fn fail(error: KvError) -> OpResult {
+    OpResult::Fail {
+        error: OpError::Kv(error),
+    }
+}
+
+/// Compaction: reads and watches below the compaction revision are refused with a typed
+/// error; the compaction revision itself stays readable and watchable.
+#[test]
+fn compaction_refuses_old_revisions_with_typed_errors() {
+    with_client(1, |mut client| async move {
+        ok(&client.put("k", "1").await); // revision 2
+        ok(&client.put("k", "2").await); // revision 3
+        ok(&client.delete("k").await); // revision 4
+        ok(&client.put("k", "3").await); // revision 5
+        ok(&client.compact(4).await);
+        let compacted = fail(KvError::Compacted {
+            compact_revision: 4,
+        });
+        assert_eq!(client.get_at_revision("k", 3).await, compacted);
+        assert_eq!(client.compact(3).await, compacted);
+        assert!(keys_of(&client.get_at_revision("k", 4).await).is_empty());
+        assert_eq!(keys_of(&client.get_at_revision("k", 5).await), ["k"]);
+        assert_eq!(
+            client.get_at_revision("k", 99).await,
+            fail(KvError::FutureRevision {
+                current_revision: 5
+            })
+        );
+        let mut stale = client.watch("k", None, 2);
+        assert_eq!(
+            stale.next().await,
+            WatchItem::Compacted {
+                compact_revision: 4
+            }
+        );
+        let mut from_compaction = client.watch("k", None, 4);
+        let WatchItem::Changes(changes) = from_compaction.next().await else {
+            panic!("a watch from the compaction revision starts");
+        };
+        let revisions: Vec<u64> = changes.iter().map(|c| c.revision()).collect();
+        assert_eq!(revisions, [4, 5], "the delete at 4 and the put at 5");
+    });
+}
+
+/// Bad input gets typed errors, never a panic, and changes nothing.
+#[test]
+fn bad_input_gets_typed_errors() {
+    with_client(2, |mut client| async move {
+        assert_eq!(client.put("", "v").await, fail(KvError::EmptyKey));
+        assert_eq!(client.get("").await, fail(KvError::EmptyKey));
+        assert_eq!(client.delete("").await, fail(KvError::EmptyKey));
+        assert_eq!(
+            client.put_with_lease("k", "v", 424_242).await,
+            fail(KvError::LeaseNotFound { lease: 424_242 })
+        );
+        assert_eq!(
+            client.lease_keep_alive(7).await,
+            fail(KvError::LeaseNotFound { lease: 7 })
+        );
+        assert_eq!(
+            client.lease_revoke(7).await,
+            fail(KvError::LeaseNotFound { lease: 7 })
+        );
+        assert_eq!(
+            client.lease_time_to_live(7).await,
+            fail(KvError::LeaseNotFound { lease: 7 })
+        );
+        assert_eq!(
+            client.txn(vec![], vec![], vec![]).await,
+            fail(KvError::EmptyTransaction)
+        );
+        let empty_compare = Compare {
+            key: String::new(),
+            target: CompareTarget::Version(0),
+            operator: CompareOperator::Equal,
+        };
+        let delete = KvOperation::Delete {
+            key: "k".into(),
+            range_end: None,
+        };
+        assert_eq!(
+            client.txn(vec![empty_compare], vec![delete], vec![]).await,
+            fail(KvError::EmptyKey)
+        );
+        assert!(matches!(
+            client.lease_grant(0).await,
+            OpResult::Fail {
+                error: OpError::Kv(KvError::Other { .. })
+            }
+        ));
+        assert!(matches!(
+            client.compact(1_000).await,
+            OpResult::Fail {
+                error: OpError::Kv(KvError::FutureRevision { .. })
+            }
+        ));
+        // Nothing above changed the store.
+        let Some(KvResponse::Get { revision, .. }) = kv_response(&client.get("k").await).cloned()
+        else {
+            panic!("a get works");
+        };
+        assert_eq!(revision, 1);
+    });
+}
