@@ -96,16 +96,25 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         });
         scenarios.push(Scenario {
             checks: lock_checks(recipe, Belief::PausedHoldersOverlap),
+            // Three pauses of whoever holds the lock then (a pause that finds nobody holding
+            // is skipped, and recorded as such).
             faults: FaultSource::PauseClients(PauseClients {
-                interval_ms: 1_000,
-                pause_ms: 3_000,
+                interval_ms: 500,
+                pause_ms: 2_500,
                 whom: PausedClient::Holder,
+            }),
+            fault_phase_ms: 12_000,
+            // Long enough critical sections that a pause mostly finds a holder.
+            workload: Workload::Locks(Locks {
+                recipe,
+                hold_ms: 300,
+                ..Locks::default()
             }),
             ..base(
                 "_expiry",
                 format!(
-                    "{what} with the holder paused past its session timeout / lease TTL \
-                     (2 s): it still believes it holds the lock when it resumes, and writes; \
+                    "{what} with the holder paused for 2.5 s, past its session timeout / \
+                     lease TTL (2 s): it still believes it holds the lock when it resumes, and writes; \
                      the fenced resource must refuse it"
                 ),
             )
