@@ -178,6 +178,14 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     believed.checks.push("recipe.mutual_exclusion".into());
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
+    for outcome in &summary.outcomes {
+        // Every run paused a holder at least once (a pause finding no holder is skipped).
+        assert!(
+            outcome.fault_counts.fired(FaultKind::Pause) >= 1,
+            "seed {}: no holder was paused",
+            outcome.seed
+        );
+    }
     let broken_belief = summary
         .failures
         .iter()
