@@ -11,6 +11,7 @@ mod etcd_mutex;
 mod fenced_resource;
 mod lock;
 mod zk_herd_lock;
+mod zk_lock;
 mod zk_paths;
 mod zk_queue_lock;
 
@@ -20,5 +21,6 @@ pub use fenced_resource::{
     FencedResource, Fencing, ResourceClient, ResourceFrame, ResourceUnavailable,
 };
 pub use lock::LockError;
-pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
+pub use zk_herd_lock::ZkHerdLock;
+pub use zk_lock::ZkLockGuard;
 pub use zk_queue_lock::ZkQueueLock;

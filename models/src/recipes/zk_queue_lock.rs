@@ -11,16 +11,13 @@
 //! - The fencing token is the client's node's `czxid`.
 
 use super::bugs::RecipeBugs;
-use super::lock::{LockError, LockRecorder};
-use super::zk_herd_lock::{NodeName, ZkLockGuard, store_error};
+use super::lock::LockError;
+use super::zk_lock::{NodeName, ZkLockBase, ZkLockGuard, store_error};
 use super::zk_paths::{ensure_parents, sequence_of};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
-    history::{
-        recipe::LockStep,
-        zk::{CreateMode, ZkError},
-    },
+    history::zk::{CreateMode, ZkError},
 };
 use std::time::Duration;
 
@@ -29,47 +26,35 @@ const CHILD_PREFIX: &str = "lock-";
 
 /// A queue lock whose waiters queue under `path`.
 pub struct ZkQueueLock {
-    bugs: RecipeBugs,
-    zk: ZkClient,
-    path: String,
-    context: NodeContext,
-    recorder: LockRecorder,
+    base: ZkLockBase,
 }
 
 impl ZkQueueLock {
     /// The lock at `path`, used through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
-            bugs: RecipeBugs::default(),
-            zk: zk.clone(),
-            path: path.to_string(),
-            context: context.clone(),
-            recorder: LockRecorder::new(context, zk.process(), path),
+            base: ZkLockBase::new(zk, context, path),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.base.bugs = bugs;
         self
     }
 
     /// Waits for the lock, for at most `patience`; on giving up, withdraws from the queue.
     pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
-        self.recorder.record(LockStep::Requested);
-        let result = self.try_acquire(patience).await;
-        if let Err(error) = &result {
-            self.recorder.gave_up(error);
-        }
-        result
+        self.base.recorded(self.try_acquire(patience)).await
     }
 
     async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
-        let clock = self.context.clock().clone();
+        let base = &self.base;
+        let clock = base.context.clock().clone();
         let deadline = clock.now() + patience;
-        let child = format!("{}/{CHILD_PREFIX}", self.path);
+        let child = format!("{}/{CHILD_PREFIX}", base.path);
         let mine = loop {
-            match self
+            match base
                 .zk
                 .create_protected(&child, "", CreateMode::EphemeralSequential)
                 .await
@@ -77,7 +62,7 @@ impl ZkQueueLock {
                 // The first waiter ever creates the lock node (Curator's
                 // `creatingParentsIfNeeded`): one failed create, not one per turn.
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
-                    ensure_parents(&self.zk, &child)
+                    ensure_parents(&base.zk, &child)
                         .await
                         .map_err(store_error)?;
                 }
@@ -93,7 +78,7 @@ impl ZkQueueLock {
             if clock.now() >= deadline {
                 return Err(withdraw(LockError::TimedOut).await);
             }
-            let children = match self.zk.get_children(&self.path).await {
+            let children = match base.zk.get_children(&base.path).await {
                 Ok((children, _)) => children,
                 Err(ZkClientError::ConnectionLoss) => continue,
                 Err(error) => return Err(store_error(error)),
@@ -110,17 +95,17 @@ impl ZkQueueLock {
                 return Err(LockError::SessionEnded);
             };
             if place == 0 {
-                match self.zk.exists(&mine).await {
-                    Ok(Some(stat)) if Some(stat.ephemeral_owner) == self.zk.session_id() => {
-                        return Ok(self.held(mine, stat.czxid));
+                match base.zk.exists(&mine).await {
+                    Ok(Some(stat)) if Some(stat.ephemeral_owner) == base.zk.session_id() => {
+                        return Ok(base.held(mine, stat.czxid, NodeName::Unique));
                     }
                     Ok(_) => return Err(LockError::SessionEnded),
                     Err(ZkClientError::ConnectionLoss) => continue,
                     Err(error) => return Err(store_error(error)),
                 }
             }
-            let predecessor = format!("{}/{}", self.path, queue[place - 1].1);
-            let watch = match self.zk.exists_watch(&predecessor).await {
+            let predecessor = format!("{}/{}", base.path, queue[place - 1].1);
+            let watch = match base.zk.exists_watch(&predecessor).await {
                 Ok((Some(_), watch)) => watch,
                 // Gone before the watch was set: list again.
                 Ok((None, _)) | Err(ZkClientError::ConnectionLoss) => continue,
@@ -128,7 +113,7 @@ impl ZkQueueLock {
             };
             let left = deadline.saturating_duration_since(clock.now());
             match clock.timeout(left, watch.fired()).await {
-                Ok(Ok(event)) => self.recorder.woken(&event.path),
+                Ok(Ok(event)) => base.recorder.woken(&event.path),
                 Ok(Err(_)) => return Err(LockError::SessionEnded),
                 Err(_) => return Err(withdraw(LockError::TimedOut).await),
             }
@@ -136,19 +121,6 @@ impl ZkQueueLock {
     }
 
     async fn delete(&self, node: &str) {
-        while let Err(ZkClientError::ConnectionLoss) = self.zk.delete(node, None).await {}
-    }
-
-    fn held(&self, node: String, token: u64) -> ZkLockGuard {
-        self.recorder.record(LockStep::Acquired { token });
-        ZkLockGuard {
-            zk: self.zk.clone(),
-            node,
-            token,
-            recorder: self.recorder.clone(),
-            acquired_at: self.context.sim().now(),
-            node_name: NodeName::Unique,
-            bugs: self.bugs,
-        }
+        while let Err(ZkClientError::ConnectionLoss) = self.base.zk.delete(node, None).await {}
     }
 }
