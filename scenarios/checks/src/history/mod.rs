@@ -3,8 +3,11 @@
 //! Each reader documents which events it reads and who records them.
 
 pub mod applied_runs;
+pub mod faults;
 pub mod kv;
+pub mod leaders;
 pub mod leases;
+pub mod sessions;
 pub mod zk;
 
 use sim::{
