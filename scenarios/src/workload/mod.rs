@@ -9,12 +9,20 @@ mod kv;
 mod kv_leases;
 mod ledger;
 mod zk;
+mod zk_ephemeral_holders;
+mod zk_out_of_band_reads;
+mod zk_script;
+mod zk_sequential_creates;
 mod zk_watches;
 
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
+pub use zk_ephemeral_holders::{ZkEphemeralHolders, holder_path};
+pub use zk_out_of_band_reads::ZkOutOfBandReads;
+pub use zk_script::{Wait, ZkScript, ZkStep, ZkStepOp};
+pub use zk_sequential_creates::{SEQUENCE_PARENT, ZkSequentialCreates};
 pub use zk_watches::ZkWatches;
 
 use crate::scenario::{Scenario, ScenarioError, Store};
@@ -40,6 +48,14 @@ pub enum Workload {
     ZkWatches(ZkWatches),
     /// Appends to the demo ledger.
     Ledger(LedgerAppends),
+    /// Sessions holding ephemeral nodes and watching each other's on the ZAB store.
+    ZkEphemeralHolders(ZkEphemeralHolders),
+    /// Protected sequential creates, back to back, on the ZAB store.
+    ZkSequentialCreates(ZkSequentialCreates),
+    /// An exact trace of client steps at set times on the ZAB store.
+    ZkScript(ZkScript),
+    /// A writer telling readers out of band what it wrote, on the ZAB store.
+    ZkOutOfBandReads(ZkOutOfBandReads),
 }
 
 impl Workload {
@@ -51,6 +67,10 @@ impl Workload {
             Workload::ZkMix(_) => "zk_mix",
             Workload::ZkWatches(_) => "zk_watches",
             Workload::Ledger(_) => "ledger",
+            Workload::ZkEphemeralHolders(_) => "zk_ephemeral_holders",
+            Workload::ZkSequentialCreates(_) => "zk_sequential_creates",
+            Workload::ZkScript(_) => "zk_script",
+            Workload::ZkOutOfBandReads(_) => "zk_out_of_band_reads",
         }
     }
 
@@ -60,6 +80,10 @@ impl Workload {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
+            Workload::ZkEphemeralHolders(_)
+            | Workload::ZkSequentialCreates(_)
+            | Workload::ZkScript(_)
+            | Workload::ZkOutOfBandReads(_) => Store::Zab,
         }
     }
 
@@ -72,6 +96,10 @@ impl Workload {
                 .and_then(|()| mix.validate_readers(scenario.clients)),
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
+            Workload::ZkEphemeralHolders(holders) => holders.validate(),
+            Workload::ZkSequentialCreates(creates) => creates.validate(),
+            Workload::ZkScript(script) => script.validate(scenario.servers, scenario.clients),
+            Workload::ZkOutOfBandReads(reads) => reads.validate(scenario.servers, scenario.clients),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -94,6 +122,18 @@ impl Workload {
             }
             (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
                 appends.start(sim, ledger, stop)
+            }
+            (Workload::ZkEphemeralHolders(holders), RunningStore::Zab(ensemble)) => {
+                holders.start(sim, ensemble, stop)
+            }
+            (Workload::ZkSequentialCreates(creates), RunningStore::Zab(ensemble)) => {
+                creates.start(sim, ensemble, stop)
+            }
+            (Workload::ZkScript(script), RunningStore::Zab(ensemble)) => {
+                script.start(sim, ensemble, stop)
+            }
+            (Workload::ZkOutOfBandReads(reads), RunningStore::Zab(ensemble)) => {
+                reads.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -121,6 +161,18 @@ impl Workload {
             }
             (Workload::Ledger(appends), RunningStore::Ledger(ledger)) => {
                 appends.finish(sim, ledger, pending).await
+            }
+            (Workload::ZkEphemeralHolders(holders), RunningStore::Zab(ensemble)) => {
+                holders.finish(sim, ensemble, pending).await
+            }
+            (Workload::ZkSequentialCreates(creates), RunningStore::Zab(ensemble)) => {
+                creates.finish(sim, ensemble, pending).await
+            }
+            (Workload::ZkScript(script), RunningStore::Zab(ensemble)) => {
+                script.finish(sim, ensemble, pending).await
+            }
+            (Workload::ZkOutOfBandReads(reads), RunningStore::Zab(ensemble)) => {
+                reads.finish(sim, ensemble, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
