@@ -2,7 +2,11 @@
 //! suites use. Each is plain data; `Scenario::load` reads the same from a file.
 
 mod raft;
+mod steps;
 mod zab;
+mod zab_traces;
+mod zk_sessions;
+mod zk_znodes;
 
 use crate::{
     scenario::{Scenario, Store, Tuning, WorldSettings},
@@ -15,6 +19,9 @@ pub fn all() -> Vec<Scenario> {
     let mut scenarios = vec![ledger()];
     scenarios.extend(raft::scenarios());
     scenarios.extend(zab::scenarios());
+    scenarios.extend(zk_sessions::scenarios());
+    scenarios.extend(zk_znodes::scenarios());
+    scenarios.extend(zab_traces::scenarios());
     scenarios
 }
 
