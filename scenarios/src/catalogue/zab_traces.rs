@@ -111,7 +111,7 @@ fn diff_without_trunc() -> Scenario {
             connect(1_000, C1, &[S3], 2_000),
             create(1_000, C1, "/x", "0", CreateMode::Persistent),
             set(1_000, C1, "/x", "1").waiting(Wait::Answer),
-            set(1_300, C1, "/x", "ghost").waiting(Wait::None),
+            set(1_300, C1, "/x", "ghost").waiting(Wait::Nothing),
             connect(1_400, C2, &[S1, S2], 2_000),
             set(1_400, C2, "/x", "after-1").waiting(Wait::Answer),
             set(1_400, C2, "/x", "after-2").waiting(Wait::Answer),

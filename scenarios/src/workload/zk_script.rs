@@ -157,9 +157,9 @@ pub enum Wait {
     /// a lost connection leaves an attempt's outcome unknown, so it is tried again. Gives up
     /// when the session ends or the workload stops.
     Answer,
-    /// One attempt, sent without waiting: the next step starts at its own time, and the
-    /// outcome reaches the history whenever it comes (if ever).
-    None,
+    /// One attempt, sent without waiting for anything: the next step starts at its own
+    /// time, and the outcome reaches the history whenever it comes (if ever).
+    Nothing,
 }
 
 /// How long an `answer` step waits between attempts.
@@ -185,7 +185,13 @@ impl ZkScript {
                     step.client, step.at_ms
                 ));
             }
-            last_at.insert(step.client, step.at_ms);
+            let connected = last_at.insert(step.client, step.at_ms).is_some();
+            if !connected && !matches!(step.op, ZkStepOp::Connect { .. }) {
+                return problem(format!(
+                    "{}'s first step is not a connect (expected a session before any operation)",
+                    step.client
+                ));
+            }
             if let ZkStepOp::Connect {
                 servers: named,
                 session_timeout_ms,
@@ -294,7 +300,7 @@ async fn run_steps(
             Wait::Reply => {
                 let _ = attempt(&zk, &step.op).await;
             }
-            Wait::None => {
+            Wait::Nothing => {
                 let op = step.op.clone();
                 sim::task::spawn_local(async move {
                     let _ = attempt(&zk, &op).await;
@@ -356,6 +362,11 @@ mod tests {
         assert_eq!(script.steps[1].wait, super::Wait::Answer);
         for (bad, expected) in [
             (good.replace("c2", "c3"), "not a client node"),
+            (
+                good.replacen("op = \"connect\"", "op = \"sync\"\npath = \"/\"", 1)
+                    .replacen("servers = [\"s3\"]\nsession_timeout_ms = 1000\n", "", 1),
+                "first step is not a connect",
+            ),
             (good.replace("s3", "s4"), "not a server"),
             (
                 good.replacen("at_ms = 10", "at_ms = 20", 1),
@@ -364,7 +375,7 @@ mod tests {
             (
                 good.replacen(
                     "session_timeout_ms = 1000",
-                    "session_timeout_ms = 1000\nwait = \"none\"",
+                    "session_timeout_ms = 1000\nwait = \"nothing\"",
                     1,
                 ),
                 "expected no `wait`",
