@@ -130,10 +130,10 @@ pub struct KnownBugCase {
 /// The ZAB rows aim at the moment each bug needs with the directed generators of
 /// `sim::fault`: the leader killer, with every rejoin synced by DIFF; the cut-off leader
 /// with a client that only reads, or with reading clients that join it once the others
-/// have moved on; quorum restarts; crashes on rejoin. The scripts in `zab_known_bugs.rs`
-/// and `zk_session_guarantees.rs`, whose faults act from code, stay as exact traces of the
-/// same bugs. The `etcd.*` rows run the etcd store's scenarios: leases under leader
-/// changes, and election waiters watching from a compaction revision.
+/// have moved on; quorum restarts; crashes on rejoin. Exact traces of the same bugs are
+/// scripted plans in the catalogue (`zab_trace_*`), run by `zab_known_bugs.rs` and
+/// `zk_session_guarantees.rs`. The `etcd.*` rows run the etcd store's scenarios: leases
+/// under leader changes, and election waiters watching from a compaction revision.
 ///
 /// The ZAB bounds come from sweeps of 50 seeds: within its bound, each check fires on
 /// several seeds (the test prints how many), not on one lucky seed.

@@ -4,8 +4,8 @@
 //! progress made.
 //!
 //! Exact traces of the Raft bugs, step by step, are in models/tests/raft_scripts.rs; of the
-//! ZAB bugs, in zab_known_bugs.rs and zk_session_guarantees.rs (scripts that inject their
-//! faults from code: examples, where this table is the zoo's test).
+//! ZAB bugs, in zab_known_bugs.rs and zk_session_guarantees.rs (the catalogue's scripted
+//! plans `zab_trace_*`: examples, where this table is the zoo's test).
 //! With `COORDSIM_SEED` pinned to a seed that does not trigger the bug, the buggy half fails
 //! (the message names the seeds that did).
 

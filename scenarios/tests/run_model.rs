@@ -132,8 +132,8 @@ fn a_clean_run_made_progress() {
 }
 
 /// A directed plan (the leader killer, a quorum restart, a crash on rejoin, clients joining
-/// a cut-off leader: aimed at roles and `$names`) written to a file and read back replays
-/// the run to the same history digest.
+/// a cut-off leader, a scripted trace: aimed at roles and `$names`) written to a file and
+/// read back replays the run to the same history digest.
 #[test]
 fn directed_plans_replay_from_their_files_to_the_same_digest() {
     for name in [
@@ -142,6 +142,7 @@ fn directed_plans_replay_from_their_files_to_the_same_digest() {
         "zab_quorum_restart",
         "zab_rejoin_crash",
         "zab_cut_off_leader_readers_join",
+        "zab_trace_diff_without_trunc",
     ] {
         let scenario = catalogue::get(name).unwrap();
         let seed = Seed::new(11);

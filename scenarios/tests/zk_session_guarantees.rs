@@ -1,204 +1,183 @@
 //! ZooKeeper's session guarantee for plain reads (`zk.session_consistency`), shown to fire
-//! on a model with the guarantee switched off: an exact trace. The zoo's test of
+//! on a model with the guarantee switched off: the catalogue's scripted plan
+//! `zab_trace_reconnect_ignores_last_zxid`, run through the one driver. The zoo's test of
 //! `zab.reconnect_ignores_last_zxid` is its row in the known-bug table (`known_bugs.rs`),
-//! by seeds in `zab_cut_off_leader_readers_join`, whose faults are plan data.
+//! by seeds in `zab_cut_off_leader_readers_join`.
 //!
-//! The schedule: a client writes in a new epoch, after the old leader was cut off; then the
-//! servers that have the write crash, and the only server the client can reach is the
-//! deposed leader, which keeps leading epoch 1 (and serving its state) until `sync_limit`
-//! passes without its followers. The correct server refuses the client, which has seen a
-//! later zxid (`ZooKeeperServer.processConnectRequest`); the client waits until the others
-//! are back, and reads its write. With `zab.reconnect_ignores_last_zxid` the deposed leader
-//! accepts the client, which reads back in time.
-//!
-//! (A follower partitioned away from its leader is no such server: in this model, as in
-//! ZooKeeper, it stops serving at once. And a follower connected to its leader cannot be
-//! behind a session that reconnects to it: the leader's answer to the session's
-//! revalidation reaches it after every commit the session could have seen.)
+//! The trace: c1 writes in epoch 2 after the old leader s3 was cut off; then s1 and s2,
+//! which have the write, crash as the partition heals, and the only server c1 can reach is
+//! s3, which leads epoch 1 until `sync_limit` passes without its followers. The correct s3
+//! refuses c1, which has seen a later zxid; c1 waits for s1 and s2 and reads its write. With
+//! the bug s3 takes c1 back, and c1 reads back in time.
 
-use models::{
-    zab::{KnownBugs, ZabBug},
-    zk::{ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig},
+use checks::history::{
+    faults::fired_faults,
+    sessions::{Attach, attachments},
+    zk::{ZkOp, zk_operations},
 };
+use scenarios::{KnownBug, Outcome, catalogue, sweep::Sweep};
 use sim::{
-    NodeId, RunOutcome, Seed, World,
-    fault::{Fault, PartitionShape},
+    NodeId,
+    fault::{Fault, Target},
     history::{
-        Event, FaultRecord,
-        zk::{CreateMode, ZkEvent},
+        History,
+        zk::{ZkOperation, ZkResponse},
     },
-    report::FailureReport,
-};
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
+    time::SimTime,
 };
 
-const S1: NodeId = NodeId::server(0);
-const S2: NodeId = NodeId::server(1);
+const TARGET: &str = "zk_session_guarantees";
 const S3: NodeId = NodeId::server(2);
 const C1: NodeId = NodeId::client(0);
+const CHECK: &str = "zk.session_consistency";
 
-const PROPERTY: &str = "session consistency";
-
-/// Runs the schedule with `bugs`; returns the run and what the client's last read showed.
-fn run(seed: Seed, bugs: KnownBugs) -> (RunOutcome, Option<String>) {
-    let read = Arc::new(Mutex::new(None));
-    let shown = read.clone();
-    let mut config = ZkEnsembleConfig::new(vec![S1, S2, S3]);
-    config.bugs = bugs;
-    // How long a leader cut off from its followers keeps leading (and serving): 3 s.
-    config.sync_limit_ticks = 30;
-    let outcome = World::builder()
-        .seed(seed)
-        .servers(3)
-        .clients(1)
-        .time_limit(Duration::from_secs(60))
-        .build()
-        .expect("a valid world")
-        .run(move |sim| async move {
-            let ensemble = ZkEnsemble::new(&sim, config).expect("a valid ensemble");
-            ensemble.start(&sim);
-            sim.sleep(Duration::from_secs(1)).await;
-            let nemesis = sim.nemesis();
-            let zk = client(&sim, &ensemble).await;
-            let client = zk.clone();
-            sim.spawn(C1, async move {
-                client.create("/x", "old", CreateMode::Persistent).await
-            })
-            .await
-            .expect("client task")
-            .expect("created in epoch 1");
-            // The leader (s3) is cut off; s1 and s2 move on to epoch 2 and take the write.
-            nemesis.partition(PartitionShape::Groups {
-                groups: vec![vec![S3], vec![S1, S2, C1]],
-            });
-            let client = zk.clone();
-            sim.spawn(C1, async move {
-                retry(|| client.set_data("/x", "new", None)).await
-            })
-            .await
-            .expect("client task");
-            // Both servers with the write crash: the client can only reach s3, still
-            // leading epoch 1.
-            nemesis.crash(S1);
-            nemesis.crash(S2);
-            nemesis.heal();
-            let client = zk.clone();
-            let reading = sim.spawn(C1, async move { retry(|| client.get_data("/x")).await.0 });
-            sim.sleep(Duration::from_secs(1)).await;
-            nemesis.restart(S1);
-            nemesis.restart(S2);
-            *shown.lock().unwrap() = Some(reading.await.expect("client task"));
-            sim.sleep(Duration::from_secs(3)).await;
-        });
-    let read = read.lock().unwrap().clone();
-    (outcome, read)
+/// What one run of the trace showed.
+#[derive(Debug)]
+struct Run {
+    /// c1 could reach only the deposed s3 after its write in epoch 2 was acknowledged.
+    alone_with_the_deposed_leader: bool,
+    /// c1 resumed its session on s3 while s1 and s2 were down.
+    resumed_on_the_deposed_leader: bool,
+    /// What c1's read after the crash showed.
+    read: Option<String>,
 }
 
-/// A session through any server, with a 4 s timeout.
-async fn client(sim: &sim::Sim, ensemble: &ZkEnsemble) -> ZkClient {
-    let (ensemble, context) = (ensemble.clone(), sim.node(C1));
-    let mut config = ensemble.client_config(0);
-    config.session_timeout = Duration::from_secs(4);
-    sim.spawn(C1, async move {
-        ensemble.connect(&context, config).await.expect("connects")
-    })
-    .await
-    .expect("client task")
-}
-
-/// Retries an operation through connection losses (fail-over, no server to talk to).
-async fn retry<T, F, Fut>(mut operation: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, ZkClientError>>,
-{
-    for _ in 0..20 {
-        match operation().await {
-            Ok(value) => return value,
-            Err(ZkClientError::ConnectionLoss) => continue,
-            Err(error) => panic!("the session broke: {error}"),
-        }
-    }
-    panic!("no server answered");
-}
-
-/// Whether the client resumed its session on s3 between the crash of s1 and s2 and their
-/// restart (the client's own record of where it reconnected).
-fn resumed_on_s3_while_alone(outcome: &RunOutcome) -> bool {
-    let mut alone = false;
-    outcome.history.records().iter().any(|record| {
-        match &record.event {
-            Event::Fault(record) if record.crashed() == Some(S2) => alone = true,
-            Event::Fault(FaultRecord {
-                fault: Fault::Restart { .. },
-                ..
-            }) => alone = false,
-            _ => {}
-        }
-        alone
-            && matches!(
-                record.event,
-                Event::Zk(ZkEvent::SessionResumed { server: S3, .. })
-            )
-    })
-}
-
-fn checks(outcome: &RunOutcome) -> Vec<Box<dyn checks::Violation>> {
-    let context = checks::CheckContext {
-        index_kind: checks::IndexKind::Zxid,
-        ..Default::default()
+fn run_of(history: &History) -> Run {
+    let faults = fired_faults(history);
+    let isolated = faults
+        .iter()
+        .find(|fault| matches!(fault.fault, Fault::Partition { .. }));
+    let crashes: Vec<SimTime> = faults
+        .iter()
+        .filter(|fault| matches!(fault.fault, Fault::Crash { .. }))
+        .map(|fault| fault.at)
+        .collect();
+    let restarted = faults
+        .iter()
+        .find(|fault| matches!(fault.fault, Fault::Restart { .. }))
+        .map(|fault| fault.at);
+    let ops = zk_operations(history);
+    let written = ops
+        .iter()
+        .filter(|op| op.client == C1)
+        .filter(|op| matches!(op.operation, ZkOperation::SetData { data, .. } if data == "new"))
+        .find_map(ZkOp::ok_at);
+    let (Some(isolated), [crashed, _], Some(restarted), Some(written)) =
+        (isolated, crashes.as_slice(), restarted, written)
+    else {
+        return Run {
+            alone_with_the_deposed_leader: false,
+            resumed_on_the_deposed_leader: false,
+            read: None,
+        };
     };
-    let mut violations = checks::run(checks::protocol::CHECKS, &outcome.history, &context);
-    violations.extend(checks::run(checks::zk::CHECKS, &outcome.history, &context));
-    violations
+    let alone = isolated.fault
+        == &(Fault::Partition {
+            shape: sim::fault::PartitionShape::IsolateNode {
+                node: Target::Leader,
+            },
+        })
+        && isolated.target == Some(S3)
+        && written < *crashed;
+    let resumed = attachments(history).iter().any(|attachment| {
+        attachment.client == C1
+            && attachment.attach == Attach::Resumed
+            && attachment.server == S3
+            && *crashed <= attachment.at
+            && attachment.at < restarted
+    });
+    // The trace's read: c1's first answered read of /x after the crash.
+    let read = ops
+        .iter()
+        .filter(|op| op.client == C1 && op.invoked_at >= *crashed)
+        .filter(|op| matches!(op.operation, ZkOperation::GetData { path } if path == "/x"))
+        .find_map(|op| match op.ok() {
+            Some(ZkResponse::Data { data, .. }) => Some(data.clone()),
+            _ => None,
+        });
+    Run {
+        alone_with_the_deposed_leader: alone,
+        resumed_on_the_deposed_leader: resumed,
+        read,
+    }
+}
+
+fn history(outcome: &Outcome) -> &History {
+    outcome
+        .history
+        .as_ref()
+        .expect("an inspected run's history")
 }
 
 #[test]
 fn a_reconnect_to_a_server_behind_the_session_is_refused_and_caught_when_it_is_not() {
     let test = "a_reconnect_to_a_server_behind_the_session_is_refused_and_caught_when_it_is_not";
-    for seed in sim::env::test_seeds(4) {
-        let report = FailureReport::for_test(seed, "scenarios", "zk_session_guarantees", test);
-        let (correct, read) = run(seed, KnownBugs::none());
-        let violations = checks(&correct);
-        assert!(
-            violations.is_empty(),
-            "the correct model broke:\n{report}\n{}",
-            violations
-                .iter()
-                .map(|v| format!("  violated {}: {v}", v.property()))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        assert_eq!(read.as_deref(), Some("new"), "{report}");
-        assert!(
-            !resumed_on_s3_while_alone(&correct),
-            "the correct s3 accepted a client ahead of it:\n{report}"
-        );
+    let scenario = catalogue::get("zab_trace_reconnect_ignores_last_zxid").unwrap();
+    let correct =
+        Sweep::new(scenario.clone(), "scenarios", TARGET, test, 50).run_inspecting(|outcome| {
+            let run = run_of(history(outcome));
+            assert!(
+                run.alone_with_the_deposed_leader,
+                "seed {}: {run:?}",
+                outcome.seed
+            );
+            assert!(
+                !run.resumed_on_the_deposed_leader,
+                "seed {}: the correct s3 took back a client ahead of it",
+                outcome.seed
+            );
+            assert_eq!(run.read.as_deref(), Some("new"), "seed {}", outcome.seed);
+        });
+    correct.assert_clean();
+    correct.assert_faults_fired();
 
-        let (buggy, read) = run(seed, KnownBugs::only(ZabBug::ReconnectIgnoresLastZxid));
-        let violations = checks(&buggy);
-        // Caught as (c): the read came right after the reconnect to s3.
-        let caught = violations
+    let bug: KnownBug = "zab.reconnect_ignores_last_zxid".parse().unwrap();
+    let buggy = Sweep::new(scenario.with_bugs([bug]), "scenarios", TARGET, test, 50)
+        .run_inspecting(|outcome| {
+            let run = run_of(history(outcome));
+            assert!(
+                run.alone_with_the_deposed_leader,
+                "seed {}: {run:?}",
+                outcome.seed
+            );
+            assert!(
+                run.resumed_on_the_deposed_leader,
+                "seed {}: {run:?}",
+                outcome.seed
+            );
+            assert_eq!(run.read.as_deref(), Some("old"), "seed {}", outcome.seed);
+            // Caught as the reconnect itself: the read came right after it.
+            let caught = outcome
+                .violations
+                .iter()
+                .find(|v| v.check == CHECK)
+                .unwrap_or_else(|| {
+                    panic!("seed {}: {CHECK} did not fire:\n{outcome}", outcome.seed)
+                });
+            assert!(
+                caught
+                    .evidence
+                    .starts_with("reconnect not behind the session")
+                    && caught.evidence.contains("reconnected to s3"),
+                "seed {}: {}",
+                outcome.seed,
+                caught.evidence
+            );
+        });
+    assert_eq!(
+        buggy.failures.len(),
+        buggy.seeds.len(),
+        "every bug-on run fails"
+    );
+    println!(
+        "{bug} caught by `{CHECK}` on all {} seeds:\n  {}",
+        buggy.seeds.len(),
+        buggy.failures[0]
+            .outcome
+            .violations
             .iter()
-            .find(|v| v.property() == PROPERTY)
-            .unwrap_or_else(|| {
-                panic!("{PROPERTY} did not fire (the read showed {read:?}):\n{report}")
-            });
-        assert!(
-            caught
-                .to_string()
-                .starts_with("reconnect not behind the session")
-                && caught.to_string().contains("reconnected to s3"),
-            "{caught}\n{report}"
-        );
-        println!(
-            "{} caught by `{PROPERTY}` ({}):\n  {caught}",
-            ZabBug::ReconnectIgnoresLastZxid.name(),
-            caught.reference()
-        );
-        assert_eq!(read.as_deref(), Some("old"), "{report}");
-        assert!(resumed_on_s3_while_alone(&buggy), "{report}");
-    }
+            .find(|v| v.check == CHECK)
+            .map(|v| v.evidence.as_str())
+            .unwrap_or_default()
+    );
 }

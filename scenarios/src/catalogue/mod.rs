@@ -4,7 +4,11 @@
 mod etcd;
 mod locks;
 mod raft;
+mod steps;
 mod zab;
+mod zab_traces;
+mod zk_sessions;
+mod zk_znodes;
 
 use crate::{
     scenario::{Scenario, Store, Tuning, WorldSettings},
@@ -19,6 +23,9 @@ pub fn all() -> Vec<Scenario> {
     scenarios.extend(zab::scenarios());
     scenarios.extend(locks::scenarios());
     scenarios.extend(etcd::scenarios());
+    scenarios.extend(zk_sessions::scenarios());
+    scenarios.extend(zk_znodes::scenarios());
+    scenarios.extend(zab_traces::scenarios());
     scenarios
 }
 

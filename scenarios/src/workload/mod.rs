@@ -11,6 +11,10 @@ mod kv_leases;
 mod ledger;
 mod locks;
 mod zk;
+mod zk_ephemeral_holders;
+mod zk_out_of_band_reads;
+mod zk_script;
+mod zk_sequential_creates;
 mod zk_watches;
 
 pub use etcd::{
@@ -21,6 +25,10 @@ pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
+pub use zk_ephemeral_holders::{ZkEphemeralHolders, holder_path};
+pub use zk_out_of_band_reads::ZkOutOfBandReads;
+pub use zk_script::{Wait, ZkScript, ZkStep, ZkStepOp};
+pub use zk_sequential_creates::{SEQUENCE_PARENT, ZkSequentialCreates};
 pub use zk_watches::ZkWatches;
 
 use crate::scenario::{Scenario, ScenarioError, Store};
@@ -64,6 +72,14 @@ pub enum Workload {
     CasCounter(CasCounter),
     /// Election waiters watching from a compaction revision, on the Raft store.
     CompactedWatch(CompactedWatch),
+    /// Sessions holding ephemeral nodes and watching each other's on the ZAB store.
+    ZkEphemeralHolders(ZkEphemeralHolders),
+    /// Protected sequential creates, back to back, on the ZAB store.
+    ZkSequentialCreates(ZkSequentialCreates),
+    /// An exact trace of client steps at set times on the ZAB store.
+    ZkScript(ZkScript),
+    /// A writer telling readers out of band what it wrote, on the ZAB store.
+    ZkOutOfBandReads(ZkOutOfBandReads),
 }
 
 impl Workload {
@@ -80,6 +96,10 @@ impl Workload {
             Workload::WatchResume(_) => "watch_resume",
             Workload::CasCounter(_) => "cas_counter",
             Workload::CompactedWatch(_) => "compacted_watch",
+            Workload::ZkEphemeralHolders(_) => "zk_ephemeral_holders",
+            Workload::ZkSequentialCreates(_) => "zk_sequential_creates",
+            Workload::ZkScript(_) => "zk_script",
+            Workload::ZkOutOfBandReads(_) => "zk_out_of_band_reads",
         }
     }
 
@@ -93,6 +113,10 @@ impl Workload {
             | Workload::WatchResume(_)
             | Workload::CasCounter(_)
             | Workload::CompactedWatch(_) => Store::Raft,
+            Workload::ZkEphemeralHolders(_)
+            | Workload::ZkSequentialCreates(_)
+            | Workload::ZkScript(_)
+            | Workload::ZkOutOfBandReads(_) => Store::Zab,
             Workload::Locks(locks) => match locks.recipe {
                 LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
                 LockRecipe::EtcdMutex => Store::Raft,
@@ -131,6 +155,10 @@ impl Workload {
             Workload::WatchResume(watches) => watches.validate(),
             Workload::CasCounter(counter) => counter.validate(),
             Workload::CompactedWatch(waiter) => waiter.validate(),
+            Workload::ZkEphemeralHolders(holders) => holders.validate(),
+            Workload::ZkSequentialCreates(creates) => creates.validate(),
+            Workload::ZkScript(script) => script.validate(scenario.servers, scenario.clients),
+            Workload::ZkOutOfBandReads(reads) => reads.validate(scenario.servers, scenario.clients),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -175,6 +203,18 @@ impl Workload {
             }
             (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
                 waiter.start(sim, cluster, stop)
+            }
+            (Workload::ZkEphemeralHolders(holders), RunningStore::Zab(ensemble)) => {
+                holders.start(sim, ensemble, stop)
+            }
+            (Workload::ZkSequentialCreates(creates), RunningStore::Zab(ensemble)) => {
+                creates.start(sim, ensemble, stop)
+            }
+            (Workload::ZkScript(script), RunningStore::Zab(ensemble)) => {
+                script.start(sim, ensemble, stop)
+            }
+            (Workload::ZkOutOfBandReads(reads), RunningStore::Zab(ensemble)) => {
+                reads.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -221,6 +261,18 @@ impl Workload {
             }
             (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
                 waiter.finish(sim, cluster, pending).await
+            }
+            (Workload::ZkEphemeralHolders(holders), RunningStore::Zab(ensemble)) => {
+                holders.finish(sim, ensemble, pending).await
+            }
+            (Workload::ZkSequentialCreates(creates), RunningStore::Zab(ensemble)) => {
+                creates.finish(sim, ensemble, pending).await
+            }
+            (Workload::ZkScript(script), RunningStore::Zab(ensemble)) => {
+                script.finish(sim, ensemble, pending).await
+            }
+            (Workload::ZkOutOfBandReads(reads), RunningStore::Zab(ensemble)) => {
+                reads.finish(sim, ensemble, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

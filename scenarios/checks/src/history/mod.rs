@@ -3,9 +3,12 @@
 //! Each reader documents which events it reads and who records them.
 
 pub mod applied_runs;
+pub mod faults;
 pub mod kv;
+pub mod leaders;
 pub mod leases;
 pub mod locks;
+pub mod sessions;
 pub mod zk;
 
 use sim::{
