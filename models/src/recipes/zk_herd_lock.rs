@@ -9,9 +9,9 @@
 
 use super::bugs::{RecipeBug, RecipeBugs};
 use super::lock::{LockError, LockRecorder};
+use super::zk_node_loss::until_node_lost;
 use super::zk_paths::ensure_parents;
 use crate::zk::{ZkClient, ZkClientError};
-use futures_util::future::{Either, select};
 use sim::{
     NodeContext,
     history::{
@@ -20,7 +20,7 @@ use sim::{
     },
     time::SimTime,
 };
-use std::{pin::pin, time::Duration};
+use std::time::Duration;
 
 /// A herd lock at `path` (the node whose existence means "held").
 pub struct ZkHerdLock {
@@ -156,26 +156,7 @@ impl ZkLockGuard {
             // The bug: the holder never looks; its belief lasts until it lets go.
             return std::future::pending().await;
         }
-        let why = loop {
-            let watched = match self.zk.exists_watch(&self.node).await {
-                Ok((Some(stat), watch)) if Some(stat.ephemeral_owner) == self.zk.session_id() => {
-                    watch
-                }
-                Ok(_) => break LossReason::NodeDeleted,
-                Err(ZkClientError::ConnectionLoss) => break LossReason::ConnectionLost,
-                Err(_) => break LossReason::SessionExpired,
-            };
-            let interrupted = pin!(self.zk.connection_interrupted());
-            let fired = pin!(watched.fired());
-            match select(fired, interrupted).await {
-                Either::Left((Ok(_), _)) => continue,
-                Either::Left((Err(_), _)) => break LossReason::SessionExpired,
-                Either::Right(((), _)) if self.zk.is_expired() => {
-                    break LossReason::SessionExpired;
-                }
-                Either::Right(((), _)) => break LossReason::ConnectionLost,
-            }
-        };
+        let why = until_node_lost(&self.zk, &self.node).await;
         self.recorder.lost(self.token, why);
         why
     }

@@ -4,7 +4,10 @@ use crate::{
     clock::Clock,
     config::WorldConfig,
     disk::Disk,
-    history::{Event, ProtocolEvent, RecipeEvent, Record, recipe::LockStep},
+    history::{
+        Event, ProtocolEvent, RecipeEvent, Record,
+        recipe::{ElectionStep, LockStep},
+    },
     nemesis::FaultCounts,
     node::{NodeId, NodeKind},
     ratio::Ratio,
@@ -113,12 +116,12 @@ pub(crate) struct WorldState {
     pub leading: BTreeMap<NodeId, u64>,
     /// Nodes that plan faults named with `as`, for later `$name` targets.
     pub labels: BTreeMap<String, NodeId>,
-    /// Client processes that believe they hold a lock (node, process, lock), oldest
-    /// acquisition first (from the recipes' `Lock` records as they are recorded): the
-    /// nemesis resolves `holder` from this.
+    /// Client processes that believe they hold a lock or lead an election (node, process,
+    /// lock or election), oldest acquisition first (from the recipes' `Lock` and `Election`
+    /// records as they are recorded): the nemesis resolves `holder` from this.
     pub holding: Vec<(NodeId, u32, String)>,
-    /// Client processes waiting for a lock they asked for, longest-waiting first: the
-    /// nemesis resolves `waiter` from this.
+    /// Client processes waiting for a lock they asked for or campaigning for an election,
+    /// longest-waiting first: the nemesis resolves `waiter` from this.
     pub waiting: Vec<(NodeId, u32, String)>,
 }
 
@@ -350,33 +353,23 @@ impl WorldShared {
                 _ => {}
             }
         }
-        if let (
-            Event::Recipe(RecipeEvent::Lock {
-                process,
-                lock,
-                step,
-            }),
-            Some(node),
-        ) = (&event, node)
+        if let (Event::Recipe(recipe), Some(node)) = (&event, node)
+            && let Some((process, name, change)) = holding_change(recipe)
         {
-            let same = |held: &(NodeId, u32, String)| {
-                held.0 == node && held.1 == *process && held.2 == *lock
-            };
-            match step {
-                LockStep::Requested => {
+            let same =
+                |held: &(NodeId, u32, String)| held.0 == node && held.1 == process && held.2 == name;
+            match change {
+                HoldingChange::StartedWaiting => {
                     state.waiting.retain(|waiting| !same(waiting));
-                    state.waiting.push((node, *process, lock.clone()));
+                    state.waiting.push((node, process, name.to_string()));
                 }
-                LockStep::GaveUp { .. } => state.waiting.retain(|waiting| !same(waiting)),
-                LockStep::Acquired { .. } => {
+                HoldingChange::StoppedWaiting => state.waiting.retain(|waiting| !same(waiting)),
+                HoldingChange::StartedHolding => {
                     state.waiting.retain(|waiting| !same(waiting));
                     state.holding.retain(|held| !same(held));
-                    state.holding.push((node, *process, lock.clone()));
+                    state.holding.push((node, process, name.to_string()));
                 }
-                LockStep::Released { .. } | LockStep::Lost { .. } => {
-                    state.holding.retain(|held| !same(held));
-                }
-                _ => {}
+                HoldingChange::StoppedHolding => state.holding.retain(|held| !same(held)),
             }
         }
         state.history.push(Record { at, node, event });
@@ -407,4 +400,52 @@ impl WorldShared {
             slot.program.lock().take();
         }
     }
+}
+
+/// How a recipe record changes who waits for and who holds a lock or an election's
+/// leadership, for the `holder` and `waiter` roles. A leader holds its election as a holder
+/// holds its lock: both believe they alone may act, until they let go or learn of a loss.
+enum HoldingChange {
+    /// Asked for the lock, or entered the election.
+    StartedWaiting,
+    /// Gave up waiting or campaigning.
+    StoppedWaiting,
+    /// Acquired the lock, or gained the leadership.
+    StartedHolding,
+    /// Let go of it, or learned it lost it.
+    StoppedHolding,
+}
+
+/// The process, lock or election name, and change a recipe record makes, if any.
+fn holding_change(recipe: &RecipeEvent) -> Option<(u32, &str, HoldingChange)> {
+    let change = match recipe {
+        RecipeEvent::Lock { process, lock, step } => {
+            let change = match step {
+                LockStep::Requested => HoldingChange::StartedWaiting,
+                LockStep::GaveUp { .. } => HoldingChange::StoppedWaiting,
+                LockStep::Acquired { .. } => HoldingChange::StartedHolding,
+                LockStep::Released { .. } | LockStep::Lost { .. } => HoldingChange::StoppedHolding,
+                LockStep::Woken { .. } => return None,
+            };
+            (*process, lock.as_str(), change)
+        }
+        RecipeEvent::Election {
+            process,
+            election,
+            step,
+        } => {
+            let change = match step {
+                ElectionStep::Campaigned => HoldingChange::StartedWaiting,
+                ElectionStep::GaveUp { .. } => HoldingChange::StoppedWaiting,
+                ElectionStep::Gained { .. } => HoldingChange::StartedHolding,
+                ElectionStep::Resigned { .. } | ElectionStep::Lost { .. } => {
+                    HoldingChange::StoppedHolding
+                }
+                ElectionStep::Observed { .. } => return None,
+            };
+            (*process, election.as_str(), change)
+        }
+        _ => return None,
+    };
+    Some(change)
 }
