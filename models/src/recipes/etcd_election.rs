@@ -271,11 +271,21 @@ impl EtcdLeaderObserver {
         }
     }
 
-    /// Waits until someone leads with a key or value other than the one last reported (at
-    /// once, the first time, if someone leads) and reports the leader's value. Like etcd's
-    /// `Observe`, it never reports "no leader": it waits for one. Records what it observed.
-    pub async fn next(&mut self, client: &mut EtcdClient) -> String {
+    /// Waits, for at most `patience`, until someone leads with a key or value other than the
+    /// one last reported (at once, the first time, if someone leads) and reports the
+    /// leader's value. Like etcd's `Observe`, it never reports "no leader": it waits for
+    /// one. Records what it observed.
+    pub async fn next(
+        &mut self,
+        client: &mut EtcdClient,
+        patience: Duration,
+    ) -> Result<String, ElectionError> {
+        let clock = self.context.clock().clone();
+        let deadline = clock.now() + patience;
         loop {
+            if clock.now() >= deadline {
+                return Err(ElectionError::TimedOut);
+            }
             let (revision, kvs) = read_prefix(client, &self.context, &self.prefix).await;
             let first = first_created(kvs);
             if let Some(kv) = &first {
@@ -283,7 +293,7 @@ impl EtcdLeaderObserver {
                 if self.reported.as_ref() != Some(&leader) {
                     self.reported = Some(leader);
                     self.recorder.observed(Some(kv.value.clone()));
-                    return kv.value.clone();
+                    return Ok(kv.value.clone());
                 }
             }
             // Wait for the leader's key (or, with none, any key under the prefix) to change.
@@ -296,8 +306,12 @@ impl EtcdLeaderObserver {
                 ),
             };
             // Any change (or a compaction) means: read again.
-            let _: WatchItem = watch.next().await;
+            let left = deadline.saturating_duration_since(clock.now());
+            let changed: Result<WatchItem, _> = clock.timeout(left, watch.next()).await;
             watch.close();
+            if changed.is_err() {
+                return Err(ElectionError::TimedOut);
+            }
         }
     }
 }

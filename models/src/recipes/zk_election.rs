@@ -206,10 +206,13 @@ impl ZkLeaderObserver {
         }
     }
 
-    /// Waits until the leadership differs from the one last reported (at once, the first
-    /// time) and reports it: the new leader's identity, or `None` if no one leads. A
-    /// leader who resigned and won again is a new leadership. Records what it observed.
-    pub async fn next(&mut self) -> Result<Option<String>, ElectionError> {
+    /// Waits, for at most `patience`, until the leadership differs from the one last
+    /// reported (at once, the first time) and reports it: the new leader's identity, or
+    /// `None` if no one leads. A leader who resigned and won again is a new leadership.
+    /// Records what it observed.
+    pub async fn next(&mut self, patience: Duration) -> Result<Option<String>, ElectionError> {
+        let clock = self.context.clock().clone();
+        let deadline = clock.now() + patience;
         let line = Line {
             zk: &self.zk,
             context: &self.context,
@@ -217,6 +220,9 @@ impl ZkLeaderObserver {
             child_prefix: CHILD_PREFIX,
         };
         loop {
+            if clock.now() >= deadline {
+                return Err(ElectionError::TimedOut);
+            }
             let (first, watch) = match first_in_line(&line, Watching::Yes).await {
                 Ok(found) => found,
                 Err(ZkClientError::ConnectionLoss) => continue,
@@ -231,8 +237,11 @@ impl ZkLeaderObserver {
             let Some(watch) = watch else {
                 continue;
             };
-            if watch.fired().await.is_err() {
-                return Err(ElectionError::SessionEnded);
+            let left = deadline.saturating_duration_since(clock.now());
+            match clock.timeout(left, watch.fired()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(_)) => return Err(ElectionError::SessionEnded),
+                Err(_) => return Err(ElectionError::TimedOut),
             }
         }
     }

@@ -1,6 +1,7 @@
 //! The catalogue: named scenarios, from the demo to the directed schedules the known-bug
 //! suites use. Each is plain data; `Scenario::load` reads the same from a file.
 
+mod elections;
 mod locks;
 mod raft;
 mod zab;
@@ -17,6 +18,7 @@ pub fn all() -> Vec<Scenario> {
     scenarios.extend(raft::scenarios());
     scenarios.extend(zab::scenarios());
     scenarios.extend(locks::scenarios());
+    scenarios.extend(elections::scenarios());
     scenarios
 }
 

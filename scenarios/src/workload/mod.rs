@@ -5,13 +5,16 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
+mod elections;
 mod kv;
 mod kv_leases;
 mod ledger;
 mod locks;
+mod recipe_session;
 mod zk;
 mod zk_watches;
 
+pub use elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
@@ -49,6 +52,8 @@ pub enum Workload {
     Ledger(LedgerAppends),
     /// Clients taking a lock and writing to a fenced resource in their critical sections.
     Locks(Locks),
+    /// Clients campaigning in an election, the leader writing to a fenced resource.
+    Elections(Elections),
 }
 
 impl Workload {
@@ -61,6 +66,7 @@ impl Workload {
             Workload::ZkWatches(_) => "zk_watches",
             Workload::Ledger(_) => "ledger",
             Workload::Locks(_) => "locks",
+            Workload::Elections(_) => "elections",
         }
     }
 
@@ -74,6 +80,10 @@ impl Workload {
                 LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
                 LockRecipe::EtcdMutex => Store::Raft,
             },
+            Workload::Elections(elections) => match elections.recipe {
+                ElectionRecipe::ZkElection => Store::Zab,
+                ElectionRecipe::EtcdElection => Store::Raft,
+            },
         }
     }
 
@@ -81,7 +91,7 @@ impl Workload {
     /// the lock and election workloads, none for the others.
     pub fn resources(&self) -> usize {
         match self {
-            Workload::Locks(_) => 1,
+            Workload::Locks(_) | Workload::Elections(_) => 1,
             _ => 0,
         }
     }
@@ -90,6 +100,7 @@ impl Workload {
     pub(crate) fn start_resource(&self, sim: &Sim) -> Option<FencedResource> {
         match self {
             Workload::Locks(locks) => Some(locks.start_resource(sim)),
+            Workload::Elections(elections) => Some(elections.start_resource(sim)),
             _ => None,
         }
     }
@@ -104,6 +115,7 @@ impl Workload {
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
             Workload::Locks(locks) => locks.validate(),
+            Workload::Elections(elections) => elections.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -123,7 +135,10 @@ impl Workload {
         stop: &Arc<AtomicBool>,
     ) -> Workers {
         if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
-            return locks.start(sim, &store.lock_store(), resource, bugs, stop);
+            return locks.start(sim, &store.recipe_store(), resource, bugs, stop);
+        }
+        if let (Workload::Elections(elections), Some(resource)) = (self, resource) {
+            return elections.start(sim, &store.recipe_store(), resource, bugs, stop);
         }
         match (self, store) {
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
@@ -152,7 +167,12 @@ impl Workload {
     ) -> Result<(), String> {
         if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
             return locks
-                .finish(sim, &store.lock_store(), resource, bugs, pending)
+                .finish(sim, &store.recipe_store(), resource, bugs, pending)
+                .await;
+        }
+        if let (Workload::Elections(elections), Some(resource)) = (self, resource) {
+            return elections
+                .finish(sim, &store.recipe_store(), resource, bugs, pending)
                 .await;
         }
         match (self, store) {
@@ -188,11 +208,13 @@ pub(crate) enum RunningStore {
 }
 
 impl RunningStore {
-    fn lock_store(&self) -> locks::LockStore {
+    fn recipe_store(&self) -> recipe_session::RecipeStore {
         match self {
-            RunningStore::Zab(ensemble) => locks::LockStore::Zab(ensemble.clone()),
-            RunningStore::Raft(cluster) => locks::LockStore::Raft(cluster.clone()),
-            RunningStore::Ledger(_) => unreachable!("validated: locks run on a consensus store"),
+            RunningStore::Zab(ensemble) => recipe_session::RecipeStore::Zab(ensemble.clone()),
+            RunningStore::Raft(cluster) => recipe_session::RecipeStore::Raft(cluster.clone()),
+            RunningStore::Ledger(_) => {
+                unreachable!("validated: recipes run on a consensus store")
+            }
         }
     }
 }
