@@ -328,7 +328,15 @@ mod tests {
             assert_eq!(bug.name().parse::<KnownBug>(), Ok(bug));
             let family = bug.name().split('.').next().unwrap();
             assert!(
-                ["raft", "etcd", "zab", "recipe", "etcd_mutex", "etcd_election"].contains(&family),
+                [
+                    "raft",
+                    "etcd",
+                    "zab",
+                    "recipe",
+                    "etcd_mutex",
+                    "etcd_election"
+                ]
+                .contains(&family),
                 "{bug}"
             );
         }

@@ -92,7 +92,11 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
             }
         },
     );
-    println!("{} over {} seeds: {exercised:?}", summary.scenario, summary.seeds.len());
+    println!(
+        "{} over {} seeds: {exercised:?}",
+        summary.scenario,
+        summary.seeds.len()
+    );
     (summary, exercised)
 }
 
@@ -204,7 +208,10 @@ fn a_cut_off_zk_leader_stops_believing_in_time() {
         "zk_election_cut_off_leader",
         "a_cut_off_zk_leader_stops_believing_in_time",
     );
-    assert!(exercised.losses >= 1, "no leader lost its lead: {exercised:?}");
+    assert!(
+        exercised.losses >= 1,
+        "no leader lost its lead: {exercised:?}"
+    );
 }
 
 #[test]
@@ -213,7 +220,10 @@ fn a_cut_off_etcd_leader_stops_believing_in_time() {
         "etcd_election_cut_off_leader",
         "a_cut_off_etcd_leader_stops_believing_in_time",
     );
-    assert!(exercised.losses >= 1, "no leader lost its lead: {exercised:?}");
+    assert!(
+        exercised.losses >= 1,
+        "no leader lost its lead: {exercised:?}"
+    );
 }
 
 #[test]
@@ -258,7 +268,9 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
         .filter(|failure| {
             let fired = checks_fired(failure);
             assert!(
-                fired.iter().all(|check| *check == "recipe.leader_uniqueness"),
+                fired
+                    .iter()
+                    .all(|check| *check == "recipe.leader_uniqueness"),
                 "{}: only believed uniqueness may break, got {fired:?}\n{}",
                 failure.report,
                 failure.scenario
@@ -289,7 +301,9 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
         .iter()
         .filter(|failure| checks_fired(failure).contains(&"recipe.fenced_writes"))
         .count();
-    println!("{name} without fencing: a deposed leader's write accepted in {stale_accepted} of {seeds} seeds");
+    println!(
+        "{name} without fencing: a deposed leader's write accepted in {stale_accepted} of {seeds} seeds"
+    );
     assert!(
         stale_accepted >= 1,
         "{name} without fencing: no deposed leader's write accepted in {seeds} seeds: \
@@ -317,8 +331,7 @@ fn a_paused_etcd_leader_breaks_belief_and_fencing_saves_the_resource() {
 /// scenarios; here the same bug, in the election recipes' leaders, is caught by
 /// `recipe.leader_uniqueness` when the leader is cut off past its session.
 fn assert_leader_trusting_local_state_is_caught(name: &str, test: &str) {
-    let scenario =
-        get(name).with_bugs([KnownBug::Recipe(RecipeBug::TrustLocalStateAfterExpiry)]);
+    let scenario = get(name).with_bugs([KnownBug::Recipe(RecipeBug::TrustLocalStateAfterExpiry)]);
     let (summary, _) = sweep(scenario, test, 10);
     let caught = summary
         .failures

@@ -145,9 +145,7 @@ impl EtcdElection {
         leadership: &EtcdLeadership,
         value: &str,
     ) -> Result<(), ElectionError> {
-        let result = self
-            .replace_value(client, leadership.token, value)
-            .await;
+        let result = self.replace_value(client, leadership.token, value).await;
         match &result {
             Err(ElectionError::NotLeader) => leadership
                 .recorder

@@ -9,7 +9,11 @@ use super::lock::LockError;
 use crate::etcd::{EtcdClient, EtcdCluster, kv_response};
 use sim::{
     NodeContext,
-    history::{OpError, OpResult, kv::{KvError, KvResponse}, recipe::LossReason},
+    history::{
+        OpError, OpResult,
+        kv::{KvError, KvResponse},
+        recipe::LossReason,
+    },
     signal::Signal,
     task::JoinHandle,
 };

@@ -131,9 +131,7 @@ impl Line<'_> {
                 .await
             {
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
-                    ensure_parents(self.zk, &child)
-                        .await
-                        .map_err(store_error)?;
+                    ensure_parents(self.zk, &child).await.map_err(store_error)?;
                 }
                 created => return created.map_err(store_error),
             }

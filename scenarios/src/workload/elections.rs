@@ -486,9 +486,8 @@ impl Candidate {
             }
             (Session::Etcd(session), client) => {
                 let client = client.expect("made on the Raft store");
-                let mut election =
-                    EtcdElection::new(context, self.process, session, ELECTION_NAME)
-                        .with_bugs(bugs);
+                let mut election = EtcdElection::new(context, self.process, session, ELECTION_NAME)
+                    .with_bugs(bugs);
                 match election.campaign(client, session, identity, patience).await {
                     Ok(leadership) => {
                         let mut rounds = 0;
@@ -579,7 +578,12 @@ struct Observer {
 }
 
 impl Observer {
-    fn new(elections: &Elections, store: &RecipeStore, context: &NodeContext, process: u32) -> Self {
+    fn new(
+        elections: &Elections,
+        store: &RecipeStore,
+        context: &NodeContext,
+        process: u32,
+    ) -> Self {
         Self {
             store: store.clone(),
             context: context.clone(),

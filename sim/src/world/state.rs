@@ -356,8 +356,9 @@ impl WorldShared {
         if let (Event::Recipe(recipe), Some(node)) = (&event, node)
             && let Some((process, name, change)) = holding_change(recipe)
         {
-            let same =
-                |held: &(NodeId, u32, String)| held.0 == node && held.1 == process && held.2 == name;
+            let same = |held: &(NodeId, u32, String)| {
+                held.0 == node && held.1 == process && held.2 == name
+            };
             match change {
                 HoldingChange::StartedWaiting => {
                     state.waiting.retain(|waiting| !same(waiting));
@@ -419,7 +420,11 @@ enum HoldingChange {
 /// The process, lock or election name, and change a recipe record makes, if any.
 fn holding_change(recipe: &RecipeEvent) -> Option<(u32, &str, HoldingChange)> {
     let change = match recipe {
-        RecipeEvent::Lock { process, lock, step } => {
+        RecipeEvent::Lock {
+            process,
+            lock,
+            step,
+        } => {
             let change = match step {
                 LockStep::Requested => HoldingChange::StartedWaiting,
                 LockStep::GaveUp { .. } => HoldingChange::StoppedWaiting,

@@ -8,10 +8,7 @@
 
 use super::beliefs::{BeliefChange, beliefs, intervals_overlap};
 use sim::{
-    history::{
-        Event, History, RecipeEvent, ResourceVerdict,
-        recipe::LockStep,
-    },
+    history::{Event, History, RecipeEvent, ResourceVerdict, recipe::LockStep},
     time::SimTime,
 };
 
