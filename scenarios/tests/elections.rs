@@ -4,7 +4,7 @@
 //! - without faults, and under faults that leave live sessions alone, at most one client
 //!   believes it leads at any instant, no deposed leader's write is accepted after its
 //!   successor's, the lead moves from client to client, and after the heal a leader is
-//!   elected and every client's observer sees it;
+//!   elected and every client's observer reports it (read back from the histories);
 //! - a leader cut off past its session stops believing before another is elected, and a
 //!   candidate cut off past its session while first in line does not take the lead its key
 //!   lost (etcd: the post-wait check; without it, `etcd_election.no_postwait_check` in
@@ -49,10 +49,14 @@ struct Exercised {
     observations: usize,
     accepted_writes: usize,
     rejected_writes: usize,
+    /// Runs whose finishing step elected no leader, or in which some client node's observer
+    /// never reported that leader (read from the history, not from the workload's word).
+    finishes_without_agreement: usize,
 }
 
 fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised) {
     let mut exercised = Exercised::default();
+    let clients = scenario.clients;
     let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
             let history = outcome
@@ -84,6 +88,9 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
                     )
                 })
                 .count();
+            if !everyone_observed_the_final_leader(history, clients) {
+                exercised.finishes_without_agreement += 1;
+            }
             for write in resource_writes(history) {
                 match write.verdict {
                     ResourceVerdict::Accepted => exercised.accepted_writes += 1,
@@ -98,6 +105,27 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
         summary.seeds.len()
     );
     (summary, exercised)
+}
+
+/// Whether, after the final reads began, a leader was elected and an observer on every
+/// client node reported it.
+fn everyone_observed_the_final_leader(history: &sim::history::History, clients: usize) -> bool {
+    let Some(finishing) = final_reads_from(history) else {
+        return false;
+    };
+    let Some(leader) = leaderships(history)
+        .into_iter()
+        .find(|leadership| leadership.from >= finishing)
+    else {
+        return false;
+    };
+    let identity = format!("{}/{}", leader.leader.0, leader.leader.1);
+    let observing: BTreeSet<sim::NodeId> = observations(history)
+        .into_iter()
+        .filter(|seen| seen.at >= finishing && seen.leader.as_deref() == Some(identity.as_str()))
+        .map(|seen| seen.observer.0)
+        .collect();
+    observing.len() == clients
 }
 
 fn get(name: &str) -> Scenario {
@@ -139,6 +167,10 @@ fn assert_unique_and_busy(name: &str, test: &str) {
         exercised.rejected_writes, 0,
         "{name}: no leader is deposed without faults"
     );
+    assert_eq!(
+        exercised.finishes_without_agreement, 0,
+        "{name}: {exercised:?}"
+    );
 }
 
 #[test]
@@ -171,6 +203,10 @@ fn assert_unique_under_server_faults(name: &str, test: &str) {
         exercised.leaderships >= 5 * summary.seeds.len(),
         "{name}: too few leaderships: {exercised:?}"
     );
+    assert_eq!(
+        exercised.finishes_without_agreement, 0,
+        "{name}: {exercised:?}"
+    );
 }
 
 #[test]
@@ -198,6 +234,10 @@ fn assert_safe_when_cut_off(name: &str, test: &str) -> Exercised {
     assert!(
         exercised.leaderships >= 3 * summary.seeds.len(),
         "{name}: too few leaderships: {exercised:?}"
+    );
+    assert_eq!(
+        exercised.finishes_without_agreement, 0,
+        "{name}: {exercised:?}"
     );
     exercised
 }

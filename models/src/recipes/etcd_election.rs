@@ -21,7 +21,7 @@ use super::etcd_keys::{
     backoff, normalized_prefix, own_key, put_if_absent, read_key, read_prefix, wait_for_deletes,
 };
 use super::etcd_session::EtcdSession;
-use crate::etcd::{EtcdClient, WatchItem};
+use crate::etcd::{EtcdClient, WatchStream};
 use sim::{
     NodeContext,
     history::{
@@ -247,13 +247,16 @@ fn first_created(kvs: Vec<KeyValue>) -> Option<KeyValue> {
 
 /// Follows who leads an election (etcd's `Observe`; gocorex's `OnNewLeader`), for a client
 /// that need not campaign: reads the prefix, and watches the leader's key (or, with no
-/// leader, the prefix) from the read's revision until it changes.
+/// leader, the prefix) from the read's revision until it changes. The watch outlives a
+/// [`next`](Self::next) whose patience ran out: the next call goes on waiting on it.
 pub struct EtcdLeaderObserver {
     prefix: String,
     context: NodeContext,
     recorder: ElectionRecorder,
     /// The leader's key as last reported: its name, create revision and value.
     reported: Option<(String, u64, String)>,
+    /// The watch for the next change, once the current leader was reported.
+    watching: Option<WatchStream>,
 }
 
 impl EtcdLeaderObserver {
@@ -266,6 +269,7 @@ impl EtcdLeaderObserver {
             recorder: ElectionRecorder::new(context, process, prefix.trim_end_matches('/')),
             prefix,
             reported: None,
+            watching: None,
         }
     }
 
@@ -281,35 +285,45 @@ impl EtcdLeaderObserver {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         loop {
+            if let Some(watch) = &mut self.watching {
+                // Any change (or a compaction) means: read again.
+                let left = deadline.saturating_duration_since(clock.now());
+                if clock.timeout(left, watch.next()).await.is_err() {
+                    return Err(ElectionError::TimedOut);
+                }
+                if let Some(watch) = self.watching.take() {
+                    watch.close();
+                }
+            }
             if clock.now() >= deadline {
                 return Err(ElectionError::TimedOut);
             }
             let (revision, kvs) = read_prefix(client, &self.context, &self.prefix).await;
             let first = first_created(kvs);
-            if let Some(kv) = &first {
-                let leader = (kv.key.clone(), kv.create_revision, kv.value.clone());
-                if self.reported.as_ref() != Some(&leader) {
-                    self.reported = Some(leader);
-                    self.recorder.observed(Some(kv.value.clone()));
-                    return Ok(kv.value.clone());
-                }
-            }
-            // Wait for the leader's key (or, with none, any key under the prefix) to change.
-            let mut watch = match &first {
+            // Watch the leader's key (or, with none, any key under the prefix) from the read.
+            self.watching = Some(match &first {
                 Some(kv) => client.watch(&kv.key, None, revision + 1),
                 None => client.watch(
                     &self.prefix,
                     Some(crate::etcd::prefix_range_end(&self.prefix)),
                     revision + 1,
                 ),
-            };
-            // Any change (or a compaction) means: read again.
-            let left = deadline.saturating_duration_since(clock.now());
-            let changed: Result<WatchItem, _> = clock.timeout(left, watch.next()).await;
-            watch.close();
-            if changed.is_err() {
-                return Err(ElectionError::TimedOut);
+            });
+            if let Some(kv) = first {
+                let leader = (kv.key, kv.create_revision, kv.value.clone());
+                if self.reported.as_ref() != Some(&leader) {
+                    self.reported = Some(leader);
+                    self.recorder.observed(Some(kv.value.clone()));
+                    return Ok(kv.value);
+                }
             }
+        }
+    }
+
+    /// Stops watching.
+    pub fn close(mut self) {
+        if let Some(watch) = self.watching.take() {
+            watch.close();
         }
     }
 }

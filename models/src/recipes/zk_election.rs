@@ -16,7 +16,8 @@ use super::zk_herd_lock::store_error;
 use super::zk_line::Line;
 use super::zk_node_loss::until_node_lost;
 use super::zk_paths::ensure_parents;
-use crate::zk::{Watch, ZkClient, ZkClientError};
+use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
+use futures_util::future::{BoxFuture, FutureExt};
 use sim::{
     NodeContext,
     history::{
@@ -184,7 +185,9 @@ async fn first_in_line(
     }
 }
 
-/// Follows who leads an election (`OnNewLeader`), for a client that need not campaign.
+/// Follows who leads an election (`OnNewLeader`), for a client that need not campaign. Its
+/// watch outlives a [`next`](Self::next) whose patience ran out: the next call goes on
+/// waiting on it.
 pub struct ZkLeaderObserver {
     zk: ZkClient,
     path: String,
@@ -192,6 +195,9 @@ pub struct ZkLeaderObserver {
     recorder: ElectionRecorder,
     /// The leadership last reported: `Some(None)` after reporting that no one leads.
     reported: Option<Option<Leader>>,
+    /// The watch that fires when the first in line may have changed, once the current one
+    /// was reported.
+    watching: Option<BoxFuture<'static, Result<WatchedEvent, WatchLost>>>,
 }
 
 impl ZkLeaderObserver {
@@ -203,6 +209,7 @@ impl ZkLeaderObserver {
             context: context.clone(),
             recorder: ElectionRecorder::new(context, zk.process(), path),
             reported: None,
+            watching: None,
         }
     }
 
@@ -220,6 +227,17 @@ impl ZkLeaderObserver {
             child_prefix: CHILD_PREFIX,
         };
         loop {
+            if let Some(fired) = &mut self.watching {
+                let left = deadline.saturating_duration_since(clock.now());
+                match clock.timeout(left, fired).await {
+                    Err(_) => return Err(ElectionError::TimedOut),
+                    Ok(Err(_)) => {
+                        self.watching = None;
+                        return Err(ElectionError::SessionEnded);
+                    }
+                    Ok(Ok(_)) => self.watching = None,
+                }
+            }
             if clock.now() >= deadline {
                 return Err(ElectionError::TimedOut);
             }
@@ -228,20 +246,12 @@ impl ZkLeaderObserver {
                 Err(ZkClientError::ConnectionLoss) => continue,
                 Err(error) => return Err(store_error(error).into()),
             };
+            self.watching = watch.map(|watch| watch.fired().boxed());
             if self.reported.as_ref() != Some(&first) {
                 let identity = first.as_ref().map(|leader| leader.identity.clone());
                 self.reported = Some(first);
                 self.recorder.observed(identity.clone());
                 return Ok(identity);
-            }
-            let Some(watch) = watch else {
-                continue;
-            };
-            let left = deadline.saturating_duration_since(clock.now());
-            match clock.timeout(left, watch.fired()).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(_)) => return Err(ElectionError::SessionEnded),
-                Err(_) => return Err(ElectionError::TimedOut),
             }
         }
     }

@@ -630,10 +630,13 @@ impl Observer {
         }
     }
 
-    /// Ends the ZooKeeper session, if any.
+    /// Ends the ZooKeeper session, or the etcd watch, if any.
     async fn close(&mut self) {
         if let Some((zk, _)) = self.zk.take() {
             let _ = zk.close().await;
+        }
+        if let Some((_, observer)) = self.etcd.take() {
+            observer.close();
         }
     }
 }

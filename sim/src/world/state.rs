@@ -454,3 +454,67 @@ fn holding_change(recipe: &RecipeEvent) -> Option<(u32, &str, HoldingChange)> {
     };
     Some(change)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn election(step: ElectionStep) -> RecipeEvent {
+        RecipeEvent::Election {
+            process: 3,
+            election: "/e".into(),
+            step,
+        }
+    }
+
+    /// An election's candidates wait and its leader holds, as a lock's waiters and holder
+    /// do, so `waiter` and `holder` find them.
+    #[test]
+    fn candidates_wait_and_leaders_hold_like_lock_waiters_and_holders() {
+        fn change(event: &RecipeEvent) -> Option<(u32, String, &'static str)> {
+            holding_change(event).map(|(process, name, change)| {
+                (
+                    process,
+                    name.to_string(),
+                    match change {
+                        HoldingChange::StartedWaiting => "waits",
+                        HoldingChange::StoppedWaiting => "stops waiting",
+                        HoldingChange::StartedHolding => "holds",
+                        HoldingChange::StoppedHolding => "stops holding",
+                    },
+                )
+            })
+        }
+        let expect = |what: &'static str| Some((3, "/e".to_string(), what));
+        assert_eq!(change(&election(ElectionStep::Campaigned)), expect("waits"));
+        assert_eq!(
+            change(&election(ElectionStep::Gained { token: 1 })),
+            expect("holds")
+        );
+        assert_eq!(
+            change(&election(ElectionStep::Resigned { token: 1 })),
+            expect("stops holding")
+        );
+        assert_eq!(
+            change(&election(ElectionStep::Lost {
+                token: 1,
+                why: crate::history::recipe::LossReason::LeaseExpired,
+            })),
+            expect("stops holding")
+        );
+        assert_eq!(
+            change(&election(ElectionStep::GaveUp { why: "x".into() })),
+            expect("stops waiting")
+        );
+        assert_eq!(
+            change(&election(ElectionStep::Observed { leader: None })),
+            None
+        );
+        let lock = RecipeEvent::Lock {
+            process: 3,
+            lock: "/e".into(),
+            step: LockStep::Acquired { token: 2 },
+        };
+        assert_eq!(change(&lock), expect("holds"));
+    }
+}
