@@ -405,3 +405,19 @@ fn an_etcd_leader_trusting_its_local_state_is_caught() {
         "an_etcd_leader_trusting_its_local_state_is_caught",
     );
 }
+
+/// The same scenario and seed give the same history, bit for bit, on both stores (the
+/// election workload's observers, finishing step and fault targets included).
+#[test]
+fn election_runs_replay_to_the_same_history() {
+    for name in ["zk_election_faults", "etcd_election_cut_off_candidate"] {
+        let scenario = get(name);
+        let seed = sim::Seed::new(3);
+        let first = scenarios::driver::run(&scenario, seed);
+        let second = scenarios::driver::run(&scenario, seed);
+        assert!(first.history_digest.is_some(), "{name}: {:?}", first.failure);
+        assert_eq!(first.history_digest, second.history_digest, "{name}");
+        let other = scenarios::driver::run(&scenario, sim::Seed::new(4));
+        assert_ne!(first.history_digest, other.history_digest, "{name}");
+    }
+}

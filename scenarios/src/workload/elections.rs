@@ -242,7 +242,7 @@ impl Elections {
     }
 
     /// After the heal: fresh candidates campaign until one leads, and every client node's
-    /// observer must see that leader.
+    /// observer must see that leader; each final leader's lookup of who leads must name it.
     pub(super) async fn finish(
         &self,
         sim: &Sim,
@@ -322,7 +322,12 @@ impl Elections {
             task.await
                 .map_err(|error| format!("a final election task failed: {error}"))?;
         }
-        Ok(())
+        let misnamed = &finish.state.lock().expect("not poisoned").misnamed;
+        if misnamed.is_empty() {
+            Ok(())
+        } else {
+            Err(misnamed.join("; "))
+        }
     }
 }
 
@@ -340,6 +345,8 @@ struct FinishState {
     winner: Option<String>,
     /// Each observer's latest observation.
     seen: BTreeMap<String, Option<String>>,
+    /// Leaders whose leader lookup named someone else.
+    misnamed: Vec<String>,
 }
 
 impl Finish {
@@ -352,6 +359,19 @@ impl Finish {
         let mut state = self.state.lock().expect("not poisoned");
         if state.winner.as_deref() == Some(identity) {
             state.winner = None;
+        }
+    }
+
+    /// The leader `identity`'s lookup of who leads, before it resigned, found `found`.
+    fn looked_up(&self, identity: &str, found: Option<String>) {
+        if found.as_deref() != Some(identity) {
+            self.state
+                .lock()
+                .expect("not poisoned")
+                .misnamed
+                .push(format!(
+                    "{identity} led, but its leader lookup found {found:?}"
+                ));
         }
     }
 
@@ -476,6 +496,9 @@ impl Candidate {
                             leading.lost(identity);
                             leadership.abandon().await;
                         } else {
+                            if let Leading::UntilObserved(finish) = leading {
+                                finish.looked_up(identity, election.leader().await.ok().flatten());
+                            }
                             leadership.resign().await;
                         }
                         Turn::Led
@@ -517,6 +540,9 @@ impl Candidate {
                         if lost {
                             leading.lost(identity);
                         } else {
+                            if let Leading::UntilObserved(finish) = leading {
+                                finish.looked_up(identity, election.leader(client).await);
+                            }
                             election.resign(client, leadership, session).await;
                         }
                         Turn::Led

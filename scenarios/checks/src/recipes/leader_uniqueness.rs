@@ -12,11 +12,12 @@
 //!
 //! Writes from deposed leaders need no check of their own: a later leader's token (the
 //! ZooKeeper node's czxid, the etcd key's create revision) is higher than every earlier
-//! leader's, because the leader is the oldest candidate left and every candidate joined after
-//! the one before it left. So "no write accepted from a deposed leader after its successor's
-//! first accepted write" is "no accepted write with a token lower than an accepted one",
-//! which `recipe.fenced_writes` judges; a write sent without a token is judged there by its
-//! writer's leadership.
+//! leader's. A leader is the oldest candidate in line when it wins, and a candidate's node or
+//! key lives from its creation until it leads; a candidate older than a leader would have
+//! been in line, ahead of it, when that leader won. So "no write accepted from a deposed
+//! leader after its successor's first accepted write" is "no accepted write with a token
+//! lower than an accepted one", which `recipe.fenced_writes` judges; a write sent without a
+//! token is judged there by its writer's leadership.
 //!
 //! **Reads:** the election recipes' `RecipeEvent::Election` records (gained, resigned, lost),
 //! written at the client node by the recipe, which is the client's belief itself, and client
