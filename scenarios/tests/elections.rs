@@ -415,7 +415,11 @@ fn election_runs_replay_to_the_same_history() {
         let seed = sim::Seed::new(3);
         let first = scenarios::driver::run(&scenario, seed);
         let second = scenarios::driver::run(&scenario, seed);
-        assert!(first.history_digest.is_some(), "{name}: {:?}", first.failure);
+        assert!(
+            first.history_digest.is_some(),
+            "{name}: {:?}",
+            first.failure
+        );
         assert_eq!(first.history_digest, second.history_digest, "{name}");
         let other = scenarios::driver::run(&scenario, sim::Seed::new(4));
         assert_ne!(first.history_digest, other.history_digest, "{name}");
