@@ -19,7 +19,7 @@ pub enum KnownBug {
     Etcd(EtcdBug),
     /// In ZAB or the ZooKeeper store above it.
     Zab(ZabBug),
-    /// In a coordination recipe (`recipe.*`, `etcd_mutex.*`).
+    /// In a coordination recipe (`recipe.*`, `etcd_mutex.*`, `etcd_election.*`).
     Recipe(RecipeBug),
 }
 
@@ -50,7 +50,9 @@ impl KnownBug {
         match self {
             KnownBug::Raft(_) | KnownBug::Etcd(_) => store == Store::Raft,
             KnownBug::Zab(_) => store == Store::Zab,
-            KnownBug::Recipe(RecipeBug::EtcdMutexNoPostwaitCheck) => store == Store::Raft,
+            KnownBug::Recipe(
+                RecipeBug::EtcdMutexNoPostwaitCheck | RecipeBug::EtcdElectionNoPostwaitCheck,
+            ) => store == Store::Raft,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
     }
@@ -292,6 +294,14 @@ pub fn table() -> Vec<KnownBugCase> {
             "recipe.mutual_exclusion",
             10,
         ),
+        // The first candidate in line is cut off past its lease; when the leader resigns it
+        // takes the lead its key no longer holds, beside the candidate after it.
+        recipe(
+            RecipeBug::EtcdElectionNoPostwaitCheck,
+            "etcd_election_cut_off_candidate",
+            "recipe.leader_uniqueness",
+            10,
+        ),
     ]
 }
 
@@ -326,7 +336,15 @@ mod tests {
             assert_eq!(bug.name().parse::<KnownBug>(), Ok(bug));
             let family = bug.name().split('.').next().unwrap();
             assert!(
-                ["raft", "etcd", "zab", "recipe", "etcd_mutex"].contains(&family),
+                [
+                    "raft",
+                    "etcd",
+                    "zab",
+                    "recipe",
+                    "etcd_mutex",
+                    "etcd_election"
+                ]
+                .contains(&family),
                 "{bug}"
             );
         }

@@ -412,13 +412,13 @@ impl Nemesis {
                 .rev()
                 .map(|(node, _, _)| *node)
                 .find(|node| !state.is_crashed(self.world.index(*node)))
-                .ok_or_else(|| "no client holds a lock".into()),
+                .ok_or_else(|| "no client holds a lock or leads an election".into()),
             Target::Waiter => state
                 .waiting
                 .iter()
                 .map(|(node, _, _)| *node)
                 .find(|node| !state.is_crashed(self.world.index(*node)))
-                .ok_or_else(|| "no client waits for a lock".into()),
+                .ok_or_else(|| "no client waits for a lock or campaigns".into()),
             Target::Label(name) => state
                 .labels
                 .get(name)

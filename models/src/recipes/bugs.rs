@@ -13,18 +13,23 @@ pub enum RecipeBug {
     /// `Lock` returns without checking that its own key still exists — its lease may have
     /// expired while it waited, and a later waiter may hold the lock.
     EtcdMutexNoPostwaitCheck,
-    /// `recipe.trust_local_state_after_expiry`: a holder keeps acting on its local belief
-    /// that it holds the lock; it does not watch its session (ZooKeeper: connection and
-    /// node; etcd: the session's lease) while it holds.
+    /// `recipe.trust_local_state_after_expiry`: a holder (or leader) keeps acting on its
+    /// local belief that it holds the lock (or leads); it does not watch its session
+    /// (ZooKeeper: connection and node; etcd: the session's lease) while it holds.
     TrustLocalStateAfterExpiry,
+    /// `etcd_election.no_postwait_check`: after waiting for the candidates before it to go,
+    /// `Election.Campaign` returns without checking that its own key still exists — its
+    /// lease may have expired while it waited, and a later candidate may lead.
+    EtcdElectionNoPostwaitCheck,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 3] = [
+    pub const ALL: [RecipeBug; 4] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
+        RecipeBug::EtcdElectionNoPostwaitCheck,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -33,6 +38,7 @@ impl RecipeBug {
             RecipeBug::NoFencing => "recipe.no_fencing",
             RecipeBug::EtcdMutexNoPostwaitCheck => "etcd_mutex.no_postwait_check",
             RecipeBug::TrustLocalStateAfterExpiry => "recipe.trust_local_state_after_expiry",
+            RecipeBug::EtcdElectionNoPostwaitCheck => "etcd_election.no_postwait_check",
         }
     }
 
@@ -46,6 +52,7 @@ impl RecipeBug {
             RecipeBug::TrustLocalStateAfterExpiry => {
                 "ZooKeeper sessions doc; CURATOR-460, CURATOR-696"
             }
+            RecipeBug::EtcdElectionNoPostwaitCheck => "etcd-io/etcd#11051, #19597",
         }
     }
 }

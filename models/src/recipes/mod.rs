@@ -3,24 +3,34 @@
 //! resource their critical sections write to.
 //!
 //! Every recipe records what its client believes (`sim::history::recipe`): when it asked
-//! for a lock, got it (with its fencing token), let it go, or learned it had lost it. The
-//! checkers compare those beliefs on the global clock.
+//! for a lock or campaigned, got it or began to lead (with its fencing token), let it go or
+//! resigned, or learned it had lost it. The checkers compare those beliefs on the global
+//! clock.
 
 mod bugs;
+mod election;
+mod etcd_election;
+mod etcd_keys;
 mod etcd_mutex;
+mod etcd_session;
 mod fenced_resource;
 mod lock;
+mod zk_election;
 mod zk_herd_lock;
-mod zk_lock;
+mod zk_line;
+mod zk_node_loss;
 mod zk_paths;
 mod zk_queue_lock;
 
 pub use bugs::{RecipeBug, RecipeBugs};
-pub use etcd_mutex::{EtcdMutex, EtcdMutexGuard, EtcdSession, KEEP_ALIVE_PROCESS};
+pub use election::ElectionError;
+pub use etcd_election::{EtcdElection, EtcdLeaderObserver, EtcdLeadership};
+pub use etcd_mutex::{EtcdMutex, EtcdMutexGuard};
+pub use etcd_session::{EtcdSession, KEEP_ALIVE_PROCESS};
 pub use fenced_resource::{
     FencedResource, Fencing, ResourceClient, ResourceFrame, ResourceUnavailable,
 };
 pub use lock::LockError;
-pub use zk_herd_lock::ZkHerdLock;
-pub use zk_lock::ZkLockGuard;
+pub use zk_election::{ZkElection, ZkLeaderObserver, ZkLeadership};
+pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
 pub use zk_queue_lock::ZkQueueLock;

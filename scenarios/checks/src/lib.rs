@@ -12,7 +12,7 @@
 //! - [`etcd`]: the etcd-like key-value store (reads, writes, leases, watches);
 //! - [`zk`]: the ZooKeeper-like store (znodes, sessions, watches);
 //! - [`recipes`]: the coordination recipes (mutual exclusion as believed and at the fenced
-//!   resource, the herd effect);
+//!   resource, the herd effect, leader uniqueness as believed);
 //! - [`linearizability`]: the Wing–Gong–Lowe search and its models;
 //! - [`history`]: typed views of a history that several checkers share.
 //!
@@ -133,6 +133,7 @@ pub fn all() -> impl Iterator<Item = &'static Check> {
         .chain(etcd::OPTIONAL)
         .chain(zk::CHECKS)
         .chain(recipes::LOCK_CHECKS)
+        .chain(recipes::ELECTION_CHECKS)
         .chain(recipes::OPTIONAL)
 }
 

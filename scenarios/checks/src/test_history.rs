@@ -168,6 +168,18 @@ pub fn lock_step(ms: u64, client: NodeId, step: sim::history::recipe::LockStep) 
     )
 }
 
+pub fn election_step(ms: u64, client: NodeId, step: sim::history::recipe::ElectionStep) -> Record {
+    record(
+        ms,
+        client,
+        Event::Recipe(sim::history::RecipeEvent::Election {
+            process: 0,
+            election: "/election".into(),
+            step,
+        }),
+    )
+}
+
 pub fn crash(ms: u64, node: NodeId) -> Record {
     Record {
         at: at(ms),

@@ -13,8 +13,8 @@ use sim::fault::{
 
 /// The faults of the `_faults` scenarios: the network and the servers misbehave, clients
 /// are not paused (so no session should expire while its client is alive and connected
-/// to a live quorum).
-const SERVER_FAULTS: [FaultKind; 5] = [
+/// to a live quorum). The election scenarios use the same.
+pub(super) const SERVER_FAULTS: [FaultKind; 5] = [
     FaultKind::Partition,
     FaultKind::Loss,
     FaultKind::Latency,

@@ -1,6 +1,7 @@
 //! The catalogue: named scenarios, from the demo to the directed schedules the known-bug
 //! suites use. Each is plain data; `Scenario::load` reads the same from a file.
 
+mod elections;
 mod etcd;
 mod locks;
 mod raft;
@@ -26,6 +27,7 @@ pub fn all() -> Vec<Scenario> {
     scenarios.extend(zk_sessions::scenarios());
     scenarios.extend(zk_znodes::scenarios());
     scenarios.extend(zab_traces::scenarios());
+    scenarios.extend(elections::scenarios());
     scenarios
 }
 

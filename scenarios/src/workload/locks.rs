@@ -10,14 +10,11 @@
 //! its check and its write does. After the heal, every client process must take the lock
 //! once more and write, within the liveness bound.
 
+use super::recipe_session::{RecipeSession, RecipeStore, Session};
 use super::{Pending, Workers};
-use models::{
-    etcd::{EtcdClient, EtcdCluster},
-    recipes::{
-        EtcdMutex, EtcdSession, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs,
-        ResourceClient, ZkHerdLock, ZkQueueLock,
-    },
-    zk::{ZkClient, ZkEnsemble},
+use models::recipes::{
+    EtcdMutex, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs, ResourceClient,
+    ZkHerdLock, ZkQueueLock,
 };
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, NodeId, Sim};
@@ -84,13 +81,6 @@ impl Default for Locks {
     }
 }
 
-/// The store a lock runs on.
-#[derive(Clone)]
-pub(crate) enum LockStore {
-    Zab(ZkEnsemble),
-    Raft(EtcdCluster),
-}
-
 /// How a client process's turn with the lock ended.
 enum Turn {
     /// It held the lock and wrote (or tried to: the resource may not have answered).
@@ -122,7 +112,7 @@ impl Locks {
     pub(super) fn start(
         &self,
         sim: &Sim,
-        store: &LockStore,
+        store: &RecipeStore,
         resource: &FencedResource,
         bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
@@ -156,7 +146,7 @@ impl Locks {
     pub(super) async fn finish(
         &self,
         sim: &Sim,
-        store: &LockStore,
+        store: &RecipeStore,
         resource: &FencedResource,
         bugs: RecipeBugs,
         pending: &Pending,
@@ -207,25 +197,17 @@ impl Locks {
 /// One client process: its session (made on demand) and its resource connection.
 struct LockClient {
     locks: Locks,
-    store: LockStore,
     context: NodeContext,
     process: u32,
     resource: ResourceClient,
     bugs: RecipeBugs,
-    session: Option<Session>,
-    /// The process's one etcd client, for all its sessions (it numbers the watches).
-    etcd: Option<EtcdClient>,
-}
-
-enum Session {
-    Zk(ZkClient),
-    Etcd(Box<EtcdSession>),
+    session: RecipeSession,
 }
 
 impl LockClient {
     fn new(
         locks: &Locks,
-        store: &LockStore,
+        store: &RecipeStore,
         resource: &FencedResource,
         context: &NodeContext,
         process: u32,
@@ -234,66 +216,30 @@ impl LockClient {
         Self {
             bugs,
             locks: locks.clone(),
-            store: store.clone(),
             context: context.clone(),
             process,
             resource: resource.client(context, process),
-            session: None,
-            etcd: match store {
-                LockStore::Raft(cluster) => {
-                    Some(EtcdClient::new(cluster, context.clone(), process))
-                }
-                LockStore::Zab(_) => None,
-            },
+            session: RecipeSession::new(
+                store,
+                context,
+                process,
+                Duration::from_millis(locks.session_timeout_ms),
+                Duration::from_millis(locks.patience_ms),
+            ),
         }
-    }
-
-    fn patience(&self) -> Duration {
-        Duration::from_millis(self.locks.patience_ms)
-    }
-
-    /// Opens a session if there is none; `false` if the store could not be reached.
-    async fn ensure_session(&mut self) -> bool {
-        if self.session.is_some() {
-            return true;
-        }
-        let timeout = Duration::from_millis(self.locks.session_timeout_ms);
-        self.session = match &self.store {
-            LockStore::Zab(ensemble) => {
-                let mut config = ensemble.client_config(self.process);
-                config.session_timeout = timeout;
-                config.connect_patience = self.patience();
-                ensemble
-                    .connect(&self.context, config)
-                    .await
-                    .ok()
-                    .map(Session::Zk)
-            }
-            LockStore::Raft(cluster) => EtcdSession::start(
-                cluster,
-                &self.context,
-                self.process,
-                timeout,
-                self.patience(),
-            )
-            .await
-            .ok()
-            .map(|session| Session::Etcd(Box::new(session))),
-        };
-        self.session.is_some()
     }
 
     /// One request for the lock and, if granted, one critical section.
     async fn take_turn(&mut self, turn: u64) -> Turn {
-        if !self.ensure_session().await {
+        if !self.session.ensure().await {
             return Turn::SessionOver;
         }
         let hold = Duration::from_millis(self.locks.hold_ms);
         let value = format!("{}/{}#{turn}", self.context.id(), self.process);
-        let patience = self.patience();
+        let patience = Duration::from_millis(self.locks.patience_ms);
         let clock = self.context.clock().clone();
-        let turn = match self.session.as_ref().expect("just ensured") {
-            Session::Zk(zk) => {
+        let turn = match self.session.parts().expect("just ensured") {
+            (Session::Zk(zk), _) => {
                 let guard = match self.locks.recipe {
                     LockRecipe::ZkHerdLock => {
                         ZkHerdLock::new(zk, &self.context, LOCK_NAME)
@@ -331,8 +277,8 @@ impl LockClient {
                     Err(_) => Turn::SessionOver,
                 }
             }
-            Session::Etcd(session) => {
-                let client = self.etcd.as_mut().expect("made on the Raft store");
+            (Session::Etcd(session), client) => {
+                let client = client.expect("made on the Raft store");
                 let mut mutex = EtcdMutex::new(&self.context, self.process, session, LOCK_NAME)
                     .with_bugs(self.bugs);
                 match mutex.lock(client, session, patience).await {
@@ -355,33 +301,17 @@ impl LockClient {
                 }
             }
         };
-        if self.session_over() {
-            self.close().await;
-        }
+        self.session.close_if_over().await;
         turn
-    }
-
-    fn session_over(&self) -> bool {
-        match &self.session {
-            Some(Session::Zk(zk)) => zk.is_expired() || zk.is_closed(),
-            Some(Session::Etcd(session)) => session.is_done(),
-            None => true,
-        }
     }
 
     /// Ends the session (deleting its ephemeral nodes or revoking its lease).
     async fn close(&mut self) {
-        match self.session.take() {
-            Some(Session::Zk(zk)) => {
-                let _ = zk.close().await;
-            }
-            Some(Session::Etcd(session)) => (*session).close().await,
-            None => {}
-        }
+        self.session.close().await;
     }
 }
 
-/// The token the critical section sends: none with `recipe.no_fencing`.
-fn fencing_token(bugs: RecipeBugs, token: u64) -> Option<u64> {
+/// The token the critical section (or a leader's work) sends: none with `recipe.no_fencing`.
+pub(super) fn fencing_token(bugs: RecipeBugs, token: u64) -> Option<u64> {
     (!bugs.has(RecipeBug::NoFencing)).then_some(token)
 }

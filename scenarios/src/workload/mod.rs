@@ -5,11 +5,13 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
+mod elections;
 mod etcd;
 mod kv;
 mod kv_leases;
 mod ledger;
 mod locks;
+mod recipe_session;
 mod zk;
 mod zk_ephemeral_holders;
 mod zk_out_of_band_reads;
@@ -17,6 +19,7 @@ mod zk_script;
 mod zk_sequential_creates;
 mod zk_watches;
 
+pub use elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
 pub use etcd::{
     COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
 };
@@ -80,6 +83,8 @@ pub enum Workload {
     ZkScript(ZkScript),
     /// A writer telling readers out of band what it wrote, on the ZAB store.
     ZkOutOfBandReads(ZkOutOfBandReads),
+    /// Clients campaigning in an election, the leader writing to a fenced resource.
+    Elections(Elections),
 }
 
 impl Workload {
@@ -100,6 +105,7 @@ impl Workload {
             Workload::ZkSequentialCreates(_) => "zk_sequential_creates",
             Workload::ZkScript(_) => "zk_script",
             Workload::ZkOutOfBandReads(_) => "zk_out_of_band_reads",
+            Workload::Elections(_) => "elections",
         }
     }
 
@@ -121,6 +127,10 @@ impl Workload {
                 LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
                 LockRecipe::EtcdMutex => Store::Raft,
             },
+            Workload::Elections(elections) => match elections.recipe {
+                ElectionRecipe::ZkElection => Store::Zab,
+                ElectionRecipe::EtcdElection => Store::Raft,
+            },
         }
     }
 
@@ -128,7 +138,7 @@ impl Workload {
     /// the lock and election workloads, none for the others.
     pub fn resources(&self) -> usize {
         match self {
-            Workload::Locks(_) => 1,
+            Workload::Locks(_) | Workload::Elections(_) => 1,
             _ => 0,
         }
     }
@@ -137,6 +147,7 @@ impl Workload {
     pub(crate) fn start_resource(&self, sim: &Sim) -> Option<FencedResource> {
         match self {
             Workload::Locks(locks) => Some(locks.start_resource(sim)),
+            Workload::Elections(elections) => Some(elections.start_resource(sim)),
             _ => None,
         }
     }
@@ -159,6 +170,7 @@ impl Workload {
             Workload::ZkSequentialCreates(creates) => creates.validate(),
             Workload::ZkScript(script) => script.validate(scenario.servers, scenario.clients),
             Workload::ZkOutOfBandReads(reads) => reads.validate(scenario.servers, scenario.clients),
+            Workload::Elections(elections) => elections.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -178,7 +190,10 @@ impl Workload {
         stop: &Arc<AtomicBool>,
     ) -> Workers {
         if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
-            return locks.start(sim, &store.lock_store(), resource, bugs, stop);
+            return locks.start(sim, &store.recipe_store(), resource, bugs, stop);
+        }
+        if let (Workload::Elections(elections), Some(resource)) = (self, resource) {
+            return elections.start(sim, &store.recipe_store(), resource, bugs, stop);
         }
         match (self, store) {
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
@@ -231,7 +246,12 @@ impl Workload {
     ) -> Result<(), String> {
         if let (Workload::Locks(locks), Some(resource)) = (self, resource) {
             return locks
-                .finish(sim, &store.lock_store(), resource, bugs, pending)
+                .finish(sim, &store.recipe_store(), resource, bugs, pending)
+                .await;
+        }
+        if let (Workload::Elections(elections), Some(resource)) = (self, resource) {
+            return elections
+                .finish(sim, &store.recipe_store(), resource, bugs, pending)
                 .await;
         }
         match (self, store) {
@@ -291,11 +311,13 @@ pub(crate) enum RunningStore {
 }
 
 impl RunningStore {
-    fn lock_store(&self) -> locks::LockStore {
+    fn recipe_store(&self) -> recipe_session::RecipeStore {
         match self {
-            RunningStore::Zab(ensemble) => locks::LockStore::Zab(ensemble.clone()),
-            RunningStore::Raft(cluster) => locks::LockStore::Raft(cluster.clone()),
-            RunningStore::Ledger(_) => unreachable!("validated: locks run on a consensus store"),
+            RunningStore::Zab(ensemble) => recipe_session::RecipeStore::Zab(ensemble.clone()),
+            RunningStore::Raft(cluster) => recipe_session::RecipeStore::Raft(cluster.clone()),
+            RunningStore::Ledger(_) => {
+                unreachable!("validated: recipes run on a consensus store")
+            }
         }
     }
 }

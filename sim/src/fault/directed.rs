@@ -357,8 +357,8 @@ pub enum PausedClient {
     /// A client drawn from the seed.
     #[default]
     Any,
-    /// The client that holds a lock when the pause fires (`holder`): the lock's session
-    /// or lease expires while its holder still believes it holds it.
+    /// The client that holds a lock or leads an election when the pause fires (`holder`):
+    /// its session or lease expires while it still believes it holds or leads.
     Holder,
 }
 

@@ -22,11 +22,13 @@ pub enum Target {
     Leader,
     /// A running server that is not the leader.
     Follower,
-    /// The client node of the process that most recently acquired a lock and still
-    /// believes it holds it (from the recipes' lock records, as they are recorded).
+    /// The client node of the process that most recently acquired a lock or gained an
+    /// election's leadership and still believes it holds it (from the recipes' lock and
+    /// election records, as they are recorded).
     Holder,
-    /// The client node of the process that has waited longest for a lock it asked for and
-    /// has neither acquired nor given up (from the recipes' lock records).
+    /// The client node of the process that has waited longest for a lock it asked for, or
+    /// campaigned longest in an election, and has neither got it nor given up (from the
+    /// recipes' lock and election records).
     Waiter,
     /// The node an earlier fault resolved to (its `as` name).
     Label(String),

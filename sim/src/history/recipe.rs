@@ -85,6 +85,12 @@ pub enum ElectionStep {
         /// How it learned.
         why: LossReason,
     },
+    /// The client stopped campaigning without leading (its patience ran out, or its session
+    /// ended while it waited): it is no longer a candidate.
+    GaveUp {
+        /// Why, for the reader.
+        why: String,
+    },
     /// The client observed who leads now (`OnNewLeader`): the leader's announced value, or
     /// none if nobody leads.
     Observed {

@@ -2,35 +2,17 @@
 //!
 //! Reads the `RecipeEvent::Lock` records the lock recipes write at the client node (what
 //! the client believed: acquired with a token, released, lost) and the crashes of client
-//! nodes (a crashed process believes nothing any more: its hold ends at the crash). Reads
-//! `RecipeEvent::ResourceWrite` records, which the fenced resource writes at its own node
-//! for every write it receives.
+//! nodes (a crashed process believes nothing any more: its hold ends at the crash; the
+//! `beliefs` reader the election reader shares). Reads `RecipeEvent::ResourceWrite` records,
+//! which the fenced resource writes at its own node for every write it receives.
 
+use super::beliefs::{BeliefChange, beliefs, intervals_overlap};
 use sim::{
-    NodeId,
-    history::{
-        Event, History, RecipeEvent, ResourceVerdict,
-        recipe::{LockStep, LossReason},
-    },
+    history::{Event, History, RecipeEvent, ResourceVerdict, recipe::LockStep},
     time::SimTime,
 };
-use std::collections::BTreeMap;
 
-/// A client process: the node and the logical process on it.
-pub type Holder = (NodeId, u32);
-
-/// How a hold ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HoldEnd {
-    /// The client let go.
-    Released,
-    /// The client learned it had lost the lock.
-    Lost(LossReason),
-    /// The client's node crashed.
-    Crashed,
-    /// The run ended while the client still believed it held the lock.
-    StillHeld,
-}
+pub use super::beliefs::{HoldEnd, Holder};
 
 /// One interval during which a client believed it held a lock.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,76 +35,42 @@ impl Hold {
     /// Whether the two holds overlap in time (a hold still open at the end of the run
     /// overlaps everything after its start).
     pub fn overlaps(&self, other: &Hold) -> bool {
-        let before = |hold: &Hold, time: SimTime| hold.until.is_none_or(|until| until > time);
-        before(self, other.from) && before(other, self.from)
+        intervals_overlap((self.from, self.until), (other.from, other.until))
     }
+}
+
+/// What a lock record says about its process's belief, if anything.
+pub(crate) fn lock_change(recipe: &RecipeEvent) -> Option<(u32, &str, BeliefChange)> {
+    let RecipeEvent::Lock {
+        process,
+        lock,
+        step,
+    } = recipe
+    else {
+        return None;
+    };
+    let change = match step {
+        LockStep::Acquired { token } => BeliefChange::Began { token: *token },
+        LockStep::Released { .. } => BeliefChange::LetGo,
+        LockStep::Lost { why, .. } => BeliefChange::Lost(*why),
+        LockStep::Requested | LockStep::Woken { .. } | LockStep::GaveUp { .. } => return None,
+    };
+    Some((*process, lock, change))
 }
 
 /// Every hold of every lock, in the order they began.
 pub fn holds(history: &History) -> Vec<Hold> {
-    let mut open: BTreeMap<(Holder, String), usize> = BTreeMap::new();
-    let mut holds: Vec<Hold> = Vec::new();
-    let close = |holds: &mut Vec<Hold>, index: usize, at: SimTime, end: HoldEnd| {
-        holds[index].until = Some(at);
-        holds[index].end = end;
-    };
-    for record in history.records() {
-        match (&record.event, record.node) {
-            (
-                Event::Recipe(RecipeEvent::Lock {
-                    process,
-                    lock,
-                    step,
-                }),
-                Some(node),
-            ) => {
-                let key = ((node, *process), lock.clone());
-                match step {
-                    LockStep::Acquired { token } => {
-                        // A second Acquired without an end replaces the first belief.
-                        if let Some(index) = open.remove(&key) {
-                            close(&mut holds, index, record.at, HoldEnd::Released);
-                        }
-                        open.insert(key, holds.len());
-                        holds.push(Hold {
-                            lock: lock.clone(),
-                            holder: (node, *process),
-                            token: *token,
-                            from: record.at,
-                            until: None,
-                            end: HoldEnd::StillHeld,
-                        });
-                    }
-                    LockStep::Released { .. } => {
-                        if let Some(index) = open.remove(&key) {
-                            close(&mut holds, index, record.at, HoldEnd::Released);
-                        }
-                    }
-                    LockStep::Lost { why, .. } => {
-                        if let Some(index) = open.remove(&key) {
-                            close(&mut holds, index, record.at, HoldEnd::Lost(*why));
-                        }
-                    }
-                    LockStep::Requested | LockStep::Woken { .. } | LockStep::GaveUp { .. } => {}
-                }
-            }
-            (Event::Fault(fault), _) => {
-                if let Some(crashed) = fault.crashed() {
-                    let ended: Vec<(Holder, String)> = open
-                        .keys()
-                        .filter(|((node, _), _)| *node == crashed)
-                        .cloned()
-                        .collect();
-                    for key in ended {
-                        let index = open.remove(&key).expect("listed");
-                        close(&mut holds, index, record.at, HoldEnd::Crashed);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    holds
+    beliefs(history, lock_change)
+        .into_iter()
+        .map(|belief| Hold {
+            lock: belief.name,
+            holder: belief.holder,
+            token: belief.token,
+            from: belief.from,
+            until: belief.until,
+            end: belief.end,
+        })
+        .collect()
 }
 
 /// A write a fenced resource received.

@@ -3,6 +3,8 @@
 //! Each reader documents which events it reads and who records them.
 
 pub mod applied_runs;
+pub(crate) mod beliefs;
+pub mod elections;
 pub mod faults;
 pub mod kv;
 pub mod leaders;

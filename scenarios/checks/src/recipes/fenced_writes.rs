@@ -8,16 +8,26 @@
 //! safe without fencing"). So: once a write of token *t* was accepted, no write of a lower
 //! token may be accepted — that would overwrite what the newer holder wrote.
 //!
+//! Leaders write to the resource the same way, with their leadership's token, and a later
+//! leader's token is higher than an earlier one's (`recipe.leader_uniqueness` says why), so
+//! this is also the check that no write of a deposed leader is accepted after its
+//! successor's.
+//!
 //! A write that carried no token (a recipe that does not fence, `recipe.no_fencing`) is
-//! judged by the token of the lock its writer believed it held when the write arrived.
+//! judged by the token of the lock or leadership its writer believed it held when the write
+//! arrived.
 //!
 //! **Reads:** the fenced resource's `ResourceWrite` records (every write it received, with
 //! the writer, token and verdict, recorded at the resource node as it decides) and, for
-//! writes without a token, the writers' own lock records ([`crate::history::locks`]).
+//! writes without a token, the writers' own lock and election records
+//! ([`crate::history::locks`], [`crate::history::elections`]).
 
 use crate::{
     Violation,
-    history::locks::{Hold, ResourceWrite, holds, resource_writes},
+    history::{
+        beliefs::{Belief, tokens_believed},
+        locks::{ResourceWrite, resource_writes},
+    },
 };
 use sim::history::{History, ResourceVerdict};
 use std::{collections::BTreeMap, fmt};
@@ -46,7 +56,7 @@ impl fmt::Display for StaleWriteAccepted {
             self.write.value,
             self.token,
             if self.write.token.is_none() {
-                " (not sent: the lock's)"
+                " (not sent: the lock's or leadership's)"
             } else {
                 ""
             },
@@ -68,27 +78,28 @@ impl Violation for StaleWriteAccepted {
     }
 }
 
-/// The token a write is judged by: its own, or its writer's latest lock token.
-fn token_of(write: &ResourceWrite, holds: &[Hold]) -> Option<u64> {
+/// The token a write is judged by: its own, or its writer's latest lock or leadership
+/// token.
+fn token_of(write: &ResourceWrite, believed: &[Belief]) -> Option<u64> {
     write.token.or_else(|| {
-        holds
+        believed
             .iter()
-            .filter(|hold| hold.holder == write.writer && hold.from <= write.at)
-            .max_by_key(|hold| hold.from)
-            .map(|hold| hold.token)
+            .filter(|belief| belief.holder == write.writer && belief.from <= write.at)
+            .max_by_key(|belief| belief.from)
+            .map(|belief| belief.token)
     })
 }
 
 /// Every accepted write whose token is lower than that of a write accepted before it.
 pub fn check(history: &History) -> Vec<StaleWriteAccepted> {
-    let holds = holds(history);
+    let believed = tokens_believed(history);
     let mut newest: BTreeMap<String, (u64, ResourceWrite)> = BTreeMap::new();
     let mut violations = Vec::new();
     for write in resource_writes(history) {
         if write.verdict != ResourceVerdict::Accepted {
             continue;
         }
-        let Some(token) = token_of(&write, &holds) else {
+        let Some(token) = token_of(&write, &believed) else {
             continue;
         };
         match newest.get(&write.resource) {
@@ -111,11 +122,11 @@ pub fn check(history: &History) -> Vec<StaleWriteAccepted> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, C2, lock_step, resource_write};
+    use crate::test_history::{C1, C2, election_step, lock_step, resource_write};
     use sim::history::{
         History,
         ResourceVerdict::{Accepted, RejectedStaleToken},
-        recipe::LockStep,
+        recipe::{ElectionStep, LockStep},
     };
 
     #[test]
@@ -146,6 +157,34 @@ mod tests {
         ]);
         let violations = check(&history);
         assert_eq!(violations.len(), 1);
-        assert!(violations[0].to_string().contains("(not sent: the lock's)"));
+        assert!(
+            violations[0]
+                .to_string()
+                .contains("(not sent: the lock's or leadership's)")
+        );
+    }
+
+    /// A deposed leader's write after its successor's: refused with fencing; without
+    /// tokens, caught by the writers' leadership tokens.
+    #[test]
+    fn a_deposed_leaders_write_after_its_successors_is_stale() {
+        let fenced = History::from_records(vec![
+            election_step(100, C1, ElectionStep::Gained { token: 5 }),
+            resource_write(150, C1, Some(5), Accepted),
+            election_step(200, C2, ElectionStep::Gained { token: 9 }),
+            resource_write(250, C2, Some(9), Accepted),
+            resource_write(300, C1, Some(5), RejectedStaleToken),
+        ]);
+        assert_eq!(check(&fenced), vec![]);
+        let unfenced = History::from_records(vec![
+            election_step(100, C1, ElectionStep::Gained { token: 5 }),
+            resource_write(150, C1, None, Accepted),
+            election_step(200, C2, ElectionStep::Gained { token: 9 }),
+            resource_write(250, C2, None, Accepted),
+            resource_write(300, C1, None, Accepted),
+        ]);
+        let violations = check(&unfenced);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!((violations[0].token, violations[0].newer_token), (5, 9));
     }
 }

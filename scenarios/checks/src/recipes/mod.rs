@@ -1,9 +1,11 @@
 //! Properties of the coordination recipes, judged from what their clients believed and what
-//! the fenced resource received ([`crate::history::locks`]): mutual exclusion as the clients
-//! believed it, mutual exclusion at the resource, and the herd effect.
+//! the fenced resource received ([`crate::history::locks`], [`crate::history::elections`]):
+//! mutual exclusion as the clients believed it, mutual exclusion at the resource, the herd
+//! effect, and leader uniqueness as the clients believed it.
 
 pub mod fenced_writes;
 pub mod herd_effect;
+pub mod leader_uniqueness;
 pub mod mutual_exclusion;
 
 use crate::{Check, boxed};
@@ -29,4 +31,13 @@ pub const OPTIONAL: &[Check] = &[Check {
     name: "recipe.herd_effect",
     property: "no herd effect",
     run: |history, context| boxed(herd_effect::check(history, context.herd_bound_per_release)),
+}];
+
+/// The election checks every election scenario gets (with `recipe.fenced_writes`, which
+/// judges the leaders' writes). `recipe.leader_uniqueness` is among them: a scenario that
+/// pauses leaders past their session timeout expects it to fire.
+pub const ELECTION_CHECKS: &[Check] = &[Check {
+    name: "recipe.leader_uniqueness",
+    property: "leader uniqueness (as believed)",
+    run: |history, _| boxed(leader_uniqueness::check(history)),
 }];

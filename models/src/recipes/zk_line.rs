@@ -1,0 +1,144 @@
+//! Waiting in line under a ZooKeeper node, as the queue lock and leader election both do
+//! (ZooKeeper recipes, "Locks" and "Leader Election"; Curator's `LockInternals`, which
+//! `InterProcessMutex` and `LeaderLatch` share):
+//!
+//! - each client creates a *protected* ephemeral-sequential child of the line's node
+//!   ([`ZkClient::create_protected`]): after a connection loss it finds its node by GUID
+//!   **and** checks that it belongs to its own session, instead of creating a second node or
+//!   adopting a dead session's;
+//! - the lowest sequence is first; every other client watches only its immediate
+//!   predecessor, so one departure wakes one client, not the herd;
+//! - if the predecessor vanished before the watch was set, the client lists the children
+//!   again instead of waiting for a notification that will never come.
+
+use super::lock::LockError;
+use super::zk_herd_lock::store_error;
+use super::zk_paths::{ensure_parents, sequence_of};
+use crate::zk::{ZkClient, ZkClientError};
+use sim::{
+    NodeContext,
+    history::zk::{CreateMode, Stat, ZkError},
+};
+use std::time::Duration;
+
+/// A client's node at the head of the line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FirstInLine {
+    /// Its full path.
+    pub(crate) node: String,
+    /// Its `czxid`: the fencing token.
+    pub(crate) czxid: u64,
+}
+
+/// A line of ephemeral-sequential children of `parent`, named `<guid>-<child_prefix><seq>`.
+pub(crate) struct Line<'a> {
+    pub(crate) zk: &'a ZkClient,
+    pub(crate) context: &'a NodeContext,
+    pub(crate) parent: &'a str,
+    pub(crate) child_prefix: &'a str,
+}
+
+impl Line<'_> {
+    /// Joins the line with a node holding `data` and waits, for at most `patience`, until
+    /// the node is first. Calls `woken` with the path of each predecessor whose watch fired.
+    /// On giving up, deletes its node (leaves the line).
+    pub(crate) async fn wait_to_be_first(
+        &self,
+        data: &str,
+        patience: Duration,
+        woken: impl Fn(&str),
+    ) -> Result<FirstInLine, LockError> {
+        let clock = self.context.clock().clone();
+        let deadline = clock.now() + patience;
+        let mine = self.join(data).await?;
+        let my_name = mine.rsplit('/').next().unwrap_or_default().to_string();
+        let withdraw = |error: LockError| async {
+            self.delete(&mine).await;
+            error
+        };
+        loop {
+            if clock.now() >= deadline {
+                return Err(withdraw(LockError::TimedOut).await);
+            }
+            let line = match self.in_order().await {
+                Ok(line) => line,
+                Err(ZkClientError::ConnectionLoss) => continue,
+                Err(error) => return Err(store_error(error)),
+            };
+            let Some(place) = line.iter().position(|name| *name == my_name) else {
+                // Our node is gone: the session that owned it ended (or someone deleted
+                // it). Coming first through it is impossible.
+                return Err(LockError::SessionEnded);
+            };
+            if place == 0 {
+                match self.zk.exists(&mine).await {
+                    Ok(Some(stat)) if self.owns(&stat) => {
+                        return Ok(FirstInLine {
+                            node: mine,
+                            czxid: stat.czxid,
+                        });
+                    }
+                    Ok(_) => return Err(LockError::SessionEnded),
+                    Err(ZkClientError::ConnectionLoss) => continue,
+                    Err(error) => return Err(store_error(error)),
+                }
+            }
+            let predecessor = self.path_of(&line[place - 1]);
+            let watch = match self.zk.exists_watch(&predecessor).await {
+                Ok((Some(_), watch)) => watch,
+                // Gone before the watch was set: list again.
+                Ok((None, _)) | Err(ZkClientError::ConnectionLoss) => continue,
+                Err(error) => return Err(store_error(error)),
+            };
+            let left = deadline.saturating_duration_since(clock.now());
+            match clock.timeout(left, watch.fired()).await {
+                Ok(Ok(event)) => woken(&event.path),
+                Ok(Err(_)) => return Err(LockError::SessionEnded),
+                Err(_) => return Err(withdraw(LockError::TimedOut).await),
+            }
+        }
+    }
+
+    /// The names of the line's nodes, first to last (by sequence number).
+    pub(crate) async fn in_order(&self) -> Result<Vec<String>, ZkClientError> {
+        let (children, _) = self.zk.get_children(self.parent).await?;
+        let mut line: Vec<(i64, String)> = children
+            .into_iter()
+            .filter(|name| name.contains(self.child_prefix))
+            .filter_map(|name| Some((sequence_of(&name)?, name)))
+            .collect();
+        line.sort();
+        Ok(line.into_iter().map(|(_, name)| name).collect())
+    }
+
+    /// The full path of the line's node `name`.
+    pub(crate) fn path_of(&self, name: &str) -> String {
+        format!("{}/{name}", self.parent)
+    }
+
+    fn owns(&self, stat: &Stat) -> bool {
+        Some(stat.ephemeral_owner) == self.zk.session_id()
+    }
+
+    /// Creates our node; its path. The first client ever creates the line's node (Curator's
+    /// `creatingParentsIfNeeded`): one failed create, not one per turn.
+    async fn join(&self, data: &str) -> Result<String, LockError> {
+        let child = self.path_of(self.child_prefix);
+        loop {
+            match self
+                .zk
+                .create_protected(&child, data, CreateMode::EphemeralSequential)
+                .await
+            {
+                Err(ZkClientError::Api(ZkError::NoNode)) => {
+                    ensure_parents(self.zk, &child).await.map_err(store_error)?;
+                }
+                created => return created.map_err(store_error),
+            }
+        }
+    }
+
+    async fn delete(&self, node: &str) {
+        while let Err(ZkClientError::ConnectionLoss) = self.zk.delete(node, None).await {}
+    }
+}

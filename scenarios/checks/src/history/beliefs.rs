@@ -1,0 +1,139 @@
+//! Intervals during which a client process believed it alone held something — a lock, an
+//! election's leadership — with the fencing token it held it by. The lock reader
+//! ([`super::locks`]) and the election reader ([`super::elections`]) are both built on this.
+//!
+//! Reads the recipe records each reader selects, written at the client node by the recipe
+//! (the client's belief itself), and the crashes of client nodes from the fault records (a
+//! crashed process believes nothing any more: its belief ends at the crash).
+
+use sim::{
+    NodeId,
+    history::{Event, History, RecipeEvent, recipe::LossReason},
+    time::SimTime,
+};
+use std::collections::BTreeMap;
+
+/// A client process: the node and the logical process on it.
+pub type Holder = (NodeId, u32);
+
+/// How a belief ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldEnd {
+    /// The client let go (released the lock, resigned the leadership).
+    Released,
+    /// The client learned it had lost it.
+    Lost(LossReason),
+    /// The client's node crashed.
+    Crashed,
+    /// The run ended while the client still believed.
+    StillHeld,
+}
+
+/// What one recipe record says about its process's belief.
+pub(crate) enum BeliefChange {
+    /// It now believes it holds, by this token.
+    Began {
+        /// The fencing token.
+        token: u64,
+    },
+    /// It let go, and knows it.
+    LetGo,
+    /// It learned it lost.
+    Lost(LossReason),
+}
+
+/// One interval of belief.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Belief {
+    /// The lock or election.
+    pub(crate) name: String,
+    pub(crate) holder: Holder,
+    pub(crate) token: u64,
+    pub(crate) from: SimTime,
+    pub(crate) until: Option<SimTime>,
+    pub(crate) end: HoldEnd,
+}
+
+/// Whether two intervals `[from, until)` overlap (`None`: still open at the end of the run,
+/// which overlaps everything after its start).
+pub(crate) fn intervals_overlap(
+    (from, until): (SimTime, Option<SimTime>),
+    (other_from, other_until): (SimTime, Option<SimTime>),
+) -> bool {
+    let open_at = |until: Option<SimTime>, time: SimTime| until.is_none_or(|until| until > time);
+    open_at(until, other_from) && open_at(other_until, from)
+}
+
+/// Every belief `read` finds in the recipe records, in the order they began. `read` gives,
+/// for a record it cares about, the process, the lock or election name, and the change.
+pub(crate) fn beliefs(
+    history: &History,
+    read: impl Fn(&RecipeEvent) -> Option<(u32, &str, BeliefChange)>,
+) -> Vec<Belief> {
+    let mut open: BTreeMap<(Holder, String), usize> = BTreeMap::new();
+    let mut beliefs: Vec<Belief> = Vec::new();
+    let close = |beliefs: &mut Vec<Belief>, index: usize, at: SimTime, end: HoldEnd| {
+        beliefs[index].until = Some(at);
+        beliefs[index].end = end;
+    };
+    for record in history.records() {
+        match (&record.event, record.node) {
+            (Event::Recipe(recipe), Some(node)) => {
+                let Some((process, name, change)) = read(recipe) else {
+                    continue;
+                };
+                let key = ((node, process), name.to_string());
+                match change {
+                    BeliefChange::Began { token } => {
+                        // A second start without an end replaces the first belief.
+                        if let Some(index) = open.remove(&key) {
+                            close(&mut beliefs, index, record.at, HoldEnd::Released);
+                        }
+                        open.insert(key, beliefs.len());
+                        beliefs.push(Belief {
+                            name: name.to_string(),
+                            holder: (node, process),
+                            token,
+                            from: record.at,
+                            until: None,
+                            end: HoldEnd::StillHeld,
+                        });
+                    }
+                    BeliefChange::LetGo => {
+                        if let Some(index) = open.remove(&key) {
+                            close(&mut beliefs, index, record.at, HoldEnd::Released);
+                        }
+                    }
+                    BeliefChange::Lost(why) => {
+                        if let Some(index) = open.remove(&key) {
+                            close(&mut beliefs, index, record.at, HoldEnd::Lost(why));
+                        }
+                    }
+                }
+            }
+            (Event::Fault(fault), _) => {
+                if let Some(crashed) = fault.crashed() {
+                    let ended: Vec<(Holder, String)> = open
+                        .keys()
+                        .filter(|((node, _), _)| *node == crashed)
+                        .cloned()
+                        .collect();
+                    for key in ended {
+                        let index = open.remove(&key).expect("listed");
+                        close(&mut beliefs, index, record.at, HoldEnd::Crashed);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    beliefs
+}
+
+/// Every lock hold and every leadership, in the order they began: what a writer to a fenced
+/// resource believed it held, whichever recipe gave it its token.
+pub(crate) fn tokens_believed(history: &History) -> Vec<Belief> {
+    beliefs(history, |recipe| {
+        super::locks::lock_change(recipe).or_else(|| super::elections::election_change(recipe))
+    })
+}
