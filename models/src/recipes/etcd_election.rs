@@ -29,7 +29,6 @@ use sim::{
         kv::{Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse},
         recipe::{ElectionStep, LossReason},
     },
-    time::SimTime,
 };
 use std::time::Duration;
 
@@ -94,7 +93,6 @@ impl EtcdElection {
                 Ok(EtcdLeadership {
                     token,
                     recorder: self.recorder.clone(),
-                    gained_at: self.context.sim().now(),
                     bugs: self.bugs,
                 })
             }
@@ -332,7 +330,6 @@ impl EtcdLeaderObserver {
 pub struct EtcdLeadership {
     token: u64,
     recorder: ElectionRecorder,
-    gained_at: SimTime,
     bugs: RecipeBugs,
 }
 
@@ -340,11 +337,6 @@ impl EtcdLeadership {
     /// The fencing token: the leader's key's create revision.
     pub fn token(&self) -> u64 {
         self.token
-    }
-
-    /// When the client began to lead (global simulated time, for latency figures).
-    pub fn gained_at(&self) -> SimTime {
-        self.gained_at
     }
 
     /// Completes when the leader must stop trusting that it leads (`OnStoppedLeading`): its

@@ -24,7 +24,6 @@ use sim::{
         recipe::{ElectionStep, LossReason},
         zk::ZkError,
     },
-    time::SimTime,
 };
 use std::time::Duration;
 
@@ -88,7 +87,6 @@ impl ZkElection {
                     node: first.node,
                     token: first.czxid,
                     recorder: self.recorder.clone(),
-                    gained_at: self.context.sim().now(),
                     bugs: self.bugs,
                 })
             }
@@ -263,7 +261,6 @@ pub struct ZkLeadership {
     node: String,
     token: u64,
     recorder: ElectionRecorder,
-    gained_at: SimTime,
     bugs: RecipeBugs,
 }
 
@@ -271,11 +268,6 @@ impl ZkLeadership {
     /// The fencing token: the leader's node's czxid.
     pub fn token(&self) -> u64 {
         self.token
-    }
-
-    /// When the client began to lead (global simulated time, for latency figures).
-    pub fn gained_at(&self) -> SimTime {
-        self.gained_at
     }
 
     /// Completes when the leader must stop trusting that it leads (`OnStoppedLeading`):
