@@ -17,14 +17,20 @@ pub enum RecipeBug {
     /// that it holds the lock; it does not watch its session (ZooKeeper: connection and
     /// node; etcd: the session's lease) while it holds.
     TrustLocalStateAfterExpiry,
+    /// `recipe.oneshot_watch_no_reread`: a ZooKeeper discovery cache applies a watch event
+    /// (reads the children) but, when it re-arms the one-shot watch after acting on the
+    /// view, ignores the children that read returned, so a change between the event and
+    /// the re-arming stays unseen until the next event.
+    OneshotWatchNoReread,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 3] = [
+    pub const ALL: [RecipeBug; 4] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
+        RecipeBug::OneshotWatchNoReread,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -33,6 +39,7 @@ impl RecipeBug {
             RecipeBug::NoFencing => "recipe.no_fencing",
             RecipeBug::EtcdMutexNoPostwaitCheck => "etcd_mutex.no_postwait_check",
             RecipeBug::TrustLocalStateAfterExpiry => "recipe.trust_local_state_after_expiry",
+            RecipeBug::OneshotWatchNoReread => "recipe.oneshot_watch_no_reread",
         }
     }
 
@@ -45,6 +52,9 @@ impl RecipeBug {
             RecipeBug::EtcdMutexNoPostwaitCheck => "etcd-io/etcd#11456 (fixed by #11408)",
             RecipeBug::TrustLocalStateAfterExpiry => {
                 "ZooKeeper sessions doc; CURATOR-460, CURATOR-696"
+            }
+            RecipeBug::OneshotWatchNoReread => {
+                "ZooKeeper Programmer's Guide, ZooKeeper Watches (watches are one-time triggers)"
             }
         }
     }

@@ -1,24 +1,33 @@
 //! Coordination recipes, written against the two stores' clients the way real libraries
 //! are (Curator and the ZooKeeper recipes; etcd's `concurrency` package), and the fenced
-//! resource their critical sections write to.
+//! resource their critical sections write to: locks, service discovery on both stores, and
+//! pub/sub on etcd.
 //!
 //! Every recipe records what its client believes (`sim::history::recipe`): when it asked
 //! for a lock, got it (with its fencing token), let it go, or learned it had lost it. The
 //! checkers compare those beliefs on the global clock.
 
 mod bugs;
+mod etcd_discovery;
 mod etcd_mutex;
+mod etcd_pubsub;
 mod fenced_resource;
 mod lock;
+mod membership;
+mod zk_discovery;
 mod zk_herd_lock;
 mod zk_paths;
 mod zk_queue_lock;
 
 pub use bugs::{RecipeBug, RecipeBugs};
+pub use etcd_discovery::{EtcdDiscoverer, EtcdRegistration};
 pub use etcd_mutex::{EtcdMutex, EtcdMutexGuard, EtcdSession, KEEP_ALIVE_PROCESS};
+pub use etcd_pubsub::{EtcdPublisher, EtcdSubscriber, Message, PubSubError};
 pub use fenced_resource::{
     FencedResource, Fencing, ResourceClient, ResourceFrame, ResourceUnavailable,
 };
 pub use lock::LockError;
+pub use membership::DiscoveryError;
+pub use zk_discovery::{ZkDiscoverer, ZkRegistration};
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
 pub use zk_queue_lock::ZkQueueLock;
