@@ -6,6 +6,8 @@ pub mod applied_runs;
 pub mod kv;
 pub mod leases;
 pub mod locks;
+pub mod membership;
+pub mod pubsub;
 pub mod zk;
 
 use sim::{
