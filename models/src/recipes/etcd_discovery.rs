@@ -15,6 +15,7 @@
 use super::etcd_mutex::EtcdSession;
 use super::membership::{DiscoveryError, MembershipRecorder};
 use crate::etcd::{ChangeKind, EtcdClient, WatchItem, WatchStream, kv_response, prefix_range_end};
+use futures_util::FutureExt;
 use sim::{
     NodeContext,
     history::{
@@ -143,39 +144,51 @@ impl EtcdDiscoverer {
     }
 
     /// Waits until the members change, and reports the new view (`OnServiceChanged`,
-    /// recorded). It cannot fail: the watch needs no session. A watch whose next revision was compacted away is replaced by a new read
+    /// recorded), with every change that has arrived by then applied. It cannot fail: the
+    /// watch needs no session. A watch whose next revision was compacted away is replaced by a new read
     /// and a watch from after it (through `client`).
     pub async fn changed(&mut self, client: &mut EtcdClient) -> Vec<String> {
+        let before = self.view.clone();
         loop {
-            match self.watch.next().await {
-                WatchItem::Changes(changes) => {
-                    let before = self.view.clone();
-                    for change in changes {
-                        let Some(member) = change.kv.key.strip_prefix(&self.prefix) else {
-                            continue;
-                        };
-                        match change.kind {
-                            ChangeKind::Put => self.view.insert(member.to_string()),
-                            ChangeKind::Delete => self.view.remove(member),
-                        };
-                    }
-                    if self.view != before {
-                        let view = self.view();
-                        self.recorder.view(&view);
-                        return view;
+            let first = self.watch.next().await;
+            if self.apply(client, first).await {
+                // Apply whatever else has already arrived, so that a caller slower than the
+                // changes gets one view of all of them rather than a backlog of old views.
+                while let Some(item) = self.watch.next().now_or_never() {
+                    if !self.apply(client, item).await {
+                        break;
                     }
                 }
-                WatchItem::Compacted { .. } => {
-                    let (view, watch) = read_and_watch(client, &self.context, &self.prefix).await;
-                    let stale = std::mem::replace(&mut self.watch, watch);
-                    stale.close();
-                    if view != self.view {
-                        self.view = view;
-                        let view = self.view();
-                        self.recorder.view(&view);
-                        return view;
-                    }
+            }
+            if self.view != before {
+                let view = self.view();
+                self.recorder.view(&view);
+                return view;
+            }
+        }
+    }
+
+    /// Applies one watch item to the view; `false` if the watch was compacted and replaced
+    /// by a new read and watch (the view is then the read's).
+    async fn apply(&mut self, client: &mut EtcdClient, item: WatchItem) -> bool {
+        match item {
+            WatchItem::Changes(changes) => {
+                for change in changes {
+                    let Some(member) = change.kv.key.strip_prefix(&self.prefix) else {
+                        continue;
+                    };
+                    match change.kind {
+                        ChangeKind::Put => self.view.insert(member.to_string()),
+                        ChangeKind::Delete => self.view.remove(member),
+                    };
                 }
+                true
+            }
+            WatchItem::Compacted { .. } => {
+                let (view, watch) = read_and_watch(client, &self.context, &self.prefix).await;
+                std::mem::replace(&mut self.watch, watch).close();
+                self.view = view;
+                false
             }
         }
     }

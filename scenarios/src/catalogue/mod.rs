@@ -1,6 +1,7 @@
 //! The catalogue: named scenarios, from the demo to the directed schedules the known-bug
 //! suites use. Each is plain data; `Scenario::load` reads the same from a file.
 
+mod discovery;
 mod etcd;
 mod locks;
 mod raft;
@@ -19,6 +20,7 @@ pub fn all() -> Vec<Scenario> {
     scenarios.extend(zab::scenarios());
     scenarios.extend(locks::scenarios());
     scenarios.extend(etcd::scenarios());
+    scenarios.extend(discovery::scenarios());
     scenarios
 }
 

@@ -5,14 +5,17 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
+mod discovery;
 mod etcd;
 mod kv;
 mod kv_leases;
 mod ledger;
 mod locks;
+mod pubsub;
 mod zk;
 mod zk_watches;
 
+pub use discovery::{DISCOVERER_PROCESS, Discovery, DiscoveryRecipe, GROUP, MEMBER_PROCESS};
 pub use etcd::{
     COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
 };
@@ -20,6 +23,7 @@ pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
+pub use pubsub::{PUBLISHER_PROCESS, PubSub, SUBSCRIBER_PROCESS, TOPIC};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_watches::ZkWatches;
 
@@ -64,6 +68,10 @@ pub enum Workload {
     CasCounter(CasCounter),
     /// Election waiters watching from a compaction revision, on the Raft store.
     CompactedWatch(CompactedWatch),
+    /// Members joining and leaving a group, discoverers watching it, on either store.
+    Discovery(Discovery),
+    /// Publishers and subscribers from a revision of one topic, on the Raft store.
+    PubSub(PubSub),
 }
 
 impl Workload {
@@ -80,6 +88,8 @@ impl Workload {
             Workload::WatchResume(_) => "watch_resume",
             Workload::CasCounter(_) => "cas_counter",
             Workload::CompactedWatch(_) => "compacted_watch",
+            Workload::Discovery(_) => "discovery",
+            Workload::PubSub(_) => "pubsub",
         }
     }
 
@@ -92,7 +102,12 @@ impl Workload {
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
             | Workload::CasCounter(_)
-            | Workload::CompactedWatch(_) => Store::Raft,
+            | Workload::CompactedWatch(_)
+            | Workload::PubSub(_) => Store::Raft,
+            Workload::Discovery(discovery) => match discovery.recipe {
+                DiscoveryRecipe::ZkDiscovery => Store::Zab,
+                DiscoveryRecipe::EtcdDiscovery => Store::Raft,
+            },
             Workload::Locks(locks) => match locks.recipe {
                 LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
                 LockRecipe::EtcdMutex => Store::Raft,
@@ -131,6 +146,8 @@ impl Workload {
             Workload::WatchResume(watches) => watches.validate(),
             Workload::CasCounter(counter) => counter.validate(),
             Workload::CompactedWatch(waiter) => waiter.validate(),
+            Workload::Discovery(discovery) => discovery.validate(),
+            Workload::PubSub(pubsub) => pubsub.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -153,6 +170,10 @@ impl Workload {
             return locks.start(sim, &store.lock_store(), resource, bugs, stop);
         }
         match (self, store) {
+            (Workload::Discovery(discovery), store) => discovery.start(sim, store, bugs, stop),
+            (Workload::PubSub(pubsub), RunningStore::Raft(cluster)) => {
+                pubsub.start(sim, cluster, stop)
+            }
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
             (Workload::KvLeases(leases), RunningStore::Raft(cluster)) => {
                 leases.start(sim, cluster, stop)
@@ -195,6 +216,8 @@ impl Workload {
                 .await;
         }
         match (self, store) {
+            (Workload::Discovery(discovery), _) => discovery.finish(sim, pending).await,
+            (Workload::PubSub(pubsub), _) => pubsub.finish(sim, pending).await,
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => {
                 mix.finish(sim, cluster, pending).await
             }

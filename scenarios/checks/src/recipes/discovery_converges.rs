@@ -12,7 +12,7 @@
 //! misses nothing.
 //!
 //! The judgement is made at the end of the run, if the run healed at least `settle` before
-//! it: a member certainly registered through the last `settle` must be in every live
+//! it (a run in which no fault fired has nothing to heal: it is judged too): a member certainly registered through the last `settle` must be in every live
 //! discoverer's last view; a member certainly gone throughout it (or never registered) must
 //! not be; a member whose registration began, ended or may have ended within it may be
 //! either.
@@ -38,7 +38,10 @@ use crate::{
         },
     },
 };
-use sim::{history::History, time::SimTime};
+use sim::{
+    history::{Event, History},
+    time::SimTime,
+};
 use std::{fmt, time::Duration};
 
 /// A live discoverer whose last view is not the group's membership.
@@ -128,9 +131,15 @@ pub fn behind(history: &History, at: SimTime, settle: Duration) -> Vec<ViewNotCo
 }
 
 /// Every live discoverer whose last view at the end of the run is wrong, if the run healed
-/// at least `settle` before its end (otherwise there is nothing to judge).
+/// at least `settle` before its end, or no fault ever fired in it (otherwise there is
+/// nothing to judge).
 pub fn check(history: &History, settle: Duration) -> Vec<ViewNotConverged> {
-    let (Some(healed), Some(last)) = (healed_at(history), history.records().last()) else {
+    let no_faults = !history
+        .records()
+        .iter()
+        .any(|record| matches!(record.event, Event::Fault(_)));
+    let healed = healed_at(history).or(no_faults.then_some(SimTime::ZERO));
+    let (Some(healed), Some(last)) = (healed, history.records().last()) else {
         return Vec::new();
     };
     if earlier(last.at, settle) < healed {
@@ -291,12 +300,21 @@ mod tests {
 
     #[test]
     fn nothing_is_judged_without_a_heal_or_time_to_settle_after_it() {
+        // Faults fired and were never healed (a run cut short).
+        let history = History::from_records(vec![
+            zk_session(10, C1, MEMBER, 7),
+            membership_step(100, C1, MEMBER, registered("m1")),
+            crash(200, C2),
+            membership_step(5_000, C1, WATCHER, view(&[])),
+        ]);
+        assert_eq!(check(&history, SETTLE), vec![]);
+        // No fault ever fired: nothing to heal, judged.
         let history = History::from_records(vec![
             zk_session(10, C1, MEMBER, 7),
             membership_step(100, C1, MEMBER, registered("m1")),
             membership_step(5_000, C2, WATCHER, view(&[])),
         ]);
-        assert_eq!(check(&history, SETTLE), vec![]);
+        assert_eq!(check(&history, SETTLE).len(), 1);
         let history = History::from_records(vec![
             zk_session(10, C1, MEMBER, 7),
             membership_step(100, C1, MEMBER, registered("m1")),
