@@ -74,11 +74,6 @@ impl EtcdRegistration {
         })
     }
 
-    /// The member's name.
-    pub fn member(&self) -> &str {
-        &self.member
-    }
-
     /// Completes when the session is over (the lease is gone, or was not renewed for a
     /// TTL): the key went, or may have gone, with the lease.
     pub async fn lost(&self, session: &EtcdSession) -> LossReason {
@@ -119,11 +114,7 @@ impl EtcdDiscoverer {
     /// Starts discovering `group` through the caller's `client`, as the client on
     /// `context`'s node: reads the members, records the first view
     /// (`OnStartedDiscovering`) and watches from the revision after the read.
-    pub async fn start(
-        client: &mut EtcdClient,
-        context: &NodeContext,
-        group: &str,
-    ) -> Self {
+    pub async fn start(client: &mut EtcdClient, context: &NodeContext, group: &str) -> Self {
         let group = group.trim_end_matches('/');
         let prefix = format!("{group}/");
         let (view, watch) = read_and_watch(client, context, &prefix).await;
@@ -138,8 +129,8 @@ impl EtcdDiscoverer {
         discoverer
     }
 
-    /// The members, as last reported (sorted).
-    pub fn view(&self) -> Vec<String> {
+    /// The members, sorted.
+    fn view(&self) -> Vec<String> {
         self.view.iter().cloned().collect()
     }
 

@@ -48,7 +48,10 @@ impl fmt::Display for PubSubError {
         match self {
             PubSubError::SessionEnded => f.write_str("the publisher's session ended"),
             PubSubError::Compacted { compact_revision } => {
-                write!(f, "the subscription's next revision was compacted (at {compact_revision})")
+                write!(
+                    f,
+                    "the subscription's next revision was compacted (at {compact_revision})"
+                )
             }
         }
     }

@@ -4,8 +4,10 @@
 //! pub/sub on etcd.
 //!
 //! Every recipe records what its client believes (`sim::history::recipe`): when it asked
-//! for a lock, got it (with its fencing token), let it go, or learned it had lost it. The
-//! checkers compare those beliefs on the global clock.
+//! for a lock, got it (with its fencing token), let it go, or learned it had lost it; that
+//! a member registered or unregistered, and the view a discoverer handed its caller; that a
+//! message was published (at its revision), and what a subscription received. The checkers
+//! compare those beliefs on the global clock.
 
 mod bugs;
 mod etcd_discovery;

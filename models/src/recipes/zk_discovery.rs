@@ -74,11 +74,6 @@ impl ZkRegistration {
         })
     }
 
-    /// The member's name.
-    pub fn member(&self) -> &str {
-        &self.member
-    }
-
     /// Completes when the registration is gone without the member letting go: its session
     /// expired (or was closed), or someone deleted its node. A lost connection is not a
     /// loss: the node lives while the session does, and the client reconnects.
@@ -175,11 +170,6 @@ impl ZkDiscoverer {
         discoverer.watch = Some(watch);
         discoverer.show(members);
         Ok(discoverer)
-    }
-
-    /// The members, as last reported (sorted).
-    pub fn view(&self) -> &[String] {
-        &self.view
     }
 
     /// Waits until the members change, and reports the new view (`OnServiceChanged`,

@@ -92,10 +92,20 @@ fn discovery(recipe: DiscoveryRecipe, name: &str, store: Store, what: &str) -> V
                 ..Discovery::default()
             }),
             faults: FaultSource::Plan(FaultPlan::new(vec![
-                ScheduledFault::at(1_000, Fault::Pause { node: "c1".parse().expect("a node") })
-                    .lasting(3_000),
+                ScheduledFault::at(
+                    1_000,
+                    Fault::Pause {
+                        node: "c1".parse().expect("a node"),
+                    },
+                )
+                .lasting(3_000),
                 isolate("c2", 1_200, 3_000),
-                ScheduledFault::at(1_400, Fault::Crash { node: "c3".parse().expect("a node") }),
+                ScheduledFault::at(
+                    1_400,
+                    Fault::Crash {
+                        node: "c3".parse().expect("a node"),
+                    },
+                ),
             ])),
             fault_phase_ms: 9_000,
             ..base(

@@ -160,11 +160,7 @@ impl Discovery {
             converged_since = None;
             pending.set(format!(
                 "discoverers of {GROUP} behind: {}",
-                behind
-                    .iter()
-                    .map(describe)
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                behind.iter().map(describe).collect::<Vec<_>>().join("; ")
             ));
             sim.sleep(POLL).await;
         }
@@ -210,11 +206,9 @@ impl Member {
             store: store.clone(),
             context: context.clone(),
             etcd: match store {
-                RunningStore::Raft(cluster) => Some(EtcdClient::new(
-                    cluster,
-                    context.clone(),
-                    MEMBER_PROCESS,
-                )),
+                RunningStore::Raft(cluster) => {
+                    Some(EtcdClient::new(cluster, context.clone(), MEMBER_PROCESS))
+                }
                 _ => None,
             },
             registered: None,
@@ -269,12 +263,16 @@ impl Member {
         let (name, timeout) = (self.name(), self.parameters.timeout());
         let value = format!("{name}:{}", self.context.incarnation());
         self.registered = match &self.store {
-            RunningStore::Zab(ensemble) => join_zk(ensemble, &self.context, &name, &value, timeout).await,
+            RunningStore::Zab(ensemble) => {
+                join_zk(ensemble, &self.context, &name, &value, timeout).await
+            }
             RunningStore::Raft(cluster) => {
                 let client = self.etcd.as_mut().expect("made on the Raft store");
                 join_etcd(cluster, client, &self.context, &name, &value, timeout).await
             }
-            RunningStore::Ledger(_) => unreachable!("validated: discovery runs on a consensus store"),
+            RunningStore::Ledger(_) => {
+                unreachable!("validated: discovery runs on a consensus store")
+            }
         };
         if self.registered.is_none() {
             self.context.clock().sleep(Duration::from_millis(100)).await;

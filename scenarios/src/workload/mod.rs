@@ -23,7 +23,7 @@ pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
-pub use pubsub::{PUBLISHER_PROCESS, PubSub, SUBSCRIBER_PROCESS, TOPIC};
+pub use pubsub::{PubSub, SUBSCRIBER_PROCESS};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_watches::ZkWatches;
 

@@ -32,10 +32,10 @@ use std::{
 };
 
 /// The topic's key prefix.
-pub const TOPIC: &str = "/topics/events";
+const TOPIC: &str = "/topics/events";
 
 /// The publisher process on each client node.
-pub const PUBLISHER_PROCESS: u32 = 0;
+const PUBLISHER_PROCESS: u32 = 0;
 
 /// The subscriber process on each client node.
 pub const SUBSCRIBER_PROCESS: u32 = 1;
@@ -78,7 +78,12 @@ impl PubSub {
         Ok(())
     }
 
-    pub(super) fn start(&self, sim: &Sim, cluster: &EtcdCluster, stop: &Arc<AtomicBool>) -> Workers {
+    pub(super) fn start(
+        &self,
+        sim: &Sim,
+        cluster: &EtcdCluster,
+        stop: &Arc<AtomicBool>,
+    ) -> Workers {
         let mut workers = Vec::new();
         for node in sim.clients() {
             let (parameters, store, stop) = (self.clone(), cluster.clone(), stop.clone());
@@ -111,7 +116,10 @@ impl PubSub {
             if behind.is_empty() {
                 return Ok(());
             }
-            pending.set(format!("subscribers of {TOPIC} behind: {}", describe(&behind)));
+            pending.set(format!(
+                "subscribers of {TOPIC} behind: {}",
+                describe(&behind)
+            ));
             sim.sleep(POLL).await;
         }
     }
@@ -149,7 +157,12 @@ fn describe(behind: &[DeliveryViolation]) -> String {
 
 /// A publisher: a message every `publish_every_ms` until the workload stops; a new session
 /// when one ends.
-async fn publish(parameters: &PubSub, cluster: &EtcdCluster, context: &NodeContext, stop: &AtomicBool) {
+async fn publish(
+    parameters: &PubSub,
+    cluster: &EtcdCluster,
+    context: &NodeContext,
+    stop: &AtomicBool,
+) {
     let clock = context.clock().clone();
     let ttl = Duration::from_millis(parameters.session_ttl_ms);
     let mut client = EtcdClient::new(cluster, context.clone(), PUBLISHER_PROCESS);
@@ -194,7 +207,7 @@ async fn subscribe(parameters: &PubSub, cluster: &EtcdCluster, context: &NodeCon
     let clock = context.clock().clone();
     let every = Duration::from_millis(parameters.resubscribe_every_ms);
     let mut client = EtcdClient::new(cluster, context.clone(), SUBSCRIBER_PROCESS);
-    let mut subscription = if context.id().ordinal() % 2 == 0 {
+    let mut subscription = if context.id().ordinal().is_multiple_of(2) {
         // c1, c3, …: every message ever published.
         EtcdSubscriber::subscribe(&mut client, context, TOPIC, 1)
     } else {

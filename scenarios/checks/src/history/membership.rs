@@ -102,12 +102,12 @@ pub struct Registration {
 
 impl Registration {
     /// Whether it is certainly live at every moment of `[from, until]`.
-    pub fn certainly_live_over(&self, from: SimTime, until: SimTime) -> bool {
+    pub(crate) fn certainly_live_over(&self, from: SimTime, until: SimTime) -> bool {
         self.from <= from && self.end.is_none_or(|end| end.at > until)
     }
 
     /// Whether it is certainly gone at every moment from `from` on.
-    pub fn certainly_gone_from(&self, from: SimTime) -> bool {
+    pub(crate) fn certainly_gone_from(&self, from: SimTime) -> bool {
         self.end
             .and_then(|end| end.certain_from)
             .is_some_and(|gone| gone <= from)
@@ -201,7 +201,12 @@ pub fn registrations(history: &History) -> Vec<Registration> {
                         && matches!(registration.attachment,
                             Some(Attachment::ZkSession { session: s, .. }) if s == *session)
                     {
-                        end_at(registration, record.at, EndReason::SessionEnded, Some(record.at));
+                        end_at(
+                            registration,
+                            record.at,
+                            EndReason::SessionEnded,
+                            Some(record.at),
+                        );
                     }
                 }
                 open.retain(|_, index| registrations[*index].end.is_none());
@@ -283,7 +288,13 @@ pub fn registrations(history: &History) -> Vec<Registration> {
         if let Some(ended) = facts.ended_at().filter(|at| *at >= from) {
             end_at(registration, ended, EndReason::LeaseEnded, Some(ended));
         }
-        if let Some(maybe) = facts.maybe_revoked_at.iter().copied().filter(|at| *at >= from).min() {
+        if let Some(maybe) = facts
+            .maybe_revoked_at
+            .iter()
+            .copied()
+            .filter(|at| *at >= from)
+            .min()
+        {
             end_at(registration, maybe, EndReason::MaybeRevoked, None);
         }
     }
@@ -334,7 +345,12 @@ pub fn discoverers(history: &History) -> Vec<Discoverer> {
     let mut view_session: BTreeMap<(String, Process), Option<u64>> = BTreeMap::new();
     for record in history.records() {
         match (&record.event, record.node) {
-            (Event::Zk(ZkEvent::SessionEstablished { process, session, .. }), Some(node)) => {
+            (
+                Event::Zk(ZkEvent::SessionEstablished {
+                    process, session, ..
+                }),
+                Some(node),
+            ) => {
                 sessions.insert((node, *process), *session);
             }
             (
@@ -406,7 +422,10 @@ pub fn expected(
     until: SimTime,
 ) -> Expected {
     let mut expected = Expected::default();
-    for registration in registrations.iter().filter(|r| r.group == group && r.from <= until) {
+    for registration in registrations
+        .iter()
+        .filter(|r| r.group == group && r.from <= until)
+    {
         if registration.certainly_live_over(from, until) {
             expected.must_see.insert(registration.member.clone());
         } else if !registration.certainly_gone_from(from) {

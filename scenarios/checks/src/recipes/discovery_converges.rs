@@ -33,9 +33,7 @@ use crate::{
     Violation,
     history::{
         healed_at,
-        membership::{
-            DiscovererState, Expected, Process, discoverers, expected, registrations,
-        },
+        membership::{DiscovererState, Expected, Process, discoverers, expected, registrations},
     },
 };
 use sim::{
@@ -220,7 +218,11 @@ mod tests {
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert_eq!(violations[0].discoverer, (C2, WATCHER));
         assert_eq!(violations[0].missing, vec!["m1".to_string()]);
-        assert!(violations[0].to_string().contains("misses registered [\"m1\"]"));
+        assert!(
+            violations[0]
+                .to_string()
+                .contains("misses registered [\"m1\"]")
+        );
     }
 
     #[test]
@@ -272,8 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn a_crashed_member_drops_out_after_its_session_timeout_and_a_crashed_watcher_is_not_judged()
-    {
+    fn a_crashed_member_drops_out_after_its_session_timeout_and_a_crashed_watcher_is_not_judged() {
         // Session timeout 1 s: certainly gone from 1.5 s (crash at 0.5 s, healed earlier).
         let history = History::from_records(vec![
             zk_session(10, C1, MEMBER, 7),
@@ -322,6 +323,9 @@ mod tests {
             membership_step(5_000, C2, WATCHER, view(&[])),
         ]);
         assert_eq!(check(&history, SETTLE), vec![]);
-        assert_eq!(behind(&history, SimTime::from_millis(5_000), Duration::ZERO).len(), 1);
+        assert_eq!(
+            behind(&history, SimTime::from_millis(5_000), Duration::ZERO).len(),
+            1
+        );
     }
 }

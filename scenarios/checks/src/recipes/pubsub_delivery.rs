@@ -117,7 +117,10 @@ impl fmt::Display for DeliveryViolation {
                 message,
                 revision,
                 again_at,
-            } => write!(f, "{message} (revision {revision}) arrived again at {again_at}"),
+            } => write!(
+                f,
+                "{message} (revision {revision}) arrived again at {again_at}"
+            ),
             DeliveryProblem::OutOfOrder {
                 message,
                 revision,
@@ -127,7 +130,10 @@ impl fmt::Display for DeliveryViolation {
                 "{message} (revision {revision}) arrived after revision {after_revision}"
             ),
             DeliveryProblem::BeforeStart { message, revision } => {
-                write!(f, "{message} arrived, published at revision {revision}, before the start")
+                write!(
+                    f,
+                    "{message} arrived, published at revision {revision}, before the start"
+                )
             }
             DeliveryProblem::WrongRevision {
                 message,
