@@ -5,8 +5,8 @@
 //! - [`zab`]: the ZAB atomic broadcast core (sans-IO) and its storage adapter.
 //! - [`zk`]: the ZooKeeper-like store on ZAB: znode tree, sessions, watches, server, driver
 //!   and client.
-//! - [`recipes`]: locks (and, to come, the other coordination recipes) on both stores, and
-//!   the fenced resource their critical sections write to.
+//! - [`recipes`]: locks and service discovery on both stores, pub/sub on etcd (and, to
+//!   come, the other coordination recipes), and the fenced resource locks protect.
 //! - [`ledger`]: a toy replicated ledger (no consensus) that exercises the world, for the
 //!   `coordsim demo` command and the determinism tests.
 #![deny(missing_docs)]

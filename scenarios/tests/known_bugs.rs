@@ -128,4 +128,5 @@ known_bug_tests! {
     recipe_trust_local_state_after_expiry => "recipe.trust_local_state_after_expiry",
     etcd_mutex_no_postwait_check => "etcd_mutex.no_postwait_check",
     etcd_election_no_postwait_check => "etcd_election.no_postwait_check",
+    recipe_oneshot_watch_no_reread => "recipe.oneshot_watch_no_reread",
 }

@@ -21,15 +21,21 @@ pub enum RecipeBug {
     /// `Election.Campaign` returns without checking that its own key still exists — its
     /// lease may have expired while it waited, and a later candidate may lead.
     EtcdElectionNoPostwaitCheck,
+    /// `recipe.oneshot_watch_no_reread`: a ZooKeeper discovery cache applies a watch event
+    /// (reads the children) but, when it re-arms the one-shot watch after acting on the
+    /// view, ignores the children that read returned, so a change between the event and
+    /// the re-arming stays unseen until the next event.
+    OneshotWatchNoReread,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 4] = [
+    pub const ALL: [RecipeBug; 5] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
         RecipeBug::EtcdElectionNoPostwaitCheck,
+        RecipeBug::OneshotWatchNoReread,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -39,6 +45,7 @@ impl RecipeBug {
             RecipeBug::EtcdMutexNoPostwaitCheck => "etcd_mutex.no_postwait_check",
             RecipeBug::TrustLocalStateAfterExpiry => "recipe.trust_local_state_after_expiry",
             RecipeBug::EtcdElectionNoPostwaitCheck => "etcd_election.no_postwait_check",
+            RecipeBug::OneshotWatchNoReread => "recipe.oneshot_watch_no_reread",
         }
     }
 
@@ -53,6 +60,9 @@ impl RecipeBug {
                 "ZooKeeper sessions doc; CURATOR-460, CURATOR-696"
             }
             RecipeBug::EtcdElectionNoPostwaitCheck => "etcd-io/etcd#11051, #19597",
+            RecipeBug::OneshotWatchNoReread => {
+                "ZooKeeper Programmer's Guide, ZooKeeper Watches (watches are one-time triggers)"
+            }
         }
     }
 }

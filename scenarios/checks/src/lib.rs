@@ -12,7 +12,8 @@
 //! - [`etcd`]: the etcd-like key-value store (reads, writes, leases, watches);
 //! - [`zk`]: the ZooKeeper-like store (znodes, sessions, watches);
 //! - [`recipes`]: the coordination recipes (mutual exclusion as believed and at the fenced
-//!   resource, the herd effect, leader uniqueness as believed);
+//!   resource, the herd effect, leader uniqueness as believed, discovery views converging,
+//!   pub/sub delivery);
 //! - [`linearizability`]: the Wing–Gong–Lowe search and its models;
 //! - [`history`]: typed views of a history that several checkers share.
 //!

@@ -215,3 +215,108 @@ pub fn resource_write(
         }),
     )
 }
+
+pub fn membership_step(
+    ms: u64,
+    client: NodeId,
+    process: u32,
+    step: sim::history::recipe::MembershipStep,
+) -> Record {
+    record(
+        ms,
+        client,
+        Event::Recipe(sim::history::RecipeEvent::Membership {
+            process,
+            group: "/group".into(),
+            step,
+        }),
+    )
+}
+
+pub fn pubsub_step(
+    ms: u64,
+    client: NodeId,
+    process: u32,
+    step: sim::history::recipe::PubSubStep,
+) -> Record {
+    record(
+        ms,
+        client,
+        Event::Recipe(sim::history::RecipeEvent::PubSub {
+            process,
+            topic: "/topic".into(),
+            step,
+        }),
+    )
+}
+
+/// A ZooKeeper session (timeout 1 s) established for `process` on `client`.
+pub fn zk_session(ms: u64, client: NodeId, process: u32, session: u64) -> Record {
+    record(
+        ms,
+        client,
+        Event::Zk(ZkEvent::SessionEstablished {
+            process,
+            session,
+            timeout_ms: 1000,
+            server: NodeId::server(0),
+        }),
+    )
+}
+
+/// `process` on `client` told that its session expired.
+pub fn zk_session_ended(ms: u64, client: NodeId, process: u32, session: u64) -> Record {
+    record(
+        ms,
+        client,
+        Event::Zk(ZkEvent::SessionExpired { process, session }),
+    )
+}
+
+/// A lease grant by `process` on `client`, acknowledged with `lease`.
+pub fn lease_granted(ms: u64, client: NodeId, process: u32, op: u64, lease: u64) -> [Record; 2] {
+    use sim::history::kv::{KvOperation, KvResponse};
+    [
+        record(
+            ms,
+            client,
+            Event::Invoke {
+                client,
+                process,
+                op_id: OpId(op),
+                operation: Operation::Kv(KvOperation::LeaseGrant { ttl_ms: 1000 }),
+            },
+        ),
+        record(
+            ms + 1,
+            client,
+            Event::Complete {
+                op_id: OpId(op),
+                result: OpResult::Ok {
+                    response: Response::Kv(KvResponse::LeaseGrant {
+                        lease,
+                        ttl_ms: 1000,
+                    }),
+                },
+            },
+        ),
+    ]
+}
+
+/// A replica applied the committed expiry of `lease`.
+pub fn lease_expired(ms: u64, lease: u64) -> Record {
+    record(
+        ms,
+        NodeId::server(0),
+        Event::Protocol(ProtocolEvent::SessionExpired { session: lease }),
+    )
+}
+
+/// The run driver healed everything.
+pub fn healed(ms: u64) -> Record {
+    Record {
+        at: at(ms),
+        node: None,
+        event: Event::Phase(sim::history::PhaseEvent::Healed),
+    }
+}

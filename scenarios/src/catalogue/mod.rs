@@ -1,6 +1,7 @@
 //! The catalogue: named scenarios, from the demo to the directed schedules the known-bug
 //! suites use. Each is plain data; `Scenario::load` reads the same from a file.
 
+mod discovery;
 mod elections;
 mod etcd;
 mod locks;
@@ -28,6 +29,7 @@ pub fn all() -> Vec<Scenario> {
     scenarios.extend(zk_znodes::scenarios());
     scenarios.extend(zab_traces::scenarios());
     scenarios.extend(elections::scenarios());
+    scenarios.extend(discovery::scenarios());
     scenarios
 }
 

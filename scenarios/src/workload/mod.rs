@@ -5,12 +5,14 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
+mod discovery;
 mod elections;
 mod etcd;
 mod kv;
 mod kv_leases;
 mod ledger;
 mod locks;
+mod pubsub;
 mod recipe_session;
 mod zk;
 mod zk_ephemeral_holders;
@@ -19,6 +21,7 @@ mod zk_script;
 mod zk_sequential_creates;
 mod zk_watches;
 
+pub use discovery::{DISCOVERER_PROCESS, Discovery, DiscoveryRecipe, GROUP, MEMBER_PROCESS};
 pub use elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
 pub use etcd::{
     COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
@@ -27,6 +30,7 @@ pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
+pub use pubsub::{PubSub, SUBSCRIBER_PROCESS};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_ephemeral_holders::{ZkEphemeralHolders, holder_path};
 pub use zk_out_of_band_reads::ZkOutOfBandReads;
@@ -85,6 +89,10 @@ pub enum Workload {
     ZkOutOfBandReads(ZkOutOfBandReads),
     /// Clients campaigning in an election, the leader writing to a fenced resource.
     Elections(Elections),
+    /// Members joining and leaving a group, discoverers watching it, on either store.
+    Discovery(Discovery),
+    /// Publishers and subscribers from a revision of one topic, on the Raft store.
+    PubSub(PubSub),
 }
 
 impl Workload {
@@ -106,6 +114,8 @@ impl Workload {
             Workload::ZkScript(_) => "zk_script",
             Workload::ZkOutOfBandReads(_) => "zk_out_of_band_reads",
             Workload::Elections(_) => "elections",
+            Workload::Discovery(_) => "discovery",
+            Workload::PubSub(_) => "pubsub",
         }
     }
 
@@ -118,7 +128,12 @@ impl Workload {
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
             | Workload::CasCounter(_)
-            | Workload::CompactedWatch(_) => Store::Raft,
+            | Workload::CompactedWatch(_)
+            | Workload::PubSub(_) => Store::Raft,
+            Workload::Discovery(discovery) => match discovery.recipe {
+                DiscoveryRecipe::ZkDiscovery => Store::Zab,
+                DiscoveryRecipe::EtcdDiscovery => Store::Raft,
+            },
             Workload::ZkEphemeralHolders(_)
             | Workload::ZkSequentialCreates(_)
             | Workload::ZkScript(_)
@@ -171,6 +186,8 @@ impl Workload {
             Workload::ZkScript(script) => script.validate(scenario.servers, scenario.clients),
             Workload::ZkOutOfBandReads(reads) => reads.validate(scenario.servers, scenario.clients),
             Workload::Elections(elections) => elections.validate(),
+            Workload::Discovery(discovery) => discovery.validate(),
+            Workload::PubSub(pubsub) => pubsub.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -196,6 +213,10 @@ impl Workload {
             return elections.start(sim, &store.recipe_store(), resource, bugs, stop);
         }
         match (self, store) {
+            (Workload::Discovery(discovery), store) => discovery.start(sim, store, bugs, stop),
+            (Workload::PubSub(pubsub), RunningStore::Raft(cluster)) => {
+                pubsub.start(sim, cluster, stop)
+            }
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
             (Workload::KvLeases(leases), RunningStore::Raft(cluster)) => {
                 leases.start(sim, cluster, stop)
@@ -255,6 +276,8 @@ impl Workload {
                 .await;
         }
         match (self, store) {
+            (Workload::Discovery(discovery), _) => discovery.finish(sim, pending).await,
+            (Workload::PubSub(pubsub), _) => pubsub.finish(sim, pending).await,
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => {
                 mix.finish(sim, cluster, pending).await
             }

@@ -10,6 +10,8 @@ pub mod kv;
 pub mod leaders;
 pub mod leases;
 pub mod locks;
+pub mod membership;
+pub mod pubsub;
 pub mod sessions;
 pub mod zk;
 

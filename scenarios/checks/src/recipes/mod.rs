@@ -1,12 +1,15 @@
 //! Properties of the coordination recipes, judged from what their clients believed and what
-//! the fenced resource received ([`crate::history::locks`], [`crate::history::elections`]):
-//! mutual exclusion as the clients believed it, mutual exclusion at the resource, the herd
-//! effect, and leader uniqueness as the clients believed it.
+//! the fenced resource received ([`crate::history::locks`], [`crate::history::elections`],
+//! [`crate::history::membership`], [`crate::history::pubsub`]): mutual exclusion as the
+//! clients believed it, mutual exclusion at the resource, the herd effect, leader uniqueness
+//! as the clients believed it, discovery views converging, and pub/sub delivery.
 
+pub mod discovery_converges;
 pub mod fenced_writes;
 pub mod herd_effect;
 pub mod leader_uniqueness;
 pub mod mutual_exclusion;
+pub mod pubsub_delivery;
 
 use crate::{Check, boxed};
 
@@ -26,12 +29,25 @@ pub const LOCK_CHECKS: &[Check] = &[
 ];
 
 /// Checks a scenario names to use them: the herd-effect bound, which the herd lock breaks by
-/// design.
-pub const OPTIONAL: &[Check] = &[Check {
-    name: "recipe.herd_effect",
-    property: "no herd effect",
-    run: |history, context| boxed(herd_effect::check(history, context.herd_bound_per_release)),
-}];
+/// design; the discovery and pub/sub properties, which only their workloads record events
+/// for. Both of these allow the watch settle time for notifications in flight at the end.
+pub const OPTIONAL: &[Check] = &[
+    Check {
+        name: "recipe.herd_effect",
+        property: "no herd effect",
+        run: |history, context| boxed(herd_effect::check(history, context.herd_bound_per_release)),
+    },
+    Check {
+        name: "recipe.discovery_converges",
+        property: "discovery converges",
+        run: |history, context| boxed(discovery_converges::check(history, context.watch_settle)),
+    },
+    Check {
+        name: "recipe.pubsub_delivery",
+        property: "pub/sub delivery",
+        run: |history, context| boxed(pubsub_delivery::check(history, context.watch_settle)),
+    },
+];
 
 /// The election checks every election scenario gets (with `recipe.fenced_writes`, which
 /// judges the leaders' writes). `recipe.leader_uniqueness` is among them: a scenario that

@@ -1,0 +1,377 @@
+//! Service discovery on both stores and pub/sub on etcd, through the one driver. Expected
+//! outcomes, stated:
+//! - members joining and leaving (and, in the `_faults` scenarios, servers misbehaving):
+//!   every discoverer's view follows them, and after the heal every live discoverer sees
+//!   exactly the live members (`recipe.discovery_converges`);
+//! - members paused or cut off past their session drop out (their session or lease ends,
+//!   the discoverers see them go) and come back with a new one; a crashed member drops out
+//!   for good when its session runs out;
+//! - subscribers from a revision receive every acknowledged message once, in order, across
+//!   resubscriptions, reconnects after being cut off, and server faults
+//!   (`recipe.pubsub_delivery`).
+//!
+//! The ZooKeeper cache that ignores its re-arming read (`recipe.oneshot_watch_no_reread`)
+//! is the known-bug table's row (`known_bugs.rs`); here the checker's reports are shown to
+//! be that interleaving: what the discoverer misses is in the read that re-armed its watch.
+
+use checks::history::{
+    membership::{EndReason, discoverers, registrations},
+    pubsub::{publications, subscriptions},
+};
+use scenarios::{
+    KnownBug, Outcome, Scenario, catalogue,
+    sweep::{Sweep, SweepSummary},
+    workload::{DISCOVERER_PROCESS, GROUP, MEMBER_PROCESS, SUBSCRIBER_PROCESS},
+};
+use sim::{
+    NodeId,
+    fault::FaultKind,
+    history::{
+        Event, History, OpResult, Operation, Response,
+        kv::WatchStep,
+        zk::{ZkEvent, ZkOperation, ZkResponse},
+    },
+};
+use std::time::Instant;
+
+const TARGET: &str = "discovery";
+
+const SERVER_FAULTS: [FaultKind; 5] = [
+    FaultKind::Partition,
+    FaultKind::Loss,
+    FaultKind::Latency,
+    FaultKind::Crash,
+    FaultKind::Pause,
+];
+
+fn get(name: &str) -> Scenario {
+    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
+}
+
+/// Runs the sweep, showing each run's history to `inspect`; prints the wall time.
+fn sweep(
+    scenario: Scenario,
+    test: &str,
+    seeds: u64,
+    mut inspect: impl FnMut(&History),
+) -> SweepSummary {
+    let started = Instant::now();
+    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
+        |outcome: &Outcome| inspect(outcome.history.as_ref().expect("the driver keeps it")),
+    );
+    println!(
+        "{test}: {} seeds in {:.1} s",
+        summary.seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    summary
+}
+
+/// What the discovery runs of a sweep exercised, counted from their histories.
+#[derive(Debug, Default)]
+struct Membership {
+    registrations: usize,
+    unregistrations: usize,
+    views: usize,
+    /// Views that lost a member the same discoverer's previous view had.
+    departures_seen: usize,
+}
+
+fn count_membership(history: &History, counts: &mut Membership) {
+    for registration in registrations(history) {
+        counts.registrations += 1;
+        if registration
+            .end
+            .is_some_and(|end| end.why == EndReason::Unregistered)
+        {
+            counts.unregistrations += 1;
+        }
+    }
+    for discoverer in discoverers(history) {
+        counts.views += discoverer.views.len();
+        counts.departures_seen += discoverer
+            .views
+            .windows(2)
+            .filter(|pair| pair[0].1.iter().any(|member| !pair[1].1.contains(member)))
+            .count();
+    }
+}
+
+/// Clean, with members coming and going and the discoverers following them.
+fn assert_views_follow_the_members(name: &str, test: &str, seeds: u64, faults: &[FaultKind]) {
+    let mut counts = Membership::default();
+    let summary = sweep(get(name), test, seeds, |history| {
+        count_membership(history, &mut counts)
+    });
+    println!("{name}: {counts:?}");
+    summary.assert_clean();
+    summary.assert_fired(faults);
+    let runs = summary.seeds.len();
+    assert!(
+        counts.registrations >= 15 * runs
+            && counts.unregistrations >= 8 * runs
+            && counts.departures_seen >= 10 * runs,
+        "{name}: too little churn seen over {runs} runs: {counts:?}"
+    );
+}
+
+#[test]
+fn zk_discovery_views_follow_members_joining_and_leaving() {
+    assert_views_follow_the_members(
+        "zk_discovery",
+        "zk_discovery_views_follow_members_joining_and_leaving",
+        10,
+        &[],
+    );
+}
+
+#[test]
+fn etcd_discovery_views_follow_members_joining_and_leaving() {
+    assert_views_follow_the_members(
+        "etcd_discovery",
+        "etcd_discovery_views_follow_members_joining_and_leaving",
+        10,
+        &[],
+    );
+}
+
+#[test]
+fn zk_discovery_converges_under_server_faults() {
+    assert_views_follow_the_members(
+        "zk_discovery_faults",
+        "zk_discovery_converges_under_server_faults",
+        20,
+        &SERVER_FAULTS,
+    );
+}
+
+#[test]
+fn etcd_discovery_converges_under_server_faults() {
+    assert_views_follow_the_members(
+        "etcd_discovery_faults",
+        "etcd_discovery_converges_under_server_faults",
+        20,
+        &SERVER_FAULTS,
+    );
+}
+
+/// In one run: the members of `c1` (paused) and `c2` (cut off) lost a registration to
+/// their session's end (`why`) and registered again after it; some discoverer saw each of
+/// them leave and come back; `c3`'s member crashed and no live discoverer sees it at the
+/// end.
+fn assert_members_dropped_out_and_came_back(history: &History, why: EndReason) {
+    let registrations = registrations(history);
+    for node in [NodeId::client(0), NodeId::client(1)] {
+        let member = node.to_string();
+        let lost = registrations
+            .iter()
+            .find(|r| {
+                r.process == (node, MEMBER_PROCESS) && r.end.is_some_and(|end| end.why == why)
+            })
+            .unwrap_or_else(|| panic!("{member} never lost its registration to {why:?}"));
+        let lost_at = lost.end.expect("ended").at;
+        assert!(
+            registrations
+                .iter()
+                .any(|r| r.process == (node, MEMBER_PROCESS) && r.from > lost_at),
+            "{member} did not register again after losing its registration at {lost_at}"
+        );
+        let seen_back = discoverers(history).iter().any(|discoverer| {
+            let views = &discoverer.views;
+            views.iter().enumerate().any(|(gone, (at, view))| {
+                *at > lost_at
+                    && !view.contains(&member)
+                    && views[..gone].iter().any(|(_, view)| view.contains(&member))
+                    && views[gone..].iter().any(|(_, view)| view.contains(&member))
+            })
+        });
+        assert!(seen_back, "no discoverer saw {member} leave and come back");
+    }
+    let crashed = NodeId::client(2).to_string();
+    assert!(
+        registrations
+            .iter()
+            .any(|r| r.member == crashed && r.end.is_some_and(|end| end.why == EndReason::Crashed)),
+        "c3's member did not crash while registered"
+    );
+    for discoverer in discoverers(history) {
+        if discoverer.process.0 != NodeId::client(2) && discoverer.group == GROUP {
+            assert!(
+                !discoverer.last_view().1.contains(&crashed),
+                "{:?} still sees the crashed member",
+                discoverer.process
+            );
+        }
+    }
+}
+
+#[test]
+fn zk_members_paused_or_cut_off_past_their_session_drop_out_and_come_back() {
+    let test = "zk_members_paused_or_cut_off_past_their_session_drop_out_and_come_back";
+    let summary = sweep(get("zk_discovery_members_expire"), test, 10, |history| {
+        assert_members_dropped_out_and_came_back(history, EndReason::SessionEnded);
+        // The ZooKeeper clients were told: each of c1's and c2's members heard its session
+        // expire.
+        for node in [NodeId::client(0), NodeId::client(1)] {
+            assert!(history.records().iter().any(|record| record.node == Some(node)
+                && matches!(record.event,
+                    Event::Zk(ZkEvent::SessionExpired { process, .. }) if process == MEMBER_PROCESS)));
+        }
+    });
+    summary.assert_clean();
+    summary.assert_fired(&[FaultKind::Pause, FaultKind::Partition, FaultKind::Crash]);
+}
+
+#[test]
+fn etcd_members_paused_or_cut_off_past_their_lease_drop_out_and_come_back() {
+    let test = "etcd_members_paused_or_cut_off_past_their_lease_drop_out_and_come_back";
+    let summary = sweep(get("etcd_discovery_members_expire"), test, 10, |history| {
+        assert_members_dropped_out_and_came_back(history, EndReason::LeaseEnded);
+    });
+    summary.assert_clean();
+    summary.assert_fired(&[FaultKind::Pause, FaultKind::Partition, FaultKind::Crash]);
+}
+
+/// What the pub/sub runs of a sweep exercised.
+#[derive(Debug, Default)]
+struct Delivery {
+    runs: usize,
+    published: usize,
+    received: usize,
+    subscriptions: usize,
+    /// Subscriber watches opened again after a break (a reconnect, not a resubscription).
+    watch_reopens: usize,
+}
+
+fn count_delivery(history: &History, counts: &mut Delivery) {
+    counts.runs += 1;
+    counts.published += publications(history).len();
+    for subscription in subscriptions(history) {
+        counts.subscriptions += 1;
+        counts.received += subscription.received.len();
+    }
+    let mut opened: std::collections::BTreeMap<(NodeId, u64), usize> = Default::default();
+    for record in history.records() {
+        if let (Event::Recipe(event), Some(node)) = (&record.event, record.node)
+            && let Some(watch) = sim::history::kv::WatchRecord::from_recipe_event(event)
+            && watch.process == SUBSCRIBER_PROCESS
+            && matches!(watch.step, WatchStep::Opened { .. })
+        {
+            *opened.entry((node, watch.watch)).or_default() += 1;
+        }
+    }
+    counts.watch_reopens += opened.values().map(|opens| opens - 1).sum::<usize>();
+}
+
+fn assert_delivered(name: &str, test: &str, seeds: u64, faults: &[FaultKind]) -> Delivery {
+    let mut counts = Delivery::default();
+    let summary = sweep(get(name), test, seeds, |history| {
+        count_delivery(history, &mut counts)
+    });
+    println!("{name}: {counts:?}");
+    summary.assert_clean();
+    summary.assert_fired(faults);
+    let runs = summary.seeds.len();
+    assert!(
+        counts.published >= 100 * runs && counts.received >= 2 * counts.published,
+        "{name}: too little delivered over {runs} runs: {counts:?}"
+    );
+    counts
+}
+
+#[test]
+fn pubsub_delivers_every_message_once_in_order_across_resubscriptions() {
+    let counts = assert_delivered(
+        "etcd_pubsub",
+        "pubsub_delivers_every_message_once_in_order_across_resubscriptions",
+        5,
+        &[],
+    );
+    // Four subscribers, each subscribing again every 2.5 s of a run of over ten seconds.
+    assert!(counts.subscriptions >= 4 * 4 * counts.runs, "{counts:?}");
+}
+
+#[test]
+fn pubsub_delivers_under_server_faults() {
+    assert_delivered(
+        "etcd_pubsub_faults",
+        "pubsub_delivers_under_server_faults",
+        10,
+        &SERVER_FAULTS,
+    );
+}
+
+#[test]
+fn pubsub_subscribers_cut_off_resume_where_they_left_off() {
+    let counts = assert_delivered(
+        "etcd_pubsub_cut_off",
+        "pubsub_subscribers_cut_off_resume_where_they_left_off",
+        10,
+        &[FaultKind::Partition],
+    );
+    // Every cut (three a run) broke the subscriber's watch, which reconnected by itself.
+    assert!(counts.watch_reopens >= 3 * counts.runs, "{counts:?}");
+}
+
+/// With the bug, what a discoverer misses is in the last read it made — the read that
+/// re-armed its watch after it had acted on its last view — and the cache ignored it.
+#[test]
+fn the_cache_that_ignores_its_rearming_read_misses_what_that_read_returned() {
+    let test = "the_cache_that_ignores_its_rearming_read_misses_what_that_read_returned";
+    let bug: KnownBug = "recipe.oneshot_watch_no_reread"
+        .parse()
+        .expect("a known bug");
+    let buggy = get("zk_discovery").with_bugs([bug]);
+    let summary = sweep(buggy, test, 10, |_| {});
+    let mut caught = 0;
+    for failure in summary.violations_of("discovery converges") {
+        caught += 1;
+        let history = failure.outcome.history.as_ref().expect("kept");
+        for violation in checks::recipes::discovery_converges::check(
+            history,
+            checks::CheckContext::default().watch_settle,
+        ) {
+            assert_eq!(violation.discoverer.1, DISCOVERER_PROCESS);
+            let last_read = history
+                .operations()
+                .into_iter()
+                .rev()
+                .filter(|op| (op.client, op.process) == violation.discoverer)
+                .filter_map(|op| match (op.operation, op.completion) {
+                    (
+                        Operation::Zk(ZkOperation::GetChildren { .. }),
+                        Some((
+                            _,
+                            OpResult::Ok {
+                                response: Response::Zk(ZkResponse::Children { children, .. }),
+                            },
+                        )),
+                    ) => Some(children.clone()),
+                    _ => None,
+                })
+                .next()
+                .expect("the discoverer read the group");
+            for missing in &violation.missing {
+                assert!(
+                    last_read.contains(missing),
+                    "{violation}: its last read {last_read:?}"
+                );
+            }
+            for departed in &violation.stale {
+                assert!(
+                    !last_read.contains(departed),
+                    "{violation}: its last read {last_read:?}"
+                );
+            }
+        }
+    }
+    println!(
+        "{test}: caught in {caught} of {} seeds",
+        summary.seeds.len()
+    );
+    assert!(
+        caught >= 1,
+        "the bug was never caught in {} seeds",
+        summary.seeds.len()
+    );
+}
