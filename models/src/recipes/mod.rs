@@ -12,6 +12,7 @@ mod fenced_resource;
 mod lock;
 mod zk_herd_lock;
 mod zk_paths;
+mod zk_queue;
 mod zk_queue_lock;
 
 pub use bugs::{RecipeBug, RecipeBugs};
@@ -21,4 +22,5 @@ pub use fenced_resource::{
 };
 pub use lock::LockError;
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
+pub use zk_queue::{QueueError, ZkQueue};
 pub use zk_queue_lock::ZkQueueLock;

@@ -3,6 +3,7 @@
 
 mod etcd;
 mod locks;
+mod primitives;
 mod raft;
 mod zab;
 
@@ -19,6 +20,7 @@ pub fn all() -> Vec<Scenario> {
     scenarios.extend(zab::scenarios());
     scenarios.extend(locks::scenarios());
     scenarios.extend(etcd::scenarios());
+    scenarios.extend(primitives::scenarios());
     scenarios
 }
 

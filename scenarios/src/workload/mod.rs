@@ -6,6 +6,7 @@
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
 mod etcd;
+mod fifo_queue;
 mod kv;
 mod kv_leases;
 mod ledger;
@@ -16,6 +17,7 @@ mod zk_watches;
 pub use etcd::{
     COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
 };
+pub use fifo_queue::{FifoQueue, QUEUE_PATH};
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
@@ -64,6 +66,8 @@ pub enum Workload {
     CasCounter(CasCounter),
     /// Election waiters watching from a compaction revision, on the Raft store.
     CompactedWatch(CompactedWatch),
+    /// Producers and consumers of one ZooKeeper FIFO queue, on the ZAB store.
+    FifoQueue(FifoQueue),
 }
 
 impl Workload {
@@ -80,6 +84,7 @@ impl Workload {
             Workload::WatchResume(_) => "watch_resume",
             Workload::CasCounter(_) => "cas_counter",
             Workload::CompactedWatch(_) => "compacted_watch",
+            Workload::FifoQueue(_) => "fifo_queue",
         }
     }
 
@@ -88,6 +93,7 @@ impl Workload {
         match self {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
+            Workload::FifoQueue(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
@@ -131,6 +137,7 @@ impl Workload {
             Workload::WatchResume(watches) => watches.validate(),
             Workload::CasCounter(counter) => counter.validate(),
             Workload::CompactedWatch(waiter) => waiter.validate(),
+            Workload::FifoQueue(queue) => queue.validate(scenario.clients),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -175,6 +182,9 @@ impl Workload {
             }
             (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
                 waiter.start(sim, cluster, stop)
+            }
+            (Workload::FifoQueue(queue), RunningStore::Zab(ensemble)) => {
+                queue.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -221,6 +231,9 @@ impl Workload {
             }
             (Workload::CompactedWatch(waiter), RunningStore::Raft(cluster)) => {
                 waiter.finish(sim, cluster, pending).await
+            }
+            (Workload::FifoQueue(queue), RunningStore::Zab(ensemble)) => {
+                queue.finish(sim, ensemble, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

@@ -5,6 +5,7 @@
 pub mod fenced_writes;
 pub mod herd_effect;
 pub mod mutual_exclusion;
+pub mod queue_semantics;
 
 use crate::{Check, boxed};
 
@@ -29,4 +30,12 @@ pub const OPTIONAL: &[Check] = &[Check {
     name: "recipe.herd_effect",
     property: "no herd effect",
     run: |history, context| boxed(herd_effect::check(history, context.herd_bound_per_release)),
+}];
+
+/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration):
+/// each judges its own recipe's records and passes on histories without them.
+pub const PRIMITIVE_CHECKS: &[Check] = &[Check {
+    name: "recipe.queue_semantics",
+    property: "queue semantics",
+    run: |history, _| boxed(queue_semantics::check(history)),
 }];

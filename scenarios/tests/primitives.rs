@@ -1,0 +1,106 @@
+//! The other ZooKeeper recipes through the one driver: the FIFO queue (and, as they come,
+//! the counter, the double barrier, the configuration behind `ready`, the read/write
+//! lock). Expected outcomes, stated: without faults and under server faults, each recipe's
+//! check runs clean, the runs made progress (counted from their histories), and every
+//! fault kind of the swarm fired.
+
+use scenarios::{
+    Outcome, Scenario, catalogue,
+    sweep::{Sweep, SweepSummary},
+};
+use sim::{
+    fault::FaultKind,
+    history::{Event, History, RecipeEvent, recipe::QueueStep},
+};
+
+const TARGET: &str = "primitives";
+
+const SERVER_FAULTS: [FaultKind; 5] = [
+    FaultKind::Partition,
+    FaultKind::Loss,
+    FaultKind::Latency,
+    FaultKind::Crash,
+    FaultKind::Pause,
+];
+
+fn get(name: &str) -> Scenario {
+    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
+}
+
+/// Sweeps `name` over `seeds`, counting with `count` in each run's history; the summary and
+/// the fewest counted in any run.
+fn sweep(
+    name: &str,
+    test: &str,
+    seeds: u64,
+    count: impl Fn(&History) -> usize,
+) -> (SweepSummary, usize) {
+    let mut fewest = usize::MAX;
+    let summary = Sweep::new(get(name), "scenarios", TARGET, test, seeds).run_inspecting(
+        |outcome: &Outcome| {
+            let history = outcome
+                .history
+                .as_ref()
+                .expect("the driver keeps the history");
+            fewest = fewest.min(count(history));
+        },
+    );
+    (summary, fewest)
+}
+
+/// Clean, every run counted at least `least`, and (with faults) every kind fired.
+fn assert_clean_and_busy(
+    name: &str,
+    test: &str,
+    seeds: u64,
+    least: usize,
+    count: impl Fn(&History) -> usize,
+) {
+    let (summary, fewest) = sweep(name, test, seeds, count);
+    summary.assert_clean();
+    if name.ends_with("_faults") {
+        summary.assert_fired(&SERVER_FAULTS);
+    }
+    assert!(
+        fewest >= least,
+        "{name}: a run made too little progress: {fewest} < {least}"
+    );
+}
+
+fn queue_takes(history: &History) -> usize {
+    history
+        .records()
+        .iter()
+        .filter(|record| {
+            matches!(
+                &record.event,
+                Event::Recipe(RecipeEvent::Queue {
+                    step: QueueStep::Consumed { .. },
+                    ..
+                })
+            )
+        })
+        .count()
+}
+
+#[test]
+fn the_fifo_queue_delivers_every_item_once_in_order() {
+    assert_clean_and_busy(
+        "zk_fifo_queue",
+        "the_fifo_queue_delivers_every_item_once_in_order",
+        3,
+        50,
+        queue_takes,
+    );
+}
+
+#[test]
+fn the_fifo_queue_delivers_every_item_once_under_server_faults() {
+    assert_clean_and_busy(
+        "zk_fifo_queue_faults",
+        "the_fifo_queue_delivers_every_item_once_under_server_faults",
+        6,
+        20,
+        queue_takes,
+    );
+}
