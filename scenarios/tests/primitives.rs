@@ -10,7 +10,10 @@ use scenarios::{
 };
 use sim::{
     fault::FaultKind,
-    history::{Event, History, RecipeEvent, recipe::QueueStep},
+    history::{
+        Event, History, RecipeEvent,
+        recipe::{CounterStep, QueueStep},
+    },
 };
 
 const TARGET: &str = "primitives";
@@ -102,5 +105,47 @@ fn the_fifo_queue_delivers_every_item_once_under_server_faults() {
         6,
         20,
         queue_takes,
+    );
+}
+
+/// Acknowledged increments, if the run read the counter at the end (else 0: the check's
+/// lower bound would have judged nothing).
+fn increments(history: &History) -> usize {
+    let steps = || {
+        history
+            .records()
+            .iter()
+            .filter_map(|record| match &record.event {
+                Event::Recipe(RecipeEvent::Counter { step, .. }) => Some(step),
+                _ => None,
+            })
+    };
+    if !matches!(steps().last(), Some(CounterStep::Read { .. })) {
+        return 0;
+    }
+    steps()
+        .filter(|step| matches!(step, CounterStep::Incremented { .. }))
+        .count()
+}
+
+#[test]
+fn the_counter_counts_every_acknowledged_increment_once() {
+    assert_clean_and_busy(
+        "zk_counter",
+        "the_counter_counts_every_acknowledged_increment_once",
+        3,
+        50,
+        increments,
+    );
+}
+
+#[test]
+fn the_counter_counts_every_acknowledged_increment_once_under_server_faults() {
+    assert_clean_and_busy(
+        "zk_counter_faults",
+        "the_counter_counts_every_acknowledged_increment_once_under_server_faults",
+        6,
+        20,
+        increments,
     );
 }

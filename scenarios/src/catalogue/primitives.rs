@@ -5,7 +5,7 @@
 use super::{scenario, swarm};
 use crate::{
     scenario::{Scenario, Store},
-    workload::{FifoQueue, Workload},
+    workload::{FifoQueue, SharedCounter, Workload},
 };
 use sim::fault::FaultKind;
 
@@ -67,6 +67,14 @@ pub(super) fn scenarios() -> Vec<Scenario> {
          them by delete-and-claim; drained after the heal",
         Workload::FifoQueue(FifoQueue::default()),
         "recipe.queue_semantics",
+        5,
+    ));
+    scenarios.extend(fault_free_and_faulty(
+        "zk_counter",
+        "the ZooKeeper counter: five clients increment by versioned writes, retrying on \
+         BadVersion; read once after the heal",
+        Workload::SharedCounter(SharedCounter::default()),
+        "recipe.counter",
         5,
     ));
     scenarios

@@ -11,6 +11,7 @@ mod kv;
 mod kv_leases;
 mod ledger;
 mod locks;
+mod shared_counter;
 mod zk;
 mod zk_watches;
 
@@ -22,6 +23,7 @@ pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
+pub use shared_counter::{COUNTER_PATH, SharedCounter};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_watches::ZkWatches;
 
@@ -68,6 +70,8 @@ pub enum Workload {
     CompactedWatch(CompactedWatch),
     /// Producers and consumers of one ZooKeeper FIFO queue, on the ZAB store.
     FifoQueue(FifoQueue),
+    /// Clients incrementing one ZooKeeper counter by versioned writes, on the ZAB store.
+    SharedCounter(SharedCounter),
 }
 
 impl Workload {
@@ -85,6 +89,7 @@ impl Workload {
             Workload::CasCounter(_) => "cas_counter",
             Workload::CompactedWatch(_) => "compacted_watch",
             Workload::FifoQueue(_) => "fifo_queue",
+            Workload::SharedCounter(_) => "shared_counter",
         }
     }
 
@@ -93,7 +98,7 @@ impl Workload {
         match self {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
-            Workload::FifoQueue(_) => Store::Zab,
+            Workload::FifoQueue(_) | Workload::SharedCounter(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
@@ -138,6 +143,7 @@ impl Workload {
             Workload::CasCounter(counter) => counter.validate(),
             Workload::CompactedWatch(waiter) => waiter.validate(),
             Workload::FifoQueue(queue) => queue.validate(scenario.clients),
+            Workload::SharedCounter(counter) => counter.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -185,6 +191,9 @@ impl Workload {
             }
             (Workload::FifoQueue(queue), RunningStore::Zab(ensemble)) => {
                 queue.start(sim, ensemble, stop)
+            }
+            (Workload::SharedCounter(counter), RunningStore::Zab(ensemble)) => {
+                counter.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -234,6 +243,9 @@ impl Workload {
             }
             (Workload::FifoQueue(queue), RunningStore::Zab(ensemble)) => {
                 queue.finish(sim, ensemble, pending).await
+            }
+            (Workload::SharedCounter(counter), RunningStore::Zab(ensemble)) => {
+                counter.finish(sim, ensemble, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

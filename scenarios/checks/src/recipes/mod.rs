@@ -2,6 +2,7 @@
 //! the fenced resource received ([`crate::history::locks`]): mutual exclusion as the clients
 //! believed it, mutual exclusion at the resource, and the herd effect.
 
+pub mod counter;
 pub mod fenced_writes;
 pub mod herd_effect;
 pub mod mutual_exclusion;
@@ -34,8 +35,15 @@ pub const OPTIONAL: &[Check] = &[Check {
 
 /// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration):
 /// each judges its own recipe's records and passes on histories without them.
-pub const PRIMITIVE_CHECKS: &[Check] = &[Check {
-    name: "recipe.queue_semantics",
-    property: "queue semantics",
-    run: |history, _| boxed(queue_semantics::check(history)),
-}];
+pub const PRIMITIVE_CHECKS: &[Check] = &[
+    Check {
+        name: "recipe.queue_semantics",
+        property: "queue semantics",
+        run: |history, _| boxed(queue_semantics::check(history)),
+    },
+    Check {
+        name: "recipe.counter",
+        property: "counter",
+        run: |history, _| boxed(counter::check(history)),
+    },
+];
