@@ -12,7 +12,7 @@ use sim::{
     fault::FaultKind,
     history::{
         Event, History, RecipeEvent,
-        recipe::{CounterStep, QueueStep},
+        recipe::{BarrierStep, CounterStep, QueueStep},
     },
 };
 
@@ -147,5 +147,44 @@ fn the_counter_counts_every_acknowledged_increment_once_under_server_faults() {
         6,
         20,
         increments,
+    );
+}
+
+fn passes(history: &History) -> usize {
+    history
+        .records()
+        .iter()
+        .filter(|record| {
+            matches!(
+                &record.event,
+                Event::Recipe(RecipeEvent::Barrier {
+                    step: BarrierStep::Left,
+                    ..
+                })
+            )
+        })
+        .count()
+}
+
+#[test]
+fn the_double_barrier_lets_everyone_through_together() {
+    // Twelve rounds of five clients, every one out of every round.
+    assert_clean_and_busy(
+        "zk_double_barrier",
+        "the_double_barrier_lets_everyone_through_together",
+        3,
+        60,
+        passes,
+    );
+}
+
+#[test]
+fn the_double_barrier_lets_everyone_through_together_under_server_faults() {
+    assert_clean_and_busy(
+        "zk_double_barrier_faults",
+        "the_double_barrier_lets_everyone_through_together_under_server_faults",
+        6,
+        60,
+        passes,
     );
 }

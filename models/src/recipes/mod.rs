@@ -10,6 +10,7 @@ mod bugs;
 mod etcd_mutex;
 mod fenced_resource;
 mod lock;
+mod zk_barrier;
 mod zk_counter;
 mod zk_herd_lock;
 mod zk_paths;
@@ -22,6 +23,7 @@ pub use fenced_resource::{
     FencedResource, Fencing, ResourceClient, ResourceFrame, ResourceUnavailable,
 };
 pub use lock::LockError;
+pub use zk_barrier::{BarrierError, ZkDoubleBarrier};
 pub use zk_counter::{CounterError, ZkCounter};
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
 pub use zk_queue::{QueueError, ZkQueue};

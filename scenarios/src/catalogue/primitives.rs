@@ -5,7 +5,7 @@
 use super::{scenario, swarm};
 use crate::{
     scenario::{Scenario, Store},
-    workload::{FifoQueue, SharedCounter, Workload},
+    workload::{DoubleBarrier, FifoQueue, SharedCounter, Workload},
 };
 use sim::fault::FaultKind;
 
@@ -75,6 +75,14 @@ pub(super) fn scenarios() -> Vec<Scenario> {
          BadVersion; read once after the heal",
         Workload::SharedCounter(SharedCounter::default()),
         "recipe.counter",
+        5,
+    ));
+    scenarios.extend(fault_free_and_faulty(
+        "zk_double_barrier",
+        "the ZooKeeper double barrier: five clients enter together, work, and leave \
+         together, twelve rounds",
+        Workload::DoubleBarrier(DoubleBarrier::default()),
+        "recipe.barrier",
         5,
     ));
     scenarios

@@ -5,6 +5,7 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
+mod double_barrier;
 mod etcd;
 mod fifo_queue;
 mod kv;
@@ -15,6 +16,7 @@ mod shared_counter;
 mod zk;
 mod zk_watches;
 
+pub use double_barrier::{BARRIER_PREFIX, DoubleBarrier};
 pub use etcd::{
     COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
 };
@@ -72,6 +74,8 @@ pub enum Workload {
     FifoQueue(FifoQueue),
     /// Clients incrementing one ZooKeeper counter by versioned writes, on the ZAB store.
     SharedCounter(SharedCounter),
+    /// Every client passing a ZooKeeper double barrier round after round, on the ZAB store.
+    DoubleBarrier(DoubleBarrier),
 }
 
 impl Workload {
@@ -90,6 +94,7 @@ impl Workload {
             Workload::CompactedWatch(_) => "compacted_watch",
             Workload::FifoQueue(_) => "fifo_queue",
             Workload::SharedCounter(_) => "shared_counter",
+            Workload::DoubleBarrier(_) => "double_barrier",
         }
     }
 
@@ -98,7 +103,9 @@ impl Workload {
         match self {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
-            Workload::FifoQueue(_) | Workload::SharedCounter(_) => Store::Zab,
+            Workload::FifoQueue(_) | Workload::SharedCounter(_) | Workload::DoubleBarrier(_) => {
+                Store::Zab
+            }
             Workload::Ledger(_) => Store::Ledger,
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
@@ -144,6 +151,7 @@ impl Workload {
             Workload::CompactedWatch(waiter) => waiter.validate(),
             Workload::FifoQueue(queue) => queue.validate(scenario.clients),
             Workload::SharedCounter(counter) => counter.validate(),
+            Workload::DoubleBarrier(barrier) => barrier.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -194,6 +202,9 @@ impl Workload {
             }
             (Workload::SharedCounter(counter), RunningStore::Zab(ensemble)) => {
                 counter.start(sim, ensemble, stop)
+            }
+            (Workload::DoubleBarrier(barrier), RunningStore::Zab(ensemble)) => {
+                barrier.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -246,6 +257,9 @@ impl Workload {
             }
             (Workload::SharedCounter(counter), RunningStore::Zab(ensemble)) => {
                 counter.finish(sim, ensemble, pending).await
+            }
+            (Workload::DoubleBarrier(barrier), RunningStore::Zab(_)) => {
+                barrier.finish(pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

@@ -2,6 +2,7 @@
 //! the fenced resource received ([`crate::history::locks`]): mutual exclusion as the clients
 //! believed it, mutual exclusion at the resource, and the herd effect.
 
+pub mod barrier;
 pub mod counter;
 pub mod fenced_writes;
 pub mod herd_effect;
@@ -45,5 +46,10 @@ pub const PRIMITIVE_CHECKS: &[Check] = &[
         name: "recipe.counter",
         property: "counter",
         run: |history, _| boxed(counter::check(history)),
+    },
+    Check {
+        name: "recipe.barrier",
+        property: "double barrier",
+        run: |history, _| boxed(barrier::check(history)),
     },
 ];
