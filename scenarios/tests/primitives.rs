@@ -120,7 +120,7 @@ fn increments(history: &History) -> usize {
                 _ => None,
             })
     };
-    if !matches!(steps().last(), Some(CounterStep::Read { .. })) {
+    if !matches!(steps().next_back(), Some(CounterStep::Read { .. })) {
         return 0;
     }
     steps()

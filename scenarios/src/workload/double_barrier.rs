@@ -5,7 +5,7 @@
 //! finishing step has nothing more to do; `recipe.barrier` judges that nobody was left
 //! behind.
 
-use super::{Pending, Workers, fifo_queue::Sessions};
+use super::{Pending, Workers, zk_sessions::Sessions};
 use models::{recipes::ZkDoubleBarrier, zk::ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::Sim;

@@ -5,15 +5,12 @@
 //! [`checks::recipes::queue_semantics::DRAINED`] marker, so that the check judges every
 //! acknowledged item taken.
 
-use super::{Pending, Workers};
+use super::{Pending, Workers, zk_sessions::Sessions};
 use checks::recipes::queue_semantics::DRAINED;
-use models::{
-    recipes::ZkQueue,
-    zk::{ZkClient, ZkEnsemble},
-};
+use models::{recipes::ZkQueue, zk::ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::{
-    NodeContext, Sim,
+    Sim,
     history::{Event, RecipeEvent},
 };
 use std::{
@@ -53,6 +50,10 @@ impl Default for FifoQueue {
 const CONSUMER_PATIENCE: Duration = Duration::from_millis(200);
 
 impl FifoQueue {
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.session_timeout_ms)
+    }
+
     pub(super) fn validate(&self, clients: usize) -> Result<(), String> {
         if self.producers == 0 || self.producers >= clients || self.session_timeout_ms < 100 {
             return Err(format!(
@@ -77,7 +78,8 @@ impl FifoQueue {
                 let (work, ensemble, context, stop) =
                     (self.clone(), ensemble.clone(), sim.node(node), stop.clone());
                 sim.spawn(node, async move {
-                    let mut sessions = Sessions::new(&ensemble, &context, 0, &work);
+                    let mut sessions =
+                        Sessions::with_timeout(&ensemble, &context, 0, work.timeout());
                     let mut put = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         let Some(zk) = sessions.current().await else {
@@ -116,7 +118,7 @@ impl FifoQueue {
             let (work, ensemble, context) = (self.clone(), ensemble.clone(), sim.node(node));
             tasks.push(sim.spawn(node, async move {
                 // Its own process number: the workers' sessions are closed or expiring.
-                let mut sessions = Sessions::new(&ensemble, &context, 100, &work);
+                let mut sessions = Sessions::with_timeout(&ensemble, &context, 100, work.timeout());
                 loop {
                     let Some(zk) = sessions.current().await else {
                         continue;
@@ -142,67 +144,5 @@ impl FifoQueue {
                 detail: serde_json::json!({ "queue": QUEUE_PATH }),
             }));
         Ok(())
-    }
-}
-
-/// One client process's ZooKeeper sessions, one at a time: a new one when the last ended.
-pub(super) struct Sessions {
-    ensemble: ZkEnsemble,
-    context: NodeContext,
-    process: u32,
-    timeout: Duration,
-    session: Option<ZkClient>,
-}
-
-impl Sessions {
-    fn new(ensemble: &ZkEnsemble, context: &NodeContext, process: u32, work: &FifoQueue) -> Self {
-        Self::with_timeout(
-            ensemble,
-            context,
-            process,
-            Duration::from_millis(work.session_timeout_ms),
-        )
-    }
-
-    /// Sessions of `process` on `context`'s node, each asking for `timeout`.
-    pub(super) fn with_timeout(
-        ensemble: &ZkEnsemble,
-        context: &NodeContext,
-        process: u32,
-        timeout: Duration,
-    ) -> Self {
-        Self {
-            ensemble: ensemble.clone(),
-            context: context.clone(),
-            process,
-            timeout,
-            session: None,
-        }
-    }
-
-    /// The live session, opened if there is none; `None` if the store could not be reached
-    /// (after a short pause, so that a caller looping on it does not spin).
-    pub(super) async fn current(&mut self) -> Option<ZkClient> {
-        if let Some(zk) = &self.session
-            && (zk.is_expired() || zk.is_closed())
-        {
-            self.session = None;
-        }
-        if self.session.is_none() {
-            let mut config = self.ensemble.client_config(self.process);
-            config.session_timeout = self.timeout;
-            self.session = self.ensemble.connect(&self.context, config).await.ok();
-            if self.session.is_none() {
-                self.context.clock().sleep(Duration::from_millis(100)).await;
-            }
-        }
-        self.session.clone()
-    }
-
-    /// Closes the live session, if any (its ephemeral nodes go with it).
-    pub(super) async fn close(&mut self) {
-        if let Some(zk) = self.session.take() {
-            let _ = zk.close().await;
-        }
     }
 }

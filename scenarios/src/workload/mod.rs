@@ -14,6 +14,7 @@ mod ledger;
 mod locks;
 mod shared_counter;
 mod zk;
+mod zk_sessions;
 mod zk_watches;
 
 pub use double_barrier::{BARRIER_PREFIX, DoubleBarrier};

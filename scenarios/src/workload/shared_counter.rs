@@ -3,7 +3,7 @@
 //! with every incrementer stopped, one client reads the counter after a `sync`: the read
 //! `recipe.counter` judges against the acknowledged and unknown increments.
 
-use super::{Pending, Workers, fifo_queue::Sessions};
+use super::{Pending, Workers, zk_sessions::Sessions};
 use models::{recipes::ZkCounter, zk::ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::Sim;
