@@ -12,7 +12,7 @@ use sim::{
     fault::FaultKind,
     history::{
         Event, History, RecipeEvent,
-        recipe::{BarrierStep, CounterStep, QueueStep},
+        recipe::{BarrierStep, ConfigStep, CounterStep, QueueStep},
     },
 };
 
@@ -186,5 +186,44 @@ fn the_double_barrier_lets_everyone_through_together_under_server_faults() {
         6,
         60,
         passes,
+    );
+}
+
+fn config_reads(history: &History) -> usize {
+    history
+        .records()
+        .iter()
+        .filter(|record| {
+            matches!(
+                &record.event,
+                Event::Recipe(RecipeEvent::Config {
+                    step: ConfigStep::Read { .. },
+                    ..
+                })
+            )
+        })
+        .count()
+}
+
+#[test]
+fn configuration_reads_behind_ready_see_one_version() {
+    assert_clean_and_busy(
+        "zk_ready_config",
+        "configuration_reads_behind_ready_see_one_version",
+        3,
+        50,
+        config_reads,
+    );
+}
+
+#[test]
+fn configuration_reads_behind_ready_see_one_version_under_server_faults() {
+    assert_clean_and_busy(
+        "zk_ready_config_faults",
+        "configuration_reads_behind_ready_see_one_version_under_server_faults",
+        6,
+        // Outages stall the readers, and every publish restarts the reads under way.
+        10,
+        config_reads,
     );
 }

@@ -11,6 +11,7 @@ mod etcd_mutex;
 mod fenced_resource;
 mod lock;
 mod zk_barrier;
+mod zk_config;
 mod zk_counter;
 mod zk_herd_lock;
 mod zk_paths;
@@ -24,6 +25,7 @@ pub use fenced_resource::{
 };
 pub use lock::LockError;
 pub use zk_barrier::{BarrierError, ZkDoubleBarrier};
+pub use zk_config::{ConfigError, ZkConfig};
 pub use zk_counter::{CounterError, ZkCounter};
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
 pub use zk_queue::{QueueError, ZkQueue};

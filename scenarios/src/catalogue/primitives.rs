@@ -5,7 +5,7 @@
 use super::{scenario, swarm};
 use crate::{
     scenario::{Scenario, Store},
-    workload::{DoubleBarrier, FifoQueue, SharedCounter, Workload},
+    workload::{DoubleBarrier, FifoQueue, ReadyConfig, SharedCounter, Workload},
 };
 use sim::fault::FaultKind;
 
@@ -83,6 +83,14 @@ pub(super) fn scenarios() -> Vec<Scenario> {
          together, twelve rounds",
         Workload::DoubleBarrier(DoubleBarrier::default()),
         "recipe.barrier",
+        5,
+    ));
+    scenarios.extend(fault_free_and_faulty(
+        "zk_ready_config",
+        "configuration behind a ready znode: one writer publishes four parts version after \
+         version, four readers read after sync and restart when ready changed",
+        Workload::ReadyConfig(ReadyConfig::default()),
+        "recipe.config_versions",
         5,
     ));
     scenarios

@@ -12,6 +12,7 @@ mod kv;
 mod kv_leases;
 mod ledger;
 mod locks;
+mod ready_config;
 mod shared_counter;
 mod zk;
 mod zk_sessions;
@@ -26,6 +27,7 @@ pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
+pub use ready_config::{CONFIG_PATH, ReadyConfig};
 pub use shared_counter::{COUNTER_PATH, SharedCounter};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_watches::ZkWatches;
@@ -77,6 +79,8 @@ pub enum Workload {
     SharedCounter(SharedCounter),
     /// Every client passing a ZooKeeper double barrier round after round, on the ZAB store.
     DoubleBarrier(DoubleBarrier),
+    /// A writer publishing a configuration behind `ready` and its readers, on the ZAB store.
+    ReadyConfig(ReadyConfig),
 }
 
 impl Workload {
@@ -96,6 +100,7 @@ impl Workload {
             Workload::FifoQueue(_) => "fifo_queue",
             Workload::SharedCounter(_) => "shared_counter",
             Workload::DoubleBarrier(_) => "double_barrier",
+            Workload::ReadyConfig(_) => "ready_config",
         }
     }
 
@@ -104,9 +109,10 @@ impl Workload {
         match self {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
-            Workload::FifoQueue(_) | Workload::SharedCounter(_) | Workload::DoubleBarrier(_) => {
-                Store::Zab
-            }
+            Workload::FifoQueue(_)
+            | Workload::SharedCounter(_)
+            | Workload::DoubleBarrier(_)
+            | Workload::ReadyConfig(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
@@ -153,6 +159,7 @@ impl Workload {
             Workload::FifoQueue(queue) => queue.validate(scenario.clients),
             Workload::SharedCounter(counter) => counter.validate(),
             Workload::DoubleBarrier(barrier) => barrier.validate(),
+            Workload::ReadyConfig(config) => config.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -206,6 +213,9 @@ impl Workload {
             }
             (Workload::DoubleBarrier(barrier), RunningStore::Zab(ensemble)) => {
                 barrier.start(sim, ensemble, stop)
+            }
+            (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
+                config.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -261,6 +271,9 @@ impl Workload {
             }
             (Workload::DoubleBarrier(barrier), RunningStore::Zab(_)) => {
                 barrier.finish(pending).await
+            }
+            (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
+                config.finish(sim, ensemble, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

@@ -3,6 +3,7 @@
 //! believed it, mutual exclusion at the resource, and the herd effect.
 
 pub mod barrier;
+pub mod config_versions;
 pub mod counter;
 pub mod fenced_writes;
 pub mod herd_effect;
@@ -51,5 +52,10 @@ pub const PRIMITIVE_CHECKS: &[Check] = &[
         name: "recipe.barrier",
         property: "double barrier",
         run: |history, _| boxed(barrier::check(history)),
+    },
+    Check {
+        name: "recipe.config_versions",
+        property: "configuration versions",
+        run: |history, _| boxed(config_versions::check(history)),
     },
 ];
