@@ -20,12 +20,16 @@ mod etcd_session;
 mod fenced_resource;
 mod lock;
 mod membership;
+mod zk_barrier;
+mod zk_config;
+mod zk_counter;
 mod zk_discovery;
 mod zk_election;
 mod zk_herd_lock;
 mod zk_line;
 mod zk_node_loss;
 mod zk_paths;
+mod zk_queue;
 mod zk_queue_lock;
 
 pub use bugs::{RecipeBug, RecipeBugs};
@@ -40,7 +44,11 @@ pub use fenced_resource::{
 };
 pub use lock::LockError;
 pub use membership::DiscoveryError;
+pub use zk_barrier::{BarrierError, ZkDoubleBarrier};
+pub use zk_config::{ConfigError, ZkConfig};
+pub use zk_counter::{CounterError, ZkCounter};
 pub use zk_discovery::{ZkDiscoverer, ZkRegistration};
 pub use zk_election::{ZkElection, ZkLeaderObserver, ZkLeadership};
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
+pub use zk_queue::{QueueError, ZkQueue};
 pub use zk_queue_lock::ZkQueueLock;

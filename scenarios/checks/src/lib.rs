@@ -136,6 +136,7 @@ pub fn all() -> impl Iterator<Item = &'static Check> {
         .chain(recipes::LOCK_CHECKS)
         .chain(recipes::ELECTION_CHECKS)
         .chain(recipes::OPTIONAL)
+        .chain(recipes::PRIMITIVE_CHECKS)
 }
 
 /// The check called `name`, if there is one.

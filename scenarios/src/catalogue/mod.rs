@@ -5,6 +5,7 @@ mod discovery;
 mod elections;
 mod etcd;
 mod locks;
+mod primitives;
 mod raft;
 mod steps;
 mod zab;
@@ -30,6 +31,7 @@ pub fn all() -> Vec<Scenario> {
     scenarios.extend(zab_traces::scenarios());
     scenarios.extend(elections::scenarios());
     scenarios.extend(discovery::scenarios());
+    scenarios.extend(primitives::scenarios());
     scenarios
 }
 

@@ -6,31 +6,40 @@
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
 mod discovery;
+mod double_barrier;
 mod elections;
 mod etcd;
+mod fifo_queue;
 mod kv;
 mod kv_leases;
 mod ledger;
 mod locks;
 mod pubsub;
+mod ready_config;
 mod recipe_session;
+mod shared_counter;
 mod zk;
 mod zk_ephemeral_holders;
 mod zk_out_of_band_reads;
 mod zk_script;
 mod zk_sequential_creates;
+mod zk_sessions;
 mod zk_watches;
 
 pub use discovery::{DISCOVERER_PROCESS, Discovery, DiscoveryRecipe, GROUP, MEMBER_PROCESS};
+pub use double_barrier::{BARRIER_PREFIX, DoubleBarrier};
 pub use elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
 pub use etcd::{
     COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
 };
+pub use fifo_queue::{FifoQueue, QUEUE_PATH};
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use pubsub::{PubSub, SUBSCRIBER_PROCESS};
+pub use ready_config::{CONFIG_PATH, ReadyConfig};
+pub use shared_counter::{COUNTER_PATH, SharedCounter};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_ephemeral_holders::{ZkEphemeralHolders, holder_path};
 pub use zk_out_of_band_reads::ZkOutOfBandReads;
@@ -93,6 +102,14 @@ pub enum Workload {
     Discovery(Discovery),
     /// Publishers and subscribers from a revision of one topic, on the Raft store.
     PubSub(PubSub),
+    /// Producers and consumers of one ZooKeeper FIFO queue, on the ZAB store.
+    FifoQueue(FifoQueue),
+    /// Clients incrementing one ZooKeeper counter by versioned writes, on the ZAB store.
+    SharedCounter(SharedCounter),
+    /// Every client passing a ZooKeeper double barrier round after round, on the ZAB store.
+    DoubleBarrier(DoubleBarrier),
+    /// A writer publishing a configuration behind `ready` and its readers, on the ZAB store.
+    ReadyConfig(ReadyConfig),
 }
 
 impl Workload {
@@ -116,6 +133,10 @@ impl Workload {
             Workload::Elections(_) => "elections",
             Workload::Discovery(_) => "discovery",
             Workload::PubSub(_) => "pubsub",
+            Workload::FifoQueue(_) => "fifo_queue",
+            Workload::SharedCounter(_) => "shared_counter",
+            Workload::DoubleBarrier(_) => "double_barrier",
+            Workload::ReadyConfig(_) => "ready_config",
         }
     }
 
@@ -124,6 +145,10 @@ impl Workload {
         match self {
             Workload::KvMix(_) | Workload::KvLeases(_) => Store::Raft,
             Workload::ZkMix(_) | Workload::ZkWatches(_) => Store::Zab,
+            Workload::FifoQueue(_)
+            | Workload::SharedCounter(_)
+            | Workload::DoubleBarrier(_)
+            | Workload::ReadyConfig(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
@@ -188,6 +213,10 @@ impl Workload {
             Workload::Elections(elections) => elections.validate(),
             Workload::Discovery(discovery) => discovery.validate(),
             Workload::PubSub(pubsub) => pubsub.validate(),
+            Workload::FifoQueue(queue) => queue.validate(scenario.clients),
+            Workload::SharedCounter(counter) => counter.validate(),
+            Workload::DoubleBarrier(barrier) => barrier.validate(),
+            Workload::ReadyConfig(config) => config.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -251,6 +280,18 @@ impl Workload {
             }
             (Workload::ZkOutOfBandReads(reads), RunningStore::Zab(ensemble)) => {
                 reads.start(sim, ensemble, stop)
+            }
+            (Workload::FifoQueue(queue), RunningStore::Zab(ensemble)) => {
+                queue.start(sim, ensemble, stop)
+            }
+            (Workload::SharedCounter(counter), RunningStore::Zab(ensemble)) => {
+                counter.start(sim, ensemble, stop)
+            }
+            (Workload::DoubleBarrier(barrier), RunningStore::Zab(ensemble)) => {
+                barrier.start(sim, ensemble, stop)
+            }
+            (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
+                config.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -316,6 +357,18 @@ impl Workload {
             }
             (Workload::ZkOutOfBandReads(reads), RunningStore::Zab(ensemble)) => {
                 reads.finish(sim, ensemble, pending).await
+            }
+            (Workload::FifoQueue(queue), RunningStore::Zab(ensemble)) => {
+                queue.finish(sim, ensemble, pending).await
+            }
+            (Workload::SharedCounter(counter), RunningStore::Zab(ensemble)) => {
+                counter.finish(sim, ensemble, pending).await
+            }
+            (Workload::DoubleBarrier(barrier), RunningStore::Zab(_)) => {
+                barrier.finish(pending).await
+            }
+            (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
+                config.finish(sim, ensemble, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

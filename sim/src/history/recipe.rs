@@ -117,6 +117,12 @@ pub enum BarrierStep {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 pub enum QueueStep {
+    /// The client asked the store to put `item` (until `Produced` follows, the put may or
+    /// may not have happened).
+    Producing {
+        /// The item.
+        item: String,
+    },
     /// The store acknowledged the client's put of `item`.
     Produced {
         /// The item.

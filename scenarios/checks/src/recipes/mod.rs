@@ -4,12 +4,16 @@
 //! clients believed it, mutual exclusion at the resource, the herd effect, leader uniqueness
 //! as the clients believed it, discovery views converging, and pub/sub delivery.
 
+pub mod barrier;
+pub mod config_versions;
+pub mod counter;
 pub mod discovery_converges;
 pub mod fenced_writes;
 pub mod herd_effect;
 pub mod leader_uniqueness;
 pub mod mutual_exclusion;
 pub mod pubsub_delivery;
+pub mod queue_semantics;
 
 use crate::{Check, boxed};
 
@@ -57,3 +61,28 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
     property: "leader uniqueness (as believed)",
     run: |history, _| boxed(leader_uniqueness::check(history)),
 }];
+
+/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration):
+/// each judges its own recipe's records and passes on histories without them.
+pub const PRIMITIVE_CHECKS: &[Check] = &[
+    Check {
+        name: "recipe.queue_semantics",
+        property: "queue semantics",
+        run: |history, _| boxed(queue_semantics::check(history)),
+    },
+    Check {
+        name: "recipe.counter",
+        property: "counter",
+        run: |history, _| boxed(counter::check(history)),
+    },
+    Check {
+        name: "recipe.barrier",
+        property: "double barrier",
+        run: |history, _| boxed(barrier::check(history)),
+    },
+    Check {
+        name: "recipe.config_versions",
+        property: "configuration versions",
+        run: |history, _| boxed(config_versions::check(history)),
+    },
+];

@@ -1,0 +1,97 @@
+//! The other ZooKeeper recipes (the ZooKeeper paper's primitives, section 2.4): each
+//! fault-free and under server faults (partitions, loss, latency, server crashes and
+//! pauses; clients are not paused, so sessions of live, connected clients survive).
+
+use super::{scenario, swarm};
+use crate::{
+    scenario::{Scenario, Store},
+    workload::{DoubleBarrier, FifoQueue, ReadyConfig, SharedCounter, Workload},
+};
+use sim::fault::FaultKind;
+
+/// The faults of the `_faults` scenarios.
+const SERVER_FAULTS: [FaultKind; 5] = [
+    FaultKind::Partition,
+    FaultKind::Loss,
+    FaultKind::Latency,
+    FaultKind::Crash,
+    FaultKind::Pause,
+];
+
+/// The store's checks, but `zk.linearizable`: a recipe's histories touch many paths with
+/// many clients, past the linearizability checker's search budget (it answers
+/// "inconclusive"); the store's linearizability is judged by the `zab` scenarios.
+fn store_checks() -> Vec<String> {
+    checks::zk::CHECKS
+        .iter()
+        .map(|check| check.name)
+        .filter(|name| *name != "zk.linearizable")
+        .map(String::from)
+        .collect()
+}
+
+/// A recipe's pair of scenarios: `<name>` without faults and `<name>_faults`.
+fn fault_free_and_faulty(
+    name: &str,
+    what: &str,
+    workload: Workload,
+    check: &str,
+    clients: usize,
+) -> [Scenario; 2] {
+    let base = Scenario {
+        workload,
+        checks: store_checks().into_iter().chain([check.into()]).collect(),
+        fault_phase_ms: 6_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(name, &format!("{what}, no faults"), Store::Zab, 3, clients)
+    };
+    let faulty = Scenario {
+        name: format!("{name}_faults"),
+        description: format!(
+            "{what}, under partitions, loss, latency, server crashes and pauses (clients are \
+             not paused)"
+        ),
+        faults: swarm(500, &SERVER_FAULTS),
+        ..base.clone()
+    };
+    [base, faulty]
+}
+
+/// Every primitive scenario.
+pub(super) fn scenarios() -> Vec<Scenario> {
+    let mut scenarios = Vec::new();
+    scenarios.extend(fault_free_and_faulty(
+        "zk_fifo_queue",
+        "the ZooKeeper FIFO queue: two producers put numbered items, three consumers take \
+         them by delete-and-claim; drained after the heal",
+        Workload::FifoQueue(FifoQueue::default()),
+        "recipe.queue_semantics",
+        5,
+    ));
+    scenarios.extend(fault_free_and_faulty(
+        "zk_counter",
+        "the ZooKeeper counter: five clients increment by versioned writes, retrying on \
+         BadVersion; read once after the heal",
+        Workload::SharedCounter(SharedCounter::default()),
+        "recipe.counter",
+        5,
+    ));
+    scenarios.extend(fault_free_and_faulty(
+        "zk_double_barrier",
+        "the ZooKeeper double barrier: five clients enter together, work, and leave \
+         together, twelve rounds",
+        Workload::DoubleBarrier(DoubleBarrier::default()),
+        "recipe.barrier",
+        5,
+    ));
+    scenarios.extend(fault_free_and_faulty(
+        "zk_ready_config",
+        "configuration behind a ready znode: one writer publishes four parts version after \
+         version, four readers read after sync and restart when ready changed",
+        Workload::ReadyConfig(ReadyConfig::default()),
+        "recipe.config_versions",
+        5,
+    ));
+    scenarios
+}

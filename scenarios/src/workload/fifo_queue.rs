@@ -1,0 +1,148 @@
+//! `fifo_queue` on the ZAB store: the first `producers` client nodes put numbered items on
+//! one ZooKeeper queue ([`ZkQueue`]), the others take them. A client whose session ends
+//! opens a new one. After the heal, with every producer stopped, the consumers drain the
+//! queue until it is empty, and then the workload records the
+//! [`checks::recipes::queue_semantics::DRAINED`] marker, so that the check judges every
+//! acknowledged item taken.
+
+use super::{Pending, Workers, zk_sessions::Sessions};
+use checks::recipes::queue_semantics::DRAINED;
+use models::{recipes::ZkQueue, zk::ZkEnsemble};
+use serde::{Deserialize, Serialize};
+use sim::{
+    Sim,
+    history::{Event, RecipeEvent},
+};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+/// The queue's path.
+pub const QUEUE_PATH: &str = "/queues/jobs";
+
+/// Parameters of `fifo_queue`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FifoQueue {
+    /// How many client nodes produce (the first ones); the rest consume.
+    pub producers: usize,
+    /// Pause between one producer's puts, milliseconds.
+    pub think_ms: u64,
+    /// Session timeout, milliseconds.
+    pub session_timeout_ms: u64,
+}
+
+impl Default for FifoQueue {
+    fn default() -> Self {
+        Self {
+            producers: 2,
+            think_ms: 30,
+            session_timeout_ms: 3_000,
+        }
+    }
+}
+
+/// How long a consumer waits on an empty queue before looking at the stop flag again.
+const CONSUMER_PATIENCE: Duration = Duration::from_millis(200);
+
+impl FifoQueue {
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.session_timeout_ms)
+    }
+
+    pub(super) fn validate(&self, clients: usize) -> Result<(), String> {
+        if self.producers == 0 || self.producers >= clients || self.session_timeout_ms < 100 {
+            return Err(format!(
+                "expected at least one producer and one consumer among {clients} clients and \
+                 a session timeout of at least 100 ms, got {} producers and {} ms",
+                self.producers, self.session_timeout_ms
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn start(
+        &self,
+        sim: &Sim,
+        ensemble: &ZkEnsemble,
+        stop: &Arc<AtomicBool>,
+    ) -> Workers {
+        sim.clients()
+            .into_iter()
+            .enumerate()
+            .map(|(index, node)| {
+                let (work, ensemble, context, stop) =
+                    (self.clone(), ensemble.clone(), sim.node(node), stop.clone());
+                sim.spawn(node, async move {
+                    let mut sessions =
+                        Sessions::with_timeout(&ensemble, &context, 0, work.timeout());
+                    let mut put = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let Some(zk) = sessions.current().await else {
+                            continue;
+                        };
+                        let queue = ZkQueue::new(&zk, &context, QUEUE_PATH);
+                        if index < work.producers {
+                            put += 1;
+                            let _ = queue.produce(&format!("{}#{put}", context.id())).await;
+                            context
+                                .clock()
+                                .sleep(Duration::from_millis(work.think_ms))
+                                .await;
+                        } else {
+                            let _ = queue.consume(CONSUMER_PATIENCE).await;
+                        }
+                    }
+                    sessions.close().await;
+                })
+            })
+            .collect()
+    }
+
+    /// After the heal: the consumers take items until the queue is empty, then the drained
+    /// marker is recorded.
+    pub(super) async fn finish(
+        &self,
+        sim: &Sim,
+        ensemble: &ZkEnsemble,
+        pending: &Pending,
+    ) -> Result<(), String> {
+        pending.set(format!("the consumers to drain {QUEUE_PATH}"));
+        let consumers: Vec<_> = sim.clients().into_iter().skip(self.producers).collect();
+        let mut tasks = Vec::new();
+        for &node in &consumers {
+            let (work, ensemble, context) = (self.clone(), ensemble.clone(), sim.node(node));
+            tasks.push(sim.spawn(node, async move {
+                // Its own process number: the workers' sessions are closed or expiring.
+                let mut sessions = Sessions::with_timeout(&ensemble, &context, 100, work.timeout());
+                loop {
+                    let Some(zk) = sessions.current().await else {
+                        continue;
+                    };
+                    let queue = ZkQueue::new(&zk, &context, QUEUE_PATH);
+                    // Empty as a synced server sees it, not as a server behind does.
+                    let synced = zk.sync(QUEUE_PATH).await.is_ok();
+                    if let (true, Ok(None)) = (synced, queue.consume(Duration::ZERO).await) {
+                        break;
+                    }
+                }
+                sessions.close().await;
+            }));
+        }
+        for task in tasks {
+            task.await
+                .map_err(|error| format!("a drain task failed: {error}"))?;
+        }
+        sim.node(consumers[0])
+            .history()
+            .record(Event::Recipe(RecipeEvent::Other {
+                name: DRAINED.into(),
+                detail: serde_json::json!({ "queue": QUEUE_PATH }),
+            }));
+        Ok(())
+    }
+}
