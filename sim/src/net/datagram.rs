@@ -39,36 +39,42 @@ struct DatagramInner<M> {
 }
 
 struct Mailbox<M> {
-    queue: BinaryHeap<InFlight<M>>,
+    /// When each message on the wire is delivered: the heap's top is the next one.
+    queue: BinaryHeap<InFlight>,
+    /// The messages on the wire, each in the slot its heap entry names: the heap sifts
+    /// small keys, not messages (a Raft append is large, and a pop moves an element per
+    /// level of the heap).
+    slots: Vec<Option<(NodeId, M)>>,
+    /// Slots not in use.
+    free_slots: Vec<u32>,
     next_sequence: u64,
     waker: Option<Waker>,
     timer: ArrivalTimer,
 }
 
 /// A message on the wire. Ordered so that the heap's top is the earliest delivery; the
-/// sequence number breaks ties in sending order.
-struct InFlight<M> {
+/// sequence number breaks ties in sending order (so the slot never decides).
+struct InFlight {
     deliver_at: Instant,
     sequence: u64,
-    from: NodeId,
-    message: M,
+    slot: u32,
 }
 
-impl<M> PartialEq for InFlight<M> {
+impl PartialEq for InFlight {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
-impl<M> Eq for InFlight<M> {}
+impl Eq for InFlight {}
 
-impl<M> PartialOrd for InFlight<M> {
+impl PartialOrd for InFlight {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<M> Ord for InFlight<M> {
+impl Ord for InFlight {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap.
         (other.deliver_at, other.sequence).cmp(&(self.deliver_at, self.sequence))
@@ -77,8 +83,12 @@ impl<M> Ord for InFlight<M> {
 
 impl<M: Send> CrashHook for DatagramInner<M> {
     fn on_crash(&self, index: usize) -> u64 {
-        let dropped = std::mem::take(&mut self.mailboxes[index].lock().queue);
-        dropped.len() as u64
+        let mut mailbox = self.mailboxes[index].lock();
+        let dropped = mailbox.queue.len() as u64;
+        mailbox.queue.clear();
+        mailbox.slots.clear();
+        mailbox.free_slots.clear();
+        dropped
     }
 }
 
@@ -88,6 +98,8 @@ impl<M: Clone + Send + 'static> DatagramNetwork<M> {
             .map(|_| {
                 Shared::new(Mailbox {
                     queue: BinaryHeap::new(),
+                    slots: Vec::new(),
+                    free_slots: Vec::new(),
                     next_sequence: 0,
                     waker: None,
                     timer: ArrivalTimer::default(),
@@ -183,11 +195,20 @@ impl<M> Mailbox<M> {
     fn push(&mut self, deliver_at: Instant, from: NodeId, message: M) {
         self.next_sequence += 1;
         let sequence = self.next_sequence;
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some((from, message));
+                slot
+            }
+            None => {
+                self.slots.push(Some((from, message)));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2³² messages in flight")
+            }
+        };
         self.queue.push(InFlight {
             deliver_at,
             sequence,
-            from,
-            message,
+            slot,
         });
         // Only a new earliest message changes when the receiver must wake up.
         let earliest = self
@@ -203,7 +224,11 @@ impl<M> Mailbox<M> {
         if self.queue.peek()?.deliver_at > now {
             return None;
         }
-        let InFlight { from, message, .. } = self.queue.pop()?;
+        let InFlight { slot, .. } = self.queue.pop()?;
+        let (from, message) = self.slots[slot as usize]
+            .take()
+            .expect("a queued message's slot holds it");
+        self.free_slots.push(slot);
         Some(Datagram { from, message })
     }
 }

@@ -14,7 +14,10 @@ use crate::{
     time::SimTime,
 };
 use madsim::time::TimeHandle;
-use rand::Rng;
+use rand::{
+    Rng,
+    distributions::{Distribution, Uniform},
+};
 use rand_chacha::ChaCha8Rng;
 use std::{
     collections::BTreeMap,
@@ -67,20 +70,43 @@ pub(crate) struct RegisteredConnection {
 /// Current network conditions.
 #[derive(Clone, Debug)]
 pub(crate) struct Conditions {
-    pub latency_min: Duration,
-    pub latency_max: Duration,
+    /// The latency range, or the one latency if the range is a point.
+    latency: Latency,
     pub loss: Ratio,
     pub duplication: Ratio,
 }
 
+/// How a message's latency is drawn.
+#[derive(Clone, Debug)]
+enum Latency {
+    Fixed(Duration),
+    /// Built once per change of conditions: `gen_range(min..=max)` builds this very sampler
+    /// for every draw (rand has no shortcut for durations), so sampling from it draws the
+    /// same values from the same stream, without rebuilding it per message.
+    Uniform(Uniform<Duration>),
+}
+
 impl Conditions {
     pub fn from_config(config: &WorldConfig) -> Self {
-        Self {
-            latency_min: Duration::from_micros(config.network.latency_min_us),
-            latency_max: Duration::from_micros(config.network.latency_max_us),
+        let mut conditions = Self {
+            latency: Latency::Fixed(Duration::ZERO),
             loss: config.network.loss,
             duplication: config.network.duplication,
-        }
+        };
+        conditions.set_latency(
+            Duration::from_micros(config.network.latency_min_us),
+            Duration::from_micros(config.network.latency_max_us),
+        );
+        conditions
+    }
+
+    /// Latencies from now on are drawn from `min..=max` (all `min` if `min >= max`).
+    pub fn set_latency(&mut self, min: Duration, max: Duration) {
+        self.latency = if min >= max {
+            Latency::Fixed(min)
+        } else {
+            Latency::Uniform(Uniform::new_inclusive(min, max))
+        };
     }
 }
 
@@ -131,15 +157,9 @@ impl WorldState {
     }
 
     pub fn sample_latency(&mut self) -> Duration {
-        let Conditions {
-            latency_min,
-            latency_max,
-            ..
-        } = self.conditions;
-        if latency_min >= latency_max {
-            latency_min
-        } else {
-            self.network_rng.gen_range(latency_min..=latency_max)
+        match &self.conditions.latency {
+            Latency::Fixed(latency) => *latency,
+            Latency::Uniform(range) => range.sample(&mut self.network_rng),
         }
     }
 
