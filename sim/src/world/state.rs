@@ -237,6 +237,29 @@ impl WorldState {
     }
 }
 
+/// Records reserved per node and second of the time limit: the catalogue's runs make 1 to
+/// 20 (a run ends well before its limit), the 5-server Raft store under steady load 8.
+const HISTORY_RECORDS_PER_NODE_SECOND: usize = 20;
+/// At most this many records are reserved up front (at 120 bytes each, 7.5 MiB).
+const HISTORY_RECORDS_RESERVED_MAX: usize = 1 << 16;
+/// At least this many.
+const HISTORY_RECORDS_RESERVED_MIN: usize = 1 << 10;
+
+/// How many history records to make room for before the run starts.
+///
+/// Every node records on the hot path (each applied Raft entry is a record on every
+/// server), and a growing vector copies all its records each time it doubles: reserving
+/// what the run will likely need avoids those copies. Room reserved but never written costs
+/// address space, not memory.
+fn history_capacity(config: &WorldConfig) -> usize {
+    let nodes = config.servers + config.clients;
+    let seconds = usize::try_from(config.time_limit_ms.div_ceil(1_000)).unwrap_or(usize::MAX);
+    nodes
+        .saturating_mul(seconds)
+        .saturating_mul(HISTORY_RECORDS_PER_NODE_SECOND)
+        .clamp(HISTORY_RECORDS_RESERVED_MIN, HISTORY_RECORDS_RESERVED_MAX)
+}
+
 /// Everything the world shares with node programs, the nemesis and the scenario.
 pub(crate) struct WorldShared {
     pub seed: Seed,
@@ -303,7 +326,7 @@ impl WorldShared {
                 network_rng: seed.stream("network"),
                 nemesis_rng: seed.stream("nemesis"),
                 counts: FaultCounts::default(),
-                history: Vec::new(),
+                history: Vec::with_capacity(history_capacity(&config)),
                 next_op_id: 0,
                 next_connection_id: 0,
                 connections: BTreeMap::new(),
