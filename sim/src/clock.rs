@@ -356,3 +356,72 @@ impl Drop for LocalSleep {
         self.clock.state.lock().sleepers.remove(&self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The conversions as they were written first, all in 128 bits: the 64-bit shortcuts
+    /// must give the same readings, or runs would change.
+    fn local_at_128(state: &ClockState, global_nanos: u64) -> u64 {
+        let elapsed = i128::from(global_nanos.saturating_sub(state.anchor_global_nanos));
+        let scaled = elapsed * i128::from(1_000_000 + state.drift_ppm) / 1_000_000;
+        (i128::from(state.anchor_local_nanos) + scaled).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    fn global_for_128(state: &ClockState, local_nanos: u64) -> u64 {
+        if local_nanos <= state.anchor_local_nanos {
+            return state.anchor_global_nanos;
+        }
+        let rate = i128::from(1_000_000 + state.drift_ppm);
+        let local_elapsed = i128::from(local_nanos - state.anchor_local_nanos);
+        let global_elapsed = (local_elapsed * 1_000_000 + rate - 1) / rate;
+        (i128::from(state.anchor_global_nanos) + global_elapsed).min(i128::from(u64::MAX)) as u64
+    }
+
+    fn state(anchor_global_nanos: u64, anchor_local_nanos: u64, drift_ppm: i32) -> ClockState {
+        ClockState {
+            anchor_global_nanos,
+            anchor_local_nanos,
+            drift_ppm,
+            generation: 0,
+            next_sleeper_id: 0,
+            sleepers: BTreeMap::new(),
+        }
+    }
+
+    /// Anchors and readings near zero, in the range runs use, and near `u64::MAX`, where
+    /// the 64-bit products overflow and saturation decides.
+    fn nanos() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0..1_000_000_000u64,
+            0..10_000_000_000_000u64,
+            u64::MAX - 10_000_000_000_000..=u64::MAX,
+            any::<u64>(),
+        ]
+    }
+
+    fn drift() -> impl Strategy<Value = i32> {
+        prop_oneof![
+            Just(0),
+            Just(MAX_DRIFT_PPM),
+            Just(-MAX_DRIFT_PPM),
+            -MAX_DRIFT_PPM..=MAX_DRIFT_PPM,
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn readings_are_those_of_128_bit_arithmetic(
+            anchor_global in nanos(),
+            anchor_local in nanos(),
+            drift_ppm in drift(),
+            at in nanos(),
+        ) {
+            let state = state(anchor_global, anchor_local, drift_ppm);
+            prop_assert_eq!(state.local_at(at), local_at_128(&state, at));
+            prop_assert_eq!(state.global_for(at), global_for_128(&state, at));
+        }
+    }
+}
