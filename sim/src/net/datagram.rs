@@ -4,6 +4,7 @@ use super::ArrivalTimer;
 use crate::{
     node::NodeId,
     shared::Shared,
+    time,
     world::state::{CrashHook, WorldShared},
 };
 use madsim::time::Instant;
@@ -15,6 +16,7 @@ use std::{
     pin::Pin,
     sync::Arc,
     task::{Context, Poll, Waker},
+    time::Duration,
 };
 
 /// A network of datagram endpoints carrying messages of type `M`, one endpoint per node.
@@ -35,15 +37,19 @@ impl<M> Clone for DatagramNetwork<M> {
 
 struct DatagramInner<M> {
     world: Arc<WorldShared>,
+    /// The instant at which simulated time started: delivery times are kept as nanoseconds
+    /// since then (cheaper to compare and sift than `Instant`s) and turned back into the
+    /// same `Instant`s, exactly, for the arrival timer.
+    epoch: Instant,
     mailboxes: Vec<Shared<Mailbox<M>>>,
 }
 
 struct Mailbox<M> {
     /// When each message on the wire is delivered: the heap's top is the next one.
     queue: BinaryHeap<InFlight>,
-    /// The messages on the wire, each in the slot its heap entry names: the heap sifts
-    /// small keys, not messages (a Raft append is large, and a pop moves an element per
-    /// level of the heap).
+    /// The messages on the wire, each in the slot its heap entry names: a heap operation
+    /// moves an element per level of the heap, so the heap holds small keys, and each
+    /// message is moved in and out once.
     slots: Vec<Option<(NodeId, M)>>,
     /// Slots not in use.
     free_slots: Vec<u32>,
@@ -55,7 +61,8 @@ struct Mailbox<M> {
 /// A message on the wire. Ordered so that the heap's top is the earliest delivery; the
 /// sequence number breaks ties in sending order (so the slot never decides).
 struct InFlight {
-    deliver_at: Instant,
+    /// Nanoseconds since the epoch.
+    deliver_at: u64,
     sequence: u64,
     slot: u32,
 }
@@ -106,7 +113,12 @@ impl<M: Clone + Send + 'static> DatagramNetwork<M> {
                 })
             })
             .collect();
-        let inner = Arc::new(DatagramInner { world, mailboxes });
+        let epoch = world.time.now_instant() - world.time.elapsed();
+        let inner = Arc::new(DatagramInner {
+            world,
+            epoch,
+            mailboxes,
+        });
         let hook: Arc<dyn CrashHook> = inner.clone();
         inner.world.register_crash_hook(&hook);
         Self { inner }
@@ -171,12 +183,14 @@ impl<M: Clone + Send + 'static> DatagramEndpoint<M> {
         else {
             return;
         };
-        let now = world.time.now_instant();
+        let now = time::now_nanos(&world.time);
         let mut mailbox = self.inner.mailboxes[to_index].lock();
         if let Some(duplicate_latency) = duplicate {
-            mailbox.push(now + duplicate_latency, self.node, message.clone());
+            let deliver_at = now.saturating_add(time::duration_nanos(duplicate_latency));
+            mailbox.push(deliver_at, self.node, message.clone());
         }
-        mailbox.push(now + latency, self.node, message);
+        let deliver_at = now.saturating_add(time::duration_nanos(latency));
+        mailbox.push(deliver_at, self.node, message);
     }
 
     /// Receives the next datagram (waits until one is delivered).
@@ -186,13 +200,13 @@ impl<M: Clone + Send + 'static> DatagramEndpoint<M> {
 
     /// Receives a datagram if one has been delivered by now.
     pub fn try_recv(&self) -> Option<Datagram<M>> {
-        let now = self.inner.world.time.now_instant();
+        let now = time::now_nanos(&self.inner.world.time);
         self.inner.mailboxes[self.index].lock().pop_delivered(now)
     }
 }
 
 impl<M> Mailbox<M> {
-    fn push(&mut self, deliver_at: Instant, from: NodeId, message: M) {
+    fn push(&mut self, deliver_at: u64, from: NodeId, message: M) {
         self.next_sequence += 1;
         let sequence = self.next_sequence;
         let slot = match self.free_slots.pop() {
@@ -220,7 +234,7 @@ impl<M> Mailbox<M> {
         }
     }
 
-    fn pop_delivered(&mut self, now: Instant) -> Option<Datagram<M>> {
+    fn pop_delivered(&mut self, now: u64) -> Option<Datagram<M>> {
         if self.queue.peek()?.deliver_at > now {
             return None;
         }
@@ -244,7 +258,7 @@ impl<M: Clone + Send + 'static> Future for DatagramRecv<'_, M> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Datagram<M>> {
         let inner = &self.endpoint.inner;
         let time = &inner.world.time;
-        let now = time.now_instant();
+        let now = time::now_nanos(time);
         let mut mailbox = inner.mailboxes[self.endpoint.index].lock();
         if let Some(datagram) = mailbox.pop_delivered(now) {
             return Poll::Ready(datagram);
@@ -257,7 +271,8 @@ impl<M: Clone + Send + 'static> Future for DatagramRecv<'_, M> {
             mailbox.waker = Some(cx.waker().clone());
         }
         if let Some(deliver_at) = mailbox.queue.peek().map(|top| top.deliver_at) {
-            mailbox.timer.arm(time, deliver_at, cx);
+            let deadline = inner.epoch + Duration::from_nanos(deliver_at);
+            mailbox.timer.arm(time, deadline, cx);
         }
         Poll::Pending
     }

@@ -240,7 +240,7 @@ impl WorldState {
 /// Records reserved per node and second of the time limit: the catalogue's runs make 1 to
 /// 20 (a run ends well before its limit), the 5-server Raft store under steady load 8.
 const HISTORY_RECORDS_PER_NODE_SECOND: usize = 20;
-/// At most this many records are reserved up front (at 120 bytes each, 7.5 MiB).
+/// At most this many records are reserved up front (7.5 MiB at 120 bytes a record).
 const HISTORY_RECORDS_RESERVED_MAX: usize = 1 << 16;
 /// At least this many.
 const HISTORY_RECORDS_RESERVED_MIN: usize = 1 << 10;
@@ -249,8 +249,8 @@ const HISTORY_RECORDS_RESERVED_MIN: usize = 1 << 10;
 ///
 /// Every node records on the hot path (each applied Raft entry is a record on every
 /// server), and a growing vector copies all its records each time it doubles: reserving
-/// what the run will likely need avoids those copies. Room reserved but never written costs
-/// address space, not memory.
+/// what the run will likely need avoids those copies. Room reserved but never written is
+/// never touched, so an overestimate costs address space rather than memory.
 fn history_capacity(config: &WorldConfig) -> usize {
     let nodes = config.servers + config.clients;
     let seconds = usize::try_from(config.time_limit_ms.div_ceil(1_000)).unwrap_or(usize::MAX);
