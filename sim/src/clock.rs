@@ -7,10 +7,7 @@
 //! reaches T, however the clock was moved in between. Timers of a paused node do not run
 //! while it is paused (madsim parks its tasks) and fire as soon as it resumes.
 
-use crate::{
-    shared::Shared,
-    time::{duration_nanos, exact_sleep_until},
-};
+use crate::{shared::Shared, time::duration_nanos};
 use madsim::time::{Sleep, TimeHandle};
 use serde::{Deserialize, Serialize};
 use std::{
@@ -108,20 +105,53 @@ struct ClockState {
 }
 
 impl ClockState {
+    /// Local nanoseconds per million global ones, if positive (always, within
+    /// `MAX_DRIFT_PPM`; otherwise the 128-bit arithmetic below decides, as it always did).
+    fn rate(&self) -> Option<u64> {
+        u64::try_from(1_000_000 + i64::from(self.drift_ppm))
+            .ok()
+            .filter(|rate| *rate > 0)
+    }
+
+    /// The local reading at `global_nanos`.
+    ///
+    /// Every node reads its clock on every message, so the common cases avoid 128-bit
+    /// division (a library call): no drift at all, or a product that fits in 64 bits. Each
+    /// gives exactly the 128-bit result (the rate is positive, so the quotient is a floor in
+    /// both).
     fn local_at(&self, global_nanos: u64) -> u64 {
-        let elapsed = i128::from(global_nanos.saturating_sub(self.anchor_global_nanos));
-        let scaled = elapsed * i128::from(1_000_000 + self.drift_ppm) / 1_000_000;
+        let elapsed = global_nanos.saturating_sub(self.anchor_global_nanos);
+        if self.drift_ppm == 0 {
+            return self.anchor_local_nanos.saturating_add(elapsed);
+        }
+        if let Some(product) = self.rate().and_then(|rate| elapsed.checked_mul(rate)) {
+            return self.anchor_local_nanos.saturating_add(product / 1_000_000);
+        }
+        let scaled = i128::from(elapsed) * i128::from(1_000_000 + self.drift_ppm) / 1_000_000;
         (i128::from(self.anchor_local_nanos) + scaled).clamp(0, i128::from(u64::MAX)) as u64
     }
 
     /// The earliest global time at which the local clock reads at least `local_nanos`.
+    ///
+    /// As in [`Self::local_at`], the common cases stay in 64 bits with the same result.
     fn global_for(&self, local_nanos: u64) -> u64 {
         if local_nanos <= self.anchor_local_nanos {
             return self.anchor_global_nanos;
         }
+        let local_elapsed = local_nanos - self.anchor_local_nanos;
+        if self.drift_ppm == 0 {
+            // ⌈x·10⁶ / 10⁶⌉ = x.
+            return self.anchor_global_nanos.saturating_add(local_elapsed);
+        }
+        if let Some(rate) = self.rate()
+            && let Some(numerator) = local_elapsed
+                .checked_mul(1_000_000)
+                .and_then(|product| product.checked_add(rate - 1))
+        {
+            return self.anchor_global_nanos.saturating_add(numerator / rate);
+        }
         let rate = i128::from(1_000_000 + self.drift_ppm);
-        let local_elapsed = i128::from(local_nanos - self.anchor_local_nanos);
-        let global_elapsed = (local_elapsed * 1_000_000 + rate - 1) / rate;
+        let global_elapsed = (i128::from(local_elapsed) * 1_000_000 + rate - 1) / rate;
         (i128::from(self.anchor_global_nanos) + global_elapsed).min(i128::from(u64::MAX)) as u64
     }
 
@@ -176,6 +206,7 @@ impl Clock {
             deadline,
             id,
             armed: None,
+            sleep: None,
         }
     }
 
@@ -252,14 +283,33 @@ pub struct LocalSleep {
     clock: Clock,
     deadline: LocalTime,
     id: u64,
-    /// The madsim timer armed for the current clock generation, and the waker it wakes.
-    armed: Option<(Sleep, u64, Waker)>,
+    /// The clock generation and the task of the madsim timer entry added last; `None` until
+    /// the first poll and again after [`LocalSleep::reset`].
+    armed: Option<(u64, Waker)>,
+    /// Reset to each global deadline and polled to add its timer entry (created at the
+    /// first), rather than a new madsim sleep per deadline.
+    sleep: Option<Sleep>,
 }
 
 impl LocalSleep {
     /// The local time this sleep waits for.
     pub fn deadline(&self) -> LocalTime {
         self.deadline
+    }
+
+    /// Waits for `deadline` instead, as a new [`Clock::sleep_until`] would.
+    ///
+    /// It behaves exactly like dropping this sleep and creating a new one (the timer entry
+    /// already added still fires, as madsim cannot take it back; the next poll adds one for
+    /// the new deadline; a clock step wakes it in the order of a new sleep), without the
+    /// clock handle that a new one clones.
+    pub fn reset(&mut self, deadline: LocalTime) {
+        let mut state = self.clock.state.lock();
+        state.sleepers.remove(&self.id);
+        state.next_sleeper_id += 1;
+        self.id = state.next_sleeper_id;
+        self.deadline = deadline;
+        self.armed = None;
     }
 }
 
@@ -277,7 +327,7 @@ impl Future for LocalSleep {
         // Re-arm only if the clock moved or the task changed: madsim adds a timer entry on
         // every poll of its `Sleep`, and a server loop polls its timer on every message.
         let rearm = match &this.armed {
-            Some((_, generation, waker)) => {
+            Some((generation, waker)) => {
                 *generation != state.generation || !waker.will_wake(cx.waker())
             }
             None => true,
@@ -286,10 +336,15 @@ impl Future for LocalSleep {
             let deadline_nanos = state.global_for(this.deadline.0);
             let deadline = this.clock.time.now_instant()
                 + Duration::from_nanos(deadline_nanos.saturating_sub(global));
-            let mut sleep = exact_sleep_until(&this.clock.time, deadline);
-            // Registers the madsim timer with this task's waker.
-            let _ = Pin::new(&mut sleep).poll(cx);
-            this.armed = Some((sleep, state.generation, cx.waker().clone()));
+            let sleep = this
+                .sleep
+                .get_or_insert_with(|| this.clock.time.sleep_until(deadline));
+            let mut sleep = Pin::new(sleep);
+            // Exact: madsim's `sleep_until` rounds a deadline up to at least 1 ms from now.
+            sleep.as_mut().reset(deadline);
+            // Adds the madsim timer entry with this task's waker.
+            let _ = sleep.poll(cx);
+            this.armed = Some((state.generation, cx.waker().clone()));
             state.sleepers.insert(this.id, cx.waker().clone());
         }
         Poll::Pending
@@ -299,5 +354,74 @@ impl Future for LocalSleep {
 impl Drop for LocalSleep {
     fn drop(&mut self) {
         self.clock.state.lock().sleepers.remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The conversions as they were written first, all in 128 bits: the 64-bit shortcuts
+    /// must give the same readings, or runs would change.
+    fn local_at_128(state: &ClockState, global_nanos: u64) -> u64 {
+        let elapsed = i128::from(global_nanos.saturating_sub(state.anchor_global_nanos));
+        let scaled = elapsed * i128::from(1_000_000 + state.drift_ppm) / 1_000_000;
+        (i128::from(state.anchor_local_nanos) + scaled).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    fn global_for_128(state: &ClockState, local_nanos: u64) -> u64 {
+        if local_nanos <= state.anchor_local_nanos {
+            return state.anchor_global_nanos;
+        }
+        let rate = i128::from(1_000_000 + state.drift_ppm);
+        let local_elapsed = i128::from(local_nanos - state.anchor_local_nanos);
+        let global_elapsed = (local_elapsed * 1_000_000 + rate - 1) / rate;
+        (i128::from(state.anchor_global_nanos) + global_elapsed).min(i128::from(u64::MAX)) as u64
+    }
+
+    fn state(anchor_global_nanos: u64, anchor_local_nanos: u64, drift_ppm: i32) -> ClockState {
+        ClockState {
+            anchor_global_nanos,
+            anchor_local_nanos,
+            drift_ppm,
+            generation: 0,
+            next_sleeper_id: 0,
+            sleepers: BTreeMap::new(),
+        }
+    }
+
+    /// Anchors and readings near zero, in the range runs use, and near `u64::MAX`, where
+    /// the 64-bit products overflow and saturation decides.
+    fn nanos() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0..1_000_000_000u64,
+            0..10_000_000_000_000u64,
+            u64::MAX - 10_000_000_000_000..=u64::MAX,
+            any::<u64>(),
+        ]
+    }
+
+    fn drift() -> impl Strategy<Value = i32> {
+        prop_oneof![
+            Just(0),
+            Just(MAX_DRIFT_PPM),
+            Just(-MAX_DRIFT_PPM),
+            -MAX_DRIFT_PPM..=MAX_DRIFT_PPM,
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn readings_are_those_of_128_bit_arithmetic(
+            anchor_global in nanos(),
+            anchor_local in nanos(),
+            drift_ppm in drift(),
+            at in nanos(),
+        ) {
+            let state = state(anchor_global, anchor_local, drift_ppm);
+            prop_assert_eq!(state.local_at(at), local_at_128(&state, at));
+            prop_assert_eq!(state.global_for(at), global_for_128(&state, at));
+        }
     }
 }

@@ -8,10 +8,21 @@
 //! Files hold typed values (no serialization): opening a file with a different type than it
 //! was created with is a [`DiskError::WrongType`].
 
-use crate::{node::NodeId, shared::Shared, time};
-use rand::Rng;
+use crate::{node::NodeId, shared::Shared};
+use madsim::time::{Sleep, TimeHandle};
+use rand::distributions::{Distribution, Uniform};
 use rand_chacha::ChaCha8Rng;
-use std::{any::Any, collections::BTreeMap, fmt, ops::Range, sync::Arc, time::Duration};
+use std::{
+    any::Any,
+    collections::BTreeMap,
+    fmt,
+    future::Future,
+    ops::Range,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
 
 /// A node's disk. Cloning gives another handle to the same disk.
 #[derive(Clone)]
@@ -22,9 +33,20 @@ pub struct Disk {
 
 struct DiskState {
     files: BTreeMap<String, Arc<dyn StoredFile>>,
-    sync_latency: Range<Duration>,
+    sync_latency: SyncLatency,
     rng: ChaCha8Rng,
     syncs: u64,
+    /// The world's time, for the sleeps of syncs.
+    time: TimeHandle,
+}
+
+/// How a sync's latency is drawn.
+enum SyncLatency {
+    Fixed(Duration),
+    /// Built once: `gen_range(min..max)` builds this very sampler for every draw (rand has
+    /// no shortcut for durations), so sampling from it draws the same values from the same
+    /// stream, without rebuilding it per sync.
+    Uniform(Uniform<Duration>),
 }
 
 /// What a crash took from a disk.
@@ -68,7 +90,13 @@ trait StoredFile: Send + Sync {
 }
 
 impl Disk {
+    /// A disk whose syncs take a time drawn from `sync_latency`. Only inside a running world.
     pub(crate) fn new(node: NodeId, sync_latency: Range<Duration>, rng: ChaCha8Rng) -> Self {
+        let sync_latency = if sync_latency.is_empty() {
+            SyncLatency::Fixed(sync_latency.start)
+        } else {
+            SyncLatency::Uniform(Uniform::new(sync_latency.start, sync_latency.end))
+        };
         Self {
             node,
             inner: Arc::new(Shared::new(DiskState {
@@ -76,6 +104,7 @@ impl Disk {
                 sync_latency,
                 rng,
                 syncs: 0,
+                time: TimeHandle::current(),
             })),
         }
     }
@@ -124,20 +153,13 @@ impl Disk {
     /// If the node crashes before this completes, nothing becomes durable (the future is
     /// dropped with the node's tasks). Writes issued while the sync is in flight may be
     /// flushed too, as a real fsync may.
-    pub async fn sync(&self) {
-        let latency = {
-            let mut state = self.inner.lock();
-            let range = state.sync_latency.clone();
-            if range.is_empty() {
-                range.start
-            } else {
-                state.rng.gen_range(range)
-            }
-        };
-        if !latency.is_zero() {
-            time::sleep(latency).await;
+    ///
+    /// The latency is drawn when the future is first polled, not when it is created.
+    pub fn sync(&self) -> DiskSync {
+        DiskSync {
+            disk: self.clone(),
+            state: SyncState::NotStarted,
         }
-        self.sync_now();
     }
 
     /// Makes every write issued so far durable, immediately.
@@ -166,6 +188,60 @@ impl Disk {
             }
         }
         loss
+    }
+}
+
+/// Future returned by [`Disk::sync`]: a named type, so a driver can hold the sync in flight
+/// in place rather than boxed.
+#[must_use = "a sync does nothing unless polled"]
+pub struct DiskSync {
+    disk: Disk,
+    state: SyncState,
+}
+
+enum SyncState {
+    NotStarted,
+    Sleeping(Sleep),
+    Finished,
+}
+
+impl Future for DiskSync {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        if let SyncState::NotStarted = this.state {
+            let sleep = {
+                let mut guard = this.disk.inner.lock();
+                let state = &mut *guard;
+                let latency = match &state.sync_latency {
+                    SyncLatency::Fixed(latency) => *latency,
+                    SyncLatency::Uniform(range) => range.sample(&mut state.rng),
+                };
+                (!latency.is_zero()).then(|| {
+                    crate::time::exact_sleep_until(&state.time, state.time.now_instant() + latency)
+                })
+            };
+            match sleep {
+                Some(sleep) => this.state = SyncState::Sleeping(sleep),
+                None => {
+                    this.state = SyncState::Finished;
+                    this.disk.sync_now();
+                    return Poll::Ready(());
+                }
+            }
+        }
+        match &mut this.state {
+            // Every pending poll adds a madsim timer entry, as awaiting the sleep would.
+            SyncState::Sleeping(sleep) => {
+                std::task::ready!(Pin::new(sleep).poll(cx));
+                this.state = SyncState::Finished;
+                this.disk.sync_now();
+                Poll::Ready(())
+            }
+            SyncState::NotStarted => unreachable!("started above"),
+            SyncState::Finished => panic!("a disk sync polled after it completed"),
+        }
     }
 }
 

@@ -557,8 +557,10 @@ impl Nemesis {
                 applied()
             }
             Fault::Latency { min_us, max_us } => {
-                state.conditions.latency_min = Duration::from_micros(*min_us);
-                state.conditions.latency_max = Duration::from_micros(*max_us);
+                state.conditions.set_latency(
+                    Duration::from_micros(*min_us),
+                    Duration::from_micros(*max_us),
+                );
                 let network = &world.config.network;
                 if (*min_us, *max_us) == (network.latency_min_us, network.latency_max_us) {
                     state.counts.network_restores += 1;

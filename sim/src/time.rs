@@ -88,6 +88,11 @@ pub(crate) fn exact_sleep_until(handle: &TimeHandle, deadline: Instant) -> Sleep
     sleep
 }
 
+/// Nanoseconds of simulated time since the world started, as `handle` reads them.
+pub(crate) fn now_nanos(handle: &TimeHandle) -> u64 {
+    duration_nanos(handle.elapsed())
+}
+
 pub(crate) fn duration_nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

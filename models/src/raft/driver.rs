@@ -22,7 +22,7 @@ use super::{
 use sim::{
     HistoryRecorder, NodeContext, NodeId,
     clock::{LocalSleep, LocalTime},
-    disk::{CellFile, Disk, LogFile},
+    disk::{CellFile, Disk, DiskSync, LogFile},
     history::ProtocolEvent,
     net::{Datagram, DatagramEndpoint, DatagramNetwork},
 };
@@ -81,15 +81,13 @@ pub enum RaftInput<C> {
     Synced(PersistId),
 }
 
-/// A disk sync in flight.
-type SyncFuture = Pin<Box<dyn Future<Output = ()>>>;
-
 /// Makes writes durable, one sync at a time (group commit); each sync covers every write
 /// issued before it started. The sync runs inside the driver's task: its timer wakes that
 /// task directly.
 struct Syncer {
     disk: Disk,
-    in_flight: Signalled<SyncFuture>,
+    /// Held in place (a `DiskSync` is a named future): no allocation per sync.
+    in_flight: Signalled<DiskSync>,
     /// The persist id the sync in flight covers.
     target: u64,
     /// Highest persist id whose write has been issued.
@@ -112,9 +110,7 @@ impl Syncer {
                 return;
             }
             self.target = self.requested;
-            let disk = self.disk.clone();
-            self.in_flight
-                .set(Box::pin(async move { disk.sync().await }));
+            self.in_flight.set(self.disk.sync());
         }
     }
 }

@@ -40,21 +40,42 @@ impl Wake for Signal {
 pub(crate) struct Wakeups {
     signal: Arc<Signal>,
     waker: Waker,
+    /// The task waker registered last, while it is still registered: a wake-up takes the
+    /// registered waker, and `fired` says when one did.
+    registered: Option<Waker>,
 }
 
 impl Wakeups {
     pub(crate) fn new() -> Self {
         let signal = Arc::new(Signal::default());
         let waker = Waker::from(signal.clone());
-        Self { signal, waker }
+        Self {
+            signal,
+            waker,
+            registered: None,
+        }
     }
 
     /// Registers `cx`'s task to be woken by the futures polled through `self`; tells
     /// whether one of them fired since the last call (then each must be polled).
+    ///
+    /// The task is polled on every message, and registering costs atomic operations, so a
+    /// task still registered (nothing fired since, same task) is not registered again.
     #[inline]
-    pub(crate) fn take(&self, cx: &mut Context<'_>) -> bool {
-        self.signal.task.register(cx.waker());
-        self.signal.fired.swap(false, Ordering::Relaxed)
+    pub(crate) fn take(&mut self, cx: &mut Context<'_>) -> bool {
+        let fired = self.signal.fired.swap(false, Ordering::Relaxed);
+        if fired {
+            self.registered = None;
+        }
+        if !self
+            .registered
+            .as_ref()
+            .is_some_and(|registered| registered.will_wake(cx.waker()))
+        {
+            self.signal.task.register(cx.waker());
+            self.registered = Some(cx.waker().clone());
+        }
+        fired
     }
 }
 

@@ -4,6 +4,7 @@ use super::ArrivalTimer;
 use crate::{
     node::NodeId,
     shared::Shared,
+    time,
     world::state::{CrashHook, WorldShared},
 };
 use madsim::time::Instant;
@@ -15,6 +16,7 @@ use std::{
     pin::Pin,
     sync::Arc,
     task::{Context, Poll, Waker},
+    time::Duration,
 };
 
 /// A network of datagram endpoints carrying messages of type `M`, one endpoint per node.
@@ -35,40 +37,51 @@ impl<M> Clone for DatagramNetwork<M> {
 
 struct DatagramInner<M> {
     world: Arc<WorldShared>,
+    /// The instant at which simulated time started: delivery times are kept as nanoseconds
+    /// since then (cheaper to compare and sift than `Instant`s) and turned back into the
+    /// same `Instant`s, exactly, for the arrival timer.
+    epoch: Instant,
     mailboxes: Vec<Shared<Mailbox<M>>>,
 }
 
 struct Mailbox<M> {
-    queue: BinaryHeap<InFlight<M>>,
+    /// When each message on the wire is delivered: the heap's top is the next one.
+    queue: BinaryHeap<InFlight>,
+    /// The messages on the wire, each in the slot its heap entry names: a heap operation
+    /// moves an element per level of the heap, so the heap holds small keys, and each
+    /// message is moved in and out once.
+    slots: Vec<Option<(NodeId, M)>>,
+    /// Slots not in use.
+    free_slots: Vec<u32>,
     next_sequence: u64,
     waker: Option<Waker>,
     timer: ArrivalTimer,
 }
 
 /// A message on the wire. Ordered so that the heap's top is the earliest delivery; the
-/// sequence number breaks ties in sending order.
-struct InFlight<M> {
-    deliver_at: Instant,
+/// sequence number breaks ties in sending order (so the slot never decides).
+struct InFlight {
+    /// Nanoseconds since the epoch.
+    deliver_at: u64,
     sequence: u64,
-    from: NodeId,
-    message: M,
+    slot: u32,
 }
 
-impl<M> PartialEq for InFlight<M> {
+impl PartialEq for InFlight {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
-impl<M> Eq for InFlight<M> {}
+impl Eq for InFlight {}
 
-impl<M> PartialOrd for InFlight<M> {
+impl PartialOrd for InFlight {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<M> Ord for InFlight<M> {
+impl Ord for InFlight {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap.
         (other.deliver_at, other.sequence).cmp(&(self.deliver_at, self.sequence))
@@ -77,8 +90,12 @@ impl<M> Ord for InFlight<M> {
 
 impl<M: Send> CrashHook for DatagramInner<M> {
     fn on_crash(&self, index: usize) -> u64 {
-        let dropped = std::mem::take(&mut self.mailboxes[index].lock().queue);
-        dropped.len() as u64
+        let mut mailbox = self.mailboxes[index].lock();
+        let dropped = mailbox.queue.len() as u64;
+        mailbox.queue.clear();
+        mailbox.slots.clear();
+        mailbox.free_slots.clear();
+        dropped
     }
 }
 
@@ -88,13 +105,20 @@ impl<M: Clone + Send + 'static> DatagramNetwork<M> {
             .map(|_| {
                 Shared::new(Mailbox {
                     queue: BinaryHeap::new(),
+                    slots: Vec::new(),
+                    free_slots: Vec::new(),
                     next_sequence: 0,
                     waker: None,
                     timer: ArrivalTimer::default(),
                 })
             })
             .collect();
-        let inner = Arc::new(DatagramInner { world, mailboxes });
+        let epoch = world.time.now_instant() - world.time.elapsed();
+        let inner = Arc::new(DatagramInner {
+            world,
+            epoch,
+            mailboxes,
+        });
         let hook: Arc<dyn CrashHook> = inner.clone();
         inner.world.register_crash_hook(&hook);
         Self { inner }
@@ -159,12 +183,14 @@ impl<M: Clone + Send + 'static> DatagramEndpoint<M> {
         else {
             return;
         };
-        let now = world.time.now_instant();
+        let now = time::now_nanos(&world.time);
         let mut mailbox = self.inner.mailboxes[to_index].lock();
         if let Some(duplicate_latency) = duplicate {
-            mailbox.push(now + duplicate_latency, self.node, message.clone());
+            let deliver_at = now.saturating_add(time::duration_nanos(duplicate_latency));
+            mailbox.push(deliver_at, self.node, message.clone());
         }
-        mailbox.push(now + latency, self.node, message);
+        let deliver_at = now.saturating_add(time::duration_nanos(latency));
+        mailbox.push(deliver_at, self.node, message);
     }
 
     /// Receives the next datagram (waits until one is delivered).
@@ -174,20 +200,29 @@ impl<M: Clone + Send + 'static> DatagramEndpoint<M> {
 
     /// Receives a datagram if one has been delivered by now.
     pub fn try_recv(&self) -> Option<Datagram<M>> {
-        let now = self.inner.world.time.now_instant();
+        let now = time::now_nanos(&self.inner.world.time);
         self.inner.mailboxes[self.index].lock().pop_delivered(now)
     }
 }
 
 impl<M> Mailbox<M> {
-    fn push(&mut self, deliver_at: Instant, from: NodeId, message: M) {
+    fn push(&mut self, deliver_at: u64, from: NodeId, message: M) {
         self.next_sequence += 1;
         let sequence = self.next_sequence;
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some((from, message));
+                slot
+            }
+            None => {
+                self.slots.push(Some((from, message)));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2³² messages in flight")
+            }
+        };
         self.queue.push(InFlight {
             deliver_at,
             sequence,
-            from,
-            message,
+            slot,
         });
         // Only a new earliest message changes when the receiver must wake up.
         let earliest = self
@@ -199,11 +234,15 @@ impl<M> Mailbox<M> {
         }
     }
 
-    fn pop_delivered(&mut self, now: Instant) -> Option<Datagram<M>> {
+    fn pop_delivered(&mut self, now: u64) -> Option<Datagram<M>> {
         if self.queue.peek()?.deliver_at > now {
             return None;
         }
-        let InFlight { from, message, .. } = self.queue.pop()?;
+        let InFlight { slot, .. } = self.queue.pop()?;
+        let (from, message) = self.slots[slot as usize]
+            .take()
+            .expect("a queued message's slot holds it");
+        self.free_slots.push(slot);
         Some(Datagram { from, message })
     }
 }
@@ -219,7 +258,7 @@ impl<M: Clone + Send + 'static> Future for DatagramRecv<'_, M> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Datagram<M>> {
         let inner = &self.endpoint.inner;
         let time = &inner.world.time;
-        let now = time.now_instant();
+        let now = time::now_nanos(time);
         let mut mailbox = inner.mailboxes[self.endpoint.index].lock();
         if let Some(datagram) = mailbox.pop_delivered(now) {
             return Poll::Ready(datagram);
@@ -232,7 +271,8 @@ impl<M: Clone + Send + 'static> Future for DatagramRecv<'_, M> {
             mailbox.waker = Some(cx.waker().clone());
         }
         if let Some(deliver_at) = mailbox.queue.peek().map(|top| top.deliver_at) {
-            mailbox.timer.arm(time, deliver_at, cx);
+            let deadline = inner.epoch + Duration::from_nanos(deliver_at);
+            mailbox.timer.arm(time, deadline, cx);
         }
         Poll::Pending
     }

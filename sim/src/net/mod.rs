@@ -18,7 +18,6 @@ pub use stream::{
     StreamNetwork,
 };
 
-use crate::time::exact_sleep_until;
 use madsim::time::{Instant, Sleep, TimeHandle};
 use std::{
     future::Future,
@@ -29,23 +28,37 @@ use std::{
 /// Wakes a receiver when the earliest queued message becomes deliverable.
 ///
 /// madsim adds a timer entry each time a `Sleep` is polled; a receiver is polled on every
-/// wake-up, so the timer is re-armed only when the deadline or the task changes.
+/// wake-up, so an entry is added only when the deadline or the task changes. madsim cannot
+/// cancel an entry, and every entry wakes its task when it fires, so the number and order
+/// of entries decide the run: this adds exactly one per new (deadline, task), as a fresh
+/// sleep would, but through one `Sleep` reset to each deadline, not a new one each time.
 #[derive(Default)]
 pub(crate) struct ArrivalTimer {
-    armed: Option<(Instant, Sleep, Waker)>,
+    /// The deadline and the task of the entry added last.
+    armed: Option<(Instant, Waker)>,
+    /// Reset to each new deadline and polled to add its entry (created at the first).
+    sleep: Option<Sleep>,
 }
 
 impl ArrivalTimer {
     /// Ensures `cx`'s task is woken at `deadline` (which must be in the future).
     pub fn arm(&mut self, time: &TimeHandle, deadline: Instant, cx: &mut Context<'_>) {
-        if let Some((armed_deadline, _, waker)) = &self.armed
-            && *armed_deadline == deadline
-            && waker.will_wake(cx.waker())
-        {
-            return;
+        match &mut self.armed {
+            Some((armed_deadline, waker)) => {
+                if *armed_deadline == deadline && waker.will_wake(cx.waker()) {
+                    return;
+                }
+                *armed_deadline = deadline;
+                // Clones only if the task changed.
+                waker.clone_from(cx.waker());
+            }
+            None => self.armed = Some((deadline, cx.waker().clone())),
         }
-        let mut sleep = exact_sleep_until(time, deadline);
-        let _ = Pin::new(&mut sleep).poll(cx);
-        self.armed = Some((deadline, sleep, cx.waker().clone()));
+        let sleep = self.sleep.get_or_insert_with(|| time.sleep_until(deadline));
+        let mut sleep = Pin::new(sleep);
+        // Exact: madsim's `sleep_until` rounds a deadline up to at least 1 ms from now.
+        sleep.as_mut().reset(deadline);
+        // The deadline is in the future, so this adds the entry and is pending.
+        let _ = sleep.poll(cx);
     }
 }

@@ -182,14 +182,19 @@ impl fmt::Debug for Sim {
 pub struct NodeContext {
     sim: Sim,
     node: NodeId,
+    /// `node`'s position in the world's tables, found once: drivers read the clock on
+    /// every message.
+    index: usize,
     incarnation: u32,
 }
 
 impl NodeContext {
     pub(crate) fn new(world: Arc<WorldShared>, node: NodeId, incarnation: u32) -> Self {
+        let index = world.index(node);
         Self {
             sim: Sim { world },
             node,
+            index,
             incarnation,
         }
     }
@@ -206,12 +211,12 @@ impl NodeContext {
 
     /// The node's local clock.
     pub fn clock(&self) -> &Clock {
-        &self.sim.world.nodes[self.sim.world.index(self.node)].clock
+        &self.sim.world.nodes[self.index].clock
     }
 
     /// The node's disk.
     pub fn disk(&self) -> &Disk {
-        &self.sim.world.nodes[self.sim.world.index(self.node)].disk
+        &self.sim.world.nodes[self.index].disk
     }
 
     /// A random stream private to this node and incarnation, e.g. `"election-jitter"`.

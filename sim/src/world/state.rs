@@ -17,7 +17,10 @@ use crate::{
     time::SimTime,
 };
 use madsim::time::TimeHandle;
-use rand::Rng;
+use rand::{
+    Rng,
+    distributions::{Distribution, Uniform},
+};
 use rand_chacha::ChaCha8Rng;
 use std::{
     collections::BTreeMap,
@@ -70,20 +73,43 @@ pub(crate) struct RegisteredConnection {
 /// Current network conditions.
 #[derive(Clone, Debug)]
 pub(crate) struct Conditions {
-    pub latency_min: Duration,
-    pub latency_max: Duration,
+    /// The latency range, or the one latency if the range is a point.
+    latency: Latency,
     pub loss: Ratio,
     pub duplication: Ratio,
 }
 
+/// How a message's latency is drawn.
+#[derive(Clone, Debug)]
+enum Latency {
+    Fixed(Duration),
+    /// Built once per change of conditions: `gen_range(min..=max)` builds this very sampler
+    /// for every draw (rand has no shortcut for durations), so sampling from it draws the
+    /// same values from the same stream, without rebuilding it per message.
+    Uniform(Uniform<Duration>),
+}
+
 impl Conditions {
     pub fn from_config(config: &WorldConfig) -> Self {
-        Self {
-            latency_min: Duration::from_micros(config.network.latency_min_us),
-            latency_max: Duration::from_micros(config.network.latency_max_us),
+        let mut conditions = Self {
+            latency: Latency::Fixed(Duration::ZERO),
             loss: config.network.loss,
             duplication: config.network.duplication,
-        }
+        };
+        conditions.set_latency(
+            Duration::from_micros(config.network.latency_min_us),
+            Duration::from_micros(config.network.latency_max_us),
+        );
+        conditions
+    }
+
+    /// Latencies from now on are drawn from `min..=max` (all `min` if `min >= max`).
+    pub fn set_latency(&mut self, min: Duration, max: Duration) {
+        self.latency = if min >= max {
+            Latency::Fixed(min)
+        } else {
+            Latency::Uniform(Uniform::new_inclusive(min, max))
+        };
     }
 }
 
@@ -141,15 +167,9 @@ impl WorldState {
     }
 
     pub fn sample_latency(&mut self) -> Duration {
-        let Conditions {
-            latency_min,
-            latency_max,
-            ..
-        } = self.conditions;
-        if latency_min >= latency_max {
-            latency_min
-        } else {
-            self.network_rng.gen_range(latency_min..=latency_max)
+        match &self.conditions.latency {
+            Latency::Fixed(latency) => *latency,
+            Latency::Uniform(range) => range.sample(&mut self.network_rng),
         }
     }
 
@@ -227,6 +247,29 @@ impl WorldState {
     }
 }
 
+/// Records reserved per node and second of the time limit: the catalogue's runs make 1 to
+/// 20 (a run ends well before its limit), the 5-server Raft store under steady load 8.
+const HISTORY_RECORDS_PER_NODE_SECOND: usize = 20;
+/// At most this many records are reserved up front (7.5 MiB at 120 bytes a record).
+const HISTORY_RECORDS_RESERVED_MAX: usize = 1 << 16;
+/// At least this many.
+const HISTORY_RECORDS_RESERVED_MIN: usize = 1 << 10;
+
+/// How many history records to make room for before the run starts.
+///
+/// Every node records on the hot path (each applied Raft entry is a record on every
+/// server), and a growing vector copies all its records each time it doubles: reserving
+/// what the run will likely need avoids those copies. Room reserved but never written is
+/// never touched, so an overestimate costs address space rather than memory.
+fn history_capacity(config: &WorldConfig) -> usize {
+    let nodes = config.servers + config.clients;
+    let seconds = usize::try_from(config.time_limit_ms.div_ceil(1_000)).unwrap_or(usize::MAX);
+    nodes
+        .saturating_mul(seconds)
+        .saturating_mul(HISTORY_RECORDS_PER_NODE_SECOND)
+        .clamp(HISTORY_RECORDS_RESERVED_MIN, HISTORY_RECORDS_RESERVED_MAX)
+}
+
 /// Everything the world shares with node programs, the nemesis and the scenario.
 pub(crate) struct WorldShared {
     pub seed: Seed,
@@ -293,7 +336,7 @@ impl WorldShared {
                 network_rng: seed.stream("network"),
                 nemesis_rng: seed.stream("nemesis"),
                 counts: FaultCounts::default(),
-                history: Vec::new(),
+                history: Vec::with_capacity(history_capacity(&config)),
                 next_op_id: 0,
                 next_connection_id: 0,
                 connections: BTreeMap::new(),
