@@ -64,6 +64,36 @@ pub(crate) fn intervals_overlap(
     open_at(until, other_from) && open_at(other_until, from)
 }
 
+/// For each lock or election (`name`), every interval paired with the earliest earlier one
+/// of a different holder that it overlaps; `intervals` are in the order they began. Each
+/// later interval is reported once.
+pub(crate) fn first_overlaps<T: Clone>(
+    intervals: Vec<T>,
+    name: impl Fn(&T) -> &str,
+    holder: impl Fn(&T) -> Holder,
+    overlaps: impl Fn(&T, &T) -> bool,
+) -> Vec<(T, T)> {
+    let mut by_name: BTreeMap<String, Vec<T>> = BTreeMap::new();
+    for interval in intervals {
+        by_name
+            .entry(name(&interval).to_string())
+            .or_default()
+            .push(interval);
+    }
+    let mut pairs = Vec::new();
+    for (_, intervals) in by_name {
+        for (index, later) in intervals.iter().enumerate() {
+            if let Some(earlier) = intervals[..index]
+                .iter()
+                .find(|earlier| holder(earlier) != holder(later) && overlaps(earlier, later))
+            {
+                pairs.push((earlier.clone(), later.clone()));
+            }
+        }
+    }
+    pairs
+}
+
 /// Every belief `read` finds in the recipe records, in the order they began. `read` gives,
 /// for a record it cares about, the process, the lock or election name, and the change.
 pub(crate) fn beliefs(

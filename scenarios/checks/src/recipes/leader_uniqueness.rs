@@ -27,12 +27,13 @@
 use crate::{
     Violation,
     history::{
+        beliefs::first_overlaps,
         elections::{Leadership, leaderships},
         locks::HoldEnd,
     },
 };
 use sim::history::History;
-use std::{collections::BTreeMap, fmt};
+use std::fmt;
 
 /// Two clients believed they led one election at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,29 +83,15 @@ impl Violation for TwoLeaders {
 /// Every pair of overlapping leaderships of one election by different clients (each later
 /// leadership reported once, against the earliest one it overlaps).
 pub fn check(history: &History) -> Vec<TwoLeaders> {
-    let mut by_election: BTreeMap<String, Vec<Leadership>> = BTreeMap::new();
-    for leadership in leaderships(history) {
-        by_election
-            .entry(leadership.election.clone())
-            .or_default()
-            .push(leadership);
-    }
-    let mut violations = Vec::new();
-    for (_, leaderships) in by_election {
-        // Leaderships are in the order they began.
-        for (index, later) in leaderships.iter().enumerate() {
-            if let Some(earlier) = leaderships[..index]
-                .iter()
-                .find(|earlier| earlier.leader != later.leader && earlier.overlaps(later))
-            {
-                violations.push(TwoLeaders {
-                    first: earlier.clone(),
-                    second: later.clone(),
-                });
-            }
-        }
-    }
-    violations
+    first_overlaps(
+        leaderships(history),
+        |leadership| &leadership.election,
+        |leadership| leadership.leader,
+        Leadership::overlaps,
+    )
+    .into_iter()
+    .map(|(first, second)| TwoLeaders { first, second })
+    .collect()
 }
 
 #[cfg(test)]

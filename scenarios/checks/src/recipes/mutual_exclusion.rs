@@ -15,10 +15,13 @@
 
 use crate::{
     Violation,
-    history::locks::{Hold, HoldEnd, holds},
+    history::{
+        beliefs::first_overlaps,
+        locks::{Hold, HoldEnd, holds},
+    },
 };
 use sim::history::History;
-use std::{collections::BTreeMap, fmt};
+use std::fmt;
 
 /// Two clients believed they held one lock at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,26 +71,15 @@ impl Violation for OverlappingHolds {
 /// Every pair of overlapping holds of one lock by different clients (each later hold
 /// reported once, against the earliest hold it overlaps).
 pub fn check(history: &History) -> Vec<OverlappingHolds> {
-    let mut by_lock: BTreeMap<String, Vec<Hold>> = BTreeMap::new();
-    for hold in holds(history) {
-        by_lock.entry(hold.lock.clone()).or_default().push(hold);
-    }
-    let mut violations = Vec::new();
-    for (_, holds) in by_lock {
-        // Holds are in the order they began.
-        for (index, later) in holds.iter().enumerate() {
-            if let Some(earlier) = holds[..index]
-                .iter()
-                .find(|earlier| earlier.holder != later.holder && earlier.overlaps(later))
-            {
-                violations.push(OverlappingHolds {
-                    first: earlier.clone(),
-                    second: later.clone(),
-                });
-            }
-        }
-    }
-    violations
+    first_overlaps(
+        holds(history),
+        |hold| &hold.lock,
+        |hold| hold.holder,
+        Hold::overlaps,
+    )
+    .into_iter()
+    .map(|(first, second)| OverlappingHolds { first, second })
+    .collect()
 }
 
 #[cfg(test)]
