@@ -93,8 +93,13 @@ pub(crate) fn now_nanos(handle: &TimeHandle) -> u64 {
     duration_nanos(handle.elapsed())
 }
 
+/// `duration` in nanoseconds, saturating (in 64 bits: it runs on every message).
 pub(crate) fn duration_nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+    duration
+        .as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|nanos| nanos.checked_add(u64::from(duration.subsec_nanos())))
+        .unwrap_or(u64::MAX)
 }
 
 /// Runs `future` for at most `limit` of global simulated time; `Err` if the limit passed

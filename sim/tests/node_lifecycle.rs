@@ -231,3 +231,35 @@ fn local_clocks_start_apart_and_drift_apart() {
             assert!(drifts.iter().all(|d| d.abs() <= 1_000), "{drifts:?}");
         });
 }
+
+#[test]
+fn a_reset_local_sleep_fires_at_its_new_deadline_earlier_or_later() {
+    world().build().unwrap().run(|sim| async move {
+        let clock = sim.clock(S1);
+        let start = clock.now();
+        let mut sleep = clock.sleep(Duration::from_millis(50));
+        // Polled once so that it has armed a timer for the first deadline.
+        assert!(futures_util::poll!(&mut sleep).is_pending());
+        sleep.reset(start + Duration::from_millis(20));
+        assert_eq!(sleep.deadline(), start + Duration::from_millis(20));
+        (&mut sleep).await;
+        // madsim steps simulated time on by tens of nanoseconds per scheduling round.
+        let fired_after = |millis| {
+            let elapsed = clock.now() - start;
+            elapsed >= Duration::from_millis(millis) && elapsed < Duration::from_millis(millis + 1)
+        };
+        assert!(
+            fired_after(20),
+            "fired {:?} after the start",
+            clock.now() - start
+        );
+        // Reset after it fired, and later than its first deadline.
+        sleep.reset(start + Duration::from_millis(80));
+        (&mut sleep).await;
+        assert!(
+            fired_after(80),
+            "fired {:?} after the start",
+            clock.now() - start
+        );
+    });
+}

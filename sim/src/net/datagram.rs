@@ -7,7 +7,6 @@ use crate::{
     time,
     world::state::{CrashHook, WorldShared},
 };
-use madsim::time::Instant;
 use std::{
     cmp::Ordering,
     collections::BinaryHeap,
@@ -16,7 +15,6 @@ use std::{
     pin::Pin,
     sync::Arc,
     task::{Context, Poll, Waker},
-    time::Duration,
 };
 
 /// A network of datagram endpoints carrying messages of type `M`, one endpoint per node.
@@ -37,10 +35,6 @@ impl<M> Clone for DatagramNetwork<M> {
 
 struct DatagramInner<M> {
     world: Arc<WorldShared>,
-    /// The instant at which simulated time started: delivery times are kept as nanoseconds
-    /// since then (cheaper to compare and sift than `Instant`s) and turned back into the
-    /// same `Instant`s, exactly, for the arrival timer.
-    epoch: Instant,
     mailboxes: Vec<Shared<Mailbox<M>>>,
 }
 
@@ -61,7 +55,7 @@ struct Mailbox<M> {
 /// A message on the wire. Ordered so that the heap's top is the earliest delivery; the
 /// sequence number breaks ties in sending order (so the slot never decides).
 struct InFlight {
-    /// Nanoseconds since the epoch.
+    /// Nanoseconds since the world started (see [`WorldShared::epoch`]).
     deliver_at: u64,
     sequence: u64,
     slot: u32,
@@ -113,12 +107,7 @@ impl<M: Clone + Send + 'static> DatagramNetwork<M> {
                 })
             })
             .collect();
-        let epoch = world.time.now_instant() - world.time.elapsed();
-        let inner = Arc::new(DatagramInner {
-            world,
-            epoch,
-            mailboxes,
-        });
+        let inner = Arc::new(DatagramInner { world, mailboxes });
         let hook: Arc<dyn CrashHook> = inner.clone();
         inner.world.register_crash_hook(&hook);
         Self { inner }
@@ -271,8 +260,7 @@ impl<M: Clone + Send + 'static> Future for DatagramRecv<'_, M> {
             mailbox.waker = Some(cx.waker().clone());
         }
         if let Some(deliver_at) = mailbox.queue.peek().map(|top| top.deliver_at) {
-            let deadline = inner.epoch + Duration::from_nanos(deliver_at);
-            mailbox.timer.arm(time, deadline, cx);
+            mailbox.timer.arm(&inner.world, deliver_at, cx);
         }
         Poll::Pending
     }

@@ -18,11 +18,13 @@ pub use stream::{
     StreamNetwork,
 };
 
-use madsim::time::{Instant, Sleep, TimeHandle};
+use crate::world::state::WorldShared;
+use madsim::time::Sleep;
 use std::{
     future::Future,
     pin::Pin,
     task::{Context, Waker},
+    time::Duration,
 };
 
 /// Wakes a receiver when the earliest queued message becomes deliverable.
@@ -34,15 +36,17 @@ use std::{
 /// sleep would, but through one `Sleep` reset to each deadline, not a new one each time.
 #[derive(Default)]
 pub(crate) struct ArrivalTimer {
-    /// The deadline and the task of the entry added last.
-    armed: Option<(Instant, Waker)>,
+    /// The deadline (nanoseconds since the world started) and the task of the entry added
+    /// last.
+    armed: Option<(u64, Waker)>,
     /// Reset to each new deadline and polled to add its entry (created at the first).
     sleep: Option<Sleep>,
 }
 
 impl ArrivalTimer {
-    /// Ensures `cx`'s task is woken at `deadline` (which must be in the future).
-    pub fn arm(&mut self, time: &TimeHandle, deadline: Instant, cx: &mut Context<'_>) {
+    /// Ensures `cx`'s task is woken at `deadline`, in nanoseconds since the world started
+    /// (which must be in the future).
+    pub fn arm(&mut self, world: &WorldShared, deadline: u64, cx: &mut Context<'_>) {
         match &mut self.armed {
             Some((armed_deadline, waker)) => {
                 if *armed_deadline == deadline && waker.will_wake(cx.waker()) {
@@ -54,7 +58,10 @@ impl ArrivalTimer {
             }
             None => self.armed = Some((deadline, cx.waker().clone())),
         }
-        let sleep = self.sleep.get_or_insert_with(|| time.sleep_until(deadline));
+        let deadline = world.epoch + Duration::from_nanos(deadline);
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| world.time.sleep_until(deadline));
         let mut sleep = Pin::new(sleep);
         // Exact: madsim's `sleep_until` rounds a deadline up to at least 1 ms from now.
         sleep.as_mut().reset(deadline);

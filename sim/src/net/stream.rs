@@ -14,7 +14,6 @@ use crate::{
     time,
     world::state::{Breakable, CrashHook, WorldShared},
 };
-use madsim::time::Instant;
 use serde::{Deserialize, Serialize};
 use std::{
     collections::VecDeque,
@@ -272,9 +271,10 @@ struct ConnectionShared<M> {
 }
 
 struct ConnectionState<M> {
-    /// `inbound[side]`: frames travelling to `side`, in arrival order.
-    inbound: [VecDeque<(Instant, Frame<M>)>; 2],
-    last_arrival: [Option<Instant>; 2],
+    /// `inbound[side]`: frames travelling to `side`, in arrival order, with their arrival
+    /// times (nanoseconds since the world started).
+    inbound: [VecDeque<(u64, Frame<M>)>; 2],
+    last_arrival: [Option<u64>; 2],
     wakers: [Option<Waker>; 2],
     timers: [ArrivalTimer; 2],
     broken: Option<BreakReason>,
@@ -352,7 +352,7 @@ impl<M> Drop for ConnectionEnd<M> {
 }
 
 fn close<M>(shared: &ConnectionShared<M>, side: usize) {
-    let now = shared.world.time.now_instant();
+    let now = time::now_nanos(&shared.world.time);
     let mut state = shared.state.lock();
     if state.broken.is_some() {
         return;
@@ -420,14 +420,15 @@ impl<M: Send + 'static> Connection<M> {
             world.counts.messages_sent += 1;
             world.sample_latency()
         };
-        let now = shared.world.time.now_instant();
+        let now = time::now_nanos(&shared.world.time);
         let mut state = shared.state.lock();
         if let Some(reason) = state.broken {
             return Err(ConnectionBroken { reason });
         }
+        let arrival = now.saturating_add(time::duration_nanos(latency));
         let at = match state.last_arrival[peer] {
-            Some(last) => last.max(now + latency),
-            None => now + latency,
+            Some(last) => last.max(arrival),
+            None => arrival,
         };
         state.last_arrival[peer] = Some(at);
         state.inbound[peer].push_back((at, Frame::Message(message)));
@@ -456,8 +457,8 @@ impl<M: Send + 'static> Future for ConnectionRecv<'_, M> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let end = &self.connection.end;
         let side = end.side;
-        let time = &end.shared.world.time;
-        let now = time.now_instant();
+        let world = &end.shared.world;
+        let now = time::now_nanos(&world.time);
         let mut guard = end.shared.state.lock();
         let state = &mut *guard;
         match state.inbound[side].front() {
@@ -474,7 +475,7 @@ impl<M: Send + 'static> Future for ConnectionRecv<'_, M> {
             }
             Some((at, _)) => {
                 let at = *at;
-                state.timers[side].arm(time, at, cx);
+                state.timers[side].arm(world, at, cx);
             }
             None => {
                 if let Some(reason) = state.broken {

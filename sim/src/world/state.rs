@@ -16,7 +16,7 @@ use crate::{
     signal::Signal,
     time::SimTime,
 };
-use madsim::time::TimeHandle;
+use madsim::time::{Instant, TimeHandle};
 use rand::{
     Rng,
     distributions::{Distribution, Uniform},
@@ -275,6 +275,10 @@ pub(crate) struct WorldShared {
     pub seed: Seed,
     pub config: WorldConfig,
     pub time: TimeHandle,
+    /// The instant at which simulated time started. Delivery times are kept as nanoseconds
+    /// since then (integers, cheap to compare and sift) and turned back into the very same
+    /// `Instant`s for madsim timers: `epoch + elapsed` is exactly madsim's `now_instant()`.
+    pub epoch: Instant,
     pub madsim: madsim::runtime::Handle,
     pub nodes: Vec<NodeSlot>,
     pub state: Shared<WorldState>,
@@ -350,6 +354,7 @@ impl WorldShared {
             WorldShared {
                 seed,
                 config,
+                epoch: time.now_instant() - time.elapsed(),
                 time,
                 madsim,
                 nodes,
