@@ -5,8 +5,18 @@
 //! (ZooKeeper recipes, "Locks": "the herd effect"; the queue lock watches only the
 //! predecessor and wakes one). etcd's mutex waits on the key just before its own, and wakes
 //! one. The check counts, per release of a lock, the wake-ups recorded until the lock is
-//! acquired again, and the operations the woken clients issued meanwhile; it fires when a
-//! release woke more than the bound (`CheckContext::herd_bound_per_release`).
+//! acquired again, and the operations the woken clients issued meanwhile. It fires when one
+//! *departure* woke more waiters than the bound (`CheckContext::herd_bound_per_release`):
+//! the waiters woken by the same watched node between a release and the next acquisition.
+//! Counting per watched node rather than per window matters under faults: while the store is
+//! unreachable, waiters give up and sessions expire, and each departure from a queue lock's
+//! line wakes its one successor; a window with many departures has many wake-ups and still
+//! no herd. A herd is many waiters woken by one node's going. A woken waiter that gives up
+//! before the lock is taken again is not counted against the departure: under faults a
+//! waiter whose own session or lease ended without its knowing keeps watching, so several
+//! such waiters may end up watching one node, and their wake-ups say nothing about how the
+//! recipe chooses what to watch (the herd lock's waiters, alive, still count N−1). That is
+//! judged by the waiter's next step on the lock after the wake-up, however late it comes.
 //!
 //! **Reads:** the lock recipes' `RecipeEvent::Lock` records (`Woken` when a watch
 //! notification reaches a waiter, `Acquired`, `Released`, `Lost`), written at the client node,
@@ -18,7 +28,10 @@ use sim::{
     history::{Event, History, RecipeEvent, recipe::LockStep},
     time::SimTime,
 };
-use std::{collections::BTreeMap, fmt};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt,
+};
 
 /// Wake-ups per release of one lock in a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,7 +42,8 @@ pub struct HerdReport {
     pub wakeups: u64,
     /// Operations woken clients invoked before the lock was taken again.
     pub follow_up_operations: u64,
-    /// The most wake-ups one release caused, and when it was.
+    /// The most waiters one departure (one watched node's going) woke, and the release
+    /// that opened the window it happened in.
     pub worst: Option<(u64, SimTime)>,
 }
 
@@ -50,6 +64,8 @@ pub fn report(history: &History) -> BTreeMap<String, HerdReport> {
         released_at: SimTime,
         woken: u64,
         woken_processes: Vec<(NodeId, u32)>,
+        /// Per watched node, the distinct waiters it woke.
+        woken_by_watched: BTreeMap<String, Vec<(NodeId, u32)>>,
         follow_ups: u64,
     }
     let mut reports: BTreeMap<String, HerdReport> = BTreeMap::new();
@@ -62,11 +78,18 @@ pub fn report(history: &History) -> BTreeMap<String, HerdReport> {
         report.releases += 1;
         report.wakeups += window.woken;
         report.follow_up_operations += window.follow_ups;
-        if report.worst.is_none_or(|(worst, _)| window.woken > worst) {
-            report.worst = Some((window.woken, window.released_at));
+        let most_by_one = window
+            .woken_by_watched
+            .values()
+            .map(|woken| woken.len() as u64)
+            .max()
+            .unwrap_or(0);
+        if report.worst.is_none_or(|(worst, _)| most_by_one > worst) {
+            report.worst = Some((most_by_one, window.released_at));
         }
     };
-    for record in history.records() {
+    let gave_up_after_waking = gave_up_after_waking(history);
+    for (index, record) in history.records().iter().enumerate() {
         match (&record.event, record.node) {
             (
                 Event::Recipe(RecipeEvent::Lock {
@@ -86,15 +109,23 @@ pub fn report(history: &History) -> BTreeMap<String, HerdReport> {
                             released_at: record.at,
                             woken: 0,
                             woken_processes: Vec::new(),
+                            woken_by_watched: BTreeMap::new(),
                             follow_ups: 0,
                         },
                     );
                 }
-                LockStep::Woken { .. } => {
+                LockStep::Woken { watched } => {
                     if let Some(window) = windows.get_mut(lock) {
                         window.woken += 1;
                         if !window.woken_processes.contains(&(node, *process)) {
                             window.woken_processes.push((node, *process));
+                        }
+                        if !gave_up_after_waking.contains(&index) {
+                            let by_node =
+                                window.woken_by_watched.entry(watched.clone()).or_default();
+                            if !by_node.contains(&(node, *process)) {
+                                by_node.push((node, *process));
+                            }
                         }
                     }
                 }
@@ -126,14 +157,44 @@ pub fn report(history: &History) -> BTreeMap<String, HerdReport> {
     reports
 }
 
-/// A release that woke more waiters than the bound.
+/// The positions of the `Woken` records after which the waiter's next step on that lock,
+/// other wake-ups aside, is `GaveUp`: it woke (perhaps several times) to find its own place
+/// in line gone.
+fn gave_up_after_waking(history: &History) -> BTreeSet<usize> {
+    let mut pending: BTreeMap<(NodeId, u32, &str), Vec<usize>> = BTreeMap::new();
+    let mut gave_up = BTreeSet::new();
+    for (index, record) in history.records().iter().enumerate() {
+        let (
+            Event::Recipe(RecipeEvent::Lock {
+                process,
+                lock,
+                step,
+            }),
+            Some(node),
+        ) = (&record.event, record.node)
+        else {
+            continue;
+        };
+        let waiter = (node, *process, lock.as_str());
+        match step {
+            LockStep::Woken { .. } => pending.entry(waiter).or_default().push(index),
+            LockStep::GaveUp { .. } => gave_up.extend(pending.remove(&waiter).unwrap_or_default()),
+            _ => {
+                pending.remove(&waiter);
+            }
+        }
+    }
+    gave_up
+}
+
+/// A departure that woke more waiters than the bound.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HerdExceeded {
     /// The lock.
     pub lock: String,
-    /// The worst release: how many it woke, and when.
+    /// The most waiters one departure woke.
     pub woken: u64,
-    /// When that release happened.
+    /// When the release that opened its window happened.
     pub released_at: SimTime,
     /// The bound.
     pub bound: u64,
@@ -145,8 +206,8 @@ impl fmt::Display for HerdExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "a release of `{}` at {} woke {} waiters (bound {}); over the run {} releases \
-             woke {} ({:.2} per release) and the woken issued {} operations",
+            "after a release of `{}` at {}, one departure woke {} waiters (bound {}); over the \
+             run {} releases woke {} ({:.2} per release) and the woken issued {} operations",
             self.lock,
             self.released_at,
             self.woken,
@@ -169,7 +230,7 @@ impl Violation for HerdExceeded {
     }
 }
 
-/// Every lock one of whose releases woke more than `bound` waiters.
+/// Every lock one of whose departures woke more than `bound` waiters.
 pub fn check(history: &History, bound: u64) -> Vec<HerdExceeded> {
     report(history)
         .into_iter()
@@ -224,5 +285,71 @@ mod tests {
             lock_step(230, C2, LockStep::Acquired { token: 2 }),
         ]);
         assert_eq!(check(&queue, 1), vec![]);
+    }
+
+    #[test]
+    fn many_departures_each_waking_one_successor_are_no_herd() {
+        let woken_by = |ms, client, watched: &str| {
+            lock_step(
+                ms,
+                client,
+                LockStep::Woken {
+                    watched: watched.into(),
+                },
+            )
+        };
+        // While the lock is free, two waiters leave the line; each wakes its successor.
+        let line = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(200, C1, LockStep::Released { token: 1 }),
+            woken_by(210, C2, "/lock/n1"),
+            woken_by(300, C3, "/lock/n2"),
+            lock_step(400, C3, LockStep::Acquired { token: 3 }),
+        ]);
+        assert_eq!(check(&line, 1), vec![]);
+        assert_eq!(report(&line)["/lock"].wakeups_per_release(), 2.0);
+    }
+
+    #[test]
+    fn waiters_that_give_up_after_waking_do_not_count_but_live_ones_do() {
+        let woken_by = |ms, client, watched: &str| {
+            lock_step(
+                ms,
+                client,
+                LockStep::Woken {
+                    watched: watched.into(),
+                },
+            )
+        };
+        let gave_up = |ms, client| {
+            lock_step(
+                ms,
+                client,
+                LockStep::GaveUp {
+                    why: "the session ended".into(),
+                },
+            )
+        };
+        // C2 and C3 both watched n1; C2's own node was gone, and it gives up on waking.
+        let zombie = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(200, C1, LockStep::Released { token: 1 }),
+            woken_by(210, C2, "/lock/n1"),
+            woken_by(211, C3, "/lock/n1"),
+            lock_step(230, C3, LockStep::Acquired { token: 3 }),
+            lock_step(300, C3, LockStep::Released { token: 3 }),
+            woken_by(310, C2, "/lock/n0"),
+            gave_up(320, C2),
+        ]);
+        assert_eq!(check(&zombie, 1), vec![]);
+        // Both alive: one node's going woke two.
+        let herd = History::from_records(vec![
+            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(200, C1, LockStep::Released { token: 1 }),
+            woken_by(210, C2, "/lock/n1"),
+            woken_by(211, C3, "/lock/n1"),
+            lock_step(230, C3, LockStep::Acquired { token: 3 }),
+        ]);
+        assert_eq!(check(&herd, 1).len(), 1);
     }
 }
