@@ -53,7 +53,9 @@ impl KnownBug {
             KnownBug::Recipe(
                 RecipeBug::EtcdMutexNoPostwaitCheck | RecipeBug::EtcdElectionNoPostwaitCheck,
             ) => store == Store::Raft,
-            KnownBug::Recipe(RecipeBug::OneshotWatchNoReread) => store == Store::Zab,
+            KnownBug::Recipe(RecipeBug::OneshotWatchNoReread | RecipeBug::ReadWithoutSync) => {
+                store == Store::Zab
+            }
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
     }
@@ -309,6 +311,14 @@ pub fn table() -> Vec<KnownBugCase> {
             "zk_discovery",
             "recipe.discovery_converges",
             10,
+        ),
+        // The leader cut off with the readers leads on while the others elect anew and the
+        // writer publishes: without a sync the readers read its old version.
+        recipe(
+            RecipeBug::ReadWithoutSync,
+            "zk_ready_config_cut_off_readers",
+            "recipe.config_fresh",
+            5,
         ),
     ]
 }

@@ -26,16 +26,21 @@ pub enum RecipeBug {
     /// view, ignores the children that read returned, so a change between the event and
     /// the re-arming stays unseen until the next event.
     OneshotWatchNoReread,
+    /// `recipe.read_without_sync`: a configuration reader does not `sync` before it reads,
+    /// so it reads whatever its server has applied — from a follower that lags the leader,
+    /// an old (complete) version long after a newer one was published.
+    ReadWithoutSync,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 5] = [
+    pub const ALL: [RecipeBug; 6] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
         RecipeBug::EtcdElectionNoPostwaitCheck,
         RecipeBug::OneshotWatchNoReread,
+        RecipeBug::ReadWithoutSync,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -46,6 +51,7 @@ impl RecipeBug {
             RecipeBug::TrustLocalStateAfterExpiry => "recipe.trust_local_state_after_expiry",
             RecipeBug::EtcdElectionNoPostwaitCheck => "etcd_election.no_postwait_check",
             RecipeBug::OneshotWatchNoReread => "recipe.oneshot_watch_no_reread",
+            RecipeBug::ReadWithoutSync => "recipe.read_without_sync",
         }
     }
 
@@ -63,6 +69,10 @@ impl RecipeBug {
             RecipeBug::OneshotWatchNoReread => {
                 "ZooKeeper Programmer's Guide, ZooKeeper Watches (watches are one-time triggers)"
             }
+            RecipeBug::ReadWithoutSync => {
+                "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \
+                 needs the latest)"
+            }
         }
     }
 }
@@ -75,7 +85,7 @@ impl fmt::Display for RecipeBug {
 
 /// The recipe bugs switched on for a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecipeBugs(u8);
+pub struct RecipeBugs(u16);
 
 impl RecipeBugs {
     /// Whether `bug` is on.

@@ -5,6 +5,7 @@
 //! as the clients believed it, discovery views converging, and pub/sub delivery.
 
 pub mod barrier;
+pub mod config_fresh;
 pub mod config_versions;
 pub mod counter;
 pub mod discovery_converges;
@@ -62,7 +63,8 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
     run: |history, _| boxed(leader_uniqueness::check(history)),
 }];
 
-/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration):
+/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration
+/// versions and freshness):
 /// each judges its own recipe's records and passes on histories without them.
 pub const PRIMITIVE_CHECKS: &[Check] = &[
     Check {
@@ -84,5 +86,10 @@ pub const PRIMITIVE_CHECKS: &[Check] = &[
         name: "recipe.config_versions",
         property: "configuration versions",
         run: |history, _| boxed(config_versions::check(history)),
+    },
+    Check {
+        name: "recipe.config_fresh",
+        property: "configuration reads are fresh",
+        run: |history, _| boxed(config_fresh::check(history)),
     },
 ];
