@@ -53,9 +53,11 @@ impl KnownBug {
             KnownBug::Recipe(
                 RecipeBug::EtcdMutexNoPostwaitCheck | RecipeBug::EtcdElectionNoPostwaitCheck,
             ) => store == Store::Raft,
-            KnownBug::Recipe(RecipeBug::OneshotWatchNoReread | RecipeBug::ReadWithoutSync) => {
-                store == Store::Zab
-            }
+            KnownBug::Recipe(
+                RecipeBug::OneshotWatchNoReread
+                | RecipeBug::ReadWithoutSync
+                | RecipeBug::UnprotectedSeqCreate,
+            ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
     }
@@ -319,6 +321,14 @@ pub fn table() -> Vec<KnownBugCase> {
             "zk_ready_config_cut_off_readers",
             "recipe.config_fresh",
             5,
+        ),
+        // A server crashes as a waiter's create commits; the create's reply is lost, the
+        // waiter creates again and waits behind its first node.
+        recipe(
+            RecipeBug::UnprotectedSeqCreate,
+            "zk_queue_lock_crashes",
+            "recipe.no_orphan_waiter",
+            10,
         ),
     ]
 }

@@ -30,17 +30,24 @@ pub enum RecipeBug {
     /// so it reads whatever its server has applied — from a follower that lags the leader,
     /// an old (complete) version long after a newer one was published.
     ReadWithoutSync,
+    /// `recipe.unprotected_seq_create`: a line's (the queue lock's, the election's)
+    /// sequential create carries no GUID; after a connection loss the client cannot tell
+    /// whether the create took effect and creates again, and the first node, if it was
+    /// made, stays in line as an orphan of the client's own live session — which the
+    /// client then waits behind.
+    UnprotectedSeqCreate,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 6] = [
+    pub const ALL: [RecipeBug; 7] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
         RecipeBug::EtcdElectionNoPostwaitCheck,
         RecipeBug::OneshotWatchNoReread,
         RecipeBug::ReadWithoutSync,
+        RecipeBug::UnprotectedSeqCreate,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -52,6 +59,7 @@ impl RecipeBug {
             RecipeBug::EtcdElectionNoPostwaitCheck => "etcd_election.no_postwait_check",
             RecipeBug::OneshotWatchNoReread => "recipe.oneshot_watch_no_reread",
             RecipeBug::ReadWithoutSync => "recipe.read_without_sync",
+            RecipeBug::UnprotectedSeqCreate => "recipe.unprotected_seq_create",
         }
     }
 
@@ -68,6 +76,10 @@ impl RecipeBug {
             RecipeBug::EtcdElectionNoPostwaitCheck => "etcd-io/etcd#11051, #19597",
             RecipeBug::OneshotWatchNoReread => {
                 "ZooKeeper Programmer's Guide, ZooKeeper Watches (watches are one-time triggers)"
+            }
+            RecipeBug::UnprotectedSeqCreate => {
+                "ZooKeeper Recipes (the GUID note); Curator withProtection, CURATOR-45, \
+                 CURATOR-335; samuel/go-zookeeper#229"
             }
             RecipeBug::ReadWithoutSync => {
                 "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \

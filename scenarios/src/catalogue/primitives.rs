@@ -24,7 +24,7 @@ const SERVER_FAULTS: [FaultKind; 5] = [
 /// The store's checks, but `zk.linearizable`: a recipe's histories touch many paths with
 /// many clients, past the linearizability checker's search budget (it answers
 /// "inconclusive"); the store's linearizability is judged by the `zab` scenarios.
-fn store_checks() -> Vec<String> {
+pub(super) fn store_checks() -> Vec<String> {
     checks::zk::CHECKS
         .iter()
         .map(|check| check.name)

@@ -13,6 +13,7 @@ pub mod fenced_writes;
 pub mod herd_effect;
 pub mod leader_uniqueness;
 pub mod mutual_exclusion;
+pub mod no_orphan_waiter;
 pub mod pubsub_delivery;
 pub mod queue_semantics;
 
@@ -20,6 +21,7 @@ use crate::{Check, boxed};
 
 /// The lock checks every lock scenario gets. `recipe.mutual_exclusion` is among them: a
 /// scenario that pauses holders past their session timeout expects it to fire.
+/// `recipe.no_orphan_waiter` reads ZooKeeper sessions and passes on etcd's histories.
 pub const LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.mutual_exclusion",
@@ -30,6 +32,11 @@ pub const LOCK_CHECKS: &[Check] = &[
         name: "recipe.fenced_writes",
         property: "mutual exclusion at the resource",
         run: |history, _| boxed(fenced_writes::check(history)),
+    },
+    Check {
+        name: "recipe.no_orphan_waiter",
+        property: "no waiter behind its own session's node",
+        run: |history, _| boxed(no_orphan_waiter::check(history)),
     },
 ];
 
