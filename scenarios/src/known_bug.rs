@@ -53,7 +53,11 @@ impl KnownBug {
             KnownBug::Recipe(
                 RecipeBug::EtcdMutexNoPostwaitCheck | RecipeBug::EtcdElectionNoPostwaitCheck,
             ) => store == Store::Raft,
-            KnownBug::Recipe(RecipeBug::OneshotWatchNoReread) => store == Store::Zab,
+            KnownBug::Recipe(
+                RecipeBug::OneshotWatchNoReread
+                | RecipeBug::ReadWithoutSync
+                | RecipeBug::UnprotectedSeqCreate,
+            ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
     }
@@ -308,6 +312,22 @@ pub fn table() -> Vec<KnownBugCase> {
             RecipeBug::OneshotWatchNoReread,
             "zk_discovery",
             "recipe.discovery_converges",
+            10,
+        ),
+        // The leader cut off with the readers leads on while the others elect anew and the
+        // writer publishes: without a sync the readers read its old version.
+        recipe(
+            RecipeBug::ReadWithoutSync,
+            "zk_ready_config_cut_off_readers",
+            "recipe.config_fresh",
+            5,
+        ),
+        // A server crashes as a waiter's create commits; the create's reply is lost, the
+        // waiter creates again and waits behind its first node.
+        recipe(
+            RecipeBug::UnprotectedSeqCreate,
+            "zk_queue_lock_crashes",
+            "recipe.no_orphan_waiter",
             10,
         ),
     ]

@@ -129,4 +129,6 @@ known_bug_tests! {
     etcd_mutex_no_postwait_check => "etcd_mutex.no_postwait_check",
     etcd_election_no_postwait_check => "etcd_election.no_postwait_check",
     recipe_oneshot_watch_no_reread => "recipe.oneshot_watch_no_reread",
+    recipe_read_without_sync => "recipe.read_without_sync",
+    recipe_unprotected_seq_create => "recipe.unprotected_seq_create",
 }

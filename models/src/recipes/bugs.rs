@@ -26,16 +26,28 @@ pub enum RecipeBug {
     /// view, ignores the children that read returned, so a change between the event and
     /// the re-arming stays unseen until the next event.
     OneshotWatchNoReread,
+    /// `recipe.read_without_sync`: a configuration reader does not `sync` before it reads,
+    /// so it reads whatever its server has applied — from a follower that lags the leader,
+    /// an old (complete) version long after a newer one was published.
+    ReadWithoutSync,
+    /// `recipe.unprotected_seq_create`: a line's (the queue lock's, the election's)
+    /// sequential create carries no GUID; after a connection loss the client cannot tell
+    /// whether the create took effect and creates again, and the first node, if it was
+    /// made, stays in line as an orphan of the client's own live session — which the
+    /// client then waits behind.
+    UnprotectedSeqCreate,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 5] = [
+    pub const ALL: [RecipeBug; 7] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
         RecipeBug::EtcdElectionNoPostwaitCheck,
         RecipeBug::OneshotWatchNoReread,
+        RecipeBug::ReadWithoutSync,
+        RecipeBug::UnprotectedSeqCreate,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -46,6 +58,8 @@ impl RecipeBug {
             RecipeBug::TrustLocalStateAfterExpiry => "recipe.trust_local_state_after_expiry",
             RecipeBug::EtcdElectionNoPostwaitCheck => "etcd_election.no_postwait_check",
             RecipeBug::OneshotWatchNoReread => "recipe.oneshot_watch_no_reread",
+            RecipeBug::ReadWithoutSync => "recipe.read_without_sync",
+            RecipeBug::UnprotectedSeqCreate => "recipe.unprotected_seq_create",
         }
     }
 
@@ -63,6 +77,14 @@ impl RecipeBug {
             RecipeBug::OneshotWatchNoReread => {
                 "ZooKeeper Programmer's Guide, ZooKeeper Watches (watches are one-time triggers)"
             }
+            RecipeBug::UnprotectedSeqCreate => {
+                "ZooKeeper Recipes (the GUID note); Curator withProtection, CURATOR-45, \
+                 CURATOR-335; samuel/go-zookeeper#229"
+            }
+            RecipeBug::ReadWithoutSync => {
+                "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \
+                 needs the latest)"
+            }
         }
     }
 }
@@ -75,7 +97,7 @@ impl fmt::Display for RecipeBug {
 
 /// The recipe bugs switched on for a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecipeBugs(u8);
+pub struct RecipeBugs(u16);
 
 impl RecipeBugs {
     /// Whether `bug` is on.

@@ -3,9 +3,12 @@
 //! reader that sees `ready` (after a `sync`) reads every part, and starts again if `ready`
 //! changed meanwhile (a new `ready` has a new czxid; the `exists` watch on it says so too).
 //! ZooKeeper's ordering makes the reader's check sound: on one server, a part written after
-//! the writer deleted `ready` is seen only after the delete is.
+//! the writer deleted `ready` is seen only after the delete is. The `sync` first makes the
+//! read fresh: the reader's server has then applied every write completed before the read
+//! began, so a follower that lags the leader cannot hand it an old version (without it,
+//! `recipe.read_without_sync`).
 
-use super::zk_paths::ensure_parents;
+use super::{RecipeBug, RecipeBugs, zk_paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
@@ -56,6 +59,7 @@ pub struct ZkConfig {
     path: String,
     parts: usize,
     context: NodeContext,
+    bugs: RecipeBugs,
 }
 
 impl ZkConfig {
@@ -66,7 +70,14 @@ impl ZkConfig {
             path: path.to_string(),
             parts,
             context: context.clone(),
+            bugs: RecipeBugs::default(),
         }
+    }
+
+    /// The same configuration with the known-bug variants `bugs` switched on.
+    pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
+        self.bugs = bugs;
+        self
     }
 
     fn record(&self, step: ConfigStep) {
@@ -137,8 +148,10 @@ impl ZkConfig {
     /// Reads a complete configuration: every part's version.
     pub async fn read(&self) -> Result<Vec<u64>, ConfigError> {
         let ready = format!("{}/{READY}", self.path);
+        self.record(ConfigStep::Reading);
+        let sync = !self.bugs.has(RecipeBug::ReadWithoutSync);
         'attempt: loop {
-            if let Err(error) = self.zk.sync(&self.path).await {
+            if sync && let Err(error) = self.zk.sync(&self.path).await {
                 match error {
                     ZkClientError::ConnectionLoss => continue,
                     other => return Err(config_error(other)),

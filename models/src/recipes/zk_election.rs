@@ -63,6 +63,7 @@ impl ZkElection {
             context: &self.context,
             parent: &self.path,
             child_prefix: CHILD_PREFIX,
+            bugs: self.bugs,
         }
     }
 
@@ -223,6 +224,8 @@ impl ZkLeaderObserver {
             context: &self.context,
             parent: &self.path,
             child_prefix: CHILD_PREFIX,
+            // An observer only reads the line; it never joins it.
+            bugs: RecipeBugs::default(),
         };
         loop {
             if let Some(fired) = &mut self.watching {

@@ -5,12 +5,14 @@
 //! - each client creates a *protected* ephemeral-sequential child of the line's node
 //!   ([`ZkClient::create_protected`]): after a connection loss it finds its node by GUID
 //!   **and** checks that it belongs to its own session, instead of creating a second node or
-//!   adopting a dead session's;
+//!   adopting a dead session's (without the GUID, `recipe.unprotected_seq_create`, a lost
+//!   reply leaves an orphan of the client's own session in line ahead of it);
 //! - the lowest sequence is first; every other client watches only its immediate
 //!   predecessor, so one departure wakes one client, not the herd;
 //! - if the predecessor vanished before the watch was set, the client lists the children
 //!   again instead of waiting for a notification that will never come.
 
+use super::bugs::{RecipeBug, RecipeBugs};
 use super::lock::LockError;
 use super::zk_herd_lock::store_error;
 use super::zk_paths::{ensure_parents, sequence_of};
@@ -36,6 +38,8 @@ pub(crate) struct Line<'a> {
     pub(crate) context: &'a NodeContext,
     pub(crate) parent: &'a str,
     pub(crate) child_prefix: &'a str,
+    /// The recipe's known-bug variants.
+    pub(crate) bugs: RecipeBugs,
 }
 
 impl Line<'_> {
@@ -124,15 +128,24 @@ impl Line<'_> {
     /// `creatingParentsIfNeeded`): one failed create, not one per turn.
     async fn join(&self, data: &str) -> Result<String, LockError> {
         let child = self.path_of(self.child_prefix);
+        let unprotected = self.bugs.has(RecipeBug::UnprotectedSeqCreate);
         loop {
-            match self
-                .zk
-                .create_protected(&child, data, CreateMode::EphemeralSequential)
-                .await
-            {
+            let created = if unprotected {
+                // A plain sequential create, tried again after a connection loss as if the
+                // lost one never happened.
+                self.zk
+                    .create(&child, data, CreateMode::EphemeralSequential)
+                    .await
+            } else {
+                self.zk
+                    .create_protected(&child, data, CreateMode::EphemeralSequential)
+                    .await
+            };
+            match created {
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
                     ensure_parents(self.zk, &child).await.map_err(store_error)?;
                 }
+                Err(ZkClientError::ConnectionLoss) if unprotected => {}
                 created => return created.map_err(store_error),
             }
         }

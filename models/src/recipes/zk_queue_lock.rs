@@ -58,6 +58,7 @@ impl ZkQueueLock {
             context: &self.context,
             parent: &self.path,
             child_prefix: CHILD_PREFIX,
+            bugs: self.bugs,
         };
         let first = line
             .wait_to_be_first("", patience, |watched| self.recorder.woken(watched))

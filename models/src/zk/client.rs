@@ -770,7 +770,21 @@ impl ZkClient {
                 Err(ZkClientError::ConnectionLoss) => {}
                 other => return other,
             }
-            // The create may have happened: look for our node before trying again.
+            // The create may have happened: look for our node before trying again. Sync
+            // first: the lost create may still be in the leader's pipeline (proposed, not
+            // yet committed) while the server we reattached through answers a listing
+            // without it, and a second create would then leave the first as an orphan of
+            // this session. A sync is ordered after the leader's outstanding proposals
+            // (ZooKeeper's `Leader.processSync`; here a proposal of its own), so the
+            // listing after it sees the create if it ever happens. Found by
+            // `recipe.no_orphan_waiter` (zk_queue_lock_crashes, seed 5).
+            loop {
+                match self.sync(&parent).await {
+                    Ok(()) => break,
+                    Err(ZkClientError::ConnectionLoss) => continue,
+                    Err(error) => return Err(error),
+                }
+            }
             loop {
                 match self.get_children(&parent).await {
                     Ok((children, _)) => {

@@ -4,10 +4,13 @@
 
 use super::{scenario, swarm};
 use crate::{
-    scenario::{Scenario, Store},
+    scenario::{Scenario, Store, Tuning},
     workload::{DoubleBarrier, FifoQueue, ReadyConfig, SharedCounter, Workload},
 };
-use sim::fault::FaultKind;
+use sim::{
+    NodeId,
+    fault::{Fault, FaultKind, FaultPlan, FaultSource, PartitionShape, ScheduledFault},
+};
 
 /// The faults of the `_faults` scenarios.
 const SERVER_FAULTS: [FaultKind; 5] = [
@@ -21,7 +24,7 @@ const SERVER_FAULTS: [FaultKind; 5] = [
 /// The store's checks, but `zk.linearizable`: a recipe's histories touch many paths with
 /// many clients, past the linearizability checker's search budget (it answers
 /// "inconclusive"); the store's linearizability is judged by the `zab` scenarios.
-fn store_checks() -> Vec<String> {
+pub(super) fn store_checks() -> Vec<String> {
     checks::zk::CHECKS
         .iter()
         .map(|check| check.name)
@@ -35,12 +38,15 @@ fn fault_free_and_faulty(
     name: &str,
     what: &str,
     workload: Workload,
-    check: &str,
+    checks: &[&str],
     clients: usize,
 ) -> [Scenario; 2] {
     let base = Scenario {
         workload,
-        checks: store_checks().into_iter().chain([check.into()]).collect(),
+        checks: store_checks()
+            .into_iter()
+            .chain(checks.iter().map(|check| check.to_string()))
+            .collect(),
         fault_phase_ms: 6_000,
         recovery_ms: 1_000,
         liveness_bound_ms: 30_000,
@@ -66,7 +72,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         "the ZooKeeper FIFO queue: two producers put numbered items, three consumers take \
          them by delete-and-claim; drained after the heal",
         Workload::FifoQueue(FifoQueue::default()),
-        "recipe.queue_semantics",
+        &["recipe.queue_semantics"],
         5,
     ));
     scenarios.extend(fault_free_and_faulty(
@@ -74,7 +80,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         "the ZooKeeper counter: five clients increment by versioned writes, retrying on \
          BadVersion; read once after the heal",
         Workload::SharedCounter(SharedCounter::default()),
-        "recipe.counter",
+        &["recipe.counter"],
         5,
     ));
     scenarios.extend(fault_free_and_faulty(
@@ -82,7 +88,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         "the ZooKeeper double barrier: five clients enter together, work, and leave \
          together, twelve rounds",
         Workload::DoubleBarrier(DoubleBarrier::default()),
-        "recipe.barrier",
+        &["recipe.barrier"],
         5,
     ));
     scenarios.extend(fault_free_and_faulty(
@@ -90,8 +96,57 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         "configuration behind a ready znode: one writer publishes four parts version after \
          version, four readers read after sync and restart when ready changed",
         Workload::ReadyConfig(ReadyConfig::default()),
-        "recipe.config_versions",
+        &["recipe.config_versions", "recipe.config_fresh"],
         5,
     ));
+    scenarios.push(cut_off_config_readers());
     scenarios
+}
+
+/// The leader cut off with the configuration's readers for 2.5 s, twice: the others elect
+/// a new leader and the writer publishes on through it, while the old leader leads on for
+/// its sync limit (2 s) and serves its readers what it has. A read that syncs first waits
+/// (the cut-off leader cannot get a quorum for the sync); one that does not reads the old
+/// version (`recipe.read_without_sync`).
+fn cut_off_config_readers() -> Scenario {
+    let readers = vec![NodeId::client(1), NodeId::client(2)];
+    let strand = |at_ms| {
+        ScheduledFault::at(
+            at_ms,
+            Fault::Partition {
+                shape: PartitionShape::Strand {
+                    node: "leader".parse().expect("a role"),
+                    with: readers.clone(),
+                },
+            },
+        )
+        .lasting(2_500)
+    };
+    Scenario {
+        workload: Workload::ReadyConfig(ReadyConfig::default()),
+        checks: store_checks()
+            .into_iter()
+            .chain([
+                "recipe.config_versions".into(),
+                "recipe.config_fresh".into(),
+            ])
+            .collect(),
+        faults: FaultSource::Plan(FaultPlan::new([1_000, 5_000].map(strand).to_vec())),
+        fault_phase_ms: 9_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        tuning: Tuning {
+            sync_limit_ticks: Some(20),
+            ..Tuning::default()
+        },
+        ..scenario(
+            "zk_ready_config_cut_off_readers",
+            "configuration behind a ready znode; the leader is cut off with the two readers \
+             for 2.5 s twice and leads on for its 2 s sync limit, while the others elect anew \
+             and the writer publishes on: reads must still be fresh",
+            Store::Zab,
+            3,
+            3,
+        )
+    }
 }

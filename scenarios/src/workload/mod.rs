@@ -291,7 +291,7 @@ impl Workload {
                 barrier.start(sim, ensemble, stop)
             }
             (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
-                config.start(sim, ensemble, stop)
+                config.start(sim, ensemble, bugs, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -368,7 +368,7 @@ impl Workload {
                 barrier.finish(pending).await
             }
             (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
-                config.finish(sim, ensemble, pending).await
+                config.finish(sim, ensemble, bugs, pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

@@ -3,7 +3,10 @@
 //! and again. After the heal, every reader reads it once more.
 
 use super::{Pending, Workers, zk_sessions::Sessions};
-use models::{recipes::ZkConfig, zk::ZkEnsemble};
+use models::{
+    recipes::{RecipeBugs, ZkConfig},
+    zk::ZkEnsemble,
+};
 use serde::{Deserialize, Serialize};
 use sim::Sim;
 use std::{
@@ -63,6 +66,7 @@ impl ReadyConfig {
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
+        bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
         sim.clients()
@@ -77,7 +81,8 @@ impl ReadyConfig {
                         let Some(zk) = sessions.current().await else {
                             continue;
                         };
-                        let config = ZkConfig::new(&zk, &context, CONFIG_PATH, work.parts);
+                        let config =
+                            ZkConfig::new(&zk, &context, CONFIG_PATH, work.parts).with_bugs(bugs);
                         let pause = if index == 0 {
                             version += 1;
                             let _ = config.publish(version).await;
@@ -99,6 +104,7 @@ impl ReadyConfig {
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
+        bugs: RecipeBugs,
         pending: &Pending,
     ) -> Result<(), String> {
         pending.set(format!("the final reads of {CONFIG_PATH}"));
@@ -112,7 +118,8 @@ impl ReadyConfig {
                     let Some(zk) = sessions.current().await else {
                         continue;
                     };
-                    let config = ZkConfig::new(&zk, &context, CONFIG_PATH, work.parts);
+                    let config =
+                        ZkConfig::new(&zk, &context, CONFIG_PATH, work.parts).with_bugs(bugs);
                     if config.read().await.is_ok() {
                         break;
                     }

@@ -157,6 +157,10 @@ pub enum CounterStep {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 pub enum ConfigStep {
+    /// The client began a read of the configuration (before its `sync`, if it syncs): a
+    /// read that began after a publish completed is expected to see that version or a
+    /// newer one.
+    Reading,
     /// The client published a complete configuration of `version`.
     Published {
         /// The version.

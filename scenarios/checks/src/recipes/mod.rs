@@ -5,6 +5,7 @@
 //! as the clients believed it, discovery views converging, and pub/sub delivery.
 
 pub mod barrier;
+pub mod config_fresh;
 pub mod config_versions;
 pub mod counter;
 pub mod discovery_converges;
@@ -12,6 +13,7 @@ pub mod fenced_writes;
 pub mod herd_effect;
 pub mod leader_uniqueness;
 pub mod mutual_exclusion;
+pub mod no_orphan_waiter;
 pub mod pubsub_delivery;
 pub mod queue_semantics;
 
@@ -19,6 +21,7 @@ use crate::{Check, boxed};
 
 /// The lock checks every lock scenario gets. `recipe.mutual_exclusion` is among them: a
 /// scenario that pauses holders past their session timeout expects it to fire.
+/// `recipe.no_orphan_waiter` reads ZooKeeper sessions and passes on etcd's histories.
 pub const LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.mutual_exclusion",
@@ -29,6 +32,11 @@ pub const LOCK_CHECKS: &[Check] = &[
         name: "recipe.fenced_writes",
         property: "mutual exclusion at the resource",
         run: |history, _| boxed(fenced_writes::check(history)),
+    },
+    Check {
+        name: "recipe.no_orphan_waiter",
+        property: "no waiter behind its own session's node",
+        run: |history, _| boxed(no_orphan_waiter::check(history)),
     },
 ];
 
@@ -62,7 +70,8 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
     run: |history, _| boxed(leader_uniqueness::check(history)),
 }];
 
-/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration):
+/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration
+/// versions and freshness):
 /// each judges its own recipe's records and passes on histories without them.
 pub const PRIMITIVE_CHECKS: &[Check] = &[
     Check {
@@ -84,5 +93,10 @@ pub const PRIMITIVE_CHECKS: &[Check] = &[
         name: "recipe.config_versions",
         property: "configuration versions",
         run: |history, _| boxed(config_versions::check(history)),
+    },
+    Check {
+        name: "recipe.config_fresh",
+        property: "configuration reads are fresh",
+        run: |history, _| boxed(config_fresh::check(history)),
     },
 ];
