@@ -56,7 +56,8 @@ impl KnownBug {
             KnownBug::Recipe(
                 RecipeBug::OneshotWatchNoReread
                 | RecipeBug::ReadWithoutSync
-                | RecipeBug::UnprotectedSeqCreate,
+                | RecipeBug::UnprotectedSeqCreate
+                | RecipeBug::ProtectionWithoutSessionCheck,
             ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
@@ -328,6 +329,15 @@ pub fn table() -> Vec<KnownBugCase> {
             RecipeBug::UnprotectedSeqCreate,
             "zk_queue_lock_crashes",
             "recipe.no_orphan_waiter",
+            10,
+        ),
+        // The newest waiter is cut off as its create commits and gives its session up; the
+        // leader change keeps that session alive; in its new session the client finds the
+        // old session's node by its GUID and takes the lock by it.
+        recipe(
+            RecipeBug::ProtectionWithoutSessionCheck,
+            "zk_queue_lock_curator_joiner_cut_off",
+            "recipe.holder_owns_node",
             10,
         ),
     ]

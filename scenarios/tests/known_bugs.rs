@@ -131,4 +131,5 @@ known_bug_tests! {
     recipe_oneshot_watch_no_reread => "recipe.oneshot_watch_no_reread",
     recipe_read_without_sync => "recipe.read_without_sync",
     recipe_unprotected_seq_create => "recipe.unprotected_seq_create",
+    recipe_protection_without_session_check => "recipe.protection_without_session_check",
 }

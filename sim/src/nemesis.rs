@@ -419,6 +419,13 @@ impl Nemesis {
                 .map(|(node, _, _)| *node)
                 .find(|node| !state.is_crashed(self.world.index(*node)))
                 .ok_or_else(|| "no client waits for a lock or campaigns".into()),
+            Target::NewestWaiter => state
+                .waiting
+                .iter()
+                .rev()
+                .map(|(node, _, _)| *node)
+                .find(|node| !state.is_crashed(self.world.index(*node)))
+                .ok_or_else(|| "no client waits for a lock or campaigns".into()),
             Target::Label(name) => state
                 .labels
                 .get(name)

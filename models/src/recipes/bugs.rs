@@ -36,11 +36,18 @@ pub enum RecipeBug {
     /// made, stays in line as an orphan of the client's own live session — which the
     /// client then waits behind.
     UnprotectedSeqCreate,
+    /// `recipe.protection_without_session_check`: a protected create that looks for its
+    /// node after losing a reply takes any node with its GUID, without checking that the
+    /// current session owns it, and the line takes the lock by its node's place alone.
+    /// With a create carried on into a new session (Curator's retry loop after a simulated
+    /// expiry), the client adopts its old session's node, which the servers still hold and
+    /// will delete when they expire that session.
+    ProtectionWithoutSessionCheck,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 7] = [
+    pub const ALL: [RecipeBug; 8] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
@@ -48,6 +55,7 @@ impl RecipeBug {
         RecipeBug::OneshotWatchNoReread,
         RecipeBug::ReadWithoutSync,
         RecipeBug::UnprotectedSeqCreate,
+        RecipeBug::ProtectionWithoutSessionCheck,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -60,6 +68,7 @@ impl RecipeBug {
             RecipeBug::OneshotWatchNoReread => "recipe.oneshot_watch_no_reread",
             RecipeBug::ReadWithoutSync => "recipe.read_without_sync",
             RecipeBug::UnprotectedSeqCreate => "recipe.unprotected_seq_create",
+            RecipeBug::ProtectionWithoutSessionCheck => "recipe.protection_without_session_check",
         }
     }
 
@@ -80,6 +89,10 @@ impl RecipeBug {
             RecipeBug::UnprotectedSeqCreate => {
                 "ZooKeeper Recipes (the GUID note); Curator withProtection, CURATOR-45, \
                  CURATOR-335; samuel/go-zookeeper#229"
+            }
+            RecipeBug::ProtectionWithoutSessionCheck => {
+                "CURATOR-498 (protected ephemeral nodes across a session change; fixed in \
+                 Curator 4.2.0)"
             }
             RecipeBug::ReadWithoutSync => {
                 "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \

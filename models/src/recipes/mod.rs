@@ -50,5 +50,6 @@ pub use zk_counter::{CounterError, ZkCounter};
 pub use zk_discovery::{ZkDiscoverer, ZkRegistration};
 pub use zk_election::{ZkElection, ZkLeaderObserver, ZkLeadership};
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
+pub use zk_line::CarriedJoin;
 pub use zk_queue::{QueueError, ZkQueue};
 pub use zk_queue_lock::ZkQueueLock;

@@ -64,6 +64,7 @@ impl ZkElection {
             parent: &self.path,
             child_prefix: CHILD_PREFIX,
             bugs: self.bugs,
+            carried: None,
         }
     }
 
@@ -226,6 +227,7 @@ impl ZkLeaderObserver {
             child_prefix: CHILD_PREFIX,
             // An observer only reads the line; it never joins it.
             bugs: RecipeBugs::default(),
+            carried: None,
         };
         loop {
             if let Some(fired) = &mut self.watching {

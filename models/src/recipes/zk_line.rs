@@ -7,6 +7,11 @@
 //!   **and** checks that it belongs to its own session, instead of creating a second node or
 //!   adopting a dead session's (without the GUID, `recipe.unprotected_seq_create`, a lost
 //!   reply leaves an orphan of the client's own session in line ahead of it);
+//! - a create whose session ended before its reply came may be carried into the next
+//!   session ([`CarriedJoin`], Curator's retry loop after a simulated expiry): it looks for
+//!   its GUID first, and deletes a node its old session made — which the servers may still
+//!   hold — instead of adopting it (without the check, `recipe.protection_without_session_check`,
+//!   it holds the lock by a node that goes when the old session expires);
 //! - the lowest sequence is first; every other client watches only its immediate
 //!   predecessor, so one departure wakes one client, not the herd;
 //! - if the predecessor vanished before the watch was set, the client lists the children
@@ -16,12 +21,15 @@ use super::bugs::{RecipeBug, RecipeBugs};
 use super::lock::LockError;
 use super::zk_herd_lock::store_error;
 use super::zk_paths::{ensure_parents, sequence_of};
-use crate::zk::{ZkClient, ZkClientError};
+use crate::zk::{FoundNode, ProtectedCreate, ZkClient, ZkClientError};
 use sim::{
     NodeContext,
     history::zk::{CreateMode, Stat, ZkError},
 };
-use std::time::Duration;
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 /// A client's node at the head of the line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +48,32 @@ pub(crate) struct Line<'a> {
     pub(crate) child_prefix: &'a str,
     /// The recipe's known-bug variants.
     pub(crate) bugs: RecipeBugs,
+    /// Where a join whose session ended is kept for the client's next session, if the
+    /// client carries joins across sessions.
+    pub(crate) carried: Option<&'a CarriedJoin>,
+}
+
+/// A client process's line join carried from one session to the next, as Curator's retry
+/// loop carries a create on after a session expiry: the protected create of the client's
+/// node, kept (GUID and all) when its session ended before the client learned whether it
+/// took effect, and resumed by the process's next join. Clones share it.
+#[derive(Clone, Debug, Default)]
+pub struct CarriedJoin(Arc<Mutex<Option<ProtectedCreate>>>);
+
+impl CarriedJoin {
+    fn take(&self) -> Option<ProtectedCreate> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
+    fn keep(&self, create: ProtectedCreate) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(create);
+    }
 }
 
 impl Line<'_> {
@@ -76,7 +110,7 @@ impl Line<'_> {
             };
             if place == 0 {
                 match self.zk.exists(&mine).await {
-                    Ok(Some(stat)) if self.owns(&stat) => {
+                    Ok(Some(stat)) if self.may_hold_by(&stat) => {
                         return Ok(FirstInLine {
                             node: mine,
                             czxid: stat.czxid,
@@ -120,8 +154,12 @@ impl Line<'_> {
         format!("{}/{name}", self.parent)
     }
 
-    fn owns(&self, stat: &Stat) -> bool {
-        Some(stat.ephemeral_owner) == self.zk.session_id()
+    /// Whether the client may take the lock (or lead) by its node, as the server describes
+    /// it: only if its own session owns it. With `recipe.protection_without_session_check`
+    /// it does not look (Curator's `LockInternals` goes by the node's place alone).
+    fn may_hold_by(&self, stat: &Stat) -> bool {
+        self.bugs.has(RecipeBug::ProtectionWithoutSessionCheck)
+            || Some(stat.ephemeral_owner) == self.zk.session_id()
     }
 
     /// Creates our node; its path. The first client ever creates the line's node (Curator's
@@ -129,6 +167,12 @@ impl Line<'_> {
     async fn join(&self, data: &str) -> Result<String, LockError> {
         let child = self.path_of(self.child_prefix);
         let unprotected = self.bugs.has(RecipeBug::UnprotectedSeqCreate);
+        let found = if self.bugs.has(RecipeBug::ProtectionWithoutSessionCheck) {
+            FoundNode::ByGuidAlone
+        } else {
+            FoundNode::OwnedBySession
+        };
+        let mut resumed = self.carried.and_then(CarriedJoin::take);
         loop {
             let created = if unprotected {
                 // A plain sequential create, tried again after a connection loss as if the
@@ -137,9 +181,24 @@ impl Line<'_> {
                     .create(&child, data, CreateMode::EphemeralSequential)
                     .await
             } else {
-                self.zk
-                    .create_protected(&child, data, CreateMode::EphemeralSequential)
-                    .await
+                let mut create = resumed.take().unwrap_or_else(|| self.zk.protect());
+                let created = self
+                    .zk
+                    .create_protected_with(
+                        &mut create,
+                        &child,
+                        data,
+                        CreateMode::EphemeralSequential,
+                        found,
+                    )
+                    .await;
+                if let (Some(carried), Err(ZkClientError::SessionExpired)) =
+                    (self.carried, &created)
+                    && create.may_exist()
+                {
+                    carried.keep(create);
+                }
+                created
             };
             match created {
                 Err(ZkClientError::Api(ZkError::NoNode)) => {

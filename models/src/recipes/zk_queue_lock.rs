@@ -7,7 +7,7 @@
 use super::bugs::RecipeBugs;
 use super::lock::{LockError, LockRecorder};
 use super::zk_herd_lock::{NodeName, ZkLockGuard};
-use super::zk_line::Line;
+use super::zk_line::{CarriedJoin, Line};
 use crate::zk::ZkClient;
 use sim::{NodeContext, history::recipe::LockStep};
 use std::time::Duration;
@@ -18,6 +18,7 @@ const CHILD_PREFIX: &str = "lock-";
 /// A queue lock whose waiters queue under `path`.
 pub struct ZkQueueLock {
     bugs: RecipeBugs,
+    carried: Option<CarriedJoin>,
     zk: ZkClient,
     path: String,
     context: NodeContext,
@@ -29,6 +30,7 @@ impl ZkQueueLock {
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
             bugs: RecipeBugs::default(),
+            carried: None,
             zk: zk.clone(),
             path: path.to_string(),
             context: context.clone(),
@@ -39,6 +41,14 @@ impl ZkQueueLock {
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
         self.bugs = bugs;
+        self
+    }
+
+    /// Carries a join whose session ends before the create's reply came into the client's
+    /// next session, through `carried` (the process's one for all its sessions), as
+    /// Curator's `InterProcessMutex` does after a simulated session expiry.
+    pub fn carrying(mut self, carried: &CarriedJoin) -> Self {
+        self.carried = Some(carried.clone());
         self
     }
 
@@ -59,6 +69,7 @@ impl ZkQueueLock {
             parent: &self.path,
             child_prefix: CHILD_PREFIX,
             bugs: self.bugs,
+            carried: self.carried.as_ref(),
         };
         let first = line
             .wait_to_be_first("", patience, |watched| self.recorder.woken(watched))

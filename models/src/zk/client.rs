@@ -22,6 +22,7 @@ use super::{
 };
 use futures_util::future::{Either, select};
 use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
 use sim::{
     NodeContext, NodeId,
     history::{
@@ -50,6 +51,25 @@ pub struct ZkClientConfig {
     pub process: u32,
     /// How long [`ZkClient::connect`] keeps trying before giving up.
     pub connect_patience: Duration,
+    /// Whether the client also declares its session expired by itself.
+    pub expiry: SessionExpiry,
+}
+
+/// Who tells the client that its session is over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionExpiry {
+    /// Only a server (ZooKeeper's own client): the client learns of the expiry when it
+    /// reconnects, after the leader has closed the session and deleted its ephemerals.
+    #[default]
+    ToldByServer,
+    /// Also the client's own clock: after a whole session timeout without a connection it
+    /// gives the session up (records `SessionAbandoned`, fails its calls with
+    /// [`ZkClientError::SessionExpired`]) — Curator's simulated session expiration
+    /// (`ConnectionStateManager`, the standard `ConnectionHandlingPolicy`). The servers may
+    /// still hold the session and its ephemeral nodes: a new leader gives every session a
+    /// fresh timeout, and a quorum lost expires nothing.
+    AfterDisconnectedTimeout,
 }
 
 impl ZkClientConfig {
@@ -60,6 +80,7 @@ impl ZkClientConfig {
             session_timeout: Duration::from_secs(2),
             process,
             connect_patience: Duration::from_secs(30),
+            expiry: SessionExpiry::ToldByServer,
         }
     }
 }
@@ -302,7 +323,8 @@ impl ZkClient {
         Duration::from_millis(self.shared.lock().timeout_ms)
     }
 
-    /// Whether the session is known to have expired.
+    /// Whether the session is known to have expired (or, with
+    /// [`SessionExpiry::AfterDisconnectedTimeout`], the client gave it up).
     pub fn is_expired(&self) -> bool {
         matches!(self.shared.lock().phase, Phase::Expired)
     }
@@ -736,14 +758,15 @@ impl ZkClient {
         data: &str,
         mode: CreateMode,
     ) -> Result<String, ZkClientError> {
+        validate_protected(path, mode)?;
+        let mut create = self.protect();
+        self.create_protected_with(&mut create, path, data, mode, FoundNode::OwnedBySession)
+            .await
+    }
+
+    /// A fresh GUID for a protected create, unique in the run.
+    pub fn protect(&self) -> ProtectedCreate {
         use rand::Rng;
-        let sequential = matches!(
-            mode,
-            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
-        );
-        if let Err(error) = path::validate_create(path, sequential) {
-            return Err(ZkClientError::Api(error));
-        }
         // Unique in the run: the session id (a zxid) and a per-session counter, mixed with
         // the node's random stream so names do not reveal them.
         let (session, count) = {
@@ -762,58 +785,121 @@ impl ZkClient {
         hasher.write_u64(noise);
         let guid =
             (u128::from(hasher.finish().0) << 64) | u128::from(session ^ count.rotate_left(48));
+        ProtectedCreate {
+            marker: format!("_c_{guid:032x}-"),
+            outcome: CreateOutcome::NotMade,
+        }
+    }
+
+    /// Makes the protected create `create` through this session: [`Self::create_protected`]
+    /// with a GUID the caller keeps. A caller whose create fails with
+    /// [`ZkClientError::SessionExpired`] while [`ProtectedCreate::may_exist`] may go on with
+    /// it in a new session, as Curator's retry loop does after a session expiry: this first
+    /// looks for a node with the GUID, and `found` says which it takes.
+    pub async fn create_protected_with(
+        &self,
+        create: &mut ProtectedCreate,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+        found: FoundNode,
+    ) -> Result<String, ZkClientError> {
+        validate_protected(path, mode)?;
         let parent = path::parent(path).to_string();
-        let marker = format!("_c_{guid:032x}-");
-        let protected = path::join(&parent, &format!("{marker}{}", path::name(path)));
+        let protected = path::join(&parent, &format!("{}{}", create.marker, path::name(path)));
+        let ephemeral = matches!(
+            mode,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        );
         loop {
+            if create.outcome == CreateOutcome::Unknown {
+                // The create may have happened: look for our node before trying again.
+                if let Some(node) = self
+                    .find_protected(&create.marker, &parent, ephemeral, found)
+                    .await?
+                {
+                    create.outcome = CreateOutcome::Made;
+                    return Ok(node);
+                }
+                create.outcome = CreateOutcome::NotMade;
+            }
             match self.create(&protected, data, mode).await {
-                Err(ZkClientError::ConnectionLoss) => {}
-                other => return other,
-            }
-            // The create may have happened: look for our node before trying again. Sync
-            // first: the lost create may still be in the leader's pipeline (proposed, not
-            // yet committed) while the server we reattached through answers a listing
-            // without it, and a second create would then leave the first as an orphan of
-            // this session. A sync is ordered after the leader's outstanding proposals
-            // (ZooKeeper's `Leader.processSync`; here a proposal of its own), so the
-            // listing after it sees the create if it ever happens. Found by
-            // `recipe.no_orphan_waiter` (zk_queue_lock_crashes, seed 5).
-            loop {
-                match self.sync(&parent).await {
-                    Ok(()) => break,
-                    Err(ZkClientError::ConnectionLoss) => continue,
-                    Err(error) => return Err(error),
+                Err(ZkClientError::ConnectionLoss) => create.outcome = CreateOutcome::Unknown,
+                Err(ZkClientError::SessionExpired) => {
+                    // Possibly made in the session that ended, and still there if the
+                    // servers have not expired it yet.
+                    create.outcome = CreateOutcome::Unknown;
+                    return Err(ZkClientError::SessionExpired);
                 }
-            }
-            loop {
-                match self.get_children(&parent).await {
-                    Ok((children, _)) => {
-                        let Some(name) = children.iter().find(|name| name.starts_with(&marker))
-                        else {
-                            break;
-                        };
-                        let found = path::join(&parent, name);
-                        let ephemeral = matches!(
-                            mode,
-                            CreateMode::Ephemeral | CreateMode::EphemeralSequential
-                        );
-                        if ephemeral {
-                            match self.exists(&found).await {
-                                Ok(Some(stat))
-                                    if Some(stat.ephemeral_owner) == self.session_id() =>
-                                {
-                                    return Ok(found);
-                                }
-                                Ok(_) => break,
-                                Err(ZkClientError::ConnectionLoss) => continue,
-                                Err(error) => return Err(error),
-                            }
-                        }
-                        return Ok(found);
+                other => {
+                    if other.is_ok() {
+                        create.outcome = CreateOutcome::Made;
                     }
-                    Err(ZkClientError::ConnectionLoss) => continue,
-                    Err(error) => return Err(error),
+                    return other;
                 }
+            }
+        }
+    }
+
+    /// After a create with `marker` whose outcome is unknown: the node it made, if any, as
+    /// `found` accepts it.
+    async fn find_protected(
+        &self,
+        marker: &str,
+        parent: &str,
+        ephemeral: bool,
+        found: FoundNode,
+    ) -> Result<Option<String>, ZkClientError> {
+        // Sync first: the lost create may still be in the leader's pipeline (proposed, not
+        // yet committed) while the server we reattached through answers a listing without
+        // it, and a second create would then leave the first as an orphan of this session.
+        // A sync is ordered after the leader's outstanding proposals (ZooKeeper's
+        // `Leader.processSync`; here a proposal of its own), so the listing after it sees
+        // the create if it ever happens. Found by `recipe.no_orphan_waiter`
+        // (zk_queue_lock_crashes, seed 5).
+        loop {
+            match self.sync(parent).await {
+                Ok(()) => break,
+                Err(ZkClientError::ConnectionLoss) => continue,
+                Err(error) => return Err(error),
+            }
+        }
+        loop {
+            let (children, _) = match self.get_children(parent).await {
+                Ok(listed) => listed,
+                Err(ZkClientError::ConnectionLoss) => continue,
+                Err(error) => return Err(error),
+            };
+            let Some(name) = children.iter().find(|name| name.starts_with(marker)) else {
+                return Ok(None);
+            };
+            let node = path::join(parent, name);
+            if !ephemeral || found == FoundNode::ByGuidAlone {
+                return Ok(Some(node));
+            }
+            match self.exists(&node).await {
+                Ok(Some(stat)) if Some(stat.ephemeral_owner) == self.session_id() => {
+                    return Ok(Some(node));
+                }
+                Ok(Some(_)) => {
+                    // Made by an earlier session of this create, which the servers have not
+                    // expired yet: not ours to hold by. Delete it, as Curator does since
+                    // CURATOR-498, so that it does not wait in line until that session ends.
+                    loop {
+                        match self.delete(&node, None).await {
+                            Err(ZkClientError::ConnectionLoss) => continue,
+                            Err(
+                                error @ (ZkClientError::SessionExpired | ZkClientError::Closed),
+                            ) => {
+                                return Err(error);
+                            }
+                            _ => return Ok(None),
+                        }
+                    }
+                }
+                Ok(None) => return Ok(None),
+                Err(ZkClientError::ConnectionLoss) => continue,
+                Err(error) => return Err(error),
             }
         }
     }
@@ -827,6 +913,56 @@ impl ZkClient {
         self.shut_down();
         result
     }
+}
+
+/// A protected create's path is checked before its GUID is drawn.
+fn validate_protected(path: &str, mode: CreateMode) -> Result<(), ZkClientError> {
+    let sequential = matches!(
+        mode,
+        CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+    );
+    path::validate_create(path, sequential).map_err(ZkClientError::Api)
+}
+
+/// A protected create's GUID (Curator's `protectedId`) and what is known of its outcome,
+/// kept by the caller so that the create can go on in a later session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtectedCreate {
+    /// `_c_<guid>-`, the start of the node's name.
+    marker: String,
+    outcome: CreateOutcome,
+}
+
+impl ProtectedCreate {
+    /// Whether an attempt may have made the node unbeknown to the client (its reply was
+    /// lost with the connection or the session).
+    pub fn may_exist(&self) -> bool {
+        self.outcome == CreateOutcome::Unknown
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CreateOutcome {
+    /// No attempt took effect (or none was made).
+    NotMade,
+    /// An attempt's reply was lost: the node may exist.
+    Unknown,
+    /// The node was made, and its path returned.
+    Made,
+}
+
+/// Which node with its GUID a protected create takes as its own, when it looks after losing
+/// an attempt's reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FoundNode {
+    /// An ephemeral node only if the server says the current session owns it; one an
+    /// earlier session made (the create carried on into a new session) is deleted and the
+    /// node made again (Curator since CURATOR-498).
+    OwnedBySession,
+    /// Any node with the GUID, whichever session owns it
+    /// (`recipe.protection_without_session_check`, Curator before CURATOR-498): after a
+    /// session change it adopts a node that goes when the old session expires.
+    ByGuidAlone,
 }
 
 /// Client-side argument checks (ZooKeeper's client validates paths before sending).
@@ -871,79 +1007,102 @@ async fn run_connection(shared: Arc<Shared>) {
     );
     let clock = shared.context.clock().clone();
     let mut next = 0usize;
+    // With `SessionExpiry::AfterDisconnectedTimeout`: when the session is given up unless a
+    // connection is made first.
+    let mut abandon_at = None;
     loop {
         // Connecting.
-        let (connection, server) = loop {
-            if matches!(shared.lock().phase, Phase::Expired | Phase::Closed) {
-                return;
-            }
-            let server = servers[next % servers.len()];
-            next += 1;
-            if next.is_multiple_of(servers.len()) {
-                clock.sleep(Duration::from_millis(50)).await;
-            }
-            let (session, timeout_ms, last_zxid) = {
-                let state = shared.lock();
-                (state.session, state.timeout_ms, state.last_zxid)
-            };
-            let connect_timeout =
-                Duration::from_millis((timeout_ms / servers.len() as u64).max(50));
-            let Ok(connection) = shared.network.connect(me, server, connect_timeout).await else {
-                continue;
-            };
-            let hello = ClientMessage::Connect {
-                session,
-                timeout_ms,
-                last_zxid_seen: last_zxid,
-            };
-            if connection.send(hello).is_err() {
-                continue;
-            }
-            match clock.timeout(connect_timeout, connection.recv()).await {
-                Ok(Ok(ClientMessage::Connected {
-                    session: granted,
+        let connecting = async {
+            loop {
+                if matches!(shared.lock().phase, Phase::Expired | Phase::Closed) {
+                    return None;
+                }
+                let server = servers[next % servers.len()];
+                next += 1;
+                if next.is_multiple_of(servers.len()) {
+                    clock.sleep(Duration::from_millis(50)).await;
+                }
+                let (session, timeout_ms, last_zxid) = {
+                    let state = shared.lock();
+                    (state.session, state.timeout_ms, state.last_zxid)
+                };
+                let connect_timeout =
+                    Duration::from_millis((timeout_ms / servers.len() as u64).max(50));
+                let Ok(connection) = shared.network.connect(me, server, connect_timeout).await
+                else {
+                    continue;
+                };
+                let hello = ClientMessage::Connect {
+                    session,
                     timeout_ms,
-                })) => {
-                    let mut state = shared.lock();
-                    if matches!(state.phase, Phase::Closed | Phase::Expired) {
-                        connection.close();
-                        return;
-                    }
-                    state.timeout_ms = timeout_ms;
-                    let process = shared.config.process;
-                    match state.session {
-                        None => shared.record_zk(ZkEvent::SessionEstablished {
-                            process,
-                            session: granted,
-                            timeout_ms,
-                            server,
-                        }),
-                        Some(_) => shared.record_zk(ZkEvent::SessionResumed {
-                            process,
-                            session: granted,
-                            server,
-                        }),
-                    }
-                    state.session = Some(granted);
-                    resend_watches(&state, &connection);
-                    state.phase = Phase::Connected {
-                        connection: connection.clone(),
-                    };
-                    state.attachment = sim::signal::Signal::new();
-                    for waiter in state.waiting_for_connection.drain(..) {
-                        let _ = waiter.try_send(());
-                    }
-                    break (connection, server);
+                    last_zxid_seen: last_zxid,
+                };
+                if connection.send(hello).is_err() {
+                    continue;
                 }
-                Ok(Ok(ClientMessage::Refused {
-                    reason: Refusal::SessionExpired,
-                })) => {
-                    expire(&shared);
-                    return;
+                match clock.timeout(connect_timeout, connection.recv()).await {
+                    Ok(Ok(ClientMessage::Connected {
+                        session: granted,
+                        timeout_ms,
+                    })) => {
+                        let mut state = shared.lock();
+                        if matches!(state.phase, Phase::Closed | Phase::Expired) {
+                            connection.close();
+                            return None;
+                        }
+                        state.timeout_ms = timeout_ms;
+                        let process = shared.config.process;
+                        match state.session {
+                            None => shared.record_zk(ZkEvent::SessionEstablished {
+                                process,
+                                session: granted,
+                                timeout_ms,
+                                server,
+                            }),
+                            Some(_) => shared.record_zk(ZkEvent::SessionResumed {
+                                process,
+                                session: granted,
+                                server,
+                            }),
+                        }
+                        state.session = Some(granted);
+                        resend_watches(&state, &connection);
+                        state.phase = Phase::Connected {
+                            connection: connection.clone(),
+                        };
+                        state.attachment = sim::signal::Signal::new();
+                        for waiter in state.waiting_for_connection.drain(..) {
+                            let _ = waiter.try_send(());
+                        }
+                        return Some((connection, server));
+                    }
+                    Ok(Ok(ClientMessage::Refused {
+                        reason: Refusal::SessionExpired,
+                    })) => {
+                        expire(&shared);
+                        return None;
+                    }
+                    _ => connection.close(),
                 }
-                _ => connection.close(),
             }
         };
+        let connected = match abandon_at {
+            Some(at) => {
+                let deadline = std::pin::pin!(clock.sleep_until(at));
+                match select(std::pin::pin!(connecting), deadline).await {
+                    Either::Left((connected, _)) => connected,
+                    Either::Right(((), _)) => {
+                        abandon(&shared);
+                        return;
+                    }
+                }
+            }
+            None => connecting.await,
+        };
+        let Some((connection, server)) = connected else {
+            return;
+        };
+        abandon_at = None;
         // Connected.
         let timeout = Duration::from_millis(shared.lock().timeout_ms);
         let read_timeout = timeout * 2 / 3;
@@ -985,6 +1144,9 @@ async fn run_connection(shared: Arc<Shared>) {
         }
         connection.close();
         disconnected(&shared, server);
+        if shared.config.expiry == SessionExpiry::AfterDisconnectedTimeout {
+            abandon_at = Some(clock.now() + timeout);
+        }
     }
 }
 
@@ -1164,6 +1326,26 @@ fn expire(shared: &Shared) {
     }
     fail_pending(shared, &mut state, ZkClientError::SessionExpired);
     // Watches of an expired session never fire: dropping the senders tells their owners.
+    state.watches.clear();
+}
+
+/// Gives the session up after a session timeout without a connection
+/// ([`SessionExpiry::AfterDisconnectedTimeout`]): as an expiry to the client's callers, but
+/// recorded as abandoned — the servers were not asked, and may hold the session still.
+fn abandon(shared: &Shared) {
+    let mut state = shared.lock();
+    if matches!(state.phase, Phase::Expired | Phase::Closed) {
+        return;
+    }
+    state.phase = Phase::Expired;
+    state.attachment.set();
+    if let Some(session) = state.session {
+        shared.record_zk(ZkEvent::SessionAbandoned {
+            process: shared.config.process,
+            session,
+        });
+    }
+    fail_pending(shared, &mut state, ZkClientError::SessionExpired);
     state.watches.clear();
 }
 

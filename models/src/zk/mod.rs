@@ -12,7 +12,10 @@ pub mod txn;
 pub mod watches;
 pub mod wire;
 
-pub use client::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientConfig, ZkClientError};
+pub use client::{
+    FoundNode, ProtectedCreate, SessionExpiry, Watch, WatchLost, WatchedEvent, ZkClient,
+    ZkClientConfig, ZkClientError,
+};
 pub use driver::{ZkEnsemble, ZkEnsembleConfig};
 pub use prep::WriteOp;
 pub use server::{ClientLink, ServerEffect, ZkServer, ZkServerConfig};

@@ -6,6 +6,7 @@ use crate::{
     scenario::{Scenario, Store},
     workload::{LockRecipe, Locks, Workload},
 };
+use models::zk::SessionExpiry;
 use sim::fault::{
     Fault, FaultKind, FaultPlan, FaultSource, PartitionShape, PauseClients, PausedClient,
     ScheduledFault,
@@ -38,6 +39,7 @@ fn lock_checks(recipe: LockRecipe, belief: Belief) -> Vec<String> {
         "default".to_string(),
         "recipe.fenced_writes".into(),
         "recipe.no_orphan_waiter".into(),
+        "recipe.holder_owns_node".into(),
     ];
     if belief == Belief::Exclusive {
         checks.push("recipe.mutual_exclusion".into());
@@ -125,6 +127,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         });
     }
     scenarios.push(queue_lock_crashes());
+    scenarios.push(queue_lock_curator_joiner_cut_off());
     scenarios.extend(cut_off(
         LockRecipe::ZkQueueLock,
         "zk_queue_lock",
@@ -218,4 +221,63 @@ fn queue_lock_crashes() -> Scenario {
     // Slow syncs keep creates in flight longer, so more crashes catch one.
     super::slow_disks(&mut crashes.world);
     crashes
+}
+
+/// Curator's clients on the queue lock (a session given up after a session timeout without
+/// a connection, and a join whose reply that loss swallowed carried into the next session
+/// by its GUID): three times, the newest waiter — the one whose create is most likely in
+/// flight — is cut off from everyone for 2.5 s, and 1 s into the cut the leader crashes
+/// for 1 s. The new leader gives every session a fresh timeout, so the cut-off client's
+/// old session, and the node its lost create made, outlive the client's own expiry: back
+/// in a new session, it finds that node by its GUID. A correct client deletes it and joins
+/// again; without the session check (`recipe.protection_without_session_check`) it holds
+/// the lock by it.
+fn queue_lock_curator_joiner_cut_off() -> Scenario {
+    let round = |at_ms: u64| {
+        [
+            ScheduledFault::at(
+                at_ms,
+                Fault::Partition {
+                    shape: PartitionShape::IsolateNode {
+                        node: "newest_waiter".parse().expect("a role"),
+                    },
+                },
+            )
+            .lasting(2_500),
+            ScheduledFault::at(
+                at_ms + 1_000,
+                Fault::Crash {
+                    node: "leader".parse().expect("a role"),
+                },
+            )
+            .lasting(1_000),
+        ]
+    };
+    let mut scenario = Scenario {
+        workload: Workload::Locks(Locks {
+            recipe: LockRecipe::ZkQueueLock,
+            session_expiry: SessionExpiry::AfterDisconnectedTimeout,
+            ..Locks::default()
+        }),
+        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive),
+        faults: FaultSource::Plan(FaultPlan::new(
+            [2_000, 6_000, 10_000].into_iter().flat_map(round).collect(),
+        )),
+        fault_phase_ms: 13_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(
+            "zk_queue_lock_curator_joiner_cut_off",
+            "Curator's clients (simulated session expiry, a lost join carried into the next \
+             session) on the ZooKeeper queue lock, five clients; the newest waiter cut off \
+             for 2.5 s three times, the leader crashed 1 s into each cut: the new leader \
+             keeps the cut-off client's old session, and its node, past the client's expiry",
+            Store::Zab,
+            3,
+            5,
+        )
+    };
+    // Slow syncs keep creates in flight longer, so more cuts catch one.
+    super::slow_disks(&mut scenario.world);
+    scenario
 }

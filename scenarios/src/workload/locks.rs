@@ -12,9 +12,12 @@
 
 use super::recipe_session::{RecipeSession, RecipeStore, Session};
 use super::{Pending, Workers};
-use models::recipes::{
-    EtcdMutex, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs, ResourceClient,
-    ZkHerdLock, ZkQueueLock,
+use models::{
+    recipes::{
+        CarriedJoin, EtcdMutex, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs,
+        ResourceClient, ZkHerdLock, ZkQueueLock,
+    },
+    zk::SessionExpiry,
 };
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, NodeId, Sim};
@@ -65,6 +68,17 @@ pub struct Locks {
     pub session_timeout_ms: u64,
     /// Whether the resource checks tokens.
     pub fencing: Fencing,
+    /// Who ends a ZooKeeper session as its client sees it. With
+    /// `after_disconnected_timeout` the clients are Curator's: they also give a session up
+    /// after a session timeout without a connection, and the queue lock carries a join
+    /// whose reply that loss swallowed into the process's next session (as Curator's retry
+    /// loop does).
+    #[serde(skip_serializing_if = "is_told_by_server")]
+    pub session_expiry: SessionExpiry,
+}
+
+fn is_told_by_server(expiry: &SessionExpiry) -> bool {
+    *expiry == SessionExpiry::ToldByServer
 }
 
 impl Default for Locks {
@@ -77,6 +91,7 @@ impl Default for Locks {
             patience_ms: 10_000,
             session_timeout_ms: 2_000,
             fencing: Fencing::On,
+            session_expiry: SessionExpiry::ToldByServer,
         }
     }
 }
@@ -202,6 +217,8 @@ struct LockClient {
     resource: ResourceClient,
     bugs: RecipeBugs,
     session: RecipeSession,
+    /// The queue lock's join carried across sessions, for Curator's clients.
+    carried: Option<CarriedJoin>,
 }
 
 impl LockClient {
@@ -225,7 +242,10 @@ impl LockClient {
                 process,
                 Duration::from_millis(locks.session_timeout_ms),
                 Duration::from_millis(locks.patience_ms),
-            ),
+            )
+            .with_expiry(locks.session_expiry),
+            carried: (locks.session_expiry == SessionExpiry::AfterDisconnectedTimeout)
+                .then(CarriedJoin::default),
         }
     }
 
@@ -248,10 +268,14 @@ impl LockClient {
                             .await
                     }
                     _ => {
-                        ZkQueueLock::new(zk, &self.context, LOCK_NAME)
-                            .with_bugs(self.bugs)
-                            .acquire(patience)
-                            .await
+                        let lock =
+                            ZkQueueLock::new(zk, &self.context, LOCK_NAME).with_bugs(self.bugs);
+                        match &self.carried {
+                            Some(carried) => lock.carrying(carried),
+                            None => lock,
+                        }
+                        .acquire(patience)
+                        .await
                     }
                 };
                 match guard {

@@ -5,7 +5,7 @@
 use models::{
     etcd::{EtcdClient, EtcdCluster},
     recipes::EtcdSession,
-    zk::{ZkClient, ZkEnsemble},
+    zk::{SessionExpiry, ZkClient, ZkEnsemble},
 };
 use sim::NodeContext;
 use std::time::Duration;
@@ -30,6 +30,8 @@ pub(crate) struct RecipeSession {
     process: u32,
     timeout: Duration,
     patience: Duration,
+    /// Who ends a ZooKeeper session as the client sees it.
+    expiry: SessionExpiry,
     session: Option<Session>,
     /// The process's one etcd client, for all its sessions (it numbers the watches).
     etcd: Option<EtcdClient>,
@@ -51,6 +53,7 @@ impl RecipeSession {
             process,
             timeout,
             patience,
+            expiry: SessionExpiry::ToldByServer,
             session: None,
             etcd: match store {
                 RecipeStore::Raft(cluster) => {
@@ -59,6 +62,12 @@ impl RecipeSession {
                 RecipeStore::Zab(_) => None,
             },
         }
+    }
+
+    /// ZooKeeper sessions that the client also gives up by itself, as `expiry` says.
+    pub(crate) fn with_expiry(mut self, expiry: SessionExpiry) -> Self {
+        self.expiry = expiry;
+        self
     }
 
     /// Opens a session if there is none; `false` if the store could not be reached.
@@ -71,6 +80,7 @@ impl RecipeSession {
                 let mut config = ensemble.client_config(self.process);
                 config.session_timeout = self.timeout;
                 config.connect_patience = self.patience;
+                config.expiry = self.expiry;
                 ensemble
                     .connect(&self.context, config)
                     .await

@@ -9,6 +9,8 @@ use std::{fmt, str::FromStr};
 /// - `"leader"`: the server that most recently became leader and has neither stepped down
 ///   nor crashed (from the servers' `BecameLeader` / `SteppedDown` events);
 /// - `"follower"`: a running server other than the leader, picked from the nemesis stream;
+/// - `"holder"`, `"waiter"`, `"newest_waiter"`: a client node by its process's part in a
+///   lock or election (the newest holder, the longest and the newest waiter);
 /// - `"$name"`: the node an earlier fault of the same plan resolved to, where that fault
 ///   said `"as": "name"` (to crash the leader a partition stranded, say).
 ///
@@ -30,6 +32,10 @@ pub enum Target {
     /// campaigned longest in an election, and has neither got it nor given up (from the
     /// recipes' lock and election records).
     Waiter,
+    /// The client node of the process that most recently asked for a lock (or began to
+    /// campaign) and has neither got it nor given up: the one most likely to have its
+    /// line's create in flight (from the same records as [`Target::Waiter`]).
+    NewestWaiter,
     /// The node an earlier fault resolved to (its `as` name).
     Label(String),
 }
@@ -58,6 +64,7 @@ impl fmt::Display for Target {
             Target::Follower => f.write_str("follower"),
             Target::Holder => f.write_str("holder"),
             Target::Waiter => f.write_str("waiter"),
+            Target::NewestWaiter => f.write_str("newest_waiter"),
             Target::Label(name) => write!(f, "${name}"),
         }
     }
@@ -72,7 +79,7 @@ impl fmt::Display for TargetParseError {
         write!(
             f,
             "`{}` is not a target (expected a node such as s1 or c2, `leader`, `follower`, \
-             `holder`, `waiter`, or `$name` for the node an earlier fault's `as` named)",
+             `holder`, `waiter`, `newest_waiter`, or `$name` for the node an earlier fault's `as` named)",
             self.0
         )
     }
@@ -89,6 +96,7 @@ impl FromStr for Target {
             "follower" => Ok(Target::Follower),
             "holder" => Ok(Target::Holder),
             "waiter" => Ok(Target::Waiter),
+            "newest_waiter" => Ok(Target::NewestWaiter),
             _ => {
                 if let Some(name) = text.strip_prefix('$') {
                     let valid = !name.is_empty()
@@ -135,6 +143,8 @@ mod tests {
             "leader",
             "follower",
             "holder",
+            "waiter",
+            "newest_waiter",
             "$stranded",
             "$k-1",
         ] {

@@ -237,6 +237,17 @@ pub enum ZkEvent {
         /// Session id.
         session: u64,
     },
+    /// The client gave up on its session after a whole session timeout without a
+    /// connection (Curator's simulated session expiration, opt-in: see the ZooKeeper
+    /// client's `SessionExpiry`). Only the client's belief: the servers may still hold the
+    /// session and its ephemeral nodes (a new leader gives every session a fresh timeout),
+    /// so no check takes this as the session's end.
+    SessionAbandoned {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+    },
     /// The client closed its session and the close was committed.
     SessionClosed {
         /// Logical process.

@@ -147,7 +147,8 @@ pub(crate) struct WorldState {
     /// records as they are recorded): the nemesis resolves `holder` from this.
     pub holding: Vec<(NodeId, u32, String)>,
     /// Client processes waiting for a lock they asked for or campaigning for an election,
-    /// longest-waiting first: the nemesis resolves `waiter` from this.
+    /// longest-waiting first: the nemesis resolves `waiter` (the first) and `newest_waiter`
+    /// (the last) from this.
     pub waiting: Vec<(NodeId, u32, String)>,
 }
 

@@ -11,6 +11,7 @@ pub mod counter;
 pub mod discovery_converges;
 pub mod fenced_writes;
 pub mod herd_effect;
+pub mod holder_owns_node;
 pub mod leader_uniqueness;
 pub mod mutual_exclusion;
 pub mod no_orphan_waiter;
@@ -21,7 +22,8 @@ use crate::{Check, boxed};
 
 /// The lock checks every lock scenario gets. `recipe.mutual_exclusion` is among them: a
 /// scenario that pauses holders past their session timeout expects it to fire.
-/// `recipe.no_orphan_waiter` reads ZooKeeper sessions and passes on etcd's histories.
+/// `recipe.no_orphan_waiter` and `recipe.holder_owns_node` read ZooKeeper sessions and pass
+/// on etcd's histories.
 pub const LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.mutual_exclusion",
@@ -37,6 +39,11 @@ pub const LOCK_CHECKS: &[Check] = &[
         name: "recipe.no_orphan_waiter",
         property: "no waiter behind its own session's node",
         run: |history, _| boxed(no_orphan_waiter::check(history)),
+    },
+    Check {
+        name: "recipe.holder_owns_node",
+        property: "a holder holds by its own session's node",
+        run: |history, _| boxed(holder_owns_node::check(history)),
     },
 ];
 
