@@ -7,7 +7,10 @@
 //! - with holders paused past their session timeout / lease TTL, mutual exclusion *as
 //!   believed* breaks (a lease-based lock cannot give it by itself: Kleppmann 2016; Jepsen
 //!   etcd 3.4.3), and the fenced resource refuses the stale holders' writes, so it stays
-//!   safe; with fencing off it accepts them, and `recipe.fenced_writes` catches that.
+//!   safe; with fencing off it accepts them, and `recipe.fenced_writes` catches that;
+//! - with Curator's clients, a waiter that gave its session up with its create's reply
+//!   lost finds the node that create made, in a session the servers still hold, and deletes
+//!   it instead of holding the lock by it.
 
 use checks::{
     history::locks::{holds, resource_writes},
@@ -305,4 +308,95 @@ fn a_paused_etcd_mutex_holder_breaks_belief_and_fencing_saves_the_resource() {
         "etcd_mutex_expiry",
         "a_paused_etcd_mutex_holder_breaks_belief_and_fencing_saves_the_resource",
     );
+}
+
+/// Nodes that a client process, back in a new session, found by its own `exists` to be
+/// owned by another session and then deleted; and the sessions clients gave up.
+fn old_session_nodes_deleted(history: &sim::history::History) -> (usize, usize) {
+    use sim::history::{
+        Event, OpResult, Operation, Response,
+        zk::{ZkEvent, ZkOperation, ZkResponse},
+    };
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut sessions = BTreeMap::new();
+    let mut asked = BTreeMap::new();
+    let mut foreign = BTreeSet::new();
+    let (mut deleted, mut abandoned) = (0, 0);
+    for record in history.records() {
+        match &record.event {
+            Event::Zk(ZkEvent::SessionEstablished {
+                process, session, ..
+            }) => {
+                sessions.insert((record.node, *process), *session);
+            }
+            Event::Zk(ZkEvent::SessionAbandoned { .. }) => abandoned += 1,
+            Event::Invoke {
+                client,
+                process,
+                op_id,
+                operation,
+            } => {
+                let key = (Some(*client), *process);
+                match operation {
+                    Operation::Zk(ZkOperation::Exists { path }) => {
+                        if let Some(&session) = sessions.get(&key) {
+                            asked.insert(*op_id, (key, path.clone(), session));
+                        }
+                    }
+                    Operation::Zk(ZkOperation::Delete { path, .. })
+                        if foreign.contains(&(key, path.clone())) =>
+                    {
+                        deleted += 1;
+                    }
+                    _ => {}
+                }
+            }
+            Event::Complete { op_id, result } => {
+                if let Some((key, path, session)) = asked.remove(op_id)
+                    && let OpResult::Ok {
+                        response:
+                            Response::Zk(ZkResponse::Exists {
+                                stat: Some(stat), ..
+                            }),
+                    } = result
+                    && stat.ephemeral_owner != 0
+                    && stat.ephemeral_owner != session
+                {
+                    foreign.insert((key, path));
+                }
+            }
+            _ => {}
+        }
+    }
+    (deleted, abandoned)
+}
+
+#[test]
+fn a_curator_queue_lock_client_deletes_the_node_its_given_up_session_made() {
+    let name = "zk_queue_lock_curator_joiner_cut_off";
+    let mut counts = (0, 0);
+    let summary = Sweep::new(
+        get(name),
+        "scenarios",
+        TARGET,
+        "a_curator_queue_lock_client_deletes_the_node_its_given_up_session_made",
+        10,
+    )
+    .run_inspecting(|outcome: &Outcome| {
+        let history = outcome
+            .history
+            .as_ref()
+            .expect("the driver keeps the history");
+        let (deleted, abandoned) = old_session_nodes_deleted(history);
+        counts.0 += deleted;
+        counts.1 += abandoned;
+    });
+    summary.assert_clean();
+    summary.assert_fired(&[FaultKind::Partition, FaultKind::Crash]);
+    let (deleted, abandoned) = counts;
+    assert!(
+        abandoned >= summary.seeds.len() && deleted >= 1,
+        "{name}: {abandoned} sessions given up, {deleted} old-session nodes deleted"
+    );
+    println!("{name}: {abandoned} sessions given up, {deleted} old-session nodes deleted");
 }

@@ -7,7 +7,10 @@
 //!   outcome is unknown — and the client reconnects to another server, keeping its
 //!   session if the leader still has it, and re-registers its watches there.
 //! - When the session is gone (the leader expired it) the client learns it on reconnect
-//!   and every operation fails with [`ZkClientError::SessionExpired`].
+//!   and every operation fails with [`ZkClientError::SessionExpired`]. Opt-in
+//!   ([`SessionExpiry::AfterDisconnectedTimeout`]), the client also gives its session up by
+//!   itself after a session timeout without a connection, as Curator does, whatever the
+//!   servers still hold.
 //! - A server that has applied less than the client has seen refuses it, so a client
 //!   never goes back in time when it fails over.
 //!
