@@ -1,6 +1,6 @@
 //! Coordination recipes, written against the two stores' clients the way real libraries
 //! are (Curator and the ZooKeeper recipes; etcd's `concurrency` package), and the fenced
-//! resource their critical sections write to: locks, service discovery on both stores, and
+//! resource their critical sections write to: locks (a read/write lock among them), service discovery on both stores, and
 //! pub/sub on etcd.
 //!
 //! Every recipe records what its client believes (`sim::history::recipe`): when it asked
@@ -31,6 +31,7 @@ mod zk_node_loss;
 mod zk_paths;
 mod zk_queue;
 mod zk_queue_lock;
+mod zk_rw_lock;
 
 pub use bugs::{RecipeBug, RecipeBugs};
 pub use election::ElectionError;
@@ -52,3 +53,4 @@ pub use zk_election::{ZkElection, ZkLeaderObserver, ZkLeadership};
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
 pub use zk_queue::{QueueError, ZkQueue};
 pub use zk_queue_lock::ZkQueueLock;
+pub use zk_rw_lock::ZkRwLock;

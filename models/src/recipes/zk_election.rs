@@ -13,7 +13,7 @@
 use super::bugs::{RecipeBug, RecipeBugs};
 use super::election::{ElectionError, ElectionRecorder};
 use super::zk_herd_lock::store_error;
-use super::zk_line::Line;
+use super::zk_line::{Line, Waits};
 use super::zk_node_loss::until_node_lost;
 use super::zk_paths::ensure_parents;
 use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
@@ -63,6 +63,7 @@ impl ZkElection {
             context: &self.context,
             parent: &self.path,
             child_prefix: CHILD_PREFIX,
+            waits: Waits::BehindPredecessor,
         }
     }
 
@@ -223,6 +224,7 @@ impl ZkLeaderObserver {
             context: &self.context,
             parent: &self.path,
             child_prefix: CHILD_PREFIX,
+            waits: Waits::BehindPredecessor,
         };
         loop {
             if let Some(fired) = &mut self.watching {

@@ -164,7 +164,9 @@ impl Workload {
             | Workload::ZkScript(_)
             | Workload::ZkOutOfBandReads(_) => Store::Zab,
             Workload::Locks(locks) => match locks.recipe {
-                LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
+                LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock | LockRecipe::ZkRwLock => {
+                    Store::Zab
+                }
                 LockRecipe::EtcdMutex => Store::Raft,
             },
             Workload::Elections(elections) => match elections.recipe {

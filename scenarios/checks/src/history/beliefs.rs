@@ -8,7 +8,10 @@
 
 use sim::{
     NodeId,
-    history::{Event, History, RecipeEvent, recipe::LossReason},
+    history::{
+        Event, History, RecipeEvent,
+        recipe::{LockMode, LossReason},
+    },
     time::SimTime,
 };
 use std::collections::BTreeMap;
@@ -35,6 +38,8 @@ pub(crate) enum BeliefChange {
     Began {
         /// The fencing token.
         token: u64,
+        /// Whether others may hold it too (a read lock's readers) or not.
+        mode: LockMode,
     },
     /// It let go, and knows it.
     LetGo,
@@ -49,6 +54,7 @@ pub(crate) struct Belief {
     pub(crate) name: String,
     pub(crate) holder: Holder,
     pub(crate) token: u64,
+    pub(crate) mode: LockMode,
     pub(crate) from: SimTime,
     pub(crate) until: Option<SimTime>,
     pub(crate) end: HoldEnd,
@@ -114,7 +120,7 @@ pub(crate) fn beliefs(
                 };
                 let key = ((node, process), name.to_string());
                 match change {
-                    BeliefChange::Began { token } => {
+                    BeliefChange::Began { token, mode } => {
                         // A second start without an end replaces the first belief.
                         if let Some(index) = open.remove(&key) {
                             close(&mut beliefs, index, record.at, HoldEnd::Released);
@@ -124,6 +130,7 @@ pub(crate) fn beliefs(
                             name: name.to_string(),
                             holder: (node, process),
                             token,
+                            mode,
                             from: record.at,
                             until: None,
                             end: HoldEnd::StillHeld,

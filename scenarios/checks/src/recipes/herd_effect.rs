@@ -103,7 +103,7 @@ pub fn report(history: &History) -> BTreeMap<String, HerdReport> {
                         close(&mut reports, lock, window);
                     }
                 }
-                LockStep::Requested | LockStep::GaveUp { .. } => {}
+                LockStep::Requested { .. } | LockStep::GaveUp { .. } => {}
             },
             (
                 Event::Invoke {
@@ -189,7 +189,7 @@ pub fn check(history: &History, bound: u64) -> Vec<HerdExceeded> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, C2, lock_step};
+    use crate::test_history::{C1, C2, exclusive, lock_step};
     use sim::{NodeId, history::History};
 
     const C3: NodeId = NodeId::client(2);
@@ -207,21 +207,21 @@ mod tests {
     #[test]
     fn a_release_that_wakes_everyone_is_a_herd_and_one_that_wakes_one_is_not() {
         let herd = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(100, C1, exclusive(1)),
             lock_step(200, C1, LockStep::Released { token: 1 }),
             woken(210, C2),
             woken(211, C3),
-            lock_step(230, C2, LockStep::Acquired { token: 2 }),
+            lock_step(230, C2, exclusive(2)),
         ]);
         let violations = check(&herd, 1);
         assert_eq!(violations.len(), 1);
         assert_eq!(violations[0].woken, 2);
         assert_eq!(report(&herd)["/lock"].wakeups_per_release(), 2.0);
         let queue = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(100, C1, exclusive(1)),
             lock_step(200, C1, LockStep::Released { token: 1 }),
             woken(210, C2),
-            lock_step(230, C2, LockStep::Acquired { token: 2 }),
+            lock_step(230, C2, exclusive(2)),
         ]);
         assert_eq!(check(&queue, 1), vec![]);
     }

@@ -2,7 +2,9 @@
 //! the fenced resource received ([`crate::history::locks`], [`crate::history::elections`],
 //! [`crate::history::membership`], [`crate::history::pubsub`]): mutual exclusion as the
 //! clients believed it, mutual exclusion at the resource, the herd effect, leader uniqueness
-//! as the clients believed it, discovery views converging, and pub/sub delivery.
+//! as the clients believed it, discovery views converging, pub/sub delivery, read/write
+//! exclusion, and the other ZooKeeper primitives (queue, counter, barrier, configuration,
+//! rendezvous).
 
 pub mod barrier;
 pub mod config_versions;
@@ -14,6 +16,8 @@ pub mod leader_uniqueness;
 pub mod mutual_exclusion;
 pub mod pubsub_delivery;
 pub mod queue_semantics;
+pub mod rw_exclusion;
+pub mod rw_reader_waits;
 
 use crate::{Check, boxed};
 
@@ -50,6 +54,22 @@ pub const OPTIONAL: &[Check] = &[
         name: "recipe.pubsub_delivery",
         property: "pub/sub delivery",
         run: |history, context| boxed(pubsub_delivery::check(history, context.watch_settle)),
+    },
+];
+
+/// The read/write lock checks: the read/write lock scenarios run these instead of
+/// `recipe.mutual_exclusion` (readers share the lock). `recipe.rw_exclusion` is among them:
+/// a scenario that pauses holders past their session timeout expects it to fire.
+pub const RW_LOCK_CHECKS: &[Check] = &[
+    Check {
+        name: "recipe.rw_exclusion",
+        property: "read/write exclusion (as believed)",
+        run: |history, _| boxed(rw_exclusion::check(history)),
+    },
+    Check {
+        name: "recipe.rw_reader_waits_only_for_writers",
+        property: "readers wait only for writers",
+        run: |history, _| boxed(rw_reader_waits::check(history)),
     },
 ];
 
