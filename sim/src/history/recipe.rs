@@ -201,6 +201,39 @@ pub enum ConfigStep {
     },
 }
 
+/// A step of a rendezvous (Hunt et al., ZooKeeper, section 2.4): a client creates the
+/// rendezvous node, a master fills it with its address, workers read it (with a watch) and
+/// watch for its deletion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum RendezvousStep {
+    /// The client created the rendezvous node, empty.
+    Created,
+    /// The master asked the store to fill the node with `info` (until `Published` follows,
+    /// the write may or may not have happened).
+    Publishing {
+        /// What it wrote: its address.
+        info: String,
+    },
+    /// The store acknowledged the master's write of `info`.
+    Published {
+        /// What it wrote.
+        info: String,
+    },
+    /// A worker started waiting for the master's information.
+    Awaiting,
+    /// A worker read `info` from the node and handed it to its caller.
+    Learned {
+        /// What it read.
+        info: String,
+    },
+    /// The client that created the node ended the rendezvous (deleted the node, or learned
+    /// that it went with its session).
+    Ended,
+    /// A master or worker noticed that the node was deleted (time to clean up).
+    NoticedEnd,
+}
+
 /// A step of group membership / service discovery.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
@@ -322,6 +355,16 @@ pub enum RecipeEvent {
         #[serde(flatten)]
         step: ConfigStep,
     },
+    /// A rendezvous.
+    Rendezvous {
+        /// The client process.
+        process: u32,
+        /// The rendezvous node's path.
+        rendezvous: String,
+        /// What happened.
+        #[serde(flatten)]
+        step: RendezvousStep,
+    },
     /// A group.
     Membership {
         /// The client process.
@@ -391,6 +434,13 @@ mod tests {
                 process: 2,
                 counter: "n".into(),
                 step: CounterStep::Unknown,
+            },
+            RecipeEvent::Rendezvous {
+                process: 3,
+                rendezvous: "/zr".into(),
+                step: RendezvousStep::Learned {
+                    info: "m:2181".into(),
+                },
             },
             RecipeEvent::ResourceWrite {
                 resource: "r".into(),

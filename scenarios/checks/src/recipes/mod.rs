@@ -16,6 +16,7 @@ pub mod leader_uniqueness;
 pub mod mutual_exclusion;
 pub mod pubsub_delivery;
 pub mod queue_semantics;
+pub mod rendezvous;
 pub mod rw_exclusion;
 pub mod rw_reader_waits;
 
@@ -82,8 +83,8 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
     run: |history, _| boxed(leader_uniqueness::check(history)),
 }];
 
-/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration):
-/// each judges its own recipe's records and passes on histories without them.
+/// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration,
+/// rendezvous): each judges its own recipe's records and passes on histories without them.
 pub const PRIMITIVE_CHECKS: &[Check] = &[
     Check {
         name: "recipe.queue_semantics",
@@ -104,5 +105,10 @@ pub const PRIMITIVE_CHECKS: &[Check] = &[
         name: "recipe.config_versions",
         property: "configuration versions",
         run: |history, _| boxed(config_versions::check(history)),
+    },
+    Check {
+        name: "recipe.rendezvous",
+        property: "rendezvous",
+        run: |history, context| boxed(rendezvous::check(history, context.watch_settle)),
     },
 ];
