@@ -53,6 +53,20 @@ pub(crate) enum Waits<'a> {
     },
 }
 
+impl Waits<'_> {
+    /// The node a client must wait for, given the nodes `before` its own (first to last);
+    /// `None` if it is through.
+    fn blocker<'n>(&self, before: &'n [String]) -> Option<&'n String> {
+        match self {
+            Waits::BehindPredecessor => before.last(),
+            Waits::BehindNearest { blockers, .. } => before
+                .iter()
+                .rev()
+                .find(|name| blockers.iter().any(|mark| name.contains(mark))),
+        }
+    }
+}
+
 /// A line of ephemeral-sequential children of `parent`, named `<guid>-<child_prefix><seq>`.
 pub(crate) struct Line<'a> {
     pub(crate) zk: &'a ZkClient,
@@ -94,7 +108,7 @@ impl Line<'_> {
                 // it). Coming first through it is impossible.
                 return Err(LockError::SessionEnded);
             };
-            let Some(blocker) = self.blocker(&line[..place]) else {
+            let Some(blocker) = self.waits.blocker(&line[..place]) else {
                 match self.zk.exists(&mine).await {
                     Ok(Some(stat)) if self.owns(&stat) => {
                         return Ok(FirstInLine {
@@ -120,18 +134,6 @@ impl Line<'_> {
                 Ok(Err(_)) => return Err(LockError::SessionEnded),
                 Err(_) => return Err(withdraw(LockError::TimedOut).await),
             }
-        }
-    }
-
-    /// The node a client must wait for, given the nodes `before` its own (first to last);
-    /// `None` if it is through.
-    fn blocker<'n>(&self, before: &'n [String]) -> Option<&'n String> {
-        match self.waits {
-            Waits::BehindPredecessor => before.last(),
-            Waits::BehindNearest { blockers, .. } => before
-                .iter()
-                .rev()
-                .find(|name| blockers.iter().any(|mark| name.contains(mark))),
         }
     }
 
@@ -184,5 +186,34 @@ impl Line<'_> {
 
     async fn delete(&self, node: &str) {
         while let Err(ZkClientError::ConnectionLoss) = self.zk.delete(node, None).await {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn a_queue_waits_for_its_predecessor_and_a_reader_only_for_the_nearest_writer() {
+        let before = names(&["g1-write-01", "g2-read-02", "g3-read-03"]);
+        let queue = Waits::BehindPredecessor;
+        assert_eq!(queue.blocker(&before), Some(&before[2]));
+        assert_eq!(queue.blocker(&[]), None);
+        let reader = Waits::BehindNearest {
+            line: &["read-", "write-"],
+            blockers: &["write-"],
+        };
+        assert_eq!(reader.blocker(&before), Some(&before[0]));
+        // Only readers before it: a reader holds with them.
+        assert_eq!(reader.blocker(&before[1..]), None);
+        let writer = Waits::BehindNearest {
+            line: &["read-", "write-"],
+            blockers: &["read-", "write-"],
+        };
+        assert_eq!(writer.blocker(&before), Some(&before[2]));
     }
 }
