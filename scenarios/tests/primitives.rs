@@ -319,7 +319,7 @@ fn rendezvous_workers_learn_the_masters_address_whenever_they_start() {
     assert_rendezvous(
         "zk_rendezvous",
         "rendezvous_workers_learn_the_masters_address_whenever_they_start",
-        4,
+        5,
     );
 }
 
@@ -328,6 +328,6 @@ fn rendezvous_workers_learn_the_masters_address_under_server_faults() {
     assert_rendezvous(
         "zk_rendezvous_faults",
         "rendezvous_workers_learn_the_masters_address_under_server_faults",
-        6,
+        10,
     );
 }
