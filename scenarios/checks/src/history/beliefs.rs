@@ -1,5 +1,6 @@
-//! Intervals during which a client process believed it alone held something — a lock, an
-//! election's leadership — with the fencing token it held it by. The lock reader
+//! Intervals during which a client process believed it held something — a lock, an
+//! election's leadership — with the fencing token it held it by, and whether alone or (a
+//! read lock) shared with other readers. The lock reader
 //! ([`super::locks`]) and the election reader ([`super::elections`]) are both built on this.
 //!
 //! Reads the recipe records each reader selects, written at the client node by the recipe

@@ -1,7 +1,8 @@
 //! Lock holds as clients believed them, and the writes fenced resources received.
 //!
 //! Reads the `RecipeEvent::Lock` records the lock recipes write at the client node (what
-//! the client believed: acquired with a token, released, lost) and the crashes of client
+//! the client believed: acquired with a token and a mode, exclusive or shared; released;
+//! lost) and the crashes of client
 //! nodes (a crashed process believes nothing any more: its hold ends at the crash; the
 //! `beliefs` reader the election reader shares). Reads `RecipeEvent::ResourceWrite` records,
 //! which the fenced resource writes at its own node for every write it receives.
