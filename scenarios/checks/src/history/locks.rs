@@ -2,9 +2,8 @@
 //!
 //! Reads the `RecipeEvent::Lock` records the lock recipes write at the client node (what
 //! the client believed: acquired with a token and a mode, exclusive or shared; released;
-//! lost) and the crashes of client
-//! nodes (a crashed process believes nothing any more: its hold ends at the crash; the
-//! `beliefs` reader the election reader shares). Reads `RecipeEvent::ResourceWrite` records,
+//! lost) and the crashes of client nodes (a crashed process believes nothing any more: its
+//! hold ends at the crash; the `beliefs` reader the election reader shares). Reads `RecipeEvent::ResourceWrite` records,
 //! which the fenced resource writes at its own node for every write it receives.
 
 use super::beliefs::{BeliefChange, beliefs, intervals_overlap};
