@@ -1,6 +1,6 @@
-//! The other ZooKeeper recipes through the one driver: the FIFO queue (and, as they come,
-//! the counter, the double barrier, the configuration behind `ready`, the read/write
-//! lock). Expected outcomes, stated: without faults and under server faults, each recipe's
+//! The other ZooKeeper recipes through the one driver: the FIFO queue, the counter, the
+//! double barrier, the configuration behind `ready`, and rendezvous (the read/write lock has
+//! its own suite, `rw_locks`). Expected outcomes, stated: without faults and under server faults, each recipe's
 //! check runs clean, the runs made progress (counted from their histories), and every
 //! fault kind of the swarm fired.
 
@@ -9,12 +9,15 @@ use scenarios::{
     sweep::{Sweep, SweepSummary},
 };
 use sim::{
+    NodeId,
     fault::FaultKind,
     history::{
         Event, History, RecipeEvent,
-        recipe::{BarrierStep, ConfigStep, CounterStep, QueueStep},
+        recipe::{BarrierStep, ConfigStep, CounterStep, QueueStep, RendezvousStep},
     },
 };
+
+use std::collections::BTreeSet;
 
 const TARGET: &str = "primitives";
 
@@ -225,5 +228,106 @@ fn configuration_reads_behind_ready_see_one_version_under_server_faults() {
         // Outages stall the readers, and every publish restarts the reads under way.
         10,
         config_reads,
+    );
+}
+
+/// What one rendezvous run showed, from its history.
+#[derive(Debug, Default)]
+struct RendezvousRun {
+    /// Workers that learned the address (distinct client processes).
+    learned: BTreeSet<(NodeId, u32)>,
+    /// Workers that started waiting before the master began to publish: they learned by the
+    /// watch's notification.
+    waited_for_the_master: BTreeSet<(NodeId, u32)>,
+    /// Workers that started after the master's write was acknowledged: the data was there.
+    found_it_there: BTreeSet<(NodeId, u32)>,
+    /// Masters and workers that noticed the end.
+    noticed_end: BTreeSet<(NodeId, u32)>,
+}
+
+fn rendezvous_run(history: &History) -> RendezvousRun {
+    let mut run = RendezvousRun::default();
+    let (mut publishing, mut published) = (None, None);
+    for record in history.records() {
+        let (Event::Recipe(RecipeEvent::Rendezvous { process, step, .. }), Some(node)) =
+            (&record.event, record.node)
+        else {
+            continue;
+        };
+        let who = (node, *process);
+        match step {
+            RendezvousStep::Publishing { .. } => {
+                publishing.get_or_insert(record.at);
+            }
+            RendezvousStep::Published { .. } => {
+                published.get_or_insert(record.at);
+            }
+            RendezvousStep::Awaiting if publishing.is_none() => {
+                run.waited_for_the_master.insert(who);
+            }
+            RendezvousStep::Awaiting if published.is_some() => {
+                run.found_it_there.insert(who);
+            }
+            RendezvousStep::Learned { .. } => {
+                run.learned.insert(who);
+            }
+            RendezvousStep::NoticedEnd => {
+                run.noticed_end.insert(who);
+            }
+            _ => {}
+        }
+    }
+    run
+}
+
+/// Clean over `seeds` runs, in each every worker (`clients - 2`) learned the address and
+/// every worker and the master noticed the end; over the sweep, workers both waited for the
+/// master and found the address already there. The counts of workers of each kind.
+fn assert_rendezvous(name: &str, test: &str, seeds: u64) -> (usize, usize) {
+    let scenario = get(name);
+    let workers = scenario.clients - 2;
+    let (mut waited, mut found) = (0, 0);
+    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
+        |outcome: &Outcome| {
+            let history = outcome
+                .history
+                .as_ref()
+                .expect("the driver keeps the history");
+            let run = rendezvous_run(history);
+            assert_eq!(run.learned.len(), workers, "seed {}: {run:?}", outcome.seed);
+            assert_eq!(
+                run.noticed_end.len(),
+                workers + 1,
+                "seed {}: {run:?}",
+                outcome.seed
+            );
+            waited += run.waited_for_the_master.intersection(&run.learned).count();
+            found += run.found_it_there.intersection(&run.learned).count();
+        },
+    );
+    summary.assert_clean();
+    if name.ends_with("_faults") {
+        summary.assert_fired(&SERVER_FAULTS);
+    }
+    println!("{name}: {waited} workers waited for the master, {found} found the address there");
+    assert!(waited >= 1 && found >= 1, "waited {waited}, found {found}");
+    (waited, found)
+}
+
+#[test]
+fn rendezvous_workers_learn_the_masters_address_whenever_they_start() {
+    assert_rendezvous(
+        "zk_rendezvous",
+        "rendezvous_workers_learn_the_masters_address_whenever_they_start",
+        5,
+    );
+}
+
+#[test]
+fn rendezvous_workers_learn_the_masters_address_under_server_faults() {
+    assert_rendezvous(
+        "zk_rendezvous_faults",
+        "rendezvous_workers_learn_the_masters_address_under_server_faults",
+        10,
     );
 }

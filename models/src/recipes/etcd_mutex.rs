@@ -17,7 +17,7 @@ use sim::{
     NodeContext,
     history::{
         OpResult,
-        recipe::{LockStep, LossReason},
+        recipe::{LockMode, LockStep, LossReason},
     },
     time::SimTime,
 };
@@ -65,7 +65,9 @@ impl EtcdMutex {
         session: &EtcdSession,
         patience: Duration,
     ) -> Result<EtcdMutexGuard, LockError> {
-        self.recorder.record(LockStep::Requested);
+        self.recorder.record(LockStep::Requested {
+            mode: LockMode::Exclusive,
+        });
         let clock = self.context.clock().clone();
         let result = if session.is_done() {
             Err(LockError::SessionEnded)
@@ -77,7 +79,10 @@ impl EtcdMutex {
         };
         match result {
             Ok(token) => {
-                self.recorder.record(LockStep::Acquired { token });
+                self.recorder.record(LockStep::Acquired {
+                    token,
+                    mode: LockMode::Exclusive,
+                });
                 Ok(EtcdMutexGuard {
                     key: self.key.clone(),
                     token,

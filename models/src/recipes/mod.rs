@@ -1,7 +1,8 @@
 //! Coordination recipes, written against the two stores' clients the way real libraries
 //! are (Curator and the ZooKeeper recipes; etcd's `concurrency` package), and the fenced
-//! resource their critical sections write to: locks, service discovery on both stores, and
-//! pub/sub on etcd.
+//! resource their critical sections write to: locks (a read/write lock among them), service
+//! discovery on both stores, pub/sub on etcd, and the other ZooKeeper primitives (queue,
+//! counter, barrier, configuration, rendezvous).
 //!
 //! Every recipe records what its client believes (`sim::history::recipe`): when it asked
 //! for a lock or campaigned, got it or began to lead (with its fencing token), let it go or
@@ -31,6 +32,8 @@ mod zk_node_loss;
 mod zk_paths;
 mod zk_queue;
 mod zk_queue_lock;
+mod zk_rendezvous;
+mod zk_rw_lock;
 
 pub use bugs::{RecipeBug, RecipeBugs};
 pub use election::ElectionError;
@@ -53,3 +56,5 @@ pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
 pub use zk_line::CarriedJoin;
 pub use zk_queue::{QueueError, ZkQueue};
 pub use zk_queue_lock::ZkQueueLock;
+pub use zk_rendezvous::{RendezvousError, ZkRendezvous};
+pub use zk_rw_lock::ZkRwLock;

@@ -13,7 +13,7 @@
 use super::bugs::{RecipeBug, RecipeBugs};
 use super::election::{ElectionError, ElectionRecorder};
 use super::zk_herd_lock::store_error;
-use super::zk_line::Line;
+use super::zk_line::{Line, Waits};
 use super::zk_node_loss::until_node_lost;
 use super::zk_paths::ensure_parents;
 use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
@@ -65,6 +65,7 @@ impl ZkElection {
             child_prefix: CHILD_PREFIX,
             bugs: self.bugs,
             carried: None,
+            waits: Waits::BehindPredecessor,
         }
     }
 
@@ -228,6 +229,7 @@ impl ZkLeaderObserver {
             // An observer only reads the line; it never joins it.
             bugs: RecipeBugs::default(),
             carried: None,
+            waits: Waits::BehindPredecessor,
         };
         loop {
             if let Some(fired) = &mut self.watching {

@@ -15,7 +15,7 @@ use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
     history::{
-        recipe::{LockStep, LossReason},
+        recipe::{LockMode, LockStep, LossReason},
         zk::{CreateMode, ZkError},
     },
     time::SimTime,
@@ -51,7 +51,9 @@ impl ZkHerdLock {
 
     /// Waits for the lock, for at most `patience`.
     pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
-        self.recorder.record(LockStep::Requested);
+        self.recorder.record(LockStep::Requested {
+            mode: LockMode::Exclusive,
+        });
         let result = self.try_acquire(patience).await;
         if let Err(error) = &result {
             self.recorder.gave_up(error);
@@ -104,7 +106,10 @@ impl ZkHerdLock {
     }
 
     fn held(&self, token: u64) -> ZkLockGuard {
-        self.recorder.record(LockStep::Acquired { token });
+        self.recorder.record(LockStep::Acquired {
+            token,
+            mode: LockMode::Exclusive,
+        });
         ZkLockGuard {
             zk: self.zk.clone(),
             node: self.path.clone(),

@@ -16,6 +16,11 @@
 //!   predecessor, so one departure wakes one client, not the herd;
 //! - if the predecessor vanished before the watch was set, the client lists the children
 //!   again instead of waiting for a notification that will never come.
+//!
+//! The read/write lock (ZooKeeper recipes, "Shared Locks") waits in a line of two kinds of
+//! node: a writer waits for its immediate predecessor of either kind, as above, but a reader
+//! waits only for the nearest *writer* before it, so readers with no writer between them
+//! hold together ([`Waits::BehindNearest`]).
 
 use super::bugs::{RecipeBug, RecipeBugs};
 use super::lock::LockError;
@@ -40,6 +45,38 @@ pub(crate) struct FirstInLine {
     pub(crate) czxid: u64,
 }
 
+/// Whom a client in line waits behind.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Waits<'a> {
+    /// The line is the nodes named with the line's `child_prefix`; each waits for the node
+    /// just before its own (queue lock, election).
+    BehindPredecessor,
+    /// The line is every node whose name contains one of `line`; a node waits for the
+    /// nearest node before its own whose name contains one of `blockers`, and is through
+    /// when there is none (the read/write lock: a reader's blockers are the writers, a
+    /// writer's are everyone).
+    BehindNearest {
+        /// What marks a node of the line.
+        line: &'a [&'a str],
+        /// What marks a node this client must wait for.
+        blockers: &'a [&'a str],
+    },
+}
+
+impl Waits<'_> {
+    /// The node a client must wait for, given the nodes `before` its own (first to last);
+    /// `None` if it is through.
+    fn blocker<'n>(&self, before: &'n [String]) -> Option<&'n String> {
+        match self {
+            Waits::BehindPredecessor => before.last(),
+            Waits::BehindNearest { blockers, .. } => before
+                .iter()
+                .rev()
+                .find(|name| blockers.iter().any(|mark| name.contains(mark))),
+        }
+    }
+}
+
 /// A line of ephemeral-sequential children of `parent`, named `<guid>-<child_prefix><seq>`.
 pub(crate) struct Line<'a> {
     pub(crate) zk: &'a ZkClient,
@@ -51,6 +88,7 @@ pub(crate) struct Line<'a> {
     /// Where a join whose session ended is kept for the client's next session, if the
     /// client carries joins across sessions.
     pub(crate) carried: Option<&'a CarriedJoin>,
+    pub(crate) waits: Waits<'a>,
 }
 
 /// A client process's line join carried from one session to the next, as Curator's retry
@@ -78,7 +116,7 @@ impl CarriedJoin {
 
 impl Line<'_> {
     /// Joins the line with a node holding `data` and waits, for at most `patience`, until
-    /// the node is first. Calls `woken` with the path of each predecessor whose watch fired.
+    /// the node is first (or, [`Waits::BehindNearest`], has no blocker before it). Calls `woken` with the path of each predecessor whose watch fired.
     /// On giving up, deletes its node (leaves the line).
     pub(crate) async fn wait_to_be_first(
         &self,
@@ -108,7 +146,7 @@ impl Line<'_> {
                 // it). Coming first through it is impossible.
                 return Err(LockError::SessionEnded);
             };
-            if place == 0 {
+            let Some(blocker) = self.waits.blocker(&line[..place]) else {
                 match self.zk.exists(&mine).await {
                     Ok(Some(stat)) if self.may_hold_by(&stat) => {
                         return Ok(FirstInLine {
@@ -120,8 +158,8 @@ impl Line<'_> {
                     Err(ZkClientError::ConnectionLoss) => continue,
                     Err(error) => return Err(store_error(error)),
                 }
-            }
-            let predecessor = self.path_of(&line[place - 1]);
+            };
+            let predecessor = self.path_of(blocker);
             let watch = match self.zk.exists_watch(&predecessor).await {
                 Ok((Some(_), watch)) => watch,
                 // Gone before the watch was set: list again.
@@ -137,12 +175,20 @@ impl Line<'_> {
         }
     }
 
+    /// Whether the child `name` is in the line.
+    fn in_line(&self, name: &str) -> bool {
+        match self.waits {
+            Waits::BehindPredecessor => name.contains(self.child_prefix),
+            Waits::BehindNearest { line, .. } => line.iter().any(|mark| name.contains(mark)),
+        }
+    }
+
     /// The names of the line's nodes, first to last (by sequence number).
     pub(crate) async fn in_order(&self) -> Result<Vec<String>, ZkClientError> {
         let (children, _) = self.zk.get_children(self.parent).await?;
         let mut line: Vec<(i64, String)> = children
             .into_iter()
-            .filter(|name| name.contains(self.child_prefix))
+            .filter(|name| self.in_line(name))
             .filter_map(|name| Some((sequence_of(&name)?, name)))
             .collect();
         line.sort();
@@ -212,5 +258,34 @@ impl Line<'_> {
 
     async fn delete(&self, node: &str) {
         while let Err(ZkClientError::ConnectionLoss) = self.zk.delete(node, None).await {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn a_queue_waits_for_its_predecessor_and_a_reader_only_for_the_nearest_writer() {
+        let before = names(&["g1-write-01", "g2-read-02", "g3-read-03"]);
+        let queue = Waits::BehindPredecessor;
+        assert_eq!(queue.blocker(&before), Some(&before[2]));
+        assert_eq!(queue.blocker(&[]), None);
+        let reader = Waits::BehindNearest {
+            line: &["read-", "write-"],
+            blockers: &["write-"],
+        };
+        assert_eq!(reader.blocker(&before), Some(&before[0]));
+        // Only readers before it: a reader holds with them.
+        assert_eq!(reader.blocker(&before[1..]), None);
+        let writer = Waits::BehindNearest {
+            line: &["read-", "write-"],
+            blockers: &["read-", "write-"],
+        };
+        assert_eq!(writer.blocker(&before), Some(&before[2]));
     }
 }

@@ -7,9 +7,12 @@
 use super::bugs::RecipeBugs;
 use super::lock::{LockError, LockRecorder};
 use super::zk_herd_lock::{NodeName, ZkLockGuard};
-use super::zk_line::{CarriedJoin, Line};
+use super::zk_line::{CarriedJoin, Line, Waits};
 use crate::zk::ZkClient;
-use sim::{NodeContext, history::recipe::LockStep};
+use sim::{
+    NodeContext,
+    history::recipe::{LockMode, LockStep},
+};
 use std::time::Duration;
 
 /// The prefix of every waiter's node name (after the protection GUID).
@@ -54,7 +57,9 @@ impl ZkQueueLock {
 
     /// Waits for the lock, for at most `patience`; on giving up, withdraws from the queue.
     pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
-        self.recorder.record(LockStep::Requested);
+        self.recorder.record(LockStep::Requested {
+            mode: LockMode::Exclusive,
+        });
         let result = self.try_acquire(patience).await;
         if let Err(error) = &result {
             self.recorder.gave_up(error);
@@ -70,6 +75,7 @@ impl ZkQueueLock {
             child_prefix: CHILD_PREFIX,
             bugs: self.bugs,
             carried: self.carried.as_ref(),
+            waits: Waits::BehindPredecessor,
         };
         let first = line
             .wait_to_be_first("", patience, |watched| self.recorder.woken(watched))
@@ -78,7 +84,10 @@ impl ZkQueueLock {
     }
 
     fn held(&self, node: String, token: u64) -> ZkLockGuard {
-        self.recorder.record(LockStep::Acquired { token });
+        self.recorder.record(LockStep::Acquired {
+            token,
+            mode: LockMode::Exclusive,
+        });
         ZkLockGuard {
             zk: self.zk.clone(),
             node,

@@ -134,6 +134,7 @@ pub fn all() -> impl Iterator<Item = &'static Check> {
         .chain(etcd::OPTIONAL)
         .chain(zk::CHECKS)
         .chain(recipes::LOCK_CHECKS)
+        .chain(recipes::RW_LOCK_CHECKS)
         .chain(recipes::ELECTION_CHECKS)
         .chain(recipes::OPTIONAL)
         .chain(recipes::PRIMITIVE_CHECKS)

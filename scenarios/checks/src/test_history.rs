@@ -168,6 +168,22 @@ pub fn lock_step(ms: u64, client: NodeId, step: sim::history::recipe::LockStep) 
     )
 }
 
+/// A lock step: the client acquired the lock alone, with `token`.
+pub fn exclusive(token: u64) -> sim::history::recipe::LockStep {
+    sim::history::recipe::LockStep::Acquired {
+        token,
+        mode: sim::history::recipe::LockMode::Exclusive,
+    }
+}
+
+/// A lock step: the client acquired the lock shared with other readers, with `token`.
+pub fn shared(token: u64) -> sim::history::recipe::LockStep {
+    sim::history::recipe::LockStep::Acquired {
+        token,
+        mode: sim::history::recipe::LockMode::Shared,
+    }
+}
+
 pub fn election_step(ms: u64, client: NodeId, step: sim::history::recipe::ElectionStep) -> Record {
     record(
         ms,

@@ -41,12 +41,21 @@ fn lock_checks(recipe: LockRecipe, belief: Belief) -> Vec<String> {
         "recipe.no_orphan_waiter".into(),
         "recipe.holder_owns_node".into(),
     ];
+    // Readers of the read/write lock overlap by design: its exclusion is writers' only.
+    let exclusion = match recipe {
+        LockRecipe::ZkRwLock => "recipe.rw_exclusion",
+        _ => "recipe.mutual_exclusion",
+    };
     if belief == Belief::Exclusive {
-        checks.push("recipe.mutual_exclusion".into());
+        checks.push(exclusion.into());
     }
-    // The herd lock wakes every waiter by design: its herd is measured, not bounded.
-    if recipe != LockRecipe::ZkHerdLock {
-        checks.push("recipe.herd_effect".into());
+    match recipe {
+        // The herd lock wakes every waiter by design: its herd is measured, not bounded.
+        LockRecipe::ZkHerdLock => {}
+        // A writer's release wakes every reader that waits for it, by design: they all hold
+        // next. What is bounded instead is whom a reader waits for.
+        LockRecipe::ZkRwLock => checks.push("recipe.rw_reader_waits_only_for_writers".into()),
+        _ => checks.push("recipe.herd_effect".into()),
     }
     checks
 }
@@ -71,6 +80,12 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             "etcd_mutex",
             Store::Raft,
             "etcd's concurrency.Mutex",
+        ),
+        (
+            LockRecipe::ZkRwLock,
+            "zk_rw_lock",
+            Store::Zab,
+            "the ZooKeeper read/write lock (30 % of turns write, the rest read; readers share)",
         ),
     ];
     let mut scenarios = Vec::new();

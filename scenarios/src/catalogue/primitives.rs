@@ -5,7 +5,7 @@
 use super::{scenario, swarm};
 use crate::{
     scenario::{Scenario, Store, Tuning},
-    workload::{DoubleBarrier, FifoQueue, ReadyConfig, SharedCounter, Workload},
+    workload::{DoubleBarrier, FifoQueue, ReadyConfig, Rendezvous, SharedCounter, Workload},
 };
 use sim::{
     NodeId,
@@ -100,6 +100,15 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         5,
     ));
     scenarios.push(cut_off_config_readers());
+    scenarios.extend(fault_free_and_faulty(
+        "zk_rendezvous",
+        "rendezvous (ZooKeeper paper, section 2.4): a client creates an ephemeral node, a \
+         master fills in its address at a seeded time, five workers starting at seeded times \
+         (before and after) read it with a watch and watch for its deletion",
+        Workload::Rendezvous(Rendezvous::default()),
+        &["recipe.rendezvous"],
+        7,
+    ));
     scenarios
 }
 

@@ -1,8 +1,10 @@
 //! `locks`: every client process takes one lock again and again, and in each critical
 //! section works for a while, then writes to the fenced resource `r1` with its token.
 //!
-//! The lock is one of the lock recipes (`zk_herd_lock`, `zk_queue_lock` on the ZAB store,
-//! `etcd_mutex` on the Raft store). A holder stops when it learns it lost the lock (session
+//! The lock is one of the lock recipes (`zk_herd_lock`, `zk_queue_lock`, `zk_rw_lock` on the
+//! ZAB store, `etcd_mutex` on the Raft store). With the read/write lock each turn is a
+//! writer's (a seeded draw, `writer_percent` of the turns) or a reader's: a reader holds the
+//! read lock for the same work but does not write (it only reads what the writers fenced). A holder stops when it learns it lost the lock (session
 //! expired, lease gone, connection interrupted), drops its session when the store says it
 //! ended, and starts a new one. The critical section is the work (during which the holder
 //! watches for the loss of its lock) and then the write, with no look at the lock in
@@ -15,11 +17,13 @@ use super::{Pending, Workers};
 use models::{
     recipes::{
         CarriedJoin, EtcdMutex, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs,
-        ResourceClient, ZkHerdLock, ZkQueueLock,
+        ResourceClient, ZkHerdLock, ZkQueueLock, ZkRwLock,
     },
     zk::SessionExpiry,
 };
+use rand::Rng;
 use serde::{Deserialize, Serialize};
+use sim::history::recipe::LockMode;
 use sim::{NodeContext, NodeId, Sim};
 use std::{
     pin::pin,
@@ -48,6 +52,8 @@ pub enum LockRecipe {
     ZkQueueLock,
     /// etcd: `concurrency.Mutex`.
     EtcdMutex,
+    /// ZooKeeper: the read/write lock ("Shared Locks"), readers and writers in one line.
+    ZkRwLock,
 }
 
 /// Parameters of `locks`.
@@ -75,6 +81,9 @@ pub struct Locks {
     /// loop does).
     #[serde(skip_serializing_if = "is_told_by_server")]
     pub session_expiry: SessionExpiry,
+    /// With the read/write lock: the share of turns, in percent, that take the write lock
+    /// (the others take the read lock). The exclusive locks ignore it.
+    pub writer_percent: u32,
 }
 
 fn is_told_by_server(expiry: &SessionExpiry) -> bool {
@@ -92,6 +101,7 @@ impl Default for Locks {
             session_timeout_ms: 2_000,
             fencing: Fencing::On,
             session_expiry: SessionExpiry::ToldByServer,
+            writer_percent: 30,
         }
     }
 }
@@ -108,6 +118,12 @@ enum Turn {
 
 impl Locks {
     pub(super) fn validate(&self) -> Result<(), String> {
+        if self.writer_percent > 100 {
+            return Err(format!(
+                "expected a writer share of at most 100 %, got {}",
+                self.writer_percent
+            ));
+        }
         if self.processes_per_client == 0 || self.session_timeout_ms < 100 || self.patience_ms == 0
         {
             return Err(format!(
@@ -117,6 +133,16 @@ impl Locks {
             ));
         }
         Ok(())
+    }
+
+    /// The mode of a turn: with the read/write lock, the write lock for `writer_percent` of
+    /// the turns; the exclusive locks have only one.
+    fn draw_mode(&self, modes: &mut impl Rng) -> LockMode {
+        if self.recipe == LockRecipe::ZkRwLock && modes.gen_range(0..100) >= self.writer_percent {
+            LockMode::Shared
+        } else {
+            LockMode::Exclusive
+        }
     }
 
     /// Starts the fenced resource on `r1`.
@@ -141,10 +167,12 @@ impl Locks {
                 workers.push(sim.spawn(node, async move {
                     let mut client =
                         LockClient::new(&locks, &store, &resource, &context, process, bugs);
+                    let mut modes = context.rng(&format!("locks-mode-{process}"));
                     let mut turn = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         turn += 1;
-                        client.take_turn(turn).await;
+                        let mode = locks.draw_mode(&mut modes);
+                        client.take_turn(turn, mode).await;
                         context
                             .clock()
                             .sleep(Duration::from_millis(locks.think_ms))
@@ -186,10 +214,12 @@ impl Locks {
                     // Its own process number: the workers' sessions are closed or expiring.
                     let mut client =
                         LockClient::new(&locks, &store, &resource, &context, 100 + process, bugs);
+                    let mut modes = context.rng(&format!("locks-final-mode-{process}"));
                     let mut turn = 0;
                     loop {
                         turn += 1;
-                        if let Turn::Held = client.take_turn(1_000_000 + turn).await {
+                        let mode = locks.draw_mode(&mut modes);
+                        if let Turn::Held = client.take_turn(1_000_000 + turn, mode).await {
                             break;
                         }
                     }
@@ -250,7 +280,7 @@ impl LockClient {
     }
 
     /// One request for the lock and, if granted, one critical section.
-    async fn take_turn(&mut self, turn: u64) -> Turn {
+    async fn take_turn(&mut self, turn: u64, mode: LockMode) -> Turn {
         if !self.session.ensure().await {
             return Turn::SessionOver;
         }
@@ -261,6 +291,12 @@ impl LockClient {
         let turn = match self.session.parts().expect("just ensured") {
             (Session::Zk(zk), _) => {
                 let guard = match self.locks.recipe {
+                    LockRecipe::ZkRwLock => {
+                        ZkRwLock::new(zk, &self.context, LOCK_NAME)
+                            .with_bugs(self.bugs)
+                            .acquire(mode, patience)
+                            .await
+                    }
                     LockRecipe::ZkHerdLock => {
                         ZkHerdLock::new(zk, &self.context, LOCK_NAME)
                             .with_bugs(self.bugs)
@@ -284,13 +320,16 @@ impl LockClient {
                             select(pin!(clock.sleep(hold)), pin!(guard.lost())).await,
                             Either::Left(_)
                         );
-                        if worked {
+                        // A reader of the read/write lock holds but does not write.
+                        if worked && mode == LockMode::Exclusive {
                             // No look at the lock between the work and the write: a pause
                             // here is a pause between a check and a write.
                             let _ = self
                                 .resource
                                 .write(fencing_token(self.bugs, guard.token()), value)
                                 .await;
+                        }
+                        if worked {
                             guard.release().await;
                         } else {
                             guard.abandon().await;

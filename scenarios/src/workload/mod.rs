@@ -17,6 +17,7 @@ mod locks;
 mod pubsub;
 mod ready_config;
 mod recipe_session;
+mod rendezvous;
 mod shared_counter;
 mod zk;
 mod zk_ephemeral_holders;
@@ -39,6 +40,7 @@ pub use ledger::LedgerAppends;
 pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use pubsub::{PubSub, SUBSCRIBER_PROCESS};
 pub use ready_config::{CONFIG_PATH, ReadyConfig};
+pub use rendezvous::{RENDEZVOUS_PATH, Rendezvous};
 pub use shared_counter::{COUNTER_PATH, SharedCounter};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
 pub use zk_ephemeral_holders::{ZkEphemeralHolders, holder_path};
@@ -110,6 +112,9 @@ pub enum Workload {
     DoubleBarrier(DoubleBarrier),
     /// A writer publishing a configuration behind `ready` and its readers, on the ZAB store.
     ReadyConfig(ReadyConfig),
+    /// A rendezvous: its creator, a master publishing its address, workers learning it, on
+    /// the ZAB store.
+    Rendezvous(Rendezvous),
 }
 
 impl Workload {
@@ -137,6 +142,7 @@ impl Workload {
             Workload::SharedCounter(_) => "shared_counter",
             Workload::DoubleBarrier(_) => "double_barrier",
             Workload::ReadyConfig(_) => "ready_config",
+            Workload::Rendezvous(_) => "rendezvous",
         }
     }
 
@@ -148,7 +154,8 @@ impl Workload {
             Workload::FifoQueue(_)
             | Workload::SharedCounter(_)
             | Workload::DoubleBarrier(_)
-            | Workload::ReadyConfig(_) => Store::Zab,
+            | Workload::ReadyConfig(_)
+            | Workload::Rendezvous(_) => Store::Zab,
             Workload::Ledger(_) => Store::Ledger,
             Workload::LeaseKeeper(_)
             | Workload::WatchResume(_)
@@ -164,7 +171,9 @@ impl Workload {
             | Workload::ZkScript(_)
             | Workload::ZkOutOfBandReads(_) => Store::Zab,
             Workload::Locks(locks) => match locks.recipe {
-                LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock => Store::Zab,
+                LockRecipe::ZkHerdLock | LockRecipe::ZkQueueLock | LockRecipe::ZkRwLock => {
+                    Store::Zab
+                }
                 LockRecipe::EtcdMutex => Store::Raft,
             },
             Workload::Elections(elections) => match elections.recipe {
@@ -217,6 +226,7 @@ impl Workload {
             Workload::SharedCounter(counter) => counter.validate(),
             Workload::DoubleBarrier(barrier) => barrier.validate(),
             Workload::ReadyConfig(config) => config.validate(),
+            Workload::Rendezvous(rendezvous) => rendezvous.validate(),
         };
         checked.map_err(|problem| ScenarioError {
             file: None,
@@ -292,6 +302,9 @@ impl Workload {
             }
             (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
                 config.start(sim, ensemble, bugs, stop)
+            }
+            (Workload::Rendezvous(rendezvous), RunningStore::Zab(ensemble)) => {
+                rendezvous.start(sim, ensemble, stop)
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }
@@ -369,6 +382,9 @@ impl Workload {
             }
             (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
                 config.finish(sim, ensemble, bugs, pending).await
+            }
+            (Workload::Rendezvous(rendezvous), RunningStore::Zab(_)) => {
+                rendezvous.finish(pending).await
             }
             _ => unreachable!("validated: the workload runs on the scenario's store"),
         }

@@ -50,6 +50,13 @@ impl Sessions {
         self.session.clone()
     }
 
+    /// Whether the store ended the current session (or there is none).
+    pub(super) fn current_is_over(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_none_or(|zk| zk.is_expired() || zk.is_closed())
+    }
+
     /// Closes the live session, if any (its ephemeral nodes go with it).
     pub(super) async fn close(&mut self) {
         if let Some(zk) = self.session.take() {

@@ -71,9 +71,11 @@ impl History {
         self.records.is_empty()
     }
 
-    /// The stable digest of the whole history (FNV-1a over its JSON).
+    /// The stable digest of the whole history: of every record's serialized structure
+    /// ([`Digest::of_structure`]), so the same history read back from its JSON lines has
+    /// the same digest.
     pub fn digest(&self) -> Digest {
-        Digest::of_json(self)
+        Digest::of_structure(self)
     }
 
     /// The history as JSON, one record per line.

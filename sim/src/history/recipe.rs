@@ -24,12 +24,40 @@ pub enum LossReason {
     ConnectionLost,
 }
 
+/// Which hold a client asks for or believes it has. Plain locks are exclusive; a
+/// read/write lock's readers hold it shared with one another (ZooKeeper recipes, "Shared
+/// Locks"). Records without a mode (every lock but the read/write lock's readers) are
+/// exclusive, so the JSON of existing locks is unchanged.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LockMode {
+    /// No one else may hold the lock at the same time (a plain lock, or a write lock).
+    #[default]
+    Exclusive,
+    /// Other shared holders may hold it at the same time, but no exclusive one (a read
+    /// lock).
+    Shared,
+}
+
+impl LockMode {
+    /// Whether this is the default mode, left out of the JSON.
+    pub fn is_exclusive(&self) -> bool {
+        *self == LockMode::Exclusive
+    }
+}
+
 /// A step of acquiring and holding a lock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 pub enum LockStep {
     /// The client asked for the lock (acquisition latency runs from here).
-    Requested,
+    Requested {
+        /// The hold it asked for.
+        #[serde(default, skip_serializing_if = "LockMode::is_exclusive")]
+        mode: LockMode,
+    },
     /// A watch notification reached the waiting client (the herd-effect checker counts
     /// these per release).
     Woken {
@@ -41,6 +69,9 @@ pub enum LockStep {
     Acquired {
         /// The fencing token.
         token: u64,
+        /// The hold it believes it has.
+        #[serde(default, skip_serializing_if = "LockMode::is_exclusive")]
+        mode: LockMode,
     },
     /// The client let go of the lock, and knows it.
     Released {
@@ -174,6 +205,39 @@ pub enum ConfigStep {
     },
 }
 
+/// A step of a rendezvous (Hunt et al., ZooKeeper, section 2.4): a client creates the
+/// rendezvous node, a master fills it with its address, workers read it (with a watch) and
+/// watch for its deletion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum RendezvousStep {
+    /// The client created the rendezvous node, empty.
+    Created,
+    /// The master asked the store to fill the node with `info` (until `Published` follows,
+    /// the write may or may not have happened).
+    Publishing {
+        /// What it wrote: its address.
+        info: String,
+    },
+    /// The store acknowledged the master's write of `info`.
+    Published {
+        /// What it wrote.
+        info: String,
+    },
+    /// A worker started waiting for the master's information.
+    Awaiting,
+    /// A worker read `info` from the node and handed it to its caller.
+    Learned {
+        /// What it read.
+        info: String,
+    },
+    /// The client that created the node ended the rendezvous (deleted the node, or learned
+    /// that it went with its session).
+    Ended,
+    /// A master or worker noticed that the node was deleted (time to clean up).
+    NoticedEnd,
+}
+
 /// A step of group membership / service discovery.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
@@ -295,6 +359,16 @@ pub enum RecipeEvent {
         #[serde(flatten)]
         step: ConfigStep,
     },
+    /// A rendezvous.
+    Rendezvous {
+        /// The client process.
+        process: u32,
+        /// The rendezvous node's path.
+        rendezvous: String,
+        /// What happened.
+        #[serde(flatten)]
+        step: RendezvousStep,
+    },
     /// A group.
     Membership {
         /// The client process.
@@ -365,6 +439,13 @@ mod tests {
                 counter: "n".into(),
                 step: CounterStep::Unknown,
             },
+            RecipeEvent::Rendezvous {
+                process: 3,
+                rendezvous: "/zr".into(),
+                step: RendezvousStep::Learned {
+                    info: "m:2181".into(),
+                },
+            },
             RecipeEvent::ResourceWrite {
                 resource: "r".into(),
                 writer: NodeId::client(2),
@@ -385,12 +466,41 @@ mod tests {
         let lost = serde_json::to_value(RecipeEvent::Lock {
             process: 1,
             lock: "/lock".into(),
-            step: LockStep::Acquired { token: 9 },
+            step: LockStep::Acquired {
+                token: 9,
+                mode: LockMode::Exclusive,
+            },
         })
         .unwrap();
         assert_eq!(
             lost,
             serde_json::json!({"recipe_event": "lock", "process": 1, "lock": "/lock", "step": "acquired", "token": 9})
+        );
+        // The mode is written only when it is not the default, and records written before
+        // there were modes read as exclusive.
+        let shared = RecipeEvent::Lock {
+            process: 1,
+            lock: "/rw".into(),
+            step: LockStep::Acquired {
+                token: 4,
+                mode: LockMode::Shared,
+            },
+        };
+        let json = serde_json::to_value(&shared).unwrap();
+        assert_eq!(json["mode"], "shared");
+        assert_eq!(serde_json::from_value::<RecipeEvent>(json).unwrap(), shared);
+        assert_eq!(
+            serde_json::from_value::<RecipeEvent>(serde_json::json!(
+                {"recipe_event": "lock", "process": 1, "lock": "/lock", "step": "requested"}
+            ))
+            .unwrap(),
+            RecipeEvent::Lock {
+                process: 1,
+                lock: "/lock".into(),
+                step: LockStep::Requested {
+                    mode: LockMode::Exclusive
+                },
+            }
         );
     }
 }

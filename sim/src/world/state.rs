@@ -475,7 +475,7 @@ fn holding_change(recipe: &RecipeEvent) -> Option<(u32, &str, HoldingChange)> {
             step,
         } => {
             let change = match step {
-                LockStep::Requested => HoldingChange::StartedWaiting,
+                LockStep::Requested { .. } => HoldingChange::StartedWaiting,
                 LockStep::GaveUp { .. } => HoldingChange::StoppedWaiting,
                 LockStep::Acquired { .. } => HoldingChange::StartedHolding,
                 LockStep::Released { .. } | LockStep::Lost { .. } => HoldingChange::StoppedHolding,
@@ -562,7 +562,10 @@ mod tests {
         let lock = RecipeEvent::Lock {
             process: 3,
             lock: "/e".into(),
-            step: LockStep::Acquired { token: 2 },
+            step: LockStep::Acquired {
+                token: 2,
+                mode: crate::history::recipe::LockMode::Exclusive,
+            },
         };
         assert_eq!(change(&lock), expect("holds"));
     }

@@ -1,5 +1,6 @@
-//! Intervals during which a client process believed it alone held something — a lock, an
-//! election's leadership — with the fencing token it held it by. The lock reader
+//! Intervals during which a client process believed it held something — a lock, an
+//! election's leadership — with the fencing token it held it by, and whether alone or (a
+//! read lock) shared with other readers. The lock reader
 //! ([`super::locks`]) and the election reader ([`super::elections`]) are both built on this.
 //!
 //! Reads the recipe records each reader selects, written at the client node by the recipe
@@ -8,7 +9,10 @@
 
 use sim::{
     NodeId,
-    history::{Event, History, RecipeEvent, recipe::LossReason},
+    history::{
+        Event, History, RecipeEvent,
+        recipe::{LockMode, LossReason},
+    },
     time::SimTime,
 };
 use std::collections::BTreeMap;
@@ -35,6 +39,8 @@ pub(crate) enum BeliefChange {
     Began {
         /// The fencing token.
         token: u64,
+        /// Whether others may hold it too (a read lock's readers) or not.
+        mode: LockMode,
     },
     /// It let go, and knows it.
     LetGo,
@@ -49,6 +55,7 @@ pub(crate) struct Belief {
     pub(crate) name: String,
     pub(crate) holder: Holder,
     pub(crate) token: u64,
+    pub(crate) mode: LockMode,
     pub(crate) from: SimTime,
     pub(crate) until: Option<SimTime>,
     pub(crate) end: HoldEnd,
@@ -114,7 +121,7 @@ pub(crate) fn beliefs(
                 };
                 let key = ((node, process), name.to_string());
                 match change {
-                    BeliefChange::Began { token } => {
+                    BeliefChange::Began { token, mode } => {
                         // A second start without an end replaces the first belief.
                         if let Some(index) = open.remove(&key) {
                             close(&mut beliefs, index, record.at, HoldEnd::Released);
@@ -124,6 +131,7 @@ pub(crate) fn beliefs(
                             name: name.to_string(),
                             holder: (node, process),
                             token,
+                            mode,
                             from: record.at,
                             until: None,
                             end: HoldEnd::StillHeld,

@@ -8,7 +8,10 @@
 
 use super::beliefs::{BeliefChange, HoldEnd, Holder, beliefs, intervals_overlap};
 use sim::{
-    history::{Event, History, RecipeEvent, recipe::ElectionStep},
+    history::{
+        Event, History, RecipeEvent,
+        recipe::{ElectionStep, LockMode},
+    },
     time::SimTime,
 };
 
@@ -48,7 +51,11 @@ pub(crate) fn election_change(recipe: &RecipeEvent) -> Option<(u32, &str, Belief
         return None;
     };
     let change = match step {
-        ElectionStep::Gained { token } => BeliefChange::Began { token: *token },
+        ElectionStep::Gained { token } => BeliefChange::Began {
+            token: *token,
+            // A leader leads alone.
+            mode: LockMode::Exclusive,
+        },
         ElectionStep::Resigned { .. } => BeliefChange::LetGo,
         ElectionStep::Lost { why, .. } => BeliefChange::Lost(*why),
         ElectionStep::Campaigned | ElectionStep::GaveUp { .. } | ElectionStep::Observed { .. } => {

@@ -1,14 +1,17 @@
 //! Lock holds as clients believed them, and the writes fenced resources received.
 //!
 //! Reads the `RecipeEvent::Lock` records the lock recipes write at the client node (what
-//! the client believed: acquired with a token, released, lost) and the crashes of client
-//! nodes (a crashed process believes nothing any more: its hold ends at the crash; the
-//! `beliefs` reader the election reader shares). Reads `RecipeEvent::ResourceWrite` records,
+//! the client believed: acquired with a token and a mode, exclusive or shared; released;
+//! lost) and the crashes of client nodes (a crashed process believes nothing any more: its
+//! hold ends at the crash; the `beliefs` reader the election reader shares). Reads `RecipeEvent::ResourceWrite` records,
 //! which the fenced resource writes at its own node for every write it receives.
 
 use super::beliefs::{BeliefChange, beliefs, intervals_overlap};
 use sim::{
-    history::{Event, History, RecipeEvent, ResourceVerdict, recipe::LockStep},
+    history::{
+        Event, History, RecipeEvent, ResourceVerdict,
+        recipe::{LockMode, LockStep},
+    },
     time::SimTime,
 };
 
@@ -23,6 +26,8 @@ pub struct Hold {
     pub holder: Holder,
     /// Its fencing token.
     pub token: u64,
+    /// Whether it held the lock alone or shared with other readers.
+    pub mode: LockMode,
     /// When the client recorded that it acquired the lock.
     pub from: SimTime,
     /// When the belief ended (`None`: still held at the end of the run).
@@ -50,10 +55,15 @@ pub(crate) fn lock_change(recipe: &RecipeEvent) -> Option<(u32, &str, BeliefChan
         return None;
     };
     let change = match step {
-        LockStep::Acquired { token } => BeliefChange::Began { token: *token },
+        LockStep::Acquired { token, mode } => BeliefChange::Began {
+            token: *token,
+            mode: *mode,
+        },
         LockStep::Released { .. } => BeliefChange::LetGo,
         LockStep::Lost { why, .. } => BeliefChange::Lost(*why),
-        LockStep::Requested | LockStep::Woken { .. } | LockStep::GaveUp { .. } => return None,
+        LockStep::Requested { .. } | LockStep::Woken { .. } | LockStep::GaveUp { .. } => {
+            return None;
+        }
     };
     Some((*process, lock, change))
 }
@@ -66,6 +76,7 @@ pub fn holds(history: &History) -> Vec<Hold> {
             lock: belief.name,
             holder: belief.holder,
             token: belief.token,
+            mode: belief.mode,
             from: belief.from,
             until: belief.until,
             end: belief.end,

@@ -122,11 +122,11 @@ pub fn check(history: &History) -> Vec<StaleWriteAccepted> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, C2, election_step, lock_step, resource_write};
+    use crate::test_history::{C1, C2, election_step, exclusive, lock_step, resource_write};
     use sim::history::{
         History,
         ResourceVerdict::{Accepted, RejectedStaleToken},
-        recipe::{ElectionStep, LockStep},
+        recipe::ElectionStep,
     };
 
     #[test]
@@ -150,8 +150,8 @@ mod tests {
     #[test]
     fn writes_without_tokens_are_judged_by_their_writers_locks() {
         let history = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 5 }),
-            lock_step(150, C2, LockStep::Acquired { token: 9 }),
+            lock_step(100, C1, exclusive(5)),
+            lock_step(150, C2, exclusive(9)),
             resource_write(200, C2, None, Accepted),
             resource_write(300, C1, None, Accepted),
         ]);

@@ -134,7 +134,7 @@ pub fn report(history: &History) -> BTreeMap<String, HerdReport> {
                         close(&mut reports, lock, window);
                     }
                 }
-                LockStep::Requested | LockStep::GaveUp { .. } => {}
+                LockStep::Requested { .. } | LockStep::GaveUp { .. } => {}
             },
             (
                 Event::Invoke {
@@ -250,7 +250,7 @@ pub fn check(history: &History, bound: u64) -> Vec<HerdExceeded> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, C2, lock_step};
+    use crate::test_history::{C1, C2, exclusive, lock_step};
     use sim::{NodeId, history::History};
 
     const C3: NodeId = NodeId::client(2);
@@ -268,21 +268,21 @@ mod tests {
     #[test]
     fn a_release_that_wakes_everyone_is_a_herd_and_one_that_wakes_one_is_not() {
         let herd = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(100, C1, exclusive(1)),
             lock_step(200, C1, LockStep::Released { token: 1 }),
             woken(210, C2),
             woken(211, C3),
-            lock_step(230, C2, LockStep::Acquired { token: 2 }),
+            lock_step(230, C2, exclusive(2)),
         ]);
         let violations = check(&herd, 1);
         assert_eq!(violations.len(), 1);
         assert_eq!(violations[0].woken, 2);
         assert_eq!(report(&herd)["/lock"].wakeups_per_release(), 2.0);
         let queue = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(100, C1, exclusive(1)),
             lock_step(200, C1, LockStep::Released { token: 1 }),
             woken(210, C2),
-            lock_step(230, C2, LockStep::Acquired { token: 2 }),
+            lock_step(230, C2, exclusive(2)),
         ]);
         assert_eq!(check(&queue, 1), vec![]);
     }
@@ -300,11 +300,11 @@ mod tests {
         };
         // While the lock is free, two waiters leave the line; each wakes its successor.
         let line = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(100, C1, exclusive(1)),
             lock_step(200, C1, LockStep::Released { token: 1 }),
             woken_by(210, C2, "/lock/n1"),
             woken_by(300, C3, "/lock/n2"),
-            lock_step(400, C3, LockStep::Acquired { token: 3 }),
+            lock_step(400, C3, exclusive(3)),
         ]);
         assert_eq!(check(&line, 1), vec![]);
         assert_eq!(report(&line)["/lock"].wakeups_per_release(), 2.0);
@@ -332,11 +332,11 @@ mod tests {
         };
         // C2 and C3 both watched n1; C2's own node was gone, and it gives up on waking.
         let zombie = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(100, C1, exclusive(1)),
             lock_step(200, C1, LockStep::Released { token: 1 }),
             woken_by(210, C2, "/lock/n1"),
             woken_by(211, C3, "/lock/n1"),
-            lock_step(230, C3, LockStep::Acquired { token: 3 }),
+            lock_step(230, C3, exclusive(3)),
             lock_step(300, C3, LockStep::Released { token: 3 }),
             woken_by(310, C2, "/lock/n0"),
             gave_up(320, C2),
@@ -344,11 +344,11 @@ mod tests {
         assert_eq!(check(&zombie, 1), vec![]);
         // Both alive: one node's going woke two.
         let herd = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 1 }),
+            lock_step(100, C1, exclusive(1)),
             lock_step(200, C1, LockStep::Released { token: 1 }),
             woken_by(210, C2, "/lock/n1"),
             woken_by(211, C3, "/lock/n1"),
-            lock_step(230, C3, LockStep::Acquired { token: 3 }),
+            lock_step(230, C3, exclusive(3)),
         ]);
         assert_eq!(check(&herd, 1).len(), 1);
     }

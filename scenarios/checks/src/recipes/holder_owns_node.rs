@@ -145,10 +145,10 @@ pub fn check(history: &History) -> Vec<HolderNotOwner> {
             }) => {
                 let key = (node, *process);
                 match step {
-                    LockStep::Requested => {
+                    LockStep::Requested { .. } => {
                         waits.insert(key, Vec::new());
                     }
-                    LockStep::Acquired { token } => {
+                    LockStep::Acquired { token, .. } => {
                         let Some(reads) = waits.remove(&key) else {
                             continue;
                         };
@@ -182,8 +182,8 @@ pub fn check(history: &History) -> Vec<HolderNotOwner> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, established, invoke, lock_step, ok};
-    use sim::history::{Record, zk::Stat};
+    use crate::test_history::{C1, established, exclusive, invoke, lock_step, ok};
+    use sim::history::{Record, recipe::LockMode, zk::Stat};
 
     const OLD: u64 = 7;
     const NEW: u64 = 9;
@@ -216,12 +216,24 @@ mod tests {
         // lock is taken by a node the new session made.
         let good = history(vec![
             vec![established(0, C1, OLD)],
-            vec![lock_step(1, C1, LockStep::Requested)],
+            vec![lock_step(
+                1,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             vec![established(3_000, C1, NEW)],
-            vec![lock_step(3_001, C1, LockStep::Requested)],
+            vec![lock_step(
+                3_001,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             exists(3_002, 1, "/lock/_c_1-lock-1", OLD, 10).to_vec(),
             exists(3_010, 2, "/lock/_c_1-lock-5", NEW, 20).to_vec(),
-            vec![lock_step(3_012, C1, LockStep::Acquired { token: 20 })],
+            vec![lock_step(3_012, C1, exclusive(20))],
         ]);
         assert_eq!(check(&good), vec![]);
     }
@@ -233,7 +245,13 @@ mod tests {
         // lock by it.
         let bad = history(vec![
             vec![established(0, C1, OLD)],
-            vec![lock_step(1, C1, LockStep::Requested)],
+            vec![lock_step(
+                1,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             vec![lock_step(
                 2_100,
                 C1,
@@ -242,9 +260,15 @@ mod tests {
                 },
             )],
             vec![established(3_000, C1, NEW)],
-            vec![lock_step(3_001, C1, LockStep::Requested)],
+            vec![lock_step(
+                3_001,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             exists(3_010, 1, "/lock/_c_1-lock-1", OLD, 10).to_vec(),
-            vec![lock_step(3_012, C1, LockStep::Acquired { token: 10 })],
+            vec![lock_step(3_012, C1, exclusive(10))],
         ]);
         let violations = check(&bad);
         assert_eq!(violations.len(), 1);
@@ -261,9 +285,15 @@ mod tests {
         // The herd lock holds by the node its create returned: no `exists` of it.
         let history = history(vec![
             vec![established(0, C1, NEW)],
-            vec![lock_step(1, C1, LockStep::Requested)],
+            vec![lock_step(
+                1,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             exists(2, 1, "/lock", OLD, 10).to_vec(),
-            vec![lock_step(9, C1, LockStep::Acquired { token: 12 })],
+            vec![lock_step(9, C1, exclusive(12))],
         ]);
         assert_eq!(check(&history), vec![]);
     }

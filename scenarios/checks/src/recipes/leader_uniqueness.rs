@@ -160,11 +160,7 @@ mod tests {
     #[test]
     fn lock_records_are_not_leaderships() {
         let history = History::from_records(vec![
-            crate::test_history::lock_step(
-                100,
-                C1,
-                sim::history::recipe::LockStep::Acquired { token: 1 },
-            ),
+            crate::test_history::lock_step(100, C1, crate::test_history::exclusive(1)),
             election_step(200, C2, ElectionStep::Gained { token: 2 }),
         ]);
         assert_eq!(check(&history), vec![]);

@@ -2,7 +2,9 @@
 //! the fenced resource received ([`crate::history::locks`], [`crate::history::elections`],
 //! [`crate::history::membership`], [`crate::history::pubsub`]): mutual exclusion as the
 //! clients believed it, mutual exclusion at the resource, the herd effect, leader uniqueness
-//! as the clients believed it, discovery views converging, and pub/sub delivery.
+//! as the clients believed it, discovery views converging, pub/sub delivery, read/write
+//! exclusion, and the other ZooKeeper primitives (queue, counter, barrier, configuration,
+//! rendezvous).
 
 pub mod barrier;
 pub mod config_fresh;
@@ -17,6 +19,9 @@ pub mod mutual_exclusion;
 pub mod no_orphan_waiter;
 pub mod pubsub_delivery;
 pub mod queue_semantics;
+pub mod rendezvous;
+pub mod rw_exclusion;
+pub mod rw_reader_waits;
 
 use crate::{Check, boxed};
 
@@ -68,6 +73,22 @@ pub const OPTIONAL: &[Check] = &[
     },
 ];
 
+/// The read/write lock checks: the read/write lock scenarios run these instead of
+/// `recipe.mutual_exclusion` (readers share the lock). `recipe.rw_exclusion` is among them:
+/// a scenario that pauses holders past their session timeout expects it to fire.
+pub const RW_LOCK_CHECKS: &[Check] = &[
+    Check {
+        name: "recipe.rw_exclusion",
+        property: "read/write exclusion (as believed)",
+        run: |history, _| boxed(rw_exclusion::check(history)),
+    },
+    Check {
+        name: "recipe.rw_reader_waits_only_for_writers",
+        property: "readers wait only for writers",
+        run: |history, _| boxed(rw_reader_waits::check(history)),
+    },
+];
+
 /// The election checks every election scenario gets (with `recipe.fenced_writes`, which
 /// judges the leaders' writes). `recipe.leader_uniqueness` is among them: a scenario that
 /// pauses leaders past their session timeout expects it to fire.
@@ -78,8 +99,8 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
 }];
 
 /// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration
-/// versions and freshness):
-/// each judges its own recipe's records and passes on histories without them.
+/// versions and freshness, rendezvous): each judges its own recipe's records and passes on
+/// histories without them.
 pub const PRIMITIVE_CHECKS: &[Check] = &[
     Check {
         name: "recipe.queue_semantics",
@@ -105,5 +126,10 @@ pub const PRIMITIVE_CHECKS: &[Check] = &[
         name: "recipe.config_fresh",
         property: "configuration reads are fresh",
         run: |history, _| boxed(config_fresh::check(history)),
+    },
+    Check {
+        name: "recipe.rendezvous",
+        property: "rendezvous",
+        run: |history, context| boxed(rendezvous::check(history, context.watch_settle)),
     },
 ];

@@ -9,6 +9,11 @@
 //! etcd 3.4.3, 2020). Scenarios that pause holders past their timeout expect this check to
 //! fire, and judge safety at the fenced resource instead (`recipe.fenced_writes`).
 //!
+//! Only exclusive holds are judged here. A read/write lock's readers hold it shared and may
+//! overlap one another; whether a reader overlapped a writer is `recipe.rw_exclusion`'s
+//! question ([`super::rw_exclusion`]), which the read/write lock scenarios run instead of
+//! this check. Writers overlapping writers would be reported by both.
+//!
 //! **Reads:** the lock recipes' `RecipeEvent::Lock` records (acquired, released, lost),
 //! written at the client node by the recipe, which is the client's belief itself, and client
 //! crashes from the fault records ([`crate::history::locks`]). No server event is read.
@@ -20,7 +25,7 @@ use crate::{
         locks::{Hold, HoldEnd, holds},
     },
 };
-use sim::history::History;
+use sim::history::{History, recipe::LockMode};
 use std::fmt;
 
 /// Two clients believed they held one lock at once.
@@ -68,11 +73,15 @@ impl Violation for OverlappingHolds {
     }
 }
 
-/// Every pair of overlapping holds of one lock by different clients (each later hold
-/// reported once, against the earliest hold it overlaps).
+/// Every pair of overlapping exclusive holds of one lock by different clients (each later
+/// hold reported once, against the earliest hold it overlaps).
 pub fn check(history: &History) -> Vec<OverlappingHolds> {
+    let exclusive = holds(history)
+        .into_iter()
+        .filter(|hold| hold.mode == LockMode::Exclusive)
+        .collect();
     first_overlaps(
-        holds(history),
+        exclusive,
         |hold| &hold.lock,
         |hold| hold.holder,
         Hold::overlaps,
@@ -85,7 +94,7 @@ pub fn check(history: &History) -> Vec<OverlappingHolds> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, C2, crash, lock_step};
+    use crate::test_history::{C1, C2, crash, exclusive, lock_step};
     use sim::history::{
         History,
         recipe::{LockStep, LossReason},
@@ -94,9 +103,9 @@ mod tests {
     #[test]
     fn holds_one_after_another_pass() {
         let history = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 5 }),
+            lock_step(100, C1, exclusive(5)),
             lock_step(200, C1, LockStep::Released { token: 5 }),
-            lock_step(250, C2, LockStep::Acquired { token: 9 }),
+            lock_step(250, C2, exclusive(9)),
             lock_step(
                 300,
                 C2,
@@ -105,7 +114,7 @@ mod tests {
                     why: LossReason::SessionExpired,
                 },
             ),
-            lock_step(400, C1, LockStep::Acquired { token: 12 }),
+            lock_step(400, C1, exclusive(12)),
         ]);
         assert_eq!(check(&history), vec![]);
     }
@@ -113,8 +122,8 @@ mod tests {
     #[test]
     fn a_paused_holder_still_believing_overlaps_the_next() {
         let history = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 5 }),
-            lock_step(900, C2, LockStep::Acquired { token: 9 }),
+            lock_step(100, C1, exclusive(5)),
+            lock_step(900, C2, exclusive(9)),
             lock_step(
                 1_500,
                 C1,
@@ -140,15 +149,24 @@ mod tests {
     #[test]
     fn a_crashed_holder_holds_nothing_and_an_open_hold_lasts_to_the_end() {
         let history = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 5 }),
+            lock_step(100, C1, exclusive(5)),
             crash(500, C1),
-            lock_step(900, C2, LockStep::Acquired { token: 9 }),
+            lock_step(900, C2, exclusive(9)),
         ]);
         assert_eq!(check(&history), vec![]);
         let history = History::from_records(vec![
-            lock_step(100, C1, LockStep::Acquired { token: 5 }),
-            lock_step(900, C2, LockStep::Acquired { token: 9 }),
+            lock_step(100, C1, exclusive(5)),
+            lock_step(900, C2, exclusive(9)),
         ]);
         assert_eq!(check(&history).len(), 1);
+    }
+
+    #[test]
+    fn overlapping_readers_are_left_to_the_read_write_check() {
+        let history = History::from_records(vec![
+            lock_step(100, C1, crate::test_history::shared(5)),
+            lock_step(200, C2, crate::test_history::shared(9)),
+        ]);
+        assert_eq!(check(&history), vec![]);
     }
 }

@@ -152,7 +152,7 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
             }) => {
                 let key = (node, *process);
                 match step {
-                    LockStep::Requested => {
+                    LockStep::Requested { .. } => {
                         if let Some(wait) = waits.remove(&key) {
                             judge(key, wait, None);
                         }
@@ -164,7 +164,7 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
                             },
                         );
                     }
-                    LockStep::Acquired { token } => {
+                    LockStep::Acquired { token, .. } => {
                         if let Some(wait) = waits.remove(&key) {
                             judge(key, wait, Some(*token));
                         }
@@ -189,8 +189,8 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, established, invoke, lock_step, ok};
-    use sim::history::{Record, zk::Stat};
+    use crate::test_history::{C1, established, exclusive, invoke, lock_step, ok};
+    use sim::history::{Record, recipe::LockMode, zk::Stat};
 
     const SESSION: u64 = 7;
 
@@ -221,10 +221,16 @@ mod tests {
         // Behind another session's node, then first: its own node is the lock.
         let good = history(vec![
             vec![established(0, C1, SESSION)],
-            vec![lock_step(1, C1, LockStep::Requested)],
+            vec![lock_step(
+                1,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             exists(2, 1, "/lock/a-lock-1", 99, 10).to_vec(),
             exists(5, 2, "/lock/a-lock-2", SESSION, 11).to_vec(),
-            vec![lock_step(7, C1, LockStep::Acquired { token: 11 })],
+            vec![lock_step(7, C1, exclusive(11))],
         ]);
         assert_eq!(check(&good), vec![]);
     }
@@ -235,7 +241,13 @@ mod tests {
         // second node and waits behind the first, then gives up.
         let bad = history(vec![
             vec![established(0, C1, SESSION)],
-            vec![lock_step(1, C1, LockStep::Requested)],
+            vec![lock_step(
+                1,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             exists(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
             vec![lock_step(
                 9,
@@ -252,7 +264,13 @@ mod tests {
         // Still waiting when the history ends: the same.
         let waiting = history(vec![
             vec![established(0, C1, SESSION)],
-            vec![lock_step(1, C1, LockStep::Requested)],
+            vec![lock_step(
+                1,
+                C1,
+                LockStep::Requested {
+                    mode: LockMode::Exclusive,
+                },
+            )],
             exists(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
         ]);
         assert_eq!(check(&waiting).len(), 1);

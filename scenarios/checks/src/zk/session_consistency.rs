@@ -69,7 +69,7 @@ use sim::{
     },
     time::SimTime,
 };
-use std::{collections::BTreeMap, fmt};
+use std::{borrow::Cow, collections::BTreeMap, fmt};
 
 /// Which session guarantee a read broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +190,9 @@ type SessionKey = (NodeId, u32, u64);
 #[derive(Clone, Debug)]
 struct Source {
     op: Option<OpId>,
-    what: String,
+    /// Borrowed for an operation's name: a source is made for every observation and cloned
+    /// into every piece of knowledge it raises, and a string per clone showed in profiles.
+    what: Cow<'static, str>,
     /// When the observing operation was invoked (for a watch event: when it was delivered).
     invoked_at: SimTime,
     /// When it completed (or the watch event was delivered).
@@ -421,7 +423,7 @@ impl<'h> Walk<'h> {
     fn source(op: &ZkOp<'_>, position: usize, own_write: bool) -> Source {
         Source {
             op: Some(op.op_id),
-            what: operation_name(op.operation).to_string(),
+            what: Cow::Borrowed(operation_name(op.operation)),
             invoked_at: op.invoked_at,
             at: op.ended_at(),
             position,
@@ -437,9 +439,13 @@ impl<'h> Walk<'h> {
             return;
         };
         let listing = matches!(op.operation, ZkOperation::GetChildren { .. });
+        // The path itself and, for a listing, its children. Every path that starts with
+        // `path` (children among them) sorts in one run right from `path` on, so the scan
+        // stops at the first that does not, instead of walking all the session knows.
         let known = session
             .paths
-            .iter()
+            .range::<str, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded))
+            .take_while(|(known, _)| known.starts_with(path))
             .filter(|(known, _)| {
                 known.as_str() == path
                     || (listing && known.as_str() != "/" && parent_of(known) == path)
@@ -656,7 +662,7 @@ impl<'h> Walk<'h> {
             path: path.to_string(),
             earlier: Observation {
                 op: source.op,
-                what: source.what,
+                what: source.what.into_owned(),
                 at: source.at,
                 zxid: earlier_zxid,
             },
@@ -763,7 +769,7 @@ impl<'h> Walk<'h> {
     ) {
         let source = Source {
             op: None,
-            what: format!("watch event {event:?}"),
+            what: Cow::Owned(format!("watch event {event:?}")),
             invoked_at: at,
             at,
             position,

@@ -30,7 +30,10 @@ use sim::{
     },
     time::SimTime,
 };
-use std::{collections::BTreeSet, fmt};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt,
+};
 
 /// A read after a sync missed a write acknowledged before the sync.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -207,6 +210,22 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
     let ops = zk_operations(history);
     let syncs = preceding_syncs(&ops);
     let writes = acknowledged_writes(&ops);
+    // Each read looks only at the writes on its path and on its children: indexed once,
+    // rather than every read scanning every write.
+    let mut writes_on: BTreeMap<&str, Vec<&Write>> = BTreeMap::new();
+    let mut writes_below: BTreeMap<&str, Vec<&Write>> = BTreeMap::new();
+    for write in &writes {
+        writes_on
+            .entry(write.path.as_str())
+            .or_default()
+            .push(write);
+        if write.path != "/" {
+            writes_below
+                .entry(parent_of(&write.path))
+                .or_default()
+                .push(write);
+        }
+    }
     let (ephemeral, ephemeral_parents) = maybe_ephemeral(&ops);
     let mut violations = Vec::new();
     for (op, sync) in ops.iter().zip(&syncs) {
@@ -256,9 +275,12 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
             });
         };
         // Writes on the path itself.
-        let on_path = writes
-            .iter()
-            .filter(|w| w.path == *path && w.acknowledged_at < sync_invoked_at);
+        let on_path = writes_on
+            .get(path.as_str())
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|w| w.acknowledged_at < sync_invoked_at);
         let latest_set = on_path
             .clone()
             .filter_map(|w| match &w.fact {
@@ -316,9 +338,13 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
         let Some(ZkResponse::Children { children, .. }) = op.ok() else {
             continue;
         };
-        for write in writes.iter().filter(|w| {
-            w.acknowledged_at < sync_invoked_at && parent_of(&w.path) == path && w.path != "/"
-        }) {
+        for write in writes_below
+            .get(path.as_str())
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|w| w.acknowledged_at < sync_invoked_at)
+        {
             let name = &write.path[write.path.rfind('/').map_or(0, |i| i + 1)..];
             let listed = children.iter().any(|child| child == name);
             match write.fact {
