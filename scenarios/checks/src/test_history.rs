@@ -168,6 +168,33 @@ pub fn lock_step(ms: u64, client: NodeId, step: sim::history::recipe::LockStep) 
     )
 }
 
+/// A lock step: the client asked for the lock alone.
+pub fn requested() -> sim::history::recipe::LockStep {
+    sim::history::recipe::LockStep::Requested {
+        mode: sim::history::recipe::LockMode::Exclusive,
+    }
+}
+
+/// C1's `exists` of `path` (operation `op`) at `ms`, answered a millisecond later with a
+/// node of `czxid` owned by session `owner`.
+pub fn exists_owned(ms: u64, op: u64, path: &str, owner: u64, czxid: u64) -> [Record; 2] {
+    [
+        invoke(ms, C1, op, ZkOperation::Exists { path: path.into() }),
+        ok(
+            ms + 1,
+            C1,
+            op,
+            ZkResponse::Exists {
+                stat: Some(sim::history::zk::Stat {
+                    czxid,
+                    ephemeral_owner: owner,
+                    ..sim::history::zk::Stat::default()
+                }),
+            },
+        ),
+    ]
+}
+
 /// A lock step: the client acquired the lock alone, with `token`.
 pub fn exclusive(token: u64) -> sim::history::recipe::LockStep {
     sim::history::recipe::LockStep::Acquired {

@@ -182,29 +182,11 @@ pub fn check(history: &History) -> Vec<HolderNotOwner> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, established, exclusive, invoke, lock_step, ok};
-    use sim::history::{Record, recipe::LockMode, zk::Stat};
+    use crate::test_history::{C1, established, exclusive, exists_owned, lock_step, requested};
+    use sim::history::Record;
 
     const OLD: u64 = 7;
     const NEW: u64 = 9;
-
-    fn exists(ms: u64, op: u64, path: &str, owner: u64, czxid: u64) -> [Record; 2] {
-        [
-            invoke(ms, C1, op, ZkOperation::Exists { path: path.into() }),
-            ok(
-                ms + 1,
-                C1,
-                op,
-                ZkResponse::Exists {
-                    stat: Some(Stat {
-                        czxid,
-                        ephemeral_owner: owner,
-                        ..Stat::default()
-                    }),
-                },
-            ),
-        ]
-    }
 
     fn history(steps: Vec<Vec<Record>>) -> History {
         History::from_records(steps.into_iter().flatten().collect())
@@ -216,23 +198,11 @@ mod tests {
         // lock is taken by a node the new session made.
         let good = history(vec![
             vec![established(0, C1, OLD)],
-            vec![lock_step(
-                1,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
+            vec![lock_step(1, C1, requested())],
             vec![established(3_000, C1, NEW)],
-            vec![lock_step(
-                3_001,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
-            exists(3_002, 1, "/lock/_c_1-lock-1", OLD, 10).to_vec(),
-            exists(3_010, 2, "/lock/_c_1-lock-5", NEW, 20).to_vec(),
+            vec![lock_step(3_001, C1, requested())],
+            exists_owned(3_002, 1, "/lock/_c_1-lock-1", OLD, 10).to_vec(),
+            exists_owned(3_010, 2, "/lock/_c_1-lock-5", NEW, 20).to_vec(),
             vec![lock_step(3_012, C1, exclusive(20))],
         ]);
         assert_eq!(check(&good), vec![]);
@@ -245,13 +215,7 @@ mod tests {
         // lock by it.
         let bad = history(vec![
             vec![established(0, C1, OLD)],
-            vec![lock_step(
-                1,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
+            vec![lock_step(1, C1, requested())],
             vec![lock_step(
                 2_100,
                 C1,
@@ -260,14 +224,8 @@ mod tests {
                 },
             )],
             vec![established(3_000, C1, NEW)],
-            vec![lock_step(
-                3_001,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
-            exists(3_010, 1, "/lock/_c_1-lock-1", OLD, 10).to_vec(),
+            vec![lock_step(3_001, C1, requested())],
+            exists_owned(3_010, 1, "/lock/_c_1-lock-1", OLD, 10).to_vec(),
             vec![lock_step(3_012, C1, exclusive(10))],
         ]);
         let violations = check(&bad);
@@ -285,14 +243,8 @@ mod tests {
         // The herd lock holds by the node its create returned: no `exists` of it.
         let history = history(vec![
             vec![established(0, C1, NEW)],
-            vec![lock_step(
-                1,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
-            exists(2, 1, "/lock", OLD, 10).to_vec(),
+            vec![lock_step(1, C1, requested())],
+            exists_owned(2, 1, "/lock", OLD, 10).to_vec(),
             vec![lock_step(9, C1, exclusive(12))],
         ]);
         assert_eq!(check(&history), vec![]);

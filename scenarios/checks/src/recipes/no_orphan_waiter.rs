@@ -189,28 +189,10 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, established, exclusive, invoke, lock_step, ok};
-    use sim::history::{Record, recipe::LockMode, zk::Stat};
+    use crate::test_history::{C1, established, exclusive, exists_owned, lock_step, requested};
+    use sim::history::Record;
 
     const SESSION: u64 = 7;
-
-    fn exists(ms: u64, op: u64, path: &str, owner: u64, czxid: u64) -> [Record; 2] {
-        [
-            invoke(ms, C1, op, ZkOperation::Exists { path: path.into() }),
-            ok(
-                ms + 1,
-                C1,
-                op,
-                ZkResponse::Exists {
-                    stat: Some(Stat {
-                        czxid,
-                        ephemeral_owner: owner,
-                        ..Stat::default()
-                    }),
-                },
-            ),
-        ]
-    }
 
     fn history(steps: Vec<Vec<Record>>) -> History {
         History::from_records(steps.into_iter().flatten().collect())
@@ -221,15 +203,9 @@ mod tests {
         // Behind another session's node, then first: its own node is the lock.
         let good = history(vec![
             vec![established(0, C1, SESSION)],
-            vec![lock_step(
-                1,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
-            exists(2, 1, "/lock/a-lock-1", 99, 10).to_vec(),
-            exists(5, 2, "/lock/a-lock-2", SESSION, 11).to_vec(),
+            vec![lock_step(1, C1, requested())],
+            exists_owned(2, 1, "/lock/a-lock-1", 99, 10).to_vec(),
+            exists_owned(5, 2, "/lock/a-lock-2", SESSION, 11).to_vec(),
             vec![lock_step(7, C1, exclusive(11))],
         ]);
         assert_eq!(check(&good), vec![]);
@@ -241,14 +217,8 @@ mod tests {
         // second node and waits behind the first, then gives up.
         let bad = history(vec![
             vec![established(0, C1, SESSION)],
-            vec![lock_step(
-                1,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
-            exists(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
+            vec![lock_step(1, C1, requested())],
+            exists_owned(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
             vec![lock_step(
                 9,
                 C1,
@@ -264,14 +234,8 @@ mod tests {
         // Still waiting when the history ends: the same.
         let waiting = history(vec![
             vec![established(0, C1, SESSION)],
-            vec![lock_step(
-                1,
-                C1,
-                LockStep::Requested {
-                    mode: LockMode::Exclusive,
-                },
-            )],
-            exists(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
+            vec![lock_step(1, C1, requested())],
+            exists_owned(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
         ]);
         assert_eq!(check(&waiting).len(), 1);
     }
@@ -280,7 +244,7 @@ mod tests {
     fn nodes_of_its_session_found_outside_a_wait_are_not_judged() {
         let history = history(vec![
             vec![established(0, C1, SESSION)],
-            exists(2, 1, "/members/c1", SESSION, 10).to_vec(),
+            exists_owned(2, 1, "/members/c1", SESSION, 10).to_vec(),
         ]);
         assert_eq!(check(&history), vec![]);
     }
