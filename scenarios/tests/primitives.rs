@@ -121,9 +121,44 @@ fn expired_mid_recipe(outcome: &Outcome) -> BTreeSet<NodeId> {
         .collect()
 }
 
+/// The paused clients of `outcome`'s run that had a request to the store in flight when
+/// their pause began (invoked before, completed after, or never): caught in the middle of a
+/// recipe's step, not in a think pause between steps.
+fn caught_in_flight(outcome: &Outcome) -> BTreeSet<NodeId> {
+    let history = outcome
+        .history
+        .as_ref()
+        .expect("the driver keeps the history");
+    let paused = paused_clients(&outcome.fault_plan);
+    let mut caught = BTreeSet::new();
+    for (node, from_ms) in paused {
+        let from = from_ms * 1_000_000;
+        let mut in_flight = BTreeSet::new();
+        for record in history.records() {
+            if record.at.as_nanos() >= from {
+                break;
+            }
+            match &record.event {
+                Event::Invoke { client, op_id, .. } if *client == node => {
+                    in_flight.insert(*op_id);
+                }
+                Event::Complete { op_id, .. } => {
+                    in_flight.remove(op_id);
+                }
+                _ => {}
+            }
+        }
+        if !in_flight.is_empty() {
+            caught.insert(node);
+        }
+    }
+    caught
+}
+
 /// Sweeps an `_expiry` scenario over `seeds`: every planned pause fired in every run, every
 /// paused client's session expired mid-recipe, and every run counted at least `least` with
-/// `count`; `inspect` sees each outcome too. The summary, not yet judged.
+/// `count`; `inspect` sees each outcome too. The summary, not yet judged, and how many
+/// paused clients had a request in flight when paused ([`caught_in_flight`]).
 fn sweep_expiry(
     name: &str,
     test: &str,
@@ -131,8 +166,8 @@ fn sweep_expiry(
     least: usize,
     count: impl Fn(&History) -> usize,
     mut inspect: impl FnMut(&Outcome),
-) -> SweepSummary {
-    let (mut fewest, mut expired) = (usize::MAX, 0);
+) -> (SweepSummary, usize) {
+    let (mut fewest, mut expired, mut caught) = (usize::MAX, 0, 0);
     let summary = Sweep::new(get(name), "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
             let paused = paused_clients(&outcome.fault_plan);
@@ -153,6 +188,7 @@ fn sweep_expiry(
                 );
             }
             expired += told.len();
+            caught += caught_in_flight(outcome).len();
             let history = outcome
                 .history
                 .as_ref()
@@ -162,14 +198,32 @@ fn sweep_expiry(
         },
     );
     println!(
-        "{name}: {expired} sessions expired mid-recipe over {seeds} seeds; fewest counted in \
-         a run: {fewest}"
+        "{name}: {expired} sessions expired mid-recipe over {seeds} seeds, {caught} paused \
+         with a request in flight; fewest counted in a run: {fewest}"
     );
     assert!(
         fewest >= least,
         "{name}: a run made too little progress: {fewest} < {least}"
     );
-    summary
+    (summary, caught)
+}
+
+/// For the recipes whose clients talk to the store all the time (queue, counter,
+/// configuration): the sweep is clean, and over it some paused client was caught with a
+/// request in flight, so that some expiry fell inside a recipe's step (a put, a claim, a
+/// versioned write, a read), not between steps.
+fn assert_clean_when_caught_in_flight(
+    name: &str,
+    test: &str,
+    least: usize,
+    count: impl Fn(&History) -> usize,
+) {
+    let (summary, caught) = sweep_expiry(name, test, 6, least, count, |_| {});
+    summary.assert_clean();
+    assert!(
+        caught >= 1,
+        "{name}: no pause caught a client with a request in flight"
+    );
 }
 
 fn queue_takes(history: &History) -> usize {
@@ -218,7 +272,7 @@ fn the_fifo_queue_delivers_every_item_once_under_server_faults() {
 #[test]
 fn the_fifo_queue_loses_no_item_when_sessions_expire_mid_recipe() {
     let test = "the_fifo_queue_loses_no_item_when_sessions_expire_mid_recipe";
-    sweep_expiry("zk_fifo_queue_expiry", test, 6, 20, queue_takes, |_| {}).assert_clean();
+    assert_clean_when_caught_in_flight("zk_fifo_queue_expiry", test, 20, queue_takes);
 }
 
 /// Acknowledged increments, if the run read the counter at the end (else 0: the check's
@@ -270,7 +324,7 @@ fn the_counter_counts_every_acknowledged_increment_once_under_server_faults() {
 #[test]
 fn the_counter_loses_no_increment_when_sessions_expire_mid_recipe() {
     let test = "the_counter_loses_no_increment_when_sessions_expire_mid_recipe";
-    sweep_expiry("zk_counter_expiry", test, 6, 20, increments, |_| {}).assert_clean();
+    assert_clean_when_caught_in_flight("zk_counter_expiry", test, 20, increments);
 }
 
 fn passes(history: &History) -> usize {
@@ -335,7 +389,7 @@ fn the_double_barrier_keeps_its_entry_when_sessions_expire_inside() {
         other => panic!("{name}: not a double barrier: {:?}", other.workload),
     };
     let mut early_exits = 0;
-    let summary = sweep_expiry(
+    let (summary, _) = sweep_expiry(
         name,
         "the_double_barrier_keeps_its_entry_when_sessions_expire_inside",
         6,
@@ -347,6 +401,25 @@ fn the_double_barrier_keeps_its_entry_when_sessions_expire_inside() {
                 .as_ref()
                 .expect("the driver keeps the history");
             let expired = expired_mid_recipe(outcome);
+            // Each paused participant was in a barrier when paused (it had begun to enter
+            // one and not left it): the rounds had not run out before the pause.
+            for (client, from_ms) in paused_clients(&outcome.fault_plan) {
+                let last = history
+                    .records()
+                    .iter()
+                    .take_while(|record| record.at.as_nanos() < from_ms * 1_000_000)
+                    .filter(|record| record.node == Some(client))
+                    .filter_map(|record| match &record.event {
+                        Event::Recipe(RecipeEvent::Barrier { step, .. }) => Some(*step),
+                        _ => None,
+                    })
+                    .last();
+                assert!(
+                    last.is_some_and(|step| step != BarrierStep::Left),
+                    "seed {}: {client} was in no barrier when paused (last step {last:?})",
+                    outcome.seed
+                );
+            }
             for violation in barrier::check(history) {
                 match &violation {
                     BarrierViolation::ThroughTooEarly {
@@ -413,7 +486,7 @@ fn configuration_reads_behind_ready_see_one_version_under_server_faults() {
 #[test]
 fn configuration_reads_stay_whole_and_fresh_when_sessions_expire_mid_recipe() {
     let test = "configuration_reads_stay_whole_and_fresh_when_sessions_expire_mid_recipe";
-    sweep_expiry("zk_ready_config_expiry", test, 6, 10, config_reads, |_| {}).assert_clean();
+    assert_clean_when_caught_in_flight("zk_ready_config_expiry", test, 10, config_reads);
 }
 
 /// What one rendezvous run showed, from its history.
@@ -530,7 +603,7 @@ fn rendezvous_survives_its_creators_session_expiring() {
     let scenario = get(name);
     let workers = scenario.clients - 2;
     let creator = NodeId::client(0);
-    let summary = sweep_expiry(
+    let (summary, _) = sweep_expiry(
         name,
         "rendezvous_survives_its_creators_session_expiring",
         6,
