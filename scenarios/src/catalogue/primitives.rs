@@ -1,8 +1,8 @@
 //! The other ZooKeeper recipes (the ZooKeeper paper's primitives, section 2.4): each
 //! fault-free, under server faults (partitions, loss, latency, server crashes and pauses;
 //! clients are not paused, so sessions of live, connected clients survive), and with
-//! clients paused mid-recipe past their session timeout (`_expiry`): each comes back to a
-//! session the store ended, with its ephemeral nodes, and carries on in a new one.
+//! clients paused or cut off mid-recipe past their session timeout (`_expiry`): each comes
+//! back to a session the store ended, with its ephemeral nodes, and carries on in a new one.
 
 use super::{scenario, swarm};
 use crate::{
@@ -80,13 +80,22 @@ pub(super) fn scenarios() -> Vec<Scenario> {
     scenarios.push(expiry(
         "zk_fifo_queue_expiry",
         "the ZooKeeper FIFO queue; a producer and a consumer paused for 4.5 s at 1 s, \
-         another consumer at 2 s, past their 3 s sessions: each carries on in a new \
-         session; no acknowledged item may be lost or taken twice, and the queue drains",
+         another consumer at 2 s, and the third consumer cut off from everyone for 4.5 s \
+         at 1 s, past their 3 s sessions: each carries on in a new session, a consumer \
+         first settling a take whose claim's reply it lost; no acknowledged item may be \
+         lost or taken twice, and the queue drains",
         Workload::FifoQueue(FifoQueue::default()),
         &["recipe.queue_semantics"],
         5,
-        &[(0, 1_000), (2, 1_000), (3, 2_000)],
-        4_500,
+        // The third consumer is cut off rather than paused: a paused client gets the
+        // replies to what it sent when it resumes, a cut-off one loses them, now and then
+        // the reply to a take's claim, which the consumer must settle in its next session.
+        vec![
+            pause(0, 1_000, 4_500),
+            pause(2, 1_000, 4_500),
+            pause(3, 2_000, 4_500),
+            cut_off(4, 1_000, 4_500),
+        ],
     ));
     scenarios.extend(fault_free_and_faulty(
         "zk_counter",
@@ -104,8 +113,11 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         Workload::SharedCounter(SharedCounter::default()),
         &["recipe.counter"],
         5,
-        &[(0, 1_000), (1, 1_000), (2, 2_000)],
-        4_500,
+        vec![
+            pause(0, 1_000, 4_500),
+            pause(1, 1_000, 4_500),
+            pause(2, 2_000, 4_500),
+        ],
     ));
     scenarios.extend(fault_free_and_faulty(
         "zk_double_barrier",
@@ -130,8 +142,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         }),
         &[],
         5,
-        &[(1, 500), (3, 6_000)],
-        4_500,
+        vec![pause(1, 500, 4_500), pause(3, 6_000, 4_500)],
     ));
     scenarios.extend(fault_free_and_faulty(
         "zk_ready_config",
@@ -150,8 +161,11 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         Workload::ReadyConfig(ReadyConfig::default()),
         &["recipe.config_versions", "recipe.config_fresh"],
         5,
-        &[(0, 1_000), (1, 1_000), (2, 2_000)],
-        4_500,
+        vec![
+            pause(0, 1_000, 4_500),
+            pause(1, 1_000, 4_500),
+            pause(2, 2_000, 4_500),
+        ],
     ));
     scenarios.extend(fault_free_and_faulty(
         "zk_rendezvous",
@@ -171,8 +185,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         Workload::Rendezvous(Rendezvous::default()),
         &["recipe.rendezvous"],
         7,
-        &[(0, 3_500), (3, 3_500)],
-        5_500,
+        vec![pause(0, 3_500, 5_500), pause(3, 3_500, 5_500)],
     ));
     scenarios
 }
@@ -183,44 +196,58 @@ pub(super) fn scenarios() -> Vec<Scenario> {
 /// six seeds found its participant inside.
 const BARRIER_WORK_MS: u64 = 400;
 
-/// A primitive's `_expiry` scenario: clients `paused` (zero-based client index, start in
-/// ms) each paused for `pause_ms`, longer than the workload's session timeout by a margin
-/// (the leader expires a session on a session tick after its timeout, so a pause just past
-/// the timeout could race the expiry). A paused process notices nothing; when it runs again
-/// its client hears that the session expired, and the workload goes on in a new one. The
-/// plan's pauses are data (fixed clients at fixed times), so a run replays from its seed.
+/// Client `client` (zero-based: 0 is `c1`) paused for `pause_ms` from `at_ms`: a paused
+/// process notices nothing, and when it runs again its client hears that its session
+/// expired (with the replies to what it had sent, which wait for it).
+fn pause(client: usize, at_ms: u64, pause_ms: u64) -> ScheduledFault {
+    ScheduledFault::at(
+        at_ms,
+        Fault::Pause {
+            node: NodeId::client(client).into(),
+        },
+    )
+    .lasting(pause_ms)
+}
+
+/// Client `client` cut off from everyone for `cut_ms` from `at_ms`: it runs on, its
+/// requests and their replies lost, and hears that its session expired when it reaches a
+/// server again.
+fn cut_off(client: usize, at_ms: u64, cut_ms: u64) -> ScheduledFault {
+    ScheduledFault::at(
+        at_ms,
+        Fault::Partition {
+            shape: PartitionShape::IsolateNode {
+                node: NodeId::client(client).into(),
+            },
+        },
+    )
+    .lasting(cut_ms)
+}
+
+/// A primitive's `_expiry` scenario: `faults` pause or cut off fixed clients, each for
+/// longer than the workload's session timeout by a margin (the leader expires a session on
+/// a session tick after its timeout, so a span just past the timeout could race the
+/// expiry); the workload goes on in a new session. The plan is data (fixed clients at fixed
+/// times), so a run replays from its seed.
 fn expiry(
     name: &str,
     description: &str,
     workload: Workload,
     checks: &[&str],
     clients: usize,
-    paused: &[(usize, u64)],
-    pause_ms: u64,
+    faults: Vec<ScheduledFault>,
 ) -> Scenario {
-    let pauses: Vec<ScheduledFault> = paused
-        .iter()
-        .map(|&(client, at_ms)| {
-            ScheduledFault::at(
-                at_ms,
-                Fault::Pause {
-                    node: NodeId::client(client).into(),
-                },
-            )
-            .lasting(pause_ms)
-        })
-        .collect();
-    // The phase outlasts the last pause by a second: the resumed clients work in their
-    // new sessions before the heal.
-    let last_resume = paused.iter().map(|&(_, at_ms)| at_ms + pause_ms).max();
+    // The phase outlasts the last fault by a second: the clients work in their new
+    // sessions before the heal.
+    let last_end = faults.iter().map(ScheduledFault::end_ms).max();
     Scenario {
         workload,
         checks: store_checks()
             .into_iter()
             .chain(checks.iter().map(|check| check.to_string()))
             .collect(),
-        faults: FaultSource::Plan(FaultPlan::new(pauses)),
-        fault_phase_ms: last_resume.unwrap_or(0) + 1_000,
+        faults: FaultSource::Plan(FaultPlan::new(faults)),
+        fault_phase_ms: last_end.unwrap_or(0) + 1_000,
         recovery_ms: 1_000,
         liveness_bound_ms: 30_000,
         ..scenario(name, description, Store::Zab, 3, clients)
