@@ -179,9 +179,9 @@ pub(super) fn scenarios() -> Vec<Scenario> {
     scenarios.push(expiry(
         "zk_rendezvous_expiry",
         "rendezvous; the creator and a worker paused for 5.5 s at 3.5 s, past their 4 s \
-         sessions: the node goes with the creator's session, the master and the workers \
-         must notice that end, the creator makes the node anew in a new session, the \
-         master publishes again and every worker learns the address again",
+         sessions: the node goes with the creator's session, the master and the other \
+         workers must notice that end, the creator makes the node anew in a new session, \
+         the master publishes again and every worker learns the address again",
         Workload::Rendezvous(Rendezvous::default()),
         &["recipe.rendezvous"],
         7,
