@@ -54,7 +54,7 @@ pub use zk_discovery::{ZkDiscoverer, ZkRegistration};
 pub use zk_election::{ZkElection, ZkLeaderObserver, ZkLeadership};
 pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
 pub use zk_line::CarriedJoin;
-pub use zk_queue::{QueueError, ZkQueue};
+pub use zk_queue::{QueueError, UnsettledTake, ZkQueue};
 pub use zk_queue_lock::ZkQueueLock;
 pub use zk_rendezvous::{RendezvousError, ZkRendezvous};
 pub use zk_rw_lock::ZkRwLock;

@@ -10,6 +10,11 @@
 //!   `<queue>-claims/<child>` holding the consumer's name. Whoever's multi succeeds owns the
 //!   item. A bare delete could not say, after a lost reply, whether this consumer's delete
 //!   took the item or another's did (the item would be lost); the claim says who took it.
+//! - A take whose session ends between sending its `multi` and hearing the outcome (a
+//!   consumer cut off past its session timeout, the reply lost) is *unsettled*: the claim
+//!   may have committed, and then the item is this consumer's and nobody else's. The
+//!   consumer settles it in its next session by reading the claim ([`ZkQueue::settle`]);
+//!   giving up instead would lose the item.
 //! - An empty queue is waited for with a child watch on the queue node, not by polling.
 
 use super::zk_paths::{ensure_parents, sequence_of};
@@ -32,14 +37,36 @@ const ITEM_PREFIX: &str = "item-";
 pub enum QueueError {
     /// The session ended: a put's outcome is unknown, a take took nothing.
     SessionEnded,
+    /// The session ended after a take's claim was sent, before the consumer learned whether
+    /// it won: the item may be this consumer's (the claim committed, its reply lost). Only
+    /// the claim can say, and it outlives the session: settle it with [`ZkQueue::settle`]
+    /// in a new session before taking anything else, or the item is lost to everyone.
+    TakeUnsettled(UnsettledTake),
     /// The store refused in a way the recipe does not retry.
     Store(String),
+}
+
+/// A take whose claim a session that ended may have made: what [`ZkQueue::settle`] needs to
+/// find out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsettledTake {
+    /// The claim node (named after the item node).
+    claim: String,
+    /// What the consumer wrote in the claim: its node, process and old session.
+    claimant: String,
+    /// The item the claim would own.
+    item: String,
 }
 
 impl fmt::Display for QueueError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             QueueError::SessionEnded => f.write_str("the session ended"),
+            QueueError::TakeUnsettled(take) => write!(
+                f,
+                "the session ended before the claim `{}` was known to have won",
+                take.claim
+            ),
             QueueError::Store(message) => write!(f, "the store refused: {message}"),
         }
     }
@@ -51,6 +78,15 @@ fn queue_error(error: ZkClientError) -> QueueError {
     match error {
         ZkClientError::SessionExpired | ZkClientError::Closed => QueueError::SessionEnded,
         other => QueueError::Store(other.to_string()),
+    }
+}
+
+/// [`queue_error`] for an error after a take's claim was sent: a session that ended leaves
+/// the take unsettled rather than empty-handed.
+fn take_error(error: ZkClientError, take: &UnsettledTake) -> QueueError {
+    match queue_error(error) {
+        QueueError::SessionEnded => QueueError::TakeUnsettled(take.clone()),
+        other => other,
     }
 }
 
@@ -202,6 +238,11 @@ impl ZkQueue {
         let node = format!("{}/{name}", self.path);
         let claim = format!("{}/{name}", self.claims);
         let me = self.claimant();
+        let unsettled = |item: &str| UnsettledTake {
+            claim: claim.clone(),
+            claimant: me.clone(),
+            item: item.to_string(),
+        };
         loop {
             let item = match self.zk.get_data(&node).await {
                 Ok((item, _)) => item,
@@ -238,8 +279,12 @@ impl ZkQueue {
                 // Did our multi happen? The claim says, read after a `sync` (a server
                 // behind would show no claim, and then the item we took, still there).
                 Err(ZkClientError::ConnectionLoss) => loop {
-                    if let Err(ZkClientError::ConnectionLoss) = self.zk.sync(&self.claims).await {
-                        continue;
+                    match self.zk.sync(&self.claims).await {
+                        Err(ZkClientError::ConnectionLoss) => continue,
+                        Err(error @ (ZkClientError::SessionExpired | ZkClientError::Closed)) => {
+                            return Err(take_error(error, &unsettled(&item)));
+                        }
+                        _ => {}
                     }
                     match self.zk.get_data(&claim).await {
                         Ok((owner, _)) if owner == me => return Ok(Some(item)),
@@ -247,10 +292,40 @@ impl ZkQueue {
                         // No claim: nobody took it yet; try again.
                         Err(ZkClientError::Api(ZkError::NoNode)) => break,
                         Err(ZkClientError::ConnectionLoss) => continue,
-                        Err(error) => return Err(queue_error(error)),
+                        Err(error) => return Err(take_error(error, &unsettled(&item))),
                     }
                 },
-                Err(error) => return Err(queue_error(error)),
+                // The session ended with the multi sent: it may have happened.
+                Err(error) => return Err(take_error(error, &unsettled(&item))),
+            }
+        }
+    }
+
+    /// Settles a take that a session that ended left unsettled, through this queue's (new)
+    /// session: reads the claim after a `sync` (the old session's expiry, and so any
+    /// multi of it, committed before the client was told; the sync brings the server past
+    /// it). The item, recorded as consumed, if the old session's claim won; `None` if
+    /// nobody's did (the item is still queued) or another consumer's did. If this session
+    /// ends too, the take is still unsettled.
+    pub async fn settle(&self, take: UnsettledTake) -> Result<Option<String>, QueueError> {
+        loop {
+            match self.zk.sync(&self.claims).await {
+                Err(ZkClientError::ConnectionLoss) => continue,
+                Err(error @ (ZkClientError::SessionExpired | ZkClientError::Closed)) => {
+                    return Err(take_error(error, &take));
+                }
+                _ => {}
+            }
+            match self.zk.get_data(&take.claim).await {
+                Ok((owner, _)) if owner == take.claimant => {
+                    self.record(QueueStep::Consumed {
+                        item: take.item.clone(),
+                    });
+                    return Ok(Some(take.item));
+                }
+                Ok(_) | Err(ZkClientError::Api(ZkError::NoNode)) => return Ok(None),
+                Err(ZkClientError::ConnectionLoss) => continue,
+                Err(error) => return Err(take_error(error, &take)),
             }
         }
     }

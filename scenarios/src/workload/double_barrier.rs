@@ -1,12 +1,18 @@
 //! `double_barrier` on the ZAB store: every client takes part in `rounds` double barriers
 //! ([`ZkDoubleBarrier`]), one barrier node per round, all clients in each: enter, work a
-//! little, leave. The rounds are a fixed number, not "until told to stop": a participant
-//! that stopped between rounds would leave the others waiting at the next entry. The
+//! little, leave. A participant whose session ends inside a barrier goes on through it with
+//! a new session: it enters again if it was entering, and leaves if it was leaving (its node
+//! went with the session, so the others may have left without it). The rounds are a fixed
+//! number, not "until told to stop": a participant that stopped between rounds would leave
+//! the others waiting at the next entry. The
 //! finishing step has nothing more to do; `recipe.barrier` judges that nobody was left
 //! behind.
 
 use super::{Pending, Workers, zk_sessions::Sessions};
-use models::{recipes::ZkDoubleBarrier, zk::ZkEnsemble};
+use models::{
+    recipes::{BarrierError, ZkDoubleBarrier},
+    zk::ZkEnsemble,
+};
 use serde::{Deserialize, Serialize};
 use sim::Sim;
 use std::{
@@ -75,25 +81,35 @@ impl DoubleBarrier {
                 let patience = Duration::from_millis(self.patience_ms);
                 sim.spawn(node, async move {
                     for round in 1..=work.rounds {
-                        let zk = loop {
-                            if let Some(zk) = sessions.current().await {
-                                break zk;
+                        let path = format!("{BARRIER_PREFIX}{round}");
+                        let name = context.id().to_string();
+                        // A participant whose session ended on the way in lost its node, so
+                        // the others cannot count it: it enters again with a new session, as
+                        // a real one would, rather than leave them waiting out their patience.
+                        let entered = loop {
+                            let zk = sessions.live().await;
+                            let barrier = ZkDoubleBarrier::new(&zk, &context, &path, size, &name);
+                            match barrier.enter(patience).await {
+                                Err(BarrierError::SessionEnded) => continue,
+                                entered => break entered.is_ok(),
                             }
                         };
-                        let barrier = ZkDoubleBarrier::new(
-                            &zk,
-                            &context,
-                            &format!("{BARRIER_PREFIX}{round}"),
-                            size,
-                            &context.id().to_string(),
-                        );
-                        if barrier.enter(patience).await.is_ok() {
+                        if entered {
                             context
                                 .clock()
                                 .sleep(Duration::from_millis(work.work_ms))
                                 .await;
                         }
-                        let _ = barrier.leave(patience).await;
+                        // On the way out its node is gone with the session (the others may
+                        // be out already): it goes on leaving with a new session, waiting
+                        // for whoever is still there, so that it too gets out.
+                        loop {
+                            let zk = sessions.live().await;
+                            let barrier = ZkDoubleBarrier::new(&zk, &context, &path, size, &name);
+                            if barrier.leave(patience).await != Err(BarrierError::SessionEnded) {
+                                break;
+                            }
+                        }
                     }
                     sessions.close().await;
                 })

@@ -1,16 +1,21 @@
 //! `fifo_queue` on the ZAB store: the first `producers` client nodes put numbered items on
 //! one ZooKeeper queue ([`ZkQueue`]), the others take them. A client whose session ends
-//! opens a new one. After the heal, with every producer stopped, the consumers drain the
-//! queue until it is empty, and then the workload records the
+//! opens a new one; a consumer whose session ended in the middle of a take settles that
+//! take in the new session before anything else (its claim may have won). After the heal,
+//! with every producer stopped, the consumers drain the queue until it is empty, and then
+//! the workload records the
 //! [`checks::recipes::queue_semantics::DRAINED`] marker, so that the check judges every
 //! acknowledged item taken.
 
 use super::{Pending, Workers, zk_sessions::Sessions};
 use checks::recipes::queue_semantics::DRAINED;
-use models::{recipes::ZkQueue, zk::ZkEnsemble};
+use models::{
+    recipes::{QueueError, UnsettledTake, ZkQueue},
+    zk::{ZkClient, ZkEnsemble},
+};
 use serde::{Deserialize, Serialize};
 use sim::{
-    Sim,
+    NodeContext, Sim,
     history::{Event, RecipeEvent},
 };
 use std::{
@@ -81,6 +86,7 @@ impl FifoQueue {
                     let mut sessions =
                         Sessions::with_timeout(&ensemble, &context, 0, work.timeout());
                     let mut put = 0u64;
+                    let mut unsettled = None;
                     while !stop.load(Ordering::Relaxed) {
                         let Some(zk) = sessions.current().await else {
                             continue;
@@ -94,8 +100,20 @@ impl FifoQueue {
                                 .sleep(Duration::from_millis(work.think_ms))
                                 .await;
                         } else {
-                            let _ = queue.consume(CONSUMER_PATIENCE).await;
+                            unsettled = match unsettled {
+                                Some(take) => settle(&zk, &context, take).await,
+                                None => match queue.consume(CONSUMER_PATIENCE).await {
+                                    Err(QueueError::TakeUnsettled(take)) => Some(take),
+                                    _ => None,
+                                },
+                            };
                         }
+                    }
+                    // A take still unsettled at the stop may own an item: find out before
+                    // going, whatever sessions it takes.
+                    while let Some(take) = unsettled {
+                        let zk = sessions.live().await;
+                        unsettled = settle(&zk, &context, take).await;
                     }
                     sessions.close().await;
                 })
@@ -119,15 +137,22 @@ impl FifoQueue {
             tasks.push(sim.spawn(node, async move {
                 // Its own process number: the workers' sessions are closed or expiring.
                 let mut sessions = Sessions::with_timeout(&ensemble, &context, 100, work.timeout());
+                let mut unsettled = None;
                 loop {
                     let Some(zk) = sessions.current().await else {
                         continue;
                     };
+                    if let Some(take) = unsettled {
+                        unsettled = settle(&zk, &context, take).await;
+                        continue;
+                    }
                     let queue = ZkQueue::new(&zk, &context, QUEUE_PATH);
                     // Empty as a synced server sees it, not as a server behind does.
                     let synced = zk.sync(QUEUE_PATH).await.is_ok();
-                    if let (true, Ok(None)) = (synced, queue.consume(Duration::ZERO).await) {
-                        break;
+                    match (synced, queue.consume(Duration::ZERO).await) {
+                        (true, Ok(None)) => break,
+                        (_, Err(QueueError::TakeUnsettled(take))) => unsettled = Some(take),
+                        _ => {}
                     }
                 }
                 sessions.close().await;
@@ -144,5 +169,17 @@ impl FifoQueue {
                 detail: serde_json::json!({ "queue": QUEUE_PATH }),
             }));
         Ok(())
+    }
+}
+
+/// Settles `take` through `zk`: `Some` again if that session ended too.
+async fn settle(
+    zk: &ZkClient,
+    context: &NodeContext,
+    take: UnsettledTake,
+) -> Option<UnsettledTake> {
+    match ZkQueue::new(zk, context, QUEUE_PATH).settle(take).await {
+        Err(QueueError::TakeUnsettled(take)) => Some(take),
+        _ => None,
     }
 }

@@ -171,11 +171,8 @@ impl Client {
     }
 
     async fn session(&mut self) -> ZkRendezvous {
-        loop {
-            if let Some(zk) = self.sessions.current().await {
-                return ZkRendezvous::new(&zk, &self.context, RENDEZVOUS_PATH);
-            }
-        }
+        let zk = self.sessions.live().await;
+        ZkRendezvous::new(&zk, &self.context, RENDEZVOUS_PATH)
     }
 
     /// Creates the node, keeps its session until told to stop and every worker has the

@@ -50,6 +50,16 @@ impl Sessions {
         self.session.clone()
     }
 
+    /// The live session, waiting (in [`Self::current`]'s pauses) until the store can be
+    /// reached: for a step the client cannot skip, such as getting through a barrier.
+    pub(super) async fn live(&mut self) -> ZkClient {
+        loop {
+            if let Some(zk) = self.current().await {
+                return zk;
+            }
+        }
+    }
+
     /// Whether the store ended the current session (or there is none).
     pub(super) fn current_is_over(&self) -> bool {
         self.session
