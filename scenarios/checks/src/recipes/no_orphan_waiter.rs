@@ -8,16 +8,18 @@
 //! it waits too (`recipe.unprotected_seq_create`).
 //!
 //! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
-//! (which session a process runs in), its `Invoke`/`Complete` records of `exists` calls (the
-//! path asked, and the `Stat` the server returned with the node's `ephemeral_owner`), and
-//! the lock recipes' `Requested`, `Acquired { token }` and `GaveUp` steps (a process waits
-//! from `Requested` to the next `Acquired` or `GaveUp`). An `exists` that a waiting process
-//! invoked in session *s* and that returned a node whose `ephemeral_owner` is *s* is a node
-//! of its own session, as the server said; unless the wait ends with `Acquired` whose token
-//! is that node's `czxid` (the lock taken through it, as the queue lock does with its own
-//! node and the herd lock with the lock node), the waiter looked at — and waited behind — an
-//! orphan. A wait still under way when the history ends is judged as one that did not take
-//! the lock through the node.
+//! (which session a process runs in), its `Invoke`/`Complete` records of `create` calls (the
+//! path a successful create returned) and of `exists` calls (the path asked, and the `Stat`
+//! the server returned with the node's `ephemeral_owner`), and the lock recipes'
+//! `Requested`, `Acquired { token }` and `GaveUp` steps (a process waits from `Requested` to
+//! the next `Acquired` or `GaveUp`). A node is the waiter's own if its create returned it
+//! during the wait, or if an `exists` invoked in session *s* returned it with
+//! `ephemeral_owner` *s*, as the server said. A waiter has one node in the line; so a wait
+//! violates the property when it knew two own nodes (the orphan is the one it found by
+//! `exists`, behind which it waited), or when it acquired with a token other than the
+//! `czxid` of an own node it found. One own node found, in a wait that timed out or was
+//! still under way when the history ended, is the waiter's own place in line (found again
+//! by its GUID after a lost reply, or read when it came first), not an orphan.
 
 use crate::Violation;
 use sim::{
@@ -82,10 +84,36 @@ impl Violation for OrphanWaiter {
     }
 }
 
-/// A process's wait for a lock, and the nodes of its own session it found meanwhile.
+/// A process's wait for a lock, and the nodes of its own session it knew meanwhile.
 struct Wait {
     lock: String,
+    /// Own nodes read with `exists`: path, `czxid`, when, session.
     found: Vec<(String, u64, SimTime, u64)>,
+    /// Own nodes its creates returned.
+    created: Vec<String>,
+}
+
+impl Wait {
+    /// How many distinct nodes of its own session the waiter knew.
+    fn own_nodes(&self) -> usize {
+        let mut paths: Vec<&str> = self
+            .found
+            .iter()
+            .map(|(path, ..)| path.as_str())
+            .chain(self.created.iter().map(String::as_str))
+            .collect();
+        paths.sort_unstable();
+        paths.dedup();
+        paths.len()
+    }
+}
+
+/// A call in flight that can tell a waiter of a node of its own session.
+enum Asked {
+    /// `exists` of this path, by this process, in this session.
+    Exists(String, (NodeId, u32), u64),
+    /// `create`, by this process.
+    Create((NodeId, u32)),
 }
 
 /// Every lock waiter that found a node of its own session and did not take the lock
@@ -94,18 +122,23 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
     let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
     let mut waits: BTreeMap<(NodeId, u32), Wait> = BTreeMap::new();
     // `exists` calls in flight: the path, the process and its session at the invocation.
-    let mut asked: BTreeMap<OpId, (String, (NodeId, u32), u64)> = BTreeMap::new();
+    let mut asked: BTreeMap<OpId, Asked> = BTreeMap::new();
     let mut orphans = Vec::new();
     let mut judge = |key: (NodeId, u32), wait: Wait, acquired: Option<u64>| {
-        for (node, czxid, found_at, session) in wait.found {
-            if acquired != Some(czxid) {
+        let two_own_nodes = wait.own_nodes() >= 2;
+        for (node, czxid, found_at, session) in &wait.found {
+            let orphan = match acquired {
+                Some(token) => token != *czxid,
+                None => two_own_nodes,
+            };
+            if orphan {
                 orphans.push(OrphanWaiter {
                     lock: wait.lock.clone(),
                     waiter: key,
-                    session,
-                    node,
-                    czxid,
-                    found_at,
+                    session: *session,
+                    node: node.clone(),
+                    czxid: *czxid,
+                    found_at: *found_at,
                     acquired,
                 });
             }
@@ -123,27 +156,44 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
                 client,
                 process,
                 op_id,
-                operation: Operation::Zk(ZkOperation::Exists { path }),
-            } => {
-                if let Some(&session) = sessions.get(&(*client, *process)) {
-                    asked.insert(*op_id, (path.clone(), (*client, *process), session));
+                operation: Operation::Zk(operation),
+            } => match operation {
+                ZkOperation::Exists { path } => {
+                    if let Some(&session) = sessions.get(&(*client, *process)) {
+                        asked.insert(
+                            *op_id,
+                            Asked::Exists(path.clone(), (*client, *process), session),
+                        );
+                    }
                 }
-            }
-            Event::Complete { op_id, result } => {
-                let Some((path, key, session)) = asked.remove(op_id) else {
-                    continue;
-                };
-                if let OpResult::Ok {
-                    response:
-                        Response::Zk(ZkResponse::Exists {
-                            stat: Some(stat), ..
-                        }),
-                } = result
-                    && stat.ephemeral_owner == session
-                    && let Some(wait) = waits.get_mut(&key)
-                {
-                    wait.found.push((path, stat.czxid, record.at, session));
+                ZkOperation::Create { .. } => {
+                    asked.insert(*op_id, Asked::Create((*client, *process)));
                 }
+                _ => {}
+            },
+            Event::Complete {
+                op_id,
+                result: OpResult::Ok { response },
+            } => match (asked.remove(op_id), response) {
+                (
+                    Some(Asked::Exists(path, key, session)),
+                    Response::Zk(ZkResponse::Exists {
+                        stat: Some(stat), ..
+                    }),
+                ) if stat.ephemeral_owner == session => {
+                    if let Some(wait) = waits.get_mut(&key) {
+                        wait.found.push((path, stat.czxid, record.at, session));
+                    }
+                }
+                (Some(Asked::Create(key)), Response::Zk(ZkResponse::Created { path })) => {
+                    if let Some(wait) = waits.get_mut(&key) {
+                        wait.created.push(path.clone());
+                    }
+                }
+                _ => {}
+            },
+            Event::Complete { op_id, .. } => {
+                asked.remove(op_id);
             }
             Event::Recipe(RecipeEvent::Lock {
                 process,
@@ -161,6 +211,7 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
                             Wait {
                                 lock: lock.clone(),
                                 found: Vec::new(),
+                                created: Vec::new(),
                             },
                         );
                     }
@@ -189,8 +240,10 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, established, exclusive, exists_owned, lock_step, requested};
-    use sim::history::Record;
+    use crate::test_history::{
+        C1, create, established, exclusive, exists_owned, invoke, lock_step, ok, requested,
+    };
+    use sim::history::{Record, zk::CreateMode};
 
     const SESSION: u64 = 7;
 
@@ -211,6 +264,18 @@ mod tests {
         assert_eq!(check(&good), vec![]);
     }
 
+    fn created(ms: u64, op: u64, path: &str) -> Vec<Record> {
+        vec![
+            invoke(
+                ms,
+                C1,
+                op,
+                create("/lock/lock-", CreateMode::EphemeralSequential),
+            ),
+            ok(ms + 1, C1, op, ZkResponse::Created { path: path.into() }),
+        ]
+    }
+
     #[test]
     fn waiting_behind_an_orphan_of_its_own_session_is_reported() {
         // Its first create took effect (czxid 10) but its reply was lost; the client made a
@@ -218,7 +283,8 @@ mod tests {
         let bad = history(vec![
             vec![established(0, C1, SESSION)],
             vec![lock_step(1, C1, requested())],
-            exists_owned(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
+            created(2, 3, "/lock/lock-2"),
+            exists_owned(4, 1, "/lock/lock-1", SESSION, 10).to_vec(),
             vec![lock_step(
                 9,
                 C1,
@@ -235,9 +301,30 @@ mod tests {
         let waiting = history(vec![
             vec![established(0, C1, SESSION)],
             vec![lock_step(1, C1, requested())],
-            exists_owned(2, 1, "/lock/lock-1", SESSION, 10).to_vec(),
+            created(2, 3, "/lock/lock-2"),
+            exists_owned(4, 1, "/lock/lock-1", SESSION, 10).to_vec(),
         ]);
         assert_eq!(check(&waiting).len(), 1);
+    }
+
+    #[test]
+    fn its_one_node_found_again_in_a_wait_that_times_out_is_no_orphan() {
+        // The create's reply was lost; the waiter found its node by GUID, read it, waited
+        // behind another session's node and gave up: one node of its own, its place in line.
+        let timed_out = history(vec![
+            vec![established(0, C1, SESSION)],
+            vec![lock_step(1, C1, requested())],
+            exists_owned(4, 1, "/lock/_c_1-lock-1", SESSION, 10).to_vec(),
+            exists_owned(6, 2, "/lock/_c_2-lock-0", 99, 9).to_vec(),
+            vec![lock_step(
+                9,
+                C1,
+                LockStep::GaveUp {
+                    why: "timed out".into(),
+                },
+            )],
+        ]);
+        assert_eq!(check(&timed_out), vec![]);
     }
 
     #[test]
