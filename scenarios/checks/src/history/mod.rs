@@ -9,6 +9,7 @@ pub mod faults;
 pub mod kv;
 pub mod leaders;
 pub mod leases;
+pub mod lock_waits;
 pub mod locks;
 pub mod membership;
 pub mod pubsub;

@@ -8,28 +8,21 @@
 //! Mutual exclusion rarely shows it: the node's deletion reaches both the holder's watch on
 //! it and its successor, and the fenced resource refuses the stale token.
 //!
-//! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
-//! (which session a process runs in from then on), its `Invoke`/`Complete` records of
-//! `exists` calls (the path asked and the `Stat` the server returned, with the node's
-//! `czxid` and `ephemeral_owner`), and the lock recipes' `Requested`, `Acquired { token }`
-//! and `GaveUp` steps. The queue lock reads its own node with `exists` once it is first in
-//! line and takes the lock with that node's `czxid` as its token, so the last `exists` of
-//! the wait whose `czxid` is the acquired token is the server's own word on the node the
-//! holder holds by; its `ephemeral_owner` is compared with the session the process ran the
-//! `exists` in. An acquisition with no such read (the herd lock, which holds by the node its
-//! create returned; etcd) is not judged.
+//! **Reads:** the lock waits of [`crate::history::lock_waits`] (the clients' own records:
+//! their sessions, their `exists` replies with the server's `czxid` and `ephemeral_owner`,
+//! their lock steps). The queue lock reads its own node with `exists` once it is first in
+//! line and takes the lock with that node's `czxid` as its token, so the last read of the
+//! wait whose `czxid` is the acquired token is the server's own word on the node the holder
+//! holds by; its owner is compared with the session the read ran in. An acquisition with
+//! no such read (the herd lock, which holds by the node its create returned; etcd) is not
+//! judged.
 
-use crate::Violation;
-use sim::{
-    NodeId,
-    history::{
-        Event, History, OpId, OpResult, Operation, RecipeEvent, Response,
-        recipe::LockStep,
-        zk::{ZkEvent, ZkOperation, ZkResponse},
-    },
-    time::SimTime,
+use crate::{
+    Violation,
+    history::lock_waits::{WaitEnd, lock_waits},
 };
-use std::{collections::BTreeMap, fmt};
+use sim::{NodeId, history::History, time::SimTime};
+use std::fmt;
 
 /// A lock taken by a node that another session owns.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,108 +75,34 @@ impl Violation for HolderNotOwner {
     }
 }
 
-/// A node read during a wait: path, `czxid`, owner, the reader's session, when.
-struct Read {
-    path: String,
-    czxid: u64,
-    owner: u64,
-    session: u64,
-    at: SimTime,
-}
-
 /// Every acquisition by a node the server said another session owns.
 pub fn check(history: &History) -> Vec<HolderNotOwner> {
-    let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
-    // Waits under way: the nodes read since `Requested`.
-    let mut waits: BTreeMap<(NodeId, u32), Vec<Read>> = BTreeMap::new();
-    // `exists` calls in flight: the path, the process and its session at the invocation.
-    let mut asked: BTreeMap<OpId, (String, (NodeId, u32), u64)> = BTreeMap::new();
-    let mut violations = Vec::new();
-    for record in history.records() {
-        let Some(node) = record.node else { continue };
-        match &record.event {
-            Event::Zk(ZkEvent::SessionEstablished {
-                process, session, ..
-            }) => {
-                sessions.insert((node, *process), *session);
-            }
-            Event::Invoke {
-                client,
-                process,
-                op_id,
-                operation: Operation::Zk(ZkOperation::Exists { path }),
-            } => {
-                if let Some(&session) = sessions.get(&(*client, *process)) {
-                    asked.insert(*op_id, (path.clone(), (*client, *process), session));
-                }
-            }
-            Event::Complete { op_id, result } => {
-                let Some((path, key, session)) = asked.remove(op_id) else {
-                    continue;
-                };
-                if let OpResult::Ok {
-                    response:
-                        Response::Zk(ZkResponse::Exists {
-                            stat: Some(stat), ..
-                        }),
-                } = result
-                    && let Some(reads) = waits.get_mut(&key)
-                {
-                    reads.push(Read {
-                        path,
-                        czxid: stat.czxid,
-                        owner: stat.ephemeral_owner,
-                        session,
-                        at: record.at,
-                    });
-                }
-            }
-            Event::Recipe(RecipeEvent::Lock {
-                process,
-                lock,
-                step,
-            }) => {
-                let key = (node, *process);
-                match step {
-                    LockStep::Requested { .. } => {
-                        waits.insert(key, Vec::new());
-                    }
-                    LockStep::Acquired { token, .. } => {
-                        let Some(reads) = waits.remove(&key) else {
-                            continue;
-                        };
-                        if let Some(read) = reads.iter().rev().find(|read| read.czxid == *token)
-                            && read.owner != read.session
-                        {
-                            violations.push(HolderNotOwner {
-                                lock: lock.clone(),
-                                holder: key,
-                                session: read.session,
-                                node: read.path.clone(),
-                                token: *token,
-                                owner: read.owner,
-                                read_at: read.at,
-                                acquired_at: record.at,
-                            });
-                        }
-                    }
-                    LockStep::GaveUp { .. } => {
-                        waits.remove(&key);
-                    }
-                    LockStep::Woken { .. } | LockStep::Released { .. } | LockStep::Lost { .. } => {}
-                }
-            }
-            _ => {}
-        }
-    }
-    violations
+    lock_waits(history)
+        .into_iter()
+        .filter_map(|wait| {
+            let WaitEnd::Acquired { token, at } = wait.end else {
+                return None;
+            };
+            let read = wait.reads.iter().rev().find(|read| read.czxid == token)?;
+            (!read.owned_by_reader()).then(|| HolderNotOwner {
+                lock: wait.lock.clone(),
+                holder: wait.waiter,
+                session: read.session,
+                node: read.path.clone(),
+                token,
+                owner: read.owner,
+                read_at: read.at,
+                acquired_at: at,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_history::{C1, established, exclusive, exists_owned, lock_step, requested};
-    use sim::history::Record;
+    use sim::history::{Record, recipe::LockStep};
 
     const OLD: u64 = 7;
     const NEW: u64 = 9;

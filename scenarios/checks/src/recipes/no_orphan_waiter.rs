@@ -7,31 +7,22 @@
 //! it, the client waits for itself for as long as its session lives, and every waiter after
 //! it waits too (`recipe.unprotected_seq_create`).
 //!
-//! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
-//! (which session a process runs in), its `Invoke`/`Complete` records of `create` calls (the
-//! path a successful create returned) and of `exists` calls (the path asked, and the `Stat`
-//! the server returned with the node's `ephemeral_owner`), and the lock recipes'
-//! `Requested`, `Acquired { token }` and `GaveUp` steps (a process waits from `Requested` to
-//! the next `Acquired` or `GaveUp`). A node is the waiter's own if its create returned it
-//! during the wait, or if an `exists` invoked in session *s* returned it with
-//! `ephemeral_owner` *s*, as the server said. A waiter has one node in the line; so a wait
-//! violates the property when it knew two own nodes (the orphan is the one it found by
-//! `exists`, behind which it waited), or when it acquired with a token other than the
-//! `czxid` of an own node it found. One own node found, in a wait that timed out or was
-//! still under way when the history ended, is the waiter's own place in line (found again
-//! by its GUID after a lost reply, or read when it came first), not an orphan.
+//! **Reads:** the lock waits of [`crate::history::lock_waits`] (the clients' own records:
+//! their sessions, their `exists` replies with the server's `ephemeral_owner`, their
+//! creates' replies, their lock steps). A node is the waiter's own if its create returned it
+//! during the wait, or if an `exists` in session *s* returned it with owner *s*. A waiter has
+//! one node in the line; so a wait violates the property when it knew two own nodes (the
+//! orphan is the one it read, behind which it waited), or when it acquired with a token
+//! other than the `czxid` of an own node it read. One own node read, in a wait that timed out
+//! or was still under way when the history ended, is the waiter's own place in line (found
+//! again by its GUID after a lost reply, or read when it came first), not an orphan.
 
-use crate::Violation;
-use sim::{
-    NodeId,
-    history::{
-        Event, History, OpId, OpResult, Operation, RecipeEvent, Response,
-        recipe::LockStep,
-        zk::{ZkEvent, ZkOperation, ZkResponse},
-    },
-    time::SimTime,
+use crate::{
+    Violation,
+    history::lock_waits::{NodeRead, WaitEnd, lock_waits},
 };
-use std::{collections::BTreeMap, fmt};
+use sim::{NodeId, history::History, time::SimTime};
+use std::fmt;
 
 /// A lock waiter that found a node of its own session and did not take the lock through it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,155 +75,44 @@ impl Violation for OrphanWaiter {
     }
 }
 
-/// A process's wait for a lock, and the nodes of its own session it knew meanwhile.
-struct Wait {
-    lock: String,
-    /// Own nodes read with `exists`: path, `czxid`, when, session.
-    found: Vec<(String, u64, SimTime, u64)>,
-    /// Own nodes its creates returned.
-    created: Vec<String>,
-}
-
-impl Wait {
-    /// How many distinct nodes of its own session the waiter knew.
-    fn own_nodes(&self) -> usize {
-        let mut paths: Vec<&str> = self
-            .found
-            .iter()
-            .map(|(path, ..)| path.as_str())
-            .chain(self.created.iter().map(String::as_str))
-            .collect();
-        paths.sort_unstable();
-        paths.dedup();
-        paths.len()
-    }
-}
-
-/// A call in flight that can tell a waiter of a node of its own session.
-enum Asked {
-    /// `exists` of this path, by this process, in this session.
-    Exists(String, (NodeId, u32), u64),
-    /// `create`, by this process.
-    Create((NodeId, u32)),
-}
-
-/// Every lock waiter that found a node of its own session and did not take the lock
-/// through it.
+/// Every lock waiter that waited behind a node of its own session, or took the lock through
+/// another node than the own node it found.
 pub fn check(history: &History) -> Vec<OrphanWaiter> {
-    let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
-    let mut waits: BTreeMap<(NodeId, u32), Wait> = BTreeMap::new();
-    // `exists` calls in flight: the path, the process and its session at the invocation.
-    let mut asked: BTreeMap<OpId, Asked> = BTreeMap::new();
     let mut orphans = Vec::new();
-    let mut judge = |key: (NodeId, u32), wait: Wait, acquired: Option<u64>| {
-        let two_own_nodes = wait.own_nodes() >= 2;
-        for (node, czxid, found_at, session) in &wait.found {
+    for wait in lock_waits(history) {
+        let own: Vec<&NodeRead> = wait
+            .reads
+            .iter()
+            .filter(|read| read.owned_by_reader())
+            .collect();
+        let mut own_paths: Vec<&str> = own
+            .iter()
+            .map(|read| read.path.as_str())
+            .chain(wait.created.iter().map(String::as_str))
+            .collect();
+        own_paths.sort_unstable();
+        own_paths.dedup();
+        let acquired = match wait.end {
+            WaitEnd::Acquired { token, .. } => Some(token),
+            WaitEnd::GaveUp | WaitEnd::Unfinished => None,
+        };
+        for read in own {
             let orphan = match acquired {
-                Some(token) => token != *czxid,
-                None => two_own_nodes,
+                Some(token) => token != read.czxid,
+                None => own_paths.len() >= 2,
             };
             if orphan {
                 orphans.push(OrphanWaiter {
                     lock: wait.lock.clone(),
-                    waiter: key,
-                    session: *session,
-                    node: node.clone(),
-                    czxid: *czxid,
-                    found_at: *found_at,
+                    waiter: wait.waiter,
+                    session: read.session,
+                    node: read.path.clone(),
+                    czxid: read.czxid,
+                    found_at: read.at,
                     acquired,
                 });
             }
         }
-    };
-    for record in history.records() {
-        let Some(node) = record.node else { continue };
-        match &record.event {
-            Event::Zk(ZkEvent::SessionEstablished {
-                process, session, ..
-            }) => {
-                sessions.insert((node, *process), *session);
-            }
-            Event::Invoke {
-                client,
-                process,
-                op_id,
-                operation: Operation::Zk(operation),
-            } => match operation {
-                ZkOperation::Exists { path } => {
-                    if let Some(&session) = sessions.get(&(*client, *process)) {
-                        asked.insert(
-                            *op_id,
-                            Asked::Exists(path.clone(), (*client, *process), session),
-                        );
-                    }
-                }
-                ZkOperation::Create { .. } => {
-                    asked.insert(*op_id, Asked::Create((*client, *process)));
-                }
-                _ => {}
-            },
-            Event::Complete {
-                op_id,
-                result: OpResult::Ok { response },
-            } => match (asked.remove(op_id), response) {
-                (
-                    Some(Asked::Exists(path, key, session)),
-                    Response::Zk(ZkResponse::Exists {
-                        stat: Some(stat), ..
-                    }),
-                ) if stat.ephemeral_owner == session => {
-                    if let Some(wait) = waits.get_mut(&key) {
-                        wait.found.push((path, stat.czxid, record.at, session));
-                    }
-                }
-                (Some(Asked::Create(key)), Response::Zk(ZkResponse::Created { path })) => {
-                    if let Some(wait) = waits.get_mut(&key) {
-                        wait.created.push(path.clone());
-                    }
-                }
-                _ => {}
-            },
-            Event::Complete { op_id, .. } => {
-                asked.remove(op_id);
-            }
-            Event::Recipe(RecipeEvent::Lock {
-                process,
-                lock,
-                step,
-            }) => {
-                let key = (node, *process);
-                match step {
-                    LockStep::Requested { .. } => {
-                        if let Some(wait) = waits.remove(&key) {
-                            judge(key, wait, None);
-                        }
-                        waits.insert(
-                            key,
-                            Wait {
-                                lock: lock.clone(),
-                                found: Vec::new(),
-                                created: Vec::new(),
-                            },
-                        );
-                    }
-                    LockStep::Acquired { token, .. } => {
-                        if let Some(wait) = waits.remove(&key) {
-                            judge(key, wait, Some(*token));
-                        }
-                    }
-                    LockStep::GaveUp { .. } => {
-                        if let Some(wait) = waits.remove(&key) {
-                            judge(key, wait, None);
-                        }
-                    }
-                    LockStep::Woken { .. } | LockStep::Released { .. } | LockStep::Lost { .. } => {}
-                }
-            }
-            _ => {}
-        }
-    }
-    for (key, wait) in std::mem::take(&mut waits) {
-        judge(key, wait, None);
     }
     orphans
 }
@@ -243,7 +123,11 @@ mod tests {
     use crate::test_history::{
         C1, create, established, exclusive, exists_owned, invoke, lock_step, ok, requested,
     };
-    use sim::history::{Record, zk::CreateMode};
+    use sim::history::{
+        Record,
+        recipe::LockStep,
+        zk::{CreateMode, ZkResponse},
+    };
 
     const SESSION: u64 = 7;
 

@@ -1,0 +1,190 @@
+//! The waits of ZooKeeper lock clients, with the lock nodes they learned of meanwhile: which
+//! nodes their `exists` calls read (with the owner the server named) and which their creates
+//! returned. The ownership checks (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`)
+//! judge these waits.
+//!
+//! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
+//! (which session a process runs in from then on); its `Invoke`/`Complete` records of
+//! `exists` calls (the path asked, and the `Stat` the server returned, with the node's
+//! `czxid` and `ephemeral_owner`) and of `create` calls (the path a successful create
+//! returned); and the lock recipes' `Requested`, `Acquired { token }` and `GaveUp` steps. A
+//! process waits from `Requested` to the next `Acquired` or `GaveUp`. All of it is what the
+//! client observed; the owner is the server's word in its reply, not a model's event.
+
+use sim::{
+    NodeId,
+    history::{
+        Event, History, OpId, OpResult, Operation, RecipeEvent, Response,
+        recipe::LockStep,
+        zk::{ZkEvent, ZkOperation, ZkResponse},
+    },
+    time::SimTime,
+};
+use std::collections::BTreeMap;
+
+/// A node a waiter read with `exists`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRead {
+    /// Its path.
+    pub path: String,
+    /// Its `czxid`.
+    pub czxid: u64,
+    /// The session that owns it, as the server said (0: not ephemeral).
+    pub owner: u64,
+    /// The session the waiter read it in.
+    pub session: u64,
+    /// When the read returned.
+    pub at: SimTime,
+}
+
+impl NodeRead {
+    /// Whether the node belongs to the session that read it.
+    pub fn owned_by_reader(&self) -> bool {
+        self.owner == self.session
+    }
+}
+
+/// How a wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitEnd {
+    /// The waiter acquired the lock with this token, at this time.
+    Acquired {
+        /// The fencing token.
+        token: u64,
+        /// When.
+        at: SimTime,
+    },
+    /// The waiter gave up.
+    GaveUp,
+    /// The waiter asked again without ending this wait, or the history ended first.
+    Unfinished,
+}
+
+/// One wait of one client process for one lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockWait {
+    /// The lock.
+    pub lock: String,
+    /// The waiter: client node and process.
+    pub waiter: (NodeId, u32),
+    /// The nodes it read with `exists` (in a known session), in order.
+    pub reads: Vec<NodeRead>,
+    /// The nodes its successful creates returned, in order.
+    pub created: Vec<String>,
+    /// How it ended.
+    pub end: WaitEnd,
+}
+
+/// A call in flight that can tell a waiter of a lock node.
+enum Asked {
+    /// `exists` of this path, by this process, in this session.
+    Exists(String, (NodeId, u32), u64),
+    /// `create`, by this process.
+    Create((NodeId, u32)),
+}
+
+/// Every lock wait of the history, in the order the waits ended.
+pub fn lock_waits(history: &History) -> Vec<LockWait> {
+    let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
+    let mut open: BTreeMap<(NodeId, u32), LockWait> = BTreeMap::new();
+    let mut asked: BTreeMap<OpId, Asked> = BTreeMap::new();
+    let mut ended = Vec::new();
+    for record in history.records() {
+        let Some(node) = record.node else { continue };
+        match &record.event {
+            Event::Zk(ZkEvent::SessionEstablished {
+                process, session, ..
+            }) => {
+                sessions.insert((node, *process), *session);
+            }
+            Event::Invoke {
+                client,
+                process,
+                op_id,
+                operation: Operation::Zk(operation),
+            } => match operation {
+                ZkOperation::Exists { path } => {
+                    if let Some(&session) = sessions.get(&(*client, *process)) {
+                        asked.insert(
+                            *op_id,
+                            Asked::Exists(path.clone(), (*client, *process), session),
+                        );
+                    }
+                }
+                ZkOperation::Create { .. } => {
+                    asked.insert(*op_id, Asked::Create((*client, *process)));
+                }
+                _ => {}
+            },
+            Event::Complete { op_id, result } => {
+                let (Some(asked), OpResult::Ok { response }) = (asked.remove(op_id), result) else {
+                    continue;
+                };
+                match (asked, response) {
+                    (
+                        Asked::Exists(path, waiter, session),
+                        Response::Zk(ZkResponse::Exists {
+                            stat: Some(stat), ..
+                        }),
+                    ) => {
+                        if let Some(wait) = open.get_mut(&waiter) {
+                            wait.reads.push(NodeRead {
+                                path,
+                                czxid: stat.czxid,
+                                owner: stat.ephemeral_owner,
+                                session,
+                                at: record.at,
+                            });
+                        }
+                    }
+                    (Asked::Create(waiter), Response::Zk(ZkResponse::Created { path })) => {
+                        if let Some(wait) = open.get_mut(&waiter) {
+                            wait.created.push(path.clone());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::Recipe(RecipeEvent::Lock {
+                process,
+                lock,
+                step,
+            }) => {
+                let waiter = (node, *process);
+                let end = match step {
+                    LockStep::Requested { .. } => {
+                        if let Some(wait) = open.remove(&waiter) {
+                            ended.push(wait);
+                        }
+                        open.insert(
+                            waiter,
+                            LockWait {
+                                lock: lock.clone(),
+                                waiter,
+                                reads: Vec::new(),
+                                created: Vec::new(),
+                                end: WaitEnd::Unfinished,
+                            },
+                        );
+                        continue;
+                    }
+                    LockStep::Acquired { token, .. } => WaitEnd::Acquired {
+                        token: *token,
+                        at: record.at,
+                    },
+                    LockStep::GaveUp { .. } => WaitEnd::GaveUp,
+                    LockStep::Woken { .. } | LockStep::Released { .. } | LockStep::Lost { .. } => {
+                        continue;
+                    }
+                };
+                if let Some(mut wait) = open.remove(&waiter) {
+                    wait.end = end;
+                    ended.push(wait);
+                }
+            }
+            _ => {}
+        }
+    }
+    ended.extend(open.into_values());
+    ended
+}
