@@ -36,6 +36,19 @@ pub struct SeedFailure {
     pub scenario: String,
 }
 
+impl SeedFailure {
+    /// The names of the checks that fired in the run, each once, in the order reported.
+    pub fn checks_fired(&self) -> Vec<&str> {
+        let mut fired: Vec<&str> = Vec::new();
+        for violation in &self.outcome.violations {
+            if !fired.contains(&violation.check.as_str()) {
+                fired.push(&violation.check);
+            }
+        }
+        fired
+    }
+}
+
 impl fmt::Display for SeedFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.report)?;
@@ -108,6 +121,32 @@ impl SweepSummary {
                 self.scenario
             );
         }
+    }
+
+    /// Panics unless every failed seed failed by violations of the check `check` only (no
+    /// other check, no liveness stall, crash or time limit); how many seeds it fired in. For
+    /// sweeps that expect one property to break, as believed exclusion does when holders
+    /// are paused past their sessions.
+    pub fn assert_only_violations_of(&self, check: &str) -> usize {
+        for failure in &self.failures {
+            let fired = failure.checks_fired();
+            assert!(
+                !fired.is_empty() && fired.iter().all(|fired| *fired == check),
+                "{}: only `{check}` may fire, got {fired:?} ({:?})\n{}",
+                failure.report,
+                failure.outcome.failure,
+                failure.scenario
+            );
+        }
+        self.failures.len()
+    }
+
+    /// How many seeds the check `check` fired in.
+    pub fn seeds_where_fired(&self, check: &str) -> usize {
+        self.failures
+            .iter()
+            .filter(|failure| failure.checks_fired().contains(&check))
+            .count()
     }
 
     /// The failures whose violations include `property`.

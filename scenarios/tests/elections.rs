@@ -132,17 +132,6 @@ fn get(name: &str) -> Scenario {
     catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
 }
 
-fn checks_fired(failure: &scenarios::sweep::SeedFailure) -> Vec<&str> {
-    let mut fired: Vec<&str> = failure
-        .outcome
-        .violations
-        .iter()
-        .map(|violation| violation.check.as_str())
-        .collect();
-    fired.dedup();
-    fired
-}
-
 /// Clean, with the lead moving around and everyone observing, run after run.
 fn assert_unique_and_busy(name: &str, test: &str) {
     let (summary, exercised) = sweep(get(name), test, 5);
@@ -302,22 +291,7 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     believed.checks.push("recipe.leader_uniqueness".into());
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
-    let broken_belief = summary
-        .failures
-        .iter()
-        .filter(|failure| {
-            let fired = checks_fired(failure);
-            assert!(
-                fired
-                    .iter()
-                    .all(|check| *check == "recipe.leader_uniqueness"),
-                "{}: only believed uniqueness may break, got {fired:?}\n{}",
-                failure.report,
-                failure.scenario
-            );
-            !fired.is_empty()
-        })
-        .count();
+    let broken_belief = summary.assert_only_violations_of("recipe.leader_uniqueness");
     println!("{name}: believed uniqueness broke in {broken_belief} of {seeds} seeds");
     assert!(
         broken_belief >= 1,
@@ -336,11 +310,7 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
         elections.fencing = Fencing::Off;
     }
     let (summary, exercised) = sweep(unfenced, test, seeds);
-    let stale_accepted = summary
-        .failures
-        .iter()
-        .filter(|failure| checks_fired(failure).contains(&"recipe.fenced_writes"))
-        .count();
+    let stale_accepted = summary.seeds_where_fired("recipe.fenced_writes");
     println!(
         "{name} without fencing: a deposed leader's write accepted in {stale_accepted} of {seeds} seeds"
     );
@@ -373,11 +343,7 @@ fn a_paused_etcd_leader_breaks_belief_and_fencing_saves_the_resource() {
 fn assert_leader_trusting_local_state_is_caught(name: &str, test: &str) {
     let scenario = get(name).with_bugs([KnownBug::Recipe(RecipeBug::TrustLocalStateAfterExpiry)]);
     let (summary, _) = sweep(scenario, test, 10);
-    let caught = summary
-        .failures
-        .iter()
-        .filter(|failure| checks_fired(failure).contains(&"recipe.leader_uniqueness"))
-        .count();
+    let caught = summary.seeds_where_fired("recipe.leader_uniqueness");
     println!(
         "{name} with recipe.trust_local_state_after_expiry: recipe.leader_uniqueness fired in \
          {caught} of {} seeds",

@@ -116,18 +116,7 @@ fn the_herd_lock_is_exclusive_but_wakes_the_herd() {
     scenario.checks.push("recipe.herd_effect".into());
     let (summary, _) = sweep(scenario, "the_herd_lock_is_exclusive_but_wakes_the_herd", 2);
     assert_eq!(summary.failures.len(), summary.seeds.len());
-    for failure in &summary.failures {
-        let checks: Vec<&str> = failure
-            .outcome
-            .violations
-            .iter()
-            .map(|violation| violation.check.as_str())
-            .collect();
-        assert!(
-            checks.iter().all(|check| *check == "recipe.herd_effect"),
-            "{checks:?}"
-        );
-    }
+    summary.assert_only_violations_of("recipe.herd_effect");
 }
 
 fn assert_safe_under_server_faults(name: &str, test: &str) {
@@ -189,27 +178,7 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
             outcome.seed
         );
     }
-    let broken_belief = summary
-        .failures
-        .iter()
-        .filter(|failure| {
-            let checks: Vec<&str> = failure
-                .outcome
-                .violations
-                .iter()
-                .map(|violation| violation.check.as_str())
-                .collect();
-            assert!(
-                checks
-                    .iter()
-                    .all(|check| *check == "recipe.mutual_exclusion"),
-                "{}: only believed exclusion may break, got {checks:?}\n{}",
-                failure.report,
-                failure.scenario
-            );
-            !checks.is_empty()
-        })
-        .count();
+    let broken_belief = summary.assert_only_violations_of("recipe.mutual_exclusion");
     assert!(
         broken_belief >= 1,
         "{name}: no seed of {seeds} showed a paused holder still believing: {exercised:?}"
@@ -227,17 +196,7 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
         locks.fencing = Fencing::Off;
     }
     let (summary, exercised) = sweep(unfenced, test, seeds);
-    let stale_accepted = summary
-        .failures
-        .iter()
-        .filter(|failure| {
-            failure
-                .outcome
-                .violations
-                .iter()
-                .any(|violation| violation.check == "recipe.fenced_writes")
-        })
-        .count();
+    let stale_accepted = summary.seeds_where_fired("recipe.fenced_writes");
     assert!(
         stale_accepted >= 1,
         "{name} without fencing: no stale write accepted in {seeds} seeds: {exercised:?}"

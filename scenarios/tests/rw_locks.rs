@@ -179,22 +179,7 @@ fn a_paused_rw_lock_holder_breaks_belief_and_fencing_saves_the_resource() {
     believed.checks.push("recipe.rw_exclusion".into());
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
-    let mut broken_belief = 0;
-    for failure in &summary.failures {
-        let checks: Vec<&str> = failure
-            .outcome
-            .violations
-            .iter()
-            .map(|violation| violation.check.as_str())
-            .collect();
-        // A failure without a violation would be a liveness or progress failure.
-        assert!(
-            !checks.is_empty() && checks.iter().all(|check| *check == "recipe.rw_exclusion"),
-            "{}: only believed exclusion may break, got {checks:?}",
-            failure.report
-        );
-        broken_belief += 1;
-    }
+    let broken_belief = summary.assert_only_violations_of("recipe.rw_exclusion");
     assert!(
         broken_belief >= 1,
         "no seed of {seeds} showed a paused holder still believing: {exercised:?}"
