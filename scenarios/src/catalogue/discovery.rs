@@ -2,12 +2,12 @@
 //! under server faults, and with members paused, cut off past their session, or crashed),
 //! and pub/sub on etcd (fault-free, under server faults, and with subscribers cut off).
 
-use super::{scenario, swarm};
+use super::{isolated, scenario, swarm, target};
 use crate::{
     scenario::{Scenario, Store},
     workload::{Discovery, DiscoveryRecipe, PubSub, Workload},
 };
-use sim::fault::{Fault, FaultKind, FaultPlan, FaultSource, PartitionShape, ScheduledFault};
+use sim::fault::{Fault, FaultKind, FaultPlan, FaultSource, ScheduledFault};
 
 /// The faults of the `_faults` scenarios: the network and the servers misbehave; clients
 /// are left alone, so no session of a live client should end.
@@ -44,15 +44,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
 }
 
 fn isolate(node: &str, at_ms: u64, for_ms: u64) -> ScheduledFault {
-    ScheduledFault::at(
-        at_ms,
-        Fault::Partition {
-            shape: PartitionShape::IsolateNode {
-                node: node.parse().expect("a node"),
-            },
-        },
-    )
-    .lasting(for_ms)
+    isolated(target(node), at_ms, for_ms)
 }
 
 fn discovery(recipe: DiscoveryRecipe, name: &str, store: Store, what: &str) -> Vec<Scenario> {

@@ -3,14 +3,12 @@
 //! session, and with leaders paused past their session timeout or lease TTL.
 
 use super::locks::SERVER_FAULTS;
-use super::{scenario, swarm};
+use super::{isolated, scenario, swarm, target};
 use crate::{
     scenario::{Scenario, Store},
     workload::{ElectionRecipe, Elections, LeaderTerm, Workload},
 };
-use sim::fault::{
-    Fault, FaultPlan, FaultSource, PartitionShape, PauseClients, PausedClient, ScheduledFault,
-};
+use sim::fault::{FaultPlan, FaultSource, PauseClients, PausedClient};
 
 /// Whether clients can believe they lead together in a scenario's runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -110,17 +108,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
 /// timeout; etcd: no renewal acknowledged for a TTL), or, campaigning, checks that its key
 /// survived the wait.
 fn cut_off(recipe: ElectionRecipe, name: &str, store: Store) -> Vec<Scenario> {
-    let isolate = |target: &str, at_ms: u64| {
-        ScheduledFault::at(
-            at_ms,
-            Fault::Partition {
-                shape: PartitionShape::IsolateNode {
-                    node: target.parse().expect("a role"),
-                },
-            },
-        )
-        .lasting(3_000)
-    };
+    let isolate = |role: &str, at_ms: u64| isolated(target(role), at_ms, 3_000);
     let long_terms = |suffix: &str, role: &str, description: &str| Scenario {
         workload: Workload::Elections(Elections {
             recipe,

@@ -4,7 +4,7 @@
 //! plan aimed at those steps (roles, `$labels` and spans), so a run replays from its
 //! printed plan like any other.
 
-use super::scenario;
+use super::{isolated, scenario};
 use crate::{
     scenario::{Scenario, Store, Tuning},
     workload::{
@@ -51,13 +51,6 @@ fn lease(name: &str, ttl_ms: u64, renewal: Renewal) -> HeldLease {
     }
 }
 
-/// A partition that cuts `node` (or the node a role resolves to) off from everyone.
-fn isolate(node: Target) -> Fault {
-    Fault::Partition {
-        shape: PartitionShape::IsolateNode { node },
-    }
-}
-
 /// No faults: the baseline of leases. One lease is kept alive for a while, one abandoned at
 /// once; the abandoned one expires (its key with it) while the kept one lives, then the
 /// kept one expires once its renewals stop.
@@ -90,9 +83,7 @@ fn lease_keep_alive() -> Scenario {
 /// alive and another abandoned.
 fn lease_leader_changes() -> Scenario {
     let cuts = (0..4)
-        .map(|round| {
-            ScheduledFault::at(2_500 + 2_500 * round, isolate(Target::Leader)).lasting(1_000)
-        })
+        .map(|round| isolated(Target::Leader, 2_500 + 2_500 * round, 1_000))
         .collect();
     Scenario {
         workload: Workload::LeaseKeeper(LeaseKeeper {
@@ -232,7 +223,7 @@ fn watch_resume() -> Scenario {
         )
         .lasting(300)
     });
-    let mut faults = vec![ScheduledFault::at(1_500, isolate(watcher.into())).lasting(500)];
+    let mut faults = vec![isolated(watcher, 1_500, 500)];
     faults.extend(crashes);
     Scenario {
         workload: Workload::WatchResume(WatchResume::default()),

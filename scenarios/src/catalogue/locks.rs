@@ -1,15 +1,14 @@
 //! The lock scenarios: each lock recipe on its store, fault-free, under faults that leave
 //! sessions alive, and with holders paused past their session timeout or lease TTL.
 
-use super::{scenario, swarm};
+use super::{isolated, scenario, swarm, target};
 use crate::{
     scenario::{Scenario, Store},
     workload::{LockRecipe, Locks, Workload},
 };
 use models::zk::SessionExpiry;
 use sim::fault::{
-    Fault, FaultKind, FaultPlan, FaultSource, PartitionShape, PauseClients, PausedClient,
-    ScheduledFault,
+    Fault, FaultKind, FaultPlan, FaultSource, PauseClients, PausedClient, ScheduledFault,
 };
 
 /// The faults of the `_faults` scenarios: the network and the servers misbehave, clients
@@ -157,17 +156,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
 /// gives the lock away (ZooKeeper: no server heard for 2/3 of the timeout; etcd: no
 /// renewal acknowledged for a TTL), or, waiting, checks that its key survived.
 fn cut_off(recipe: LockRecipe, name: &str, store: Store) -> Vec<Scenario> {
-    let isolate = |target: &str, at_ms: u64| {
-        ScheduledFault::at(
-            at_ms,
-            Fault::Partition {
-                shape: PartitionShape::IsolateNode {
-                    node: target.parse().expect("a role"),
-                },
-            },
-        )
-        .lasting(3_000)
-    };
+    let isolate = |role: &str, at_ms: u64| isolated(target(role), at_ms, 3_000);
     let long_holds = |suffix: &str, role: &str, description: &str| Scenario {
         workload: Workload::Locks(Locks {
             recipe,
@@ -188,12 +177,15 @@ fn cut_off(recipe: LockRecipe, name: &str, store: Store) -> Vec<Scenario> {
         long_holds(
             "_cut_off_holder",
             "holder",
-            "four-second critical sections; the holder cut off from everyone for 3 s (past              its 2 s session) twice: it must stop believing before the lock moves on",
+            "four-second critical sections; the holder cut off from everyone for 3 s (past \
+             its 2 s session) twice: it must stop believing before the lock moves on",
         ),
         long_holds(
             "_cut_off_waiter",
             "waiter",
-            "four-second critical sections; the longest waiter cut off from everyone for 3 s              (past its 2 s session) twice: its key goes with its session, and when its turn              seems to come it must find that out",
+            "four-second critical sections; the longest waiter cut off from everyone for 3 s \
+             (past its 2 s session) twice: its key goes with its session, and when its turn \
+             seems to come it must find that out",
         ),
     ]
 }
@@ -250,15 +242,7 @@ fn queue_lock_crashes() -> Scenario {
 fn queue_lock_curator_joiner_cut_off() -> Scenario {
     let round = |at_ms: u64| {
         [
-            ScheduledFault::at(
-                at_ms,
-                Fault::Partition {
-                    shape: PartitionShape::IsolateNode {
-                        node: "newest_waiter".parse().expect("a role"),
-                    },
-                },
-            )
-            .lasting(2_500),
+            isolated(target("newest_waiter"), at_ms, 2_500),
             ScheduledFault::at(
                 at_ms + 1_000,
                 Fault::Crash {

@@ -17,7 +17,10 @@ use crate::{
     scenario::{Scenario, Store, Tuning, WorldSettings},
     workload::{KvMix, LedgerAppends, Workload, ZkMix},
 };
-use sim::fault::{ClientFaults, FaultKind, FaultSource, SwarmConfig};
+use sim::fault::{
+    ClientFaults, Fault, FaultKind, FaultSource, PartitionShape, ScheduledFault, SwarmConfig,
+    Target,
+};
 
 /// Every scenario of the catalogue.
 pub fn all() -> Vec<Scenario> {
@@ -77,6 +80,25 @@ pub(crate) fn swarm(mean_interval_ms: u64, kinds: &[FaultKind]) -> FaultSource {
         kinds: kinds.to_vec(),
         ..SwarmConfig::default()
     })
+}
+
+/// A partition that cuts `node` (a node, or a role resolved when it fires) off from
+/// everyone.
+pub(crate) fn isolation(node: impl Into<Target>) -> Fault {
+    Fault::Partition {
+        shape: PartitionShape::IsolateNode { node: node.into() },
+    }
+}
+
+/// `node` cut off from everyone from `at_ms` for `for_ms`.
+pub(crate) fn isolated(node: impl Into<Target>, at_ms: u64, for_ms: u64) -> ScheduledFault {
+    ScheduledFault::at(at_ms, isolation(node)).lasting(for_ms)
+}
+
+/// The fault target a catalogue name spells (`s1`, `c2`, `holder`, `waiter`, …).
+pub(crate) fn target(name: &str) -> Target {
+    name.parse()
+        .unwrap_or_else(|_| panic!("`{name}` names no node or role"))
 }
 
 pub(crate) fn slow_disks(world: &mut WorldSettings) {

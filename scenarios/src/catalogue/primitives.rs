@@ -4,7 +4,7 @@
 //! clients paused or cut off mid-recipe past their session timeout (`_expiry`): each comes
 //! back to a session the store ended, with its ephemeral nodes, and carries on in a new one.
 
-use super::{scenario, swarm};
+use super::{isolated, scenario, swarm};
 use crate::{
     scenario::{Scenario, Store, Tuning},
     workload::{DoubleBarrier, FifoQueue, ReadyConfig, Rendezvous, SharedCounter, Workload},
@@ -213,15 +213,7 @@ fn pause(client: usize, at_ms: u64, pause_ms: u64) -> ScheduledFault {
 /// requests and their replies lost, and hears that its session expired when it reaches a
 /// server again.
 fn cut_off(client: usize, at_ms: u64, cut_ms: u64) -> ScheduledFault {
-    ScheduledFault::at(
-        at_ms,
-        Fault::Partition {
-            shape: PartitionShape::IsolateNode {
-                node: NodeId::client(client).into(),
-            },
-        },
-    )
-    .lasting(cut_ms)
+    isolated(NodeId::client(client), at_ms, cut_ms)
 }
 
 /// A primitive's `_expiry` scenario: `faults` pause or cut off fixed clients, each for

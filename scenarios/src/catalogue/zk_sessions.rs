@@ -5,14 +5,14 @@
 //! live session. The faults are plans naming the holder `c1`, the servers in turn, or the
 //! `leader` role.
 
-use super::scenario;
+use super::{isolation, scenario};
 use crate::{
     scenario::{Scenario, Store},
     workload::{Workload, ZkEphemeralHolders},
 };
 use sim::{
     NodeId,
-    fault::{Fault, FaultPlan, FaultSource, PartitionShape, ScheduledFault, Target},
+    fault::{Fault, FaultPlan, FaultSource, ScheduledFault, Target},
 };
 
 /// When the plans' first fault fires: every holder has its node by then.
@@ -36,15 +36,12 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         recovery_ms: 2_000,
         ..scenario(name, description, Store::Zab, 3, 2)
     };
-    let isolate = |node: Target| Fault::Partition {
-        shape: PartitionShape::IsolateNode { node },
-    };
     // Each server in turn, so that whichever one c1 is attached to goes away once.
     let one_server_at_a_time = (0..5)
         .map(|server| {
             ScheduledFault::at(
                 FIRST_FAULT_MS + 2_500 * server as u64,
-                isolate(NodeId::server(server).into()),
+                isolation(NodeId::server(server)),
             )
             .lasting(1_500)
         })
@@ -55,7 +52,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             "holder c1 cut off by a partition for three times its 1 s session timeout: its \
              session expires, its ephemeral node vanishes for c2, and c1 is told so after \
              the heal",
-            isolate(c1.into()),
+            isolation(c1),
         ),
         cut_off(
             "zk_expiry_paused_holder",
