@@ -20,8 +20,8 @@ pub enum NodeKind {
 /// resource).
 ///
 /// Ordered servers first, then clients, then resources, each by number.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
 pub struct NodeId {
     kind: NodeKind,
     /// Zero-based: `s1` has ordinal 0.
@@ -79,14 +79,44 @@ impl NodeId {
     }
 }
 
+impl NodeId {
+    /// Writes the name (`s1`, `c12`) into `buffer` and returns it: without the formatting
+    /// machinery, because every history record names nodes and the history digest
+    /// serializes each of them.
+    fn name(self, buffer: &mut [u8; 6]) -> &str {
+        buffer[0] = match self.kind {
+            NodeKind::Server => b's',
+            NodeKind::Client => b'c',
+            NodeKind::Resource => b'r',
+        };
+        // The one-based number has at most five digits (u16::MAX + 1 = 65536).
+        let mut number = u32::from(self.ordinal) + 1;
+        let mut digits = [0u8; 5];
+        let mut count = 0;
+        while number > 0 {
+            digits[count] = b'0' + (number % 10) as u8;
+            number /= 10;
+            count += 1;
+        }
+        for (slot, digit) in buffer[1..=count]
+            .iter_mut()
+            .zip(digits[..count].iter().rev())
+        {
+            *slot = *digit;
+        }
+        std::str::from_utf8(&buffer[..=count]).expect("ASCII letters and digits")
+    }
+}
+
 impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let letter = match self.kind {
-            NodeKind::Server => 's',
-            NodeKind::Client => 'c',
-            NodeKind::Resource => 'r',
-        };
-        write!(f, "{letter}{}", self.ordinal + 1)
+        f.write_str(self.name(&mut [0; 6]))
+    }
+}
+
+impl Serialize for NodeId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name(&mut [0; 6]))
     }
 }
 
@@ -141,12 +171,6 @@ impl FromStr for NodeId {
     }
 }
 
-impl From<NodeId> for String {
-    fn from(node: NodeId) -> Self {
-        node.to_string()
-    }
-}
-
 impl TryFrom<String> for NodeId {
     type Error = NodeIdParseError;
 
@@ -165,6 +189,15 @@ mod tests {
         assert_eq!(NodeId::client(2).to_string(), "c3");
         assert_eq!("s5".parse::<NodeId>().unwrap(), NodeId::server(4));
         assert_eq!("c1".parse::<NodeId>().unwrap(), NodeId::client(0));
+        assert_eq!(NodeId::server(9).to_string(), "s10");
+        assert_eq!(NodeId::resource(0).to_string(), "r1");
+        assert_eq!(NodeId::client(65_535).to_string(), "c65536");
+        let json = serde_json::to_string(&NodeId::client(99)).unwrap();
+        assert_eq!(json, "\"c100\"");
+        assert_eq!(
+            serde_json::from_str::<NodeId>(&json).unwrap(),
+            NodeId::client(99)
+        );
         for bad in ["", "s", "s0", "x1", "s-1", "s1x", "S1", "s99999"] {
             assert!(bad.parse::<NodeId>().is_err(), "{bad}");
         }

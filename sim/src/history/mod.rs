@@ -19,7 +19,6 @@ pub use recipe::{RecipeEvent, ResourceVerdict};
 
 use crate::{digest::Digest, node::NodeId, time::SimTime};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// One event and when and where it happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -117,8 +116,11 @@ impl History {
     ///
     /// An operation that never completed (the run ended first) has `completion: None`.
     pub fn operations(&self) -> Vec<OperationRecord<'_>> {
-        let mut order = Vec::new();
-        let mut by_id: BTreeMap<OpId, OperationRecord<'_>> = BTreeMap::new();
+        let mut operations = Vec::new();
+        // Where each invoked operation is in `operations`, sorted by id. The world numbers
+        // operations in invocation order, so each new id goes at the end; a hand-written
+        // history may number them any way, and pays for an insertion.
+        let mut positions: Vec<(OpId, usize)> = Vec::new();
         for record in &self.records {
             match &record.event {
                 Event::Invoke {
@@ -127,31 +129,34 @@ impl History {
                     op_id,
                     operation,
                 } => {
-                    order.push(*op_id);
-                    by_id.insert(
-                        *op_id,
-                        OperationRecord {
-                            op_id: *op_id,
-                            client: *client,
-                            process: *process,
-                            operation,
-                            invoked_at: record.at,
-                            completion: None,
-                        },
-                    );
+                    let entry = (*op_id, operations.len());
+                    match positions.last() {
+                        Some(&(last, _)) if last >= *op_id => {
+                            match positions.binary_search_by_key(op_id, |&(id, _)| id) {
+                                Ok(found) => positions[found] = entry,
+                                Err(slot) => positions.insert(slot, entry),
+                            }
+                        }
+                        _ => positions.push(entry),
+                    }
+                    operations.push(OperationRecord {
+                        op_id: *op_id,
+                        client: *client,
+                        process: *process,
+                        operation,
+                        invoked_at: record.at,
+                        completion: None,
+                    });
                 }
                 Event::Complete { op_id, result } => {
-                    if let Some(entry) = by_id.get_mut(op_id) {
-                        entry.completion = Some((record.at, result));
+                    if let Ok(found) = positions.binary_search_by_key(op_id, |&(id, _)| id) {
+                        operations[positions[found].1].completion = Some((record.at, result));
                     }
                 }
                 _ => {}
             }
         }
-        order
-            .into_iter()
-            .filter_map(|id| by_id.remove(&id))
-            .collect()
+        operations
     }
 }
 

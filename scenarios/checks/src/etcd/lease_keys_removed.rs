@@ -64,7 +64,7 @@ pub fn check(history: &History) -> Vec<KeyOutlivedLease> {
         if read.consistency != ReadConsistency::Linearizable {
             continue;
         }
-        for found in &read.kvs {
+        for found in read.kvs {
             let Some(lease) = found.lease else { continue };
             let Some(ended_at) = leases.get(&lease).and_then(|facts| facts.ended_at()) else {
                 continue;

@@ -13,7 +13,7 @@
 
 use crate::{
     Violation,
-    history::kv::{KvHistory, MissedWrite, missed_write},
+    history::kv::{KvHistory, MissedWrite, Write, WriteEffect, missed_write},
 };
 use sim::{
     NodeId,
@@ -87,16 +87,34 @@ pub(crate) fn check_reads(
     reads.sort_by_key(|read| (read.invoked_at, read.op_id));
     let mut violations = Vec::new();
     let mut next = 0;
-    // The latest acknowledged write per key, and overall, among writes completed so far.
-    let mut latest_put: BTreeMap<&str, (&crate::history::kv::Write, u64)> = BTreeMap::new();
-    let mut highest: Option<(&crate::history::kv::Write, u64)> = None;
+    // The latest acknowledged put per key, and the latest write overall, among writes
+    // completed so far. Puts of keys with a lease are kept apart: such a key may be gone
+    // with its lease, so only a read that shows it can miss them, and the read's own keys
+    // find them; a lock's prefix accumulates thousands of leased keys over a run, and
+    // walking them all for every read made this check quadratic.
+    let mut latest_leased_put: BTreeMap<&str, (&Write, u64)> = BTreeMap::new();
+    let mut latest_unleased_put: BTreeMap<&str, (&Write, u64)> = BTreeMap::new();
+    let mut highest: Option<(&Write, u64)> = None;
+    let mut candidates: Vec<(&str, &Write, u64)> = Vec::new();
     for read in reads {
         while next < acknowledged.len() && acknowledged[next].0 < read.invoked_at {
             let (_, write, revision) = acknowledged[next];
-            if let crate::history::kv::WriteEffect::Put { key, .. } = &write.effect {
-                let entry = latest_put.entry(key.as_str()).or_insert((write, revision));
-                if revision >= entry.1 {
-                    *entry = (write, revision);
+            if let WriteEffect::Put { key, lease, .. } = &write.effect {
+                let (latest, other) = match lease {
+                    Some(_) => (&mut latest_leased_put, &mut latest_unleased_put),
+                    None => (&mut latest_unleased_put, &mut latest_leased_put),
+                };
+                // The key's latest put decides, whichever kind it is (writes complete out
+                // of revision order).
+                match other.get(key) {
+                    Some(&(_, newer)) if newer > revision => {}
+                    _ => {
+                        other.remove(key);
+                        let entry = latest.entry(key).or_insert((write, revision));
+                        if revision >= entry.1 {
+                            *entry = (write, revision);
+                        }
+                    }
                 }
             }
             if highest.is_none_or(|(_, top)| revision > top) {
@@ -104,14 +122,23 @@ pub(crate) fn check_reads(
             }
             next += 1;
         }
-        let mut candidates: Vec<(&crate::history::kv::Write, u64)> = highest.into_iter().collect();
+        // The writes to compare the read with, by key: the unleased puts in its span, and
+        // the leased puts of the keys it shows.
+        candidates.clear();
         candidates.extend(
-            latest_put
-                .iter()
-                .filter(|(key, _)| read.span.contains(key))
-                .map(|(_, found)| *found),
+            read.span
+                .keys_in(&latest_unleased_put)
+                .map(|(key, &(write, revision))| (key, write, revision)),
         );
-        for (write, revision) in candidates {
+        candidates.extend(read.kvs.iter().filter_map(|found| {
+            let (key, &(write, revision)) = latest_leased_put.get_key_value(found.key.as_str())?;
+            read.span.contains(key).then_some((*key, write, revision))
+        }));
+        candidates.sort_unstable_by_key(|&(key, ..)| key);
+        let keyed = candidates
+            .iter()
+            .map(|&(_, write, revision)| (write, revision));
+        for (write, revision) in highest.into_iter().chain(keyed) {
             if let Some(missed) = missed_write(kv, read, write, revision) {
                 violations.push(StaleRead {
                     read: read.op_id,

@@ -16,7 +16,7 @@
 
 use crate::{
     Violation,
-    history::kv::{KeySpan, KvHistory, WriteEffect, WriteOutcome},
+    history::kv::{KeySpan, KvHistory, Write, WriteEffect},
 };
 use sim::{
     NodeId,
@@ -134,7 +134,8 @@ impl Violation for WatchViolation {
 
 #[derive(Default)]
 struct WatchState {
-    span: Option<KeySpan>,
+    /// The watched key and range end.
+    span: Option<(String, Option<String>)>,
     start_revision: u64,
     first_delivered: Option<u64>,
     last: Option<(u64, String)>,
@@ -178,7 +179,7 @@ pub fn check(history: &History) -> Vec<WatchViolation> {
                 range_end,
                 start_revision,
             } => {
-                state.span = Some(KeySpan::new(&key, range_end.as_deref()));
+                state.span = Some((key, range_end));
                 state.start_revision = start_revision;
             }
             WatchStep::Opened { from_revision, .. } => {
@@ -194,8 +195,8 @@ pub fn check(history: &History) -> Vec<WatchViolation> {
             WatchStep::Delivered { changes, .. } => {
                 for change in changes {
                     let id = (change.mod_revision, change.key.clone());
-                    if let Some(span) = &state.span
-                        && !span.contains(&change.key)
+                    if let Some((start, range_end)) = &state.span
+                        && !KeySpan::new(start, range_end.as_deref()).contains(&change.key)
                     {
                         fault(WatchFault::OutsideRange {
                             key: change.key.clone(),
@@ -243,44 +244,55 @@ fn check_completeness(
 ) -> Vec<WatchViolation> {
     let kv = KvHistory::of(history);
     let end = history.records().last().map_or(SimTime::ZERO, |r| r.at);
+    // The acknowledged writes by revision (then by their order in the history), so that
+    // each watch looks only at the revisions between its start and its last delivery.
+    let mut acknowledged: Vec<(u64, &Write)> = kv
+        .acknowledged()
+        .map(|(write, revision)| (revision, write))
+        .collect();
+    acknowledged.sort_by_key(|&(revision, _)| revision);
     let mut violations = Vec::new();
     for (key, state) in watches {
-        let (Some(span), Some((last, _))) = (&state.span, &state.last) else {
+        let (Some((start, range_end)), Some((last, _))) = (&state.span, &state.last) else {
             continue;
         };
+        let span = KeySpan::new(start, range_end.as_deref());
         let lower = if state.start_revision > 0 {
             state.start_revision
         } else {
             state.first_delivered.unwrap_or(u64::MAX)
         };
-        let mut reported = BTreeSet::new();
-        for write in &kv.writes {
-            let WriteOutcome::Acknowledged { revision } = write.outcome else {
-                continue;
-            };
-            if revision < lower || revision > *last {
-                continue;
-            }
-            let (written_key, kind, value) = match &write.effect {
-                WriteEffect::Put { key, value, .. } => (key, WatchedChangeKind::Put, value.clone()),
+        let from = acknowledged.partition_point(|&(revision, _)| revision < lower);
+        let to = acknowledged.partition_point(|&(revision, _)| revision <= *last);
+        let mut reported: BTreeSet<(u64, &str)> = BTreeSet::new();
+        for &(revision, write) in acknowledged.get(from..to).unwrap_or_default() {
+            let (written_key, kind, value) = match write.effect {
+                WriteEffect::Put { key, value, .. } => (key, WatchedChangeKind::Put, value),
                 // A single-key delete that deleted something, outside a transaction (whose
                 // deletes may have deleted nothing).
                 WriteEffect::Delete { span } if span.end.is_none() && !write.in_transaction => {
-                    (&span.start, WatchedChangeKind::Delete, String::new())
+                    (span.start, WatchedChangeKind::Delete, "")
                 }
                 WriteEffect::Delete { .. } => continue,
             };
-            if !span.contains(written_key) || !reported.insert((revision, written_key.clone())) {
+            if !span.contains(written_key) || !reported.insert((revision, written_key)) {
                 continue;
             }
-            match state.delivered.get(&(revision, written_key.clone())) {
+            // `String::new()` does not allocate: the lookup borrows the written key.
+            let delivered = state
+                .delivered
+                .range((revision, String::new())..)
+                .take_while(|((delivered_revision, _), _)| *delivered_revision == revision)
+                .find(|((_, delivered_key), _)| delivered_key == written_key)
+                .map(|(_, delivered)| delivered);
+            match delivered {
                 None => violations.push(WatchViolation {
                     watch: *key,
                     at: end,
                     fault: WatchFault::Missed {
                         write: write.op_id,
                         revision,
-                        key: written_key.clone(),
+                        key: written_key.to_string(),
                     },
                 }),
                 Some((delivered_kind, delivered_value))
@@ -291,7 +303,7 @@ fn check_completeness(
                         at: end,
                         fault: WatchFault::WrongContent {
                             revision,
-                            key: written_key.clone(),
+                            key: written_key.to_string(),
                             delivered: format!("{delivered_kind:?} {delivered_value:?}"),
                             written: format!("{kind:?} {value:?}"),
                         },

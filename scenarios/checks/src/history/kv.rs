@@ -9,33 +9,59 @@ use sim::{
     },
     time::SimTime,
 };
+use std::collections::BTreeMap;
 
 /// A set of keys as etcd encodes ranges: one key, `[start, end)`, or all keys ≥ `start`
 /// (`end == "\0"`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeySpan {
+///
+/// Borrowed from the history (or the caller), as every view of this module is: checkers
+/// build these views of long histories several times per run, and copying every key and
+/// value once cost more than some checks themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpan<'a> {
     /// First key.
-    pub start: String,
+    pub start: &'a str,
     /// End (exclusive); `None` for the single key.
-    pub end: Option<String>,
+    pub end: Option<&'a str>,
 }
 
-impl KeySpan {
+impl<'a> KeySpan<'a> {
     /// The span of `key` / `range_end`.
-    pub fn new(key: &str, range_end: Option<&str>) -> Self {
+    pub fn new(key: &'a str, range_end: Option<&'a str>) -> Self {
         Self {
-            start: key.to_string(),
-            end: range_end.map(str::to_string),
+            start: key,
+            end: range_end,
         }
     }
 
     /// Whether `key` is in the span.
     pub fn contains(&self, key: &str) -> bool {
-        match self.end.as_deref() {
+        match self.end {
             None => key == self.start,
-            Some("\0") => key >= self.start.as_str(),
-            Some(end) => key >= self.start.as_str() && key < end,
+            Some("\0") => key >= self.start,
+            Some(end) => key >= self.start && key < end,
         }
+    }
+
+    /// The entries of `map` whose keys are in the span, in key order, without visiting the
+    /// others.
+    pub fn keys_in<'m, 'k, V>(
+        &self,
+        map: &'m BTreeMap<&'k str, V>,
+    ) -> impl Iterator<Item = (&'k str, &'m V)> + use<'m, 'k, '_, V> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let start = self.start;
+        let bounds = match self.end {
+            None => Some((Included(start), Included(start))),
+            Some("\0") => Some((Included(start), Unbounded)),
+            // An empty or backwards range holds no key (and `range` would panic on it).
+            Some(end) if end <= start => None,
+            Some(end) => Some((Included(start), Excluded(end))),
+        };
+        bounds
+            .into_iter()
+            .flat_map(|bounds| map.range::<str, _>(bounds))
+            .map(|(key, value)| (*key, value))
     }
 }
 
@@ -52,27 +78,27 @@ pub enum WriteOutcome {
 }
 
 /// What a write does to keys.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WriteEffect {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteEffect<'h> {
     /// Sets `key` to `value`.
     Put {
         /// Key.
-        key: String,
+        key: &'h str,
         /// Value.
-        value: String,
+        value: &'h str,
         /// Lease the key is attached to.
         lease: Option<u64>,
     },
     /// Deletes the keys of `span`.
     Delete {
         /// The keys.
-        span: KeySpan,
+        span: KeySpan<'h>,
     },
 }
 
 /// One write (top-level, or one operation of a transaction's branch).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Write {
+pub struct Write<'h> {
     /// The client operation.
     pub op_id: OpId,
     /// The client.
@@ -82,7 +108,7 @@ pub struct Write {
     /// When it completed (`None` if never).
     pub completed_at: Option<SimTime>,
     /// What it does.
-    pub effect: WriteEffect,
+    pub effect: WriteEffect<'h>,
     /// How it ended.
     pub outcome: WriteOutcome,
     /// Whether it is one operation of a transaction.
@@ -91,7 +117,7 @@ pub struct Write {
 
 /// One successful read of the latest state.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Read {
+pub struct Read<'h> {
     /// The client operation.
     pub op_id: OpId,
     /// The client.
@@ -101,28 +127,28 @@ pub struct Read {
     /// When it completed.
     pub completed_at: SimTime,
     /// The keys asked for.
-    pub span: KeySpan,
+    pub span: KeySpan<'h>,
     /// Linearizable or serializable.
     pub consistency: ReadConsistency,
     /// The store revision of the answer.
     pub revision: u64,
     /// The keys found.
-    pub kvs: Vec<KeyValue>,
+    pub kvs: &'h [KeyValue],
 }
 
 /// The writes and reads of a history.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KvHistory {
+pub struct KvHistory<'h> {
     /// Writes whose outcome is acknowledged or unknown (definite failures are left out:
     /// they did not happen).
-    pub writes: Vec<Write>,
+    pub writes: Vec<Write<'h>>,
     /// Successful reads of the latest revision (reads at a past revision are left out).
-    pub reads: Vec<Read>,
+    pub reads: Vec<Read<'h>>,
 }
 
-impl KvHistory {
+impl<'h> KvHistory<'h> {
     /// Extracts the key-value operations of `history`.
-    pub fn of(history: &History) -> Self {
+    pub fn of(history: &'h History) -> Self {
         let mut kv = KvHistory::default();
         for record in history.operations() {
             let Operation::Kv(operation) = record.operation else {
@@ -130,7 +156,7 @@ impl KvHistory {
             };
             let completed_at = record.completion.map(|(at, _)| at);
             let result = record.completion.map(|(_, result)| result);
-            let base = |effect: WriteEffect, outcome: WriteOutcome| Write {
+            let base = |effect: WriteEffect<'h>, outcome: WriteOutcome| Write {
                 op_id: record.op_id,
                 client: record.client,
                 invoked_at: record.invoked_at,
@@ -166,7 +192,7 @@ impl KvHistory {
                     span: KeySpan::new(key, range_end.as_deref()),
                     consistency: *consistency,
                     revision: *revision,
-                    kvs: kvs.clone(),
+                    kvs,
                 }),
                 (KvOperation::Put { .. } | KvOperation::Delete { .. }, result) => {
                     let outcome = match result {
@@ -222,7 +248,7 @@ impl KvHistory {
     }
 
     /// Acknowledged writes, with their revisions.
-    pub fn acknowledged(&self) -> impl Iterator<Item = (&Write, u64)> {
+    pub fn acknowledged(&self) -> impl Iterator<Item = (&Write<'h>, u64)> {
         self.writes.iter().filter_map(|write| match write.outcome {
             WriteOutcome::Acknowledged { revision } => Some((write, revision)),
             WriteOutcome::Unknown => None,
@@ -245,11 +271,11 @@ impl KvHistory {
     }
 }
 
-fn effect_of(operation: &KvOperation) -> Option<WriteEffect> {
+fn effect_of(operation: &KvOperation) -> Option<WriteEffect<'_>> {
     match operation {
         KvOperation::Put { key, value, lease } => Some(WriteEffect::Put {
-            key: key.clone(),
-            value: value.clone(),
+            key,
+            value,
             lease: *lease,
         }),
         KvOperation::Delete { key, range_end } => Some(WriteEffect::Delete {
@@ -312,23 +338,23 @@ pub fn missed_write(
             write_revision: revision,
         });
     }
-    let WriteEffect::Put { key, value, lease } = &write.effect else {
+    let WriteEffect::Put { key, value, lease } = write.effect else {
         return None;
     };
     if !read.span.contains(key) {
         return None;
     }
-    match read.kvs.iter().find(|found| &found.key == key) {
+    match read.kvs.iter().find(|found| found.key == key) {
         Some(found) if found.mod_revision < revision => Some(MissedWrite::OlderValue {
-            key: key.clone(),
+            key: key.to_string(),
             read_mod_revision: found.mod_revision,
             write_revision: revision,
         }),
-        Some(found) if found.mod_revision == revision && &found.value != value => {
+        Some(found) if found.mod_revision == revision && found.value != value => {
             Some(MissedWrite::OtherValueAtRevision {
-                key: key.clone(),
+                key: key.to_string(),
                 read_value: found.value.clone(),
-                written_value: value.clone(),
+                written_value: value.to_string(),
                 revision,
             })
         }
@@ -339,10 +365,36 @@ pub fn missed_write(
                 None
             } else {
                 Some(MissedWrite::Vanished {
-                    key: key.clone(),
+                    key: key.to_string(),
                     write_revision: revision,
                 })
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_in_a_span_are_the_keys_it_contains() {
+        let keys = ["", "a", "a/1", "a/2", "a0", "b", "lock/17", "lock/9", "m"];
+        let map: BTreeMap<&str, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+        let spans = [
+            KeySpan::new("a/1", None),
+            KeySpan::new("nope", None),
+            KeySpan::new("a/", Some("a0")),
+            KeySpan::new("lock/", Some("\0")),
+            KeySpan::new("", Some("\0")),
+            KeySpan::new("b", Some("a")),
+            KeySpan::new("b", Some("b")),
+            KeySpan::new("a", Some("m")),
+        ];
+        for span in spans {
+            let direct: Vec<&str> = span.keys_in(&map).map(|(key, _)| key).collect();
+            let filtered: Vec<&str> = keys.iter().copied().filter(|k| span.contains(k)).collect();
+            assert_eq!(direct, filtered, "{span:?}");
         }
     }
 }
