@@ -117,10 +117,7 @@ impl History {
     /// An operation that never completed (the run ended first) has `completion: None`.
     pub fn operations(&self) -> Vec<OperationRecord<'_>> {
         let mut operations = Vec::new();
-        // Where each invoked operation is in `operations`, sorted by id. The world numbers
-        // operations in invocation order, so each new id goes at the end; a hand-written
-        // history may number them any way, and pays for an insertion.
-        let mut positions: Vec<(OpId, usize)> = Vec::new();
+        let mut positions = OpPositions::default();
         for record in &self.records {
             match &record.event {
                 Event::Invoke {
@@ -129,16 +126,7 @@ impl History {
                     op_id,
                     operation,
                 } => {
-                    let entry = (*op_id, operations.len());
-                    match positions.last() {
-                        Some(&(last, _)) if last >= *op_id => {
-                            match positions.binary_search_by_key(op_id, |&(id, _)| id) {
-                                Ok(found) => positions[found] = entry,
-                                Err(slot) => positions.insert(slot, entry),
-                            }
-                        }
-                        _ => positions.push(entry),
-                    }
+                    positions.insert(*op_id, operations.len());
                     operations.push(OperationRecord {
                         op_id: *op_id,
                         client: *client,
@@ -149,14 +137,47 @@ impl History {
                     });
                 }
                 Event::Complete { op_id, result } => {
-                    if let Ok(found) = positions.binary_search_by_key(op_id, |&(id, _)| id) {
-                        operations[positions[found].1].completion = Some((record.at, result));
+                    if let Some(position) = positions.get(*op_id) {
+                        operations[position].completion = Some((record.at, result));
                     }
                 }
                 _ => {}
             }
         }
         operations
+    }
+}
+
+/// Where each invoked operation is in a list of operations, by id, for pairing completions
+/// with their invocations. Sorted by id: the world numbers operations in invocation order,
+/// so each new id goes at the end and a lookup is a binary search (a map per operation
+/// cost more than the checks that read the pairs); a hand-written history may number them
+/// any way, and pays for an insertion. A second invocation with the same id replaces the
+/// first.
+#[derive(Debug, Default)]
+pub struct OpPositions {
+    sorted: Vec<(OpId, usize)>,
+}
+
+impl OpPositions {
+    /// Records that operation `op_id` is at `position`.
+    pub fn insert(&mut self, op_id: OpId, position: usize) {
+        let entry = (op_id, position);
+        match self.sorted.last() {
+            Some(&(last, _)) if last >= op_id => {
+                match self.sorted.binary_search_by_key(&op_id, |&(id, _)| id) {
+                    Ok(found) => self.sorted[found] = entry,
+                    Err(slot) => self.sorted.insert(slot, entry),
+                }
+            }
+            _ => self.sorted.push(entry),
+        }
+    }
+
+    /// Where operation `op_id` is, if it was invoked.
+    pub fn get(&self, op_id: OpId) -> Option<usize> {
+        let found = self.sorted.binary_search_by_key(&op_id, |&(id, _)| id).ok()?;
+        Some(self.sorted[found].1)
     }
 }
 

@@ -4,7 +4,7 @@
 use sim::{
     NodeId,
     history::{
-        Event, History, OpId, OpResult, Operation, ProtocolEvent, Response,
+        Event, History, OpId, OpPositions, OpResult, Operation, ProtocolEvent, Response,
         zk::{ZkEvent, ZkOperation, ZkResponse},
     },
     time::SimTime,
@@ -70,7 +70,7 @@ impl<'a> ZkOp<'a> {
 pub fn zk_operations(history: &History) -> Vec<ZkOp<'_>> {
     let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
     let mut ops: Vec<ZkOp<'_>> = Vec::new();
-    let mut index_of: BTreeMap<OpId, usize> = BTreeMap::new();
+    let mut positions = OpPositions::default();
     for record in history.records() {
         match &record.event {
             Event::Zk(ZkEvent::SessionEstablished {
@@ -86,7 +86,7 @@ pub fn zk_operations(history: &History) -> Vec<ZkOp<'_>> {
                 op_id,
                 operation: Operation::Zk(operation),
             } => {
-                index_of.insert(*op_id, ops.len());
+                positions.insert(*op_id, ops.len());
                 ops.push(ZkOp {
                     op_id: *op_id,
                     client: *client,
@@ -98,7 +98,7 @@ pub fn zk_operations(history: &History) -> Vec<ZkOp<'_>> {
                 });
             }
             Event::Complete { op_id, result } => {
-                if let Some(&index) = index_of.get(op_id) {
+                if let Some(index) = positions.get(*op_id) {
                     ops[index].completion = Some((record.at, result));
                 }
             }
