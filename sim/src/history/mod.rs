@@ -176,7 +176,10 @@ impl OpPositions {
 
     /// Where operation `op_id` is, if it was invoked.
     pub fn get(&self, op_id: OpId) -> Option<usize> {
-        let found = self.sorted.binary_search_by_key(&op_id, |&(id, _)| id).ok()?;
+        let found = self
+            .sorted
+            .binary_search_by_key(&op_id, |&(id, _)| id)
+            .ok()?;
         Some(self.sorted[found].1)
     }
 }

@@ -399,9 +399,37 @@ struct Contradiction {
 }
 
 /// A read in flight: what its session knew when it was invoked.
+///
+/// Copied only when the session is about to learn something while the read is in flight
+/// (`None` until then: the session's knowledge is still what it was at invocation). A
+/// lock's waiters list a directory whose every past child their session remembers, and
+/// copying that at every listing cost more than the rest of the check.
 struct AtInvocation {
-    /// The read's path and (for `getChildren`) its known children.
-    known: BTreeMap<String, PathKnowledge>,
+    /// The read's session.
+    session: SessionKey,
+    /// The path read.
+    path: String,
+    /// Whether it lists the path's children.
+    listing: bool,
+    /// The read's path and (for `getChildren`) its known children, once copied.
+    known: Option<BTreeMap<String, PathKnowledge>>,
+}
+
+/// What a session knows of `path` and, for a listing, of its children.
+fn known_paths<'a>(
+    paths: &'a BTreeMap<String, PathKnowledge>,
+    path: &'a str,
+    listing: bool,
+) -> impl Iterator<Item = (&'a String, &'a PathKnowledge)> {
+    // Every path that starts with `path` (children among them) sorts in one run right from
+    // `path` on, so the scan stops at the first that does not, instead of walking all the
+    // session knows.
+    paths
+        .range::<str, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded))
+        .take_while(move |(known, _)| known.starts_with(path))
+        .filter(move |(known, _)| {
+            known.as_str() == path || (listing && known.as_str() != "/" && parent_of(known) == path)
+        })
 }
 
 struct Walk<'h> {
@@ -439,20 +467,31 @@ impl<'h> Walk<'h> {
             return;
         };
         let listing = matches!(op.operation, ZkOperation::GetChildren { .. });
-        // The path itself and, for a listing, its children. Every path that starts with
-        // `path` (children among them) sorts in one run right from `path` on, so the scan
-        // stops at the first that does not, instead of walking all the session knows.
-        let known = session
-            .paths
-            .range::<str, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded))
-            .take_while(|(known, _)| known.starts_with(path))
-            .filter(|(known, _)| {
-                known.as_str() == path
-                    || (listing && known.as_str() != "/" && parent_of(known) == path)
-            })
-            .map(|(known, knowledge)| (known.clone(), knowledge.clone()))
-            .collect();
-        self.reads.insert(op.op_id, AtInvocation { known });
+        self.reads.insert(
+            op.op_id,
+            AtInvocation {
+                session: key,
+                path: path.to_string(),
+                listing,
+                known: None,
+            },
+        );
+    }
+
+    /// Copies what `key`'s session knows for each of its reads in flight that has no copy
+    /// yet: called before the session learns anything.
+    fn freeze_reads_of(&mut self, key: SessionKey) {
+        let Some(session) = self.sessions.get(&key) else {
+            return;
+        };
+        for read in self.reads.values_mut() {
+            if read.session == key && read.known.is_none() {
+                let known = known_paths(&session.paths, &read.path, read.listing)
+                    .map(|(known, knowledge)| (known.clone(), knowledge.clone()))
+                    .collect();
+                read.known = Some(known);
+            }
+        }
     }
 
     fn completed(&mut self, op: &ZkOp<'h>, position: usize) {
@@ -465,23 +504,37 @@ impl<'h> Walk<'h> {
         if let (Some(path), Some(shown)) = (read_path(op.operation), shown_by(op.operation, result))
         {
             if let Some(at_invocation) = at_invocation {
-                self.judge(op, key, position, path, shown, &at_invocation.known);
+                let contradictions = match &at_invocation.known {
+                    Some(known) => self.judge(op, key.2, path, shown, known.iter()),
+                    None => {
+                        // Nothing learned since the invocation: judge by the live knowledge.
+                        let paths = &self.sessions.get(&key).expect("invoked in a session").paths;
+                        let known = known_paths(paths, path, at_invocation.listing);
+                        self.judge(op, key.2, path, shown, known)
+                    }
+                };
+                for (known_path, contradiction) in contradictions {
+                    self.report(op, key, position, &known_path, contradiction);
+                }
             }
+            self.freeze_reads_of(key);
             self.learn_from_read(op, key, position, path, shown, max_at_invocation);
         } else if let Some(response) = op.ok() {
+            self.freeze_reads_of(key);
             self.learn_from_write(op, key, position, response, max_at_invocation);
         }
     }
 
-    fn judge(
-        &mut self,
+    /// The contradictions between `read` and what its session knew, by path.
+    fn judge<'k>(
+        &self,
         read: &ZkOp<'_>,
-        key: SessionKey,
-        position: usize,
+        session: u64,
         path: &str,
         shown: Shown<'_>,
-        known: &BTreeMap<String, PathKnowledge>,
-    ) {
+        known: impl Iterator<Item = (&'k String, &'k PathKnowledge)>,
+    ) -> Vec<(String, Contradiction)> {
+        let mut contradictions = Vec::new();
         let listed: Option<&[String]> = match read.ok() {
             Some(ZkResponse::Children { children, .. }) => Some(children),
             _ => None,
@@ -499,11 +552,12 @@ impl<'h> Walk<'h> {
                 }
             };
             if let Some(contradiction) =
-                self.contradiction(read, key.2, known_path, shown_here, knowledge)
+                self.contradiction(read, session, known_path, shown_here, knowledge)
             {
-                self.report(read, key, position, known_path, contradiction);
+                contradictions.push((known_path.clone(), contradiction));
             }
         }
+        contradictions
     }
 
     /// The first rule (of the module's four) the read breaks for this path.
@@ -775,6 +829,7 @@ impl<'h> Walk<'h> {
             position,
             own_write: false,
         };
+        self.freeze_reads_of(key);
         let session = self.sessions.entry(key).or_default();
         session.saw(zxid);
         let knowledge = session.path(path);

@@ -205,6 +205,17 @@ fn explained_by(
     })
 }
 
+/// The writes of `writes` acknowledged before `at`.
+fn acknowledged_before<'w>(
+    writes: &'w [&'w Write],
+    at: SimTime,
+) -> impl Iterator<Item = &'w Write> + 'w {
+    writes
+        .iter()
+        .copied()
+        .filter(move |write| write.acknowledged_at < at)
+}
+
 /// Every read after a sync that missed a write acknowledged before that sync.
 pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
     let ops = zk_operations(history);
@@ -213,15 +224,19 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
     // Each read looks only at the writes on its path and on its children: indexed once,
     // rather than every read scanning every write.
     let mut writes_on: BTreeMap<&str, Vec<&Write>> = BTreeMap::new();
-    let mut writes_below: BTreeMap<&str, Vec<&Write>> = BTreeMap::new();
+    // Writes on children, by parent and then by the child's name.
+    let mut writes_below: BTreeMap<&str, BTreeMap<&str, Vec<&Write>>> = BTreeMap::new();
     for write in &writes {
         writes_on
             .entry(write.path.as_str())
             .or_default()
             .push(write);
         if write.path != "/" {
+            let name = &write.path[write.path.rfind('/').map_or(0, |i| i + 1)..];
             writes_below
                 .entry(parent_of(&write.path))
+                .or_default()
+                .entry(name)
                 .or_default()
                 .push(write);
         }
@@ -338,31 +353,38 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
         let Some(ZkResponse::Children { children, .. }) = op.ok() else {
             continue;
         };
-        for write in writes_below
-            .get(path.as_str())
-            .into_iter()
-            .flatten()
-            .copied()
-            .filter(|w| w.acknowledged_at < sync_invoked_at)
-        {
-            let name = &write.path[write.path.rfind('/').map_or(0, |i| i + 1)..];
-            let listed = children.iter().any(|child| child == name);
-            match write.fact {
-                Fact::Created
-                    if !listed
-                        && !ephemeral.contains(&write.path)
-                        && !ephemeral_parents.contains(path.as_str())
-                        && !explained_by(&ops, &write.path, false, write.invoked_at, read_done) =>
-                {
-                    report(write, format!("created child {name} not listed"))
+        let Some(below) = writes_below.get(path.as_str()) else {
+            continue;
+        };
+        // A child created and not listed; none counts under a parent that may hold
+        // ephemeral children (they may be gone with their session). A lock's directory is
+        // such a parent, and its thousands of past children are not walked for each listing.
+        if !ephemeral_parents.contains(path.as_str()) {
+            for (name, writes) in below {
+                if children.iter().any(|child| child == name) {
+                    continue;
                 }
-                Fact::Deleted
-                    if listed
-                        && !explained_by(&ops, &write.path, true, write.invoked_at, read_done) =>
+                for write in acknowledged_before(writes, sync_invoked_at) {
+                    if matches!(write.fact, Fact::Created)
+                        && !ephemeral.contains(&write.path)
+                        && !explained_by(&ops, &write.path, false, write.invoked_at, read_done)
+                    {
+                        report(write, format!("created child {name} not listed"))
+                    }
+                }
+            }
+        }
+        // A child deleted and listed: only the listed names can be.
+        for name in children {
+            let Some(writes) = below.get(name.as_str()) else {
+                continue;
+            };
+            for write in acknowledged_before(writes, sync_invoked_at) {
+                if matches!(write.fact, Fact::Deleted)
+                    && !explained_by(&ops, &write.path, true, write.invoked_at, read_done)
                 {
                     report(write, format!("deleted child {name} listed"))
                 }
-                _ => {}
             }
         }
     }

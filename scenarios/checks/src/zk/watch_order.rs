@@ -94,13 +94,16 @@ impl Violation for WatchOrderViolation {
 }
 
 /// What a read showed of a node: its stat, or that it is missing.
-fn observed(operation: &ZkOperation, response: &ZkResponse) -> Option<(String, Option<Stat>)> {
+fn observed<'a>(
+    operation: &'a ZkOperation,
+    response: &ZkResponse,
+) -> Option<(&'a str, Option<Stat>)> {
     match (operation, response) {
         (ZkOperation::GetData { path }, ZkResponse::Data { stat, .. })
         | (ZkOperation::GetChildren { path }, ZkResponse::Children { stat, .. }) => {
-            Some((path.clone(), Some(*stat)))
+            Some((path, Some(*stat)))
         }
-        (ZkOperation::Exists { path }, ZkResponse::Exists { stat }) => Some((path.clone(), *stat)),
+        (ZkOperation::Exists { path }, ZkResponse::Exists { stat }) => Some((path, *stat)),
         _ => None,
     }
 }
@@ -113,6 +116,15 @@ pub fn check(history: &History) -> Vec<WatchOrderViolation> {
         .enumerate()
         .map(|(index, op)| (op.op_id, index))
         .collect();
+    // Each process's operations in one session, in invocation order (as `ops` lists them):
+    // a registration looks only at its own session's reads from its registration on.
+    let mut by_session: BTreeMap<((NodeId, u32), Option<u64>), Vec<usize>> = BTreeMap::new();
+    for (index, op) in ops.iter().enumerate() {
+        by_session
+            .entry((op.process_key(), op.session))
+            .or_default()
+            .push(index);
+    }
     let mut violations = Vec::new();
     let mut last: BTreeMap<(NodeId, u32, u64), (OpId, u64, SimTime)> = BTreeMap::new();
     let mut registrations = Vec::new();
@@ -168,19 +180,21 @@ pub fn check(history: &History) -> Vec<WatchOrderViolation> {
             (WatchKind::Children, Some(_), None) => true,
             _ => false,
         };
-        let late = ops.iter().find(|op| {
-            op.process_key() == reader.process_key()
-                && op.session == reader.session
-                && op.invoked_at >= registered_at
-                && op.op_id != registration
-                && op.ok().and_then(|r| observed(op.operation, r)).is_some_and(
-                    |(read_path, stat)| {
-                        read_path == path
-                            && changed(stat)
-                            && delivered_at.is_none_or(|at| at > op.ended_at())
-                    },
-                )
-        });
+        let same_session = &by_session[&(reader.process_key(), reader.session)];
+        let from = same_session.partition_point(|&index| ops[index].invoked_at < registered_at);
+        let late = same_session[from..]
+            .iter()
+            .map(|&index| &ops[index])
+            .find(|op| {
+                op.op_id != registration
+                    && op.ok().and_then(|r| observed(op.operation, r)).is_some_and(
+                        |(read_path, stat)| {
+                            read_path == path
+                                && changed(stat)
+                                && delivered_at.is_none_or(|at| at > op.ended_at())
+                        },
+                    )
+            });
         if let Some(read) = late {
             violations.push(WatchOrderViolation::NewDataFirst {
                 client,
