@@ -19,6 +19,10 @@
 //!    still fails, no earlier than the fault before it (so the order, and every `$name`
 //!    before its use, stays as it was).
 //!
+//! For a safety target the candidates are judged by the target's check alone (checks only
+//! read the history, so this changes no run, only what it costs: the linearizability search
+//! on a long history can take seconds where the run takes milliseconds).
+//!
 //! Plans are compared by [`PlanSize`]: fault count, then total span, then the sum of the
 //! faults' times. Each move only accepts smaller plans, so the shrunk plan is never larger
 //! than the original. Candidates already tried are not run again. The search is sequential
@@ -112,6 +116,19 @@ impl ShrinkTarget {
                 .check
                 .as_ref()
                 .is_none_or(|check| outcome.violations.iter().any(|v| &v.check == check))
+    }
+
+    /// `scenario` as the shrinker runs it: for a safety target, with the target's check
+    /// alone. Checks are pure functions of the history, so the runs (and their history
+    /// digests) are those of `scenario`; the other checks, the linearizability search among
+    /// them, can cost far more than the run. Other targets keep every check: a violation
+    /// would make a run a safety failure instead.
+    fn judged_scenario(&self, scenario: &Scenario) -> Scenario {
+        let mut judged = scenario.clone();
+        if let Some(check) = &self.check {
+            judged.checks = vec![check.clone()];
+        }
+        judged
     }
 }
 
@@ -215,7 +232,9 @@ pub struct ShrinkReport {
     /// The shrunk plan: `coordsim run --plan FILE` reads it as serialized.
     pub plan: FaultPlan,
     /// The last failing run, which followed `plan`: replaying the scenario with `plan` on
-    /// the same seed gives its history digest. Its history is kept (not serialized).
+    /// the same seed gives its history digest. For a safety target it was judged by the
+    /// target's check alone (`coordsim run --plan` gives every check's verdict on the same
+    /// history). Its history is kept (not serialized).
     pub outcome: Outcome,
 }
 
@@ -309,12 +328,12 @@ pub fn shrink(
         enabled_kinds: Vec::new(),
         faults: original.fault_plan.faults.clone(),
     };
-    scenario
-        .clone()
-        .with_plan(plan.clone())
+    let judged = target.judged_scenario(scenario);
+    let confirming_scenario = judged.clone().with_plan(plan.clone());
+    confirming_scenario
         .validate()
         .map_err(ShrinkError::InvalidPlan)?;
-    let confirming = driver::run(&scenario.clone().with_plan(plan.clone()), seed);
+    let confirming = driver::run(&confirming_scenario, seed);
     if !target.matches(&confirming) {
         return Err(ShrinkError::NotReproduced {
             got: confirming
@@ -325,7 +344,7 @@ pub fn shrink(
     let mut last_failing = confirming;
     let mut runs_failed = 1;
     let mut trial = |candidate: &FaultPlan| {
-        let candidate_scenario = scenario.clone().with_plan(candidate.clone());
+        let candidate_scenario = judged.clone().with_plan(candidate.clone());
         if candidate_scenario.validate().is_err() {
             return Trial::Invalid;
         }
