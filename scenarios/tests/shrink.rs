@@ -113,6 +113,7 @@ fn shrinks_and_replays(bug: &str, test_name: &str) -> (Scenario, SeedFailure, Sh
     assert_eq!(replay.fault_plan, report.plan);
     // The plan is the JSON `coordsim run --plan FILE` reads (reports/src/run.rs: read_plan).
     let json = serde_json::to_string_pretty(&report.plan).expect("a plan serializes");
+    assert!(!json.contains("enabled_kinds"), "{json}");
     assert_eq!(
         serde_json::from_str::<FaultPlan>(&json).expect("the plan reads back"),
         report.plan
