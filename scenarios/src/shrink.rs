@@ -233,8 +233,9 @@ pub struct ShrinkReport {
     pub plan: FaultPlan,
     /// The last failing run, which followed `plan`: replaying the scenario with `plan` on
     /// the same seed gives its history digest. For a safety target it was judged by the
-    /// target's check alone (`coordsim run --plan` gives every check's verdict on the same
-    /// history). Its history is kept (not serialized).
+    /// target's check alone, so its violations are that check's and its scenario digest is
+    /// of the scenario with that one check (`coordsim run --plan` gives every check's
+    /// verdict on the same history). Its history is kept (not serialized).
     pub outcome: Outcome,
 }
 
