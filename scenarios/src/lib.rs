@@ -1,6 +1,7 @@
 //! Scenarios and everything that runs them: the [`Scenario`] type (serde, from TOML or JSON
 //! files), the [`catalogue`] of named scenarios, the [`workload`]s, the one run [`driver`]
-//! and its [`Outcome`], the one [`sweep`], the [`KnownBug`] type, and fault-plan
+//! and its [`Outcome`], the one [`sweep`], the [`KnownBug`] type, the [`shrink`]er of a
+//! failing run's fault plan, and fault-plan
 //! [`strategies`] for proptest.
 //!
 //! The judges live in the `checks` crate (`scenarios/checks`), which reads only recorded
@@ -12,6 +13,7 @@ pub mod driver;
 mod known_bug;
 mod outcome;
 pub mod scenario;
+pub mod shrink;
 pub mod strategies;
 pub mod sweep;
 pub mod workload;
