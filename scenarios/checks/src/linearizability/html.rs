@@ -3,6 +3,8 @@
 //! in linearization order (green) and the operation that cannot be placed after it (red),
 //! as Porcupine's visualization offers.
 //!
+//! The page opens with the drawing scrolled to the operation that cannot be placed.
+//!
 //! Time is drawn by rank (each distinct call or return instant gets the next column), so
 //! short operations stay readable next to long ones; the exact times are in each bar's
 //! tooltip and in the text below the drawing.
@@ -50,7 +52,14 @@ pub fn render(title: &str, report: &Report) -> String {
              <span style=\"background:#d0d0d0\">not yet linearized</span>\
              <span style=\"border:1px dashed #888\">outcome unknown</span></p>\n",
         );
+        // The drawing scrolls on its own, and the page opens with it scrolled to the
+        // operation that cannot be placed (often far to the right of time zero).
+        page.push_str("<div id=\"evidence\" style=\"overflow-x: auto\">\n");
         page.push_str(&svg(evidence));
+        page.push_str(
+            "</div>\n<script>\nconst failing = document.getElementById(\"unplaceable\");\n\
+             if (failing) failing.scrollIntoView({ block: \"nearest\", inline: \"center\" });\n</script>\n",
+        );
     }
     let _ = write!(
         page,
@@ -133,9 +142,14 @@ fn svg(evidence: &Evidence) -> String {
         } else {
             ""
         };
+        let id = if evidence.unplaceable == Some(index) {
+            " id=\"unplaceable\""
+        } else {
+            ""
+        };
         let _ = writeln!(
             svg,
-            "<g><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{bar_width}\" height=\"{}\" rx=\"3\" \
+            "<g{id}><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{bar_width}\" height=\"{}\" rx=\"3\" \
              fill=\"{fill}\" stroke=\"#555\"{dash}/><text x=\"{}\" y=\"{}\">{}</text></g>",
             escape(&evidence.describe(index)),
             LANE_HEIGHT - 10,

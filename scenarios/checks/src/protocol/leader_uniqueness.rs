@@ -47,6 +47,11 @@ impl Violation for TwoLeadersInOneTerm {
     fn reference(&self) -> &'static str {
         "Raft §5.2 Election Safety (Ongaro & Ousterhout 2014, Fig. 3); ZAB: one leader per epoch (Junqueira et al., DSN 2011)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the second leader of the term was elected.
+        self.leaders.get(1).map(|(_, at)| *at)
+    }
 }
 
 /// Every term with more than one distinct leader.

@@ -32,7 +32,7 @@ use crate::{
         locks::HoldEnd,
     },
 };
-use sim::history::History;
+use sim::{history::History, time::SimTime};
 use std::fmt;
 
 /// Two clients believed they led one election at once.
@@ -77,6 +77,11 @@ impl Violation for TwoLeaders {
 
     fn reference(&self) -> &'static str {
         "an election's promise: one leader at a time (ZooKeeper recipes, Leader Election; etcd concurrency.Election)"
+    }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the second leadership began.
+        Some(self.second.from)
     }
 }
 

@@ -25,7 +25,10 @@ use crate::{
         locks::{Hold, HoldEnd, holds},
     },
 };
-use sim::history::{History, recipe::LockMode};
+use sim::{
+    history::{History, recipe::LockMode},
+    time::SimTime,
+};
 use std::fmt;
 
 /// Two clients believed they held one lock at once.
@@ -70,6 +73,11 @@ impl Violation for OverlappingHolds {
 
     fn reference(&self) -> &'static str {
         "a lock's promise: at most one holder at a time (ZooKeeper recipes, Locks; etcd concurrency.Mutex)"
+    }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the second hold began.
+        Some(self.second.from)
     }
 }
 
