@@ -377,17 +377,22 @@ pub fn describe_record(record: &Record) -> String {
     let node = record
         .node
         .map_or_else(|| "-".to_string(), |node| node.to_string());
-    format!("{:>12}  {node:<4} {}", record.at.to_string(), describe(&record.event))
+    format!(
+        "{:>12}  {node:<4} {}",
+        record.at.to_string(),
+        describe(&record.event)
+    )
 }
 
 /// Fields of the event vocabulary whose values name a kind (shown bare, first).
-const KIND_FIELDS: [&str; 9] = [
+const KIND_FIELDS: [&str; 10] = [
     "type",
     "recipe_event",
     "zk_event",
     "protocol_event",
     "phase",
     "model",
+    "f",
     "op",
     "step",
     "outcome",
@@ -481,4 +486,3 @@ fn write_trace(path: &Path, outcome: &Outcome, history: &History) -> Result<(), 
     writer.write_all(b"\n").map_err(cannot)?;
     writer.flush().map_err(cannot)
 }
-

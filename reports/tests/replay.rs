@@ -38,9 +38,8 @@ fn recorded(scenario: &str, seed: u64) -> (i32, Value) {
         &seed.to_string(),
         "--json",
     ]);
-    let outcome = serde_json::from_str(&stdout).unwrap_or_else(|error| {
-        panic!("run --json prints an outcome ({error}): {stdout}{stderr}")
-    });
+    let outcome = serde_json::from_str(&stdout)
+        .unwrap_or_else(|error| panic!("run --json prints an outcome ({error}): {stdout}{stderr}"));
     (code, outcome)
 }
 
@@ -52,7 +51,10 @@ fn timeline_data(path: &str) -> Value {
         .expect("the page embeds its data");
     let json = &page[start..];
     let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
-    assert!(!page.contains("http://") && !page.contains("https://"), "self-contained");
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "self-contained"
+    );
     serde_json::from_str(json).expect("the embedded data is JSON")
 }
 
@@ -60,7 +62,10 @@ fn timeline_data(path: &str) -> Value {
 fn a_clean_run_replays_to_its_digest_and_a_wrong_digest_is_a_mismatch() {
     let (code, outcome) = recorded("ledger", 3);
     assert_eq!(code, 0, "{outcome}");
-    let digest = outcome["history_digest"].as_str().expect("a digest").to_string();
+    let digest = outcome["history_digest"]
+        .as_str()
+        .expect("a digest")
+        .to_string();
     let from = temporary("ledger-3.json", &outcome.to_string());
     let trace = temporary("ledger-3-trace.json", "");
     let timeline = temporary("ledger-3.html", "");
@@ -93,7 +98,11 @@ fn a_clean_run_replays_to_its_digest_and_a_wrong_digest_is_a_mismatch() {
         outcome["metrics"]["records"].as_u64().unwrap()
     );
     let data = timeline_data(&timeline);
-    assert_eq!(data["focus"], Value::Null, "a clean run opens on the whole run");
+    assert_eq!(
+        data["focus"],
+        Value::Null,
+        "a clean run opens on the whole run"
+    );
     assert_eq!(
         data["records"].as_array().unwrap().len() as u64,
         outcome["metrics"]["records"].as_u64().unwrap()
@@ -170,7 +179,10 @@ fn a_failing_run_from_sweep_results_replays_with_its_own_exit_code_and_marks_the
         "--around",
         "5",
     ]);
-    assert_eq!(code, 1, "a reproduced safety failure exits 1: {stdout}{stderr}");
+    assert_eq!(
+        code, 1,
+        "a reproduced safety failure exits 1: {stdout}{stderr}"
+    );
     assert!(stdout.contains("digest check:    reproduced"), "{stdout}");
     assert!(
         stdout.contains(&format!(
@@ -205,8 +217,10 @@ fn a_failing_run_from_sweep_results_replays_with_its_own_exit_code_and_marks_the
     );
     let marks = data["marks"].as_array().unwrap();
     assert!(
-        marks.iter().any(|mark| mark["kind"] == "violation"
-            && mark["at_ns"].as_u64() == Some(at_ms * 1_000_000)),
+        marks
+            .iter()
+            .any(|mark| mark["kind"] == "violation"
+                && mark["at_ns"].as_u64() == Some(at_ms * 1_000_000)),
         "{marks:?}"
     );
     let spans = data["spans"].as_array().unwrap();
@@ -236,7 +250,14 @@ fn bad_replay_input_gets_one_line_and_exit_two() {
             "malformed.json:2: expected an outcome as `coordsim run --json` prints it, or sweep results",
         ),
         (
-            &["--scenario", "ledger", "--seed", "5", "--from", &not_an_outcome],
+            &[
+                "--scenario",
+                "ledger",
+                "--seed",
+                "5",
+                "--from",
+                &not_an_outcome,
+            ],
             "not-an-outcome.json: expected an outcome",
         ),
         (

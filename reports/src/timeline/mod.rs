@@ -206,7 +206,8 @@ fn data(
             },
         });
     }
-    let lane = |node: NodeId| lane_of[&node];
+    // Every node the history names has a lane; anything else goes on the network lane.
+    let lane = |node: NodeId| lane_of.get(&node).copied().unwrap_or(0);
     let mut spans = Vec::new();
     let term = match scenario.store {
         Store::Zab => "epoch",
@@ -344,7 +345,12 @@ fn data(
                 Event::Phase(_) | Event::Note { .. } => Category::Other,
             };
             let lane = record.node.map_or(0, lane);
-            (record.at.as_nanos(), lane, category, describe_record(record))
+            (
+                record.at.as_nanos(),
+                lane,
+                category,
+                describe_record(record),
+            )
         })
         .collect();
     Data {
@@ -470,10 +476,7 @@ fn fault_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut V
             spans[index].to_ns = Some(at.as_nanos());
         }
     };
-    let start = |open: &mut BTreeMap<Open, usize>,
-                     spans: &mut Vec<Span>,
-                     key: Open,
-                     span: Span| {
+    let start = |open: &mut BTreeMap<Open, usize>, spans: &mut Vec<Span>, key: Open, span: Span| {
         open.insert(key, spans.len());
         spans.push(span);
     };

@@ -49,9 +49,8 @@ impl Violation for NotLinearizable {
     fn at(&self) -> Option<SimTime> {
         // When the operation that cannot be placed returned (or was invoked, if it never did).
         let operation = &self.evidence.operations[self.evidence.unplaceable?];
-        (self.evidence.time_unit == TimeUnit::Nanoseconds).then(|| {
-            SimTime::from_nanos(operation.returned_at.unwrap_or(operation.invoked_at))
-        })
+        (self.evidence.time_unit == TimeUnit::Nanoseconds)
+            .then(|| SimTime::from_nanos(operation.returned_at.unwrap_or(operation.invoked_at)))
     }
 }
 

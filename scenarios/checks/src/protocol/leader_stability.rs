@@ -60,9 +60,7 @@ impl Violation for LeaderChurn {
 
     fn at(&self) -> Option<SimTime> {
         // When the election past the bound.
-        self.elections
-            .get(self.max_elections)
-            .map(|(_, _, at)| *at)
+        self.elections.get(self.max_elections).map(|(_, _, at)| *at)
     }
 }
 
