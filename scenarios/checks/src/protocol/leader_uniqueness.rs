@@ -109,5 +109,7 @@ mod tests {
         assert_eq!(violations.len(), 1);
         assert_eq!(violations[0].term, 3);
         assert_eq!(violations[0].leaders.len(), 2);
+        // The term had two leaders once the second was elected.
+        assert_eq!(violations[0].at(), Some(SimTime::from_millis(2)));
     }
 }

@@ -153,6 +153,8 @@ mod tests {
             (violations[0].first.token, violations[0].second.token),
             (7, 5)
         );
+        // Uniqueness broke when the second leadership began.
+        assert_eq!(violations[0].at(), Some(SimTime::from_millis(900)));
         assert!(
             violations[0]
                 .to_string()

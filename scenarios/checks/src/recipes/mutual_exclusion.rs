@@ -147,6 +147,8 @@ mod tests {
             (violations[0].first.token, violations[0].second.token),
             (5, 9)
         );
+        // Exclusion broke when the second hold began.
+        assert_eq!(violations[0].at(), Some(SimTime::from_millis(900)));
         assert!(
             violations[0]
                 .to_string()
