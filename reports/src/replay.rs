@@ -48,7 +48,7 @@ given), so a run made with `run --plan` replays too.
 Examples:
   coordsim run --scenario zk_queue_lock_expiry --seed 3 --json > run.json
   coordsim replay --scenario zk_queue_lock_expiry --seed 3 --from run.json --timeline t.html
-  coordsim replay --scenario raft_leader_killer --seed 7 --digest 5f0c3a1e9b2d4c77 --trace t.json
+  coordsim replay --scenario raft_leader_killer --seed 7 --digest f97684c5b8d4e1af --trace t.json
   coordsim replay --scenario my-scenario.toml --seed 0x2a --from sweep.json --around 40")]
 pub struct ReplayArgs {
     /// A catalogue scenario's name, or a scenario file (.toml or .json).
