@@ -85,7 +85,7 @@ impl Violation for LostWrite {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the final read that missed the write, or the second write's acknowledgement.
+        // The final read that missed the write, or the second write's acknowledgement.
         match &self.evidence {
             LostWriteEvidence::FinalRead(read) => Some(read.read_invoked_at),
             LostWriteEvidence::RevisionReused {

@@ -49,7 +49,7 @@ impl Violation for ExpiredEarly {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the early expiry.
+        // The early expiry.
         Some(self.expired_at)
     }
 }

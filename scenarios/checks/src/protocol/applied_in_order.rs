@@ -115,7 +115,7 @@ impl Violation for AppliedOutOfOrder {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the out-of-order apply.
+        // The out-of-order apply.
         Some(self.applied.1)
     }
 }

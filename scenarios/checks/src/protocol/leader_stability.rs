@@ -59,7 +59,7 @@ impl Violation for LeaderChurn {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the election past the bound.
+        // The election past the bound.
         self.elections.get(self.max_elections).map(|(_, _, at)| *at)
     }
 }

@@ -70,7 +70,7 @@ impl Violation for DivergentApply {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the conflicting application.
+        // The conflicting application.
         Some(self.conflicting.at)
     }
 }

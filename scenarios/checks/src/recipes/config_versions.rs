@@ -46,7 +46,7 @@ impl Violation for MixedRead {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the mixed read.
+        // The mixed read.
         Some(self.at)
     }
 }

@@ -93,7 +93,7 @@ impl Violation for CounterViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the out-of-bounds read; unknown for a lost update.
+        // The out-of-bounds read; unknown for a lost update.
         match self {
             CounterViolation::OutOfBounds { at, .. } => Some(*at),
             CounterViolation::LostUpdate { .. } => None,

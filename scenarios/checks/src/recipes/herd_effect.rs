@@ -230,7 +230,7 @@ impl Violation for HerdExceeded {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the release that woke the herd.
+        // The release that woke the herd.
         Some(self.released_at)
     }
 }

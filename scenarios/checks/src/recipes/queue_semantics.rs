@@ -130,7 +130,7 @@ impl Violation for QueueViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the second take of an item; unknown for the other problems.
+        // The second take of an item; unknown for the other problems.
         match self {
             QueueViolation::TakenTwice { takers, .. } => takers.get(1).map(|(_, at)| *at),
             _ => None,

@@ -101,7 +101,7 @@ impl Violation for RendezvousViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the evidence.
+        // When the evidence was recorded.
         Some(self.at)
     }
 }

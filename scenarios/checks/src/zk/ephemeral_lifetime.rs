@@ -104,7 +104,7 @@ impl Violation for EphemeralViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the synced read's sync; unknown for a node missing while alive.
+        // The synced read's sync; unknown for a node missing while alive.
         match self {
             EphemeralViolation::OutlivedSession {
                 sync_invoked_at, ..

@@ -62,7 +62,7 @@ impl Violation for SequenceViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the later create; unknown for a duplicate.
+        // The later create; unknown for a duplicate.
         match self {
             SequenceViolation::NotIncreasing { later, .. } => Some(later.2),
             SequenceViolation::Duplicate { .. } => None,

@@ -92,7 +92,7 @@ impl Violation for WatchDeliveryViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the second delivery; unknown for a watch that never fired.
+        // The second delivery; unknown for a watch that never fired.
         match self {
             WatchDeliveryViolation::FiredTwice { deliveries, .. } => deliveries.get(1).copied(),
             WatchDeliveryViolation::NeverFired { .. } => None,

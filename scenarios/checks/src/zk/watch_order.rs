@@ -93,7 +93,7 @@ impl Violation for WatchOrderViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // When the later event, or the read that showed the change first.
+        // The later event, or the read that showed the change first.
         match self {
             WatchOrderViolation::OutOfOrder { later, .. } => Some(later.2),
             WatchOrderViolation::NewDataFirst { read, .. } => Some(read.1),
