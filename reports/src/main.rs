@@ -5,7 +5,9 @@
 
 mod check_history;
 mod demo;
+mod replay;
 mod run;
+mod timeline;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -27,6 +29,9 @@ enum Command {
     /// Check a recorded history for linearizability (exit 0: linearizable, 1: violation,
     /// 2: unknown or bad input).
     CheckHistory(check_history::CheckHistoryArgs),
+    /// Re-run a scenario with a seed, check its history digest (exit 6 if it differs), show
+    /// the events around the first violation; write its trace and an HTML timeline.
+    Replay(replay::ReplayArgs),
 }
 
 /// A failure to report on one line; the process exits with `code`.
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args),
         Command::CheckHistory(args) => check_history::run(args),
+        Command::Replay(args) => replay::run(args),
     };
     match result {
         Ok(code) => code,

@@ -113,6 +113,18 @@ pub fn execute(
     outputs: &Outputs<'_>,
 ) -> Result<ExitCode, CliError> {
     let outcome = driver::run(scenario, seed);
+    report(scenario, &outcome, replay, outputs)?;
+    Ok(exit_code(&outcome))
+}
+
+/// Prints `outcome` (text, or JSON if asked) with the command that replays it, and writes
+/// the outputs asked for.
+pub fn report(
+    scenario: &Scenario,
+    outcome: &Outcome,
+    replay: &str,
+    outputs: &Outputs<'_>,
+) -> Result<(), CliError> {
     if outputs.json {
         println!(
             "{}",
@@ -132,15 +144,18 @@ pub fn execute(
         write(path, &history.to_json_lines())?;
         eprintln!("history written to {}", path.display());
     }
-    Ok(exit_code(&outcome))
+    Ok(())
 }
 
-fn write(path: &Path, text: &str) -> Result<(), CliError> {
+/// Writes `text` to `path`; a failure is bad input (exit 2) naming the path.
+pub fn write(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text)
         .map_err(|error| CliError::bad_input(format!("cannot write {}: {error}", path.display())))
 }
 
-fn exit_code(outcome: &Outcome) -> ExitCode {
+/// How a run ended, as the process's exit code: 0 clean, 1 safety, 3 liveness, 4 crash,
+/// 5 time limit (2 is bad input).
+pub fn exit_code(outcome: &Outcome) -> ExitCode {
     ExitCode::from(match outcome.failure {
         None => 0,
         Some(Failure::Safety) => 1,

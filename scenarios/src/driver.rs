@@ -104,6 +104,7 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
                 property: violation.property().to_string(),
                 reference: violation.reference().to_string(),
                 evidence: violation.to_string(),
+                at_ms: violation.at().map(|at| at.as_millis()),
             });
         }
     }

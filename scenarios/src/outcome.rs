@@ -63,6 +63,11 @@ pub struct ViolationRecord {
     pub reference: String,
     /// The evidence.
     pub evidence: String,
+    /// When the evidence shows the property broken, in milliseconds of simulated time since
+    /// the run started ([`checks::Violation::at`], truncated); `None` when the check names
+    /// no instant. Outcomes written before there was a time read as `None`.
+    #[serde(default)]
+    pub at_ms: Option<u64>,
 }
 
 /// What a run did, counted from the history (what clients and servers recorded).

@@ -1,5 +1,6 @@
 //! What every checker's violations have in common.
 
+use sim::time::SimTime;
 use std::fmt;
 
 /// A broken property, with the evidence. Each checker has its own violation type (naming
@@ -10,6 +11,13 @@ pub trait Violation: fmt::Display + fmt::Debug + Send + Sync {
     fn property(&self) -> &'static str;
     /// Where the property comes from: a paper section, a bug report.
     fn reference(&self) -> &'static str;
+    /// When, in the run's simulated time, the evidence shows the property broken (the
+    /// second of two overlapping holds began, the stale read was invoked, …), so that a
+    /// replay can show the events around it; `None` when the violation names no instant (a
+    /// write never read, an item lost at the end).
+    fn at(&self) -> Option<SimTime> {
+        None
+    }
 }
 
 /// Boxes a checker's violations for a suite.

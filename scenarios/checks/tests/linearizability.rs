@@ -263,6 +263,13 @@ fn the_evidence_is_the_smallest_failing_partition() {
         html.contains("<svg") && html.contains("read(small) -&gt; 2"),
         "{html}"
     );
+    // The page opens scrolled to the operation that cannot be placed: the read.
+    let failing = &html[html.find("<g id=\"unplaceable\">").expect("marked")..];
+    assert!(
+        failing[..failing.find("</g>").unwrap()].contains("read(small) -&gt; 2"),
+        "{html}"
+    );
+    assert!(html.contains("scrollIntoView"), "{html}");
 }
 
 /// Many concurrent writes of distinct values and a read of a value nobody wrote: the search

@@ -83,6 +83,17 @@ impl Violation for LostWrite {
     fn reference(&self) -> &'static str {
         "Raft §5.3 and Fig. 2 (commit on a majority; persist before responding); etcd-io/etcd#14370"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The final read that missed the write, or the second write's acknowledgement.
+        match &self.evidence {
+            LostWriteEvidence::FinalRead(read) => Some(read.read_invoked_at),
+            LostWriteEvidence::RevisionReused {
+                second_completed_at,
+                ..
+            } => Some(*second_completed_at),
+        }
+    }
 }
 
 /// Checks the linearizable reads invoked at or after `final_reads_from` (the final reads,

@@ -49,6 +49,11 @@ impl Violation for LeaseNeverExpired {
     fn reference(&self) -> &'static str {
         "etcd-io/etcd#9395 (lease TTL reset on leader change), fixed by #9924"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the deadline passed.
+        Some(self.deadline)
+    }
 }
 
 /// Every lease not ended within `ttl + bound` of its last possible renewal, among those whose

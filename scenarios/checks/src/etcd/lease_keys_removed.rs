@@ -53,6 +53,11 @@ impl Violation for KeyOutlivedLease {
     fn reference(&self) -> &'static str {
         "etcd API (lease: attached keys deleted on expiry/revoke); etcd-io/etcd#15247"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the read that saw the key was invoked.
+        Some(self.read_invoked_at)
+    }
 }
 
 /// Every linearizable read that shows a key of a lease that ended before it was invoked.

@@ -47,6 +47,11 @@ impl Violation for ExpiredEarly {
     fn reference(&self) -> &'static str {
         "etcd API (lease TTL, keep-alive); etcd-io/etcd#9924 (lease checkpointing)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The early expiry.
+        Some(self.expired_at)
+    }
 }
 
 /// Every expiry that comes less than a TTL (less drift) after an acknowledged renewal.

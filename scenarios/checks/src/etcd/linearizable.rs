@@ -14,9 +14,9 @@
 
 use crate::{
     Violation,
-    linearizability::{CheckOptions, Evidence, Report, Unfinished, Verdict, check, kv},
+    linearizability::{CheckOptions, Evidence, Report, TimeUnit, Unfinished, Verdict, check, kv},
 };
-use sim::history::History;
+use sim::{history::History, time::SimTime};
 use std::fmt;
 
 /// What an etcd-store linearizability violation cites.
@@ -45,6 +45,12 @@ impl Violation for NotLinearizable {
     }
     fn reference(&self) -> &'static str {
         self.reference
+    }
+    fn at(&self) -> Option<SimTime> {
+        // When the operation that cannot be placed returned (or was invoked, if it never did).
+        let operation = &self.evidence.operations[self.evidence.unplaceable?];
+        (self.evidence.time_unit == TimeUnit::Nanoseconds)
+            .then(|| SimTime::from_nanos(operation.returned_at.unwrap_or(operation.invoked_at)))
     }
 }
 

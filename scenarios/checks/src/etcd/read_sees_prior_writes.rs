@@ -62,6 +62,11 @@ impl Violation for StaleRead {
     fn reference(&self) -> &'static str {
         "linearizability (Herlihy & Wing 1990); etcd-io/etcd#741; etcd-io/raft 758ff0163 (etcd#12680)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the stale read was invoked.
+        Some(self.read_invoked_at)
+    }
 }
 
 /// Every linearizable read that misses a write acknowledged before it began (at most one

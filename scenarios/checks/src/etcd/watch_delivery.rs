@@ -130,6 +130,11 @@ impl Violation for WatchViolation {
     fn reference(&self) -> &'static str {
         "etcd API guarantees (watch: ordered, unique, reliable, resumable); etcd-io/etcd#18089"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the evidence was recorded.
+        Some(self.at)
+    }
 }
 
 #[derive(Default)]

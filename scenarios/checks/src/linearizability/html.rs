@@ -3,6 +3,8 @@
 //! in linearization order (green) and the operation that cannot be placed after it (red),
 //! as Porcupine's visualization offers.
 //!
+//! The page opens with the drawing scrolled to the operation that cannot be placed.
+//!
 //! Time is drawn by rank (each distinct call or return instant gets the next column), so
 //! short operations stay readable next to long ones; the exact times are in each bar's
 //! tooltip and in the text below the drawing.
@@ -50,7 +52,13 @@ pub fn render(title: &str, report: &Report) -> String {
              <span style=\"background:#d0d0d0\">not yet linearized</span>\
              <span style=\"border:1px dashed #888\">outcome unknown</span></p>\n",
         );
+        // The drawing scrolls on its own, and the page opens with it scrolled to the
+        // operation that cannot be placed (often far to the right of time zero).
         page.push_str(&svg(evidence));
+        page.push_str(
+            "<script>\nconst failing = document.getElementById(\"unplaceable\");\n\
+             if (failing) failing.scrollIntoView({ block: \"nearest\", inline: \"center\" });\n</script>\n",
+        );
     }
     let _ = write!(
         page,
@@ -60,7 +68,8 @@ pub fn render(title: &str, report: &Report) -> String {
     page
 }
 
-/// The drawing of one piece of evidence, as an inline SVG element.
+/// The drawing of one piece of evidence, as inline SVG: the lane names in a column of their
+/// own, the operations beside it in a box that scrolls sideways (`#evidence`).
 fn svg(evidence: &Evidence) -> String {
     let mut lanes: Vec<&str> = Vec::new();
     for operation in &evidence.operations {
@@ -91,8 +100,8 @@ fn svg(evidence: &Evidence) -> String {
     let mut svg = String::new();
     let _ = writeln!(
         svg,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
-         font-family=\"monospace\" font-size=\"11\">"
+        "<div style=\"display: flex\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{LEFT_MARGIN}\" \
+         height=\"{height}\" font-family=\"monospace\" font-size=\"11\" style=\"flex: none\">"
     );
     let _ = writeln!(
         svg,
@@ -103,12 +112,24 @@ fn svg(evidence: &Evidence) -> String {
         let y = TOP_MARGIN + row * LANE_HEIGHT;
         let _ = writeln!(
             svg,
-            "<text x=\"4\" y=\"{}\">{}</text><line x1=\"{LEFT_MARGIN}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#eee\"/>",
+            "<text x=\"4\" y=\"{}\">{}</text>",
             y + 18,
-            escape(lane),
-            y + LANE_HEIGHT - 2,
-            width - 10,
-            y + LANE_HEIGHT - 2
+            escape(lane)
+        );
+    }
+    let drawing_width = width - LEFT_MARGIN;
+    let _ = writeln!(
+        svg,
+        "</svg>\n<div id=\"evidence\" style=\"overflow-x: auto\">\
+         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{drawing_width}\" height=\"{height}\" \
+         viewBox=\"{LEFT_MARGIN} 0 {drawing_width} {height}\" font-family=\"monospace\" font-size=\"11\">"
+    );
+    for row in 0..lanes.len() {
+        let y = TOP_MARGIN + row * LANE_HEIGHT + LANE_HEIGHT - 2;
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{LEFT_MARGIN}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#eee\"/>",
+            width - 10
         );
     }
     for (index, operation) in evidence.operations.iter().enumerate() {
@@ -133,9 +154,14 @@ fn svg(evidence: &Evidence) -> String {
         } else {
             ""
         };
+        let id = if evidence.unplaceable == Some(index) {
+            " id=\"unplaceable\""
+        } else {
+            ""
+        };
         let _ = writeln!(
             svg,
-            "<g><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{bar_width}\" height=\"{}\" rx=\"3\" \
+            "<g{id}><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{bar_width}\" height=\"{}\" rx=\"3\" \
              fill=\"{fill}\" stroke=\"#555\"{dash}/><text x=\"{}\" y=\"{}\">{}</text></g>",
             escape(&evidence.describe(index)),
             LANE_HEIGHT - 10,
@@ -144,6 +170,6 @@ fn svg(evidence: &Evidence) -> String {
             escape(&format!("{label_prefix}{}", operation.description))
         );
     }
-    svg.push_str("</svg>\n");
+    svg.push_str("</svg></div></div>\n");
     svg
 }

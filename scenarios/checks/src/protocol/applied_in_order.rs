@@ -113,6 +113,11 @@ impl Violation for AppliedOutOfOrder {
     fn reference(&self) -> &'static str {
         "Raft §5.3 and Fig. 2 (apply log[lastApplied] in order); ZAB local primary order (DSN 2011)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The out-of-order apply.
+        Some(self.applied.1)
+    }
 }
 
 /// Every apply that is not the successor of the node's previous apply or snapshot, within

@@ -57,6 +57,11 @@ impl Violation for LeaderChurn {
     fn reference(&self) -> &'static str {
         "Raft thesis §9.6 (PreVote, CheckQuorum); etcd-io/etcd#8499, #9333; Cloudflare 2020-11-02"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The election past the bound.
+        self.elections.get(self.max_elections).map(|(_, _, at)| *at)
+    }
 }
 
 /// A violation if more than `max_elections` leaders were elected in `[from, to]`.

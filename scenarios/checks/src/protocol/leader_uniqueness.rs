@@ -47,6 +47,11 @@ impl Violation for TwoLeadersInOneTerm {
     fn reference(&self) -> &'static str {
         "Raft §5.2 Election Safety (Ongaro & Ousterhout 2014, Fig. 3); ZAB: one leader per epoch (Junqueira et al., DSN 2011)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the second leader of the term was elected.
+        self.leaders.get(1).map(|(_, at)| *at)
+    }
 }
 
 /// Every term with more than one distinct leader.
@@ -104,5 +109,7 @@ mod tests {
         assert_eq!(violations.len(), 1);
         assert_eq!(violations[0].term, 3);
         assert_eq!(violations[0].leaders.len(), 2);
+        // The term had two leaders once the second was elected.
+        assert_eq!(violations[0].at(), Some(SimTime::from_millis(2)));
     }
 }

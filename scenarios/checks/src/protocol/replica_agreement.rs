@@ -68,6 +68,11 @@ impl Violation for DivergentApply {
     fn reference(&self) -> &'static str {
         "Raft §5.4.3 State Machine Safety (Fig. 3); ZAB agreement (Junqueira et al., DSN 2011)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The conflicting application.
+        Some(self.conflicting.at)
+    }
 }
 
 /// Every index at which some application differs from the first one recorded.

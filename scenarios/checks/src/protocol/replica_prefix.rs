@@ -68,6 +68,11 @@ impl Violation for DivergentSequence {
     fn reference(&self) -> &'static str {
         "ZAB agreement and primary order (Junqueira et al., DSN 2011, §III); ZOOKEEPER-1154, ZOOKEEPER-2355"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the replica that disagreed applied its neighbour.
+        Some(self.conflicting.2)
+    }
 }
 
 /// Every index whose neighbour differs between replicas (one violation per index and side).

@@ -47,6 +47,11 @@ impl Violation for TermWentBackwards {
     fn reference(&self) -> &'static str {
         "Raft Fig. 2 (currentTerm persistent, increases monotonically); ZAB epochs (ZOOKEEPER-335)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the lower term was recorded.
+        Some(self.later.1)
+    }
 }
 
 /// Every point where a node's recorded term decreased.

@@ -99,6 +99,14 @@ impl Violation for BarrierViolation {
     fn reference(&self) -> &'static str {
         "ZooKeeper recipes, Double Barriers; Hunt et al., ZooKeeper (USENIX ATC 2010), section 2.4"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the participant went through too early; unknown for one left behind.
+        match self {
+            BarrierViolation::ThroughTooEarly { at, .. } => Some(*at),
+            BarrierViolation::LeftBehind { .. } => None,
+        }
+    }
 }
 
 /// Every broken promise of every barrier in `history`.

@@ -70,6 +70,11 @@ impl Violation for StaleRead {
         "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that needs \
          the latest)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the stale read completed.
+        Some(self.completed)
+    }
 }
 
 /// Every read that returned an older version than one published before it began.

@@ -44,6 +44,11 @@ impl Violation for MixedRead {
     fn reference(&self) -> &'static str {
         "Hunt et al., ZooKeeper (USENIX ATC 2010), section 2.3, the ready znode"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The mixed read.
+        Some(self.at)
+    }
 }
 
 /// Every completed read that mixed versions.

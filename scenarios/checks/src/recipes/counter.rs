@@ -91,6 +91,14 @@ impl Violation for CounterViolation {
     fn reference(&self) -> &'static str {
         "Curator DistributedAtomicLong; ZooKeeper Programmer's Guide, conditional updates"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The out-of-bounds read; unknown for a lost update.
+        match self {
+            CounterViolation::OutOfBounds { at, .. } => Some(*at),
+            CounterViolation::LostUpdate { .. } => None,
+        }
+    }
 }
 
 #[derive(Default)]

@@ -88,6 +88,11 @@ impl Violation for ViewNotConverged {
         "ZooKeeper Programmer's Guide, ZooKeeper Watches (one-time triggers: re-read when \
          re-arming); etcd watch from a revision"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the view was judged.
+        Some(self.judged_at)
+    }
 }
 
 /// The live discoverers whose last view, at `at`, does not match the members certainly

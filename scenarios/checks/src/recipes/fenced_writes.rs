@@ -29,7 +29,10 @@ use crate::{
         locks::{ResourceWrite, resource_writes},
     },
 };
-use sim::history::{History, ResourceVerdict};
+use sim::{
+    history::{History, ResourceVerdict},
+    time::SimTime,
+};
 use std::{collections::BTreeMap, fmt};
 
 /// A stale holder's write that a resource accepted after a newer holder's.
@@ -75,6 +78,11 @@ impl Violation for StaleWriteAccepted {
 
     fn reference(&self) -> &'static str {
         "fencing tokens (Kleppmann 2016, How to do distributed locking; Jepsen etcd 3.4.3)"
+    }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the stale write was accepted.
+        Some(self.write.at)
     }
 }
 

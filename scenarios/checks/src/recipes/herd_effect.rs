@@ -228,6 +228,11 @@ impl Violation for HerdExceeded {
     fn reference(&self) -> &'static str {
         "ZooKeeper recipes, Locks: watch only the predecessor to avoid the herd effect"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The release that woke the herd.
+        Some(self.released_at)
+    }
 }
 
 /// Every lock one of whose departures woke more than `bound` waiters.

@@ -73,6 +73,11 @@ impl Violation for HolderNotOwner {
     fn reference(&self) -> &'static str {
         "ZooKeeper Recipes, Locks; CURATOR-498"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the holder acquired.
+        Some(self.acquired_at)
+    }
 }
 
 /// Every acquisition by a node the server said another session owns.

@@ -32,7 +32,7 @@ use crate::{
         locks::HoldEnd,
     },
 };
-use sim::history::History;
+use sim::{history::History, time::SimTime};
 use std::fmt;
 
 /// Two clients believed they led one election at once.
@@ -77,6 +77,11 @@ impl Violation for TwoLeaders {
 
     fn reference(&self) -> &'static str {
         "an election's promise: one leader at a time (ZooKeeper recipes, Leader Election; etcd concurrency.Election)"
+    }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the second leadership began.
+        Some(self.second.from)
     }
 }
 
@@ -148,6 +153,8 @@ mod tests {
             (violations[0].first.token, violations[0].second.token),
             (7, 5)
         );
+        // Uniqueness broke when the second leadership began.
+        assert_eq!(violations[0].at(), Some(SimTime::from_millis(900)));
         assert!(
             violations[0]
                 .to_string()

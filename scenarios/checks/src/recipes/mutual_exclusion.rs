@@ -25,7 +25,10 @@ use crate::{
         locks::{Hold, HoldEnd, holds},
     },
 };
-use sim::history::{History, recipe::LockMode};
+use sim::{
+    history::{History, recipe::LockMode},
+    time::SimTime,
+};
 use std::fmt;
 
 /// Two clients believed they held one lock at once.
@@ -70,6 +73,11 @@ impl Violation for OverlappingHolds {
 
     fn reference(&self) -> &'static str {
         "a lock's promise: at most one holder at a time (ZooKeeper recipes, Locks; etcd concurrency.Mutex)"
+    }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the second hold began.
+        Some(self.second.from)
     }
 }
 
@@ -139,6 +147,8 @@ mod tests {
             (violations[0].first.token, violations[0].second.token),
             (5, 9)
         );
+        // Exclusion broke when the second hold began.
+        assert_eq!(violations[0].at(), Some(SimTime::from_millis(900)));
         assert!(
             violations[0]
                 .to_string()

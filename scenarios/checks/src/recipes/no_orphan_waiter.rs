@@ -73,6 +73,11 @@ impl Violation for OrphanWaiter {
     fn reference(&self) -> &'static str {
         "ZooKeeper Recipes, Locks (the GUID note on sequential creates); CURATOR-45"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the waiter found its own session's node.
+        Some(self.found_at)
+    }
 }
 
 /// Every lock waiter that waited behind a node of its own session, or took the lock through

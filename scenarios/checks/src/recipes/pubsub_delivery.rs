@@ -174,6 +174,14 @@ impl Violation for DeliveryViolation {
         "etcd watch from a revision: every event after it, in order, once (etcd API guarantees, \
          Watch); gocorex EtcdPubSub.SubscribeFromRev"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the duplicate arrived; unknown for the other problems.
+        match &self.problem {
+            DeliveryProblem::Duplicate { again_at, .. } => Some(*again_at),
+            _ => None,
+        }
+    }
 }
 
 /// Every delivery problem, judged at `at`: open subscriptions owe every message

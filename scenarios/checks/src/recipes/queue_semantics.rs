@@ -128,6 +128,14 @@ impl Violation for QueueViolation {
     fn reference(&self) -> &'static str {
         "ZooKeeper recipes, Queues; Hunt et al., ZooKeeper (USENIX ATC 2010), section 2.4"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The second take of an item; unknown for the other problems.
+        match self {
+            QueueViolation::TakenTwice { takers, .. } => takers.get(1).map(|(_, at)| *at),
+            _ => None,
+        }
+    }
 }
 
 /// What the records say about one item.

@@ -99,6 +99,11 @@ impl Violation for RendezvousViolation {
     fn reference(&self) -> &'static str {
         "Hunt et al., ZooKeeper (USENIX ATC 2010), section 2.4, Rendezvous"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the evidence was recorded.
+        Some(self.at)
+    }
 }
 
 /// One rendezvous step, with when and by whom.

@@ -22,7 +22,10 @@ use crate::{
         locks::{Hold, holds},
     },
 };
-use sim::history::{History, recipe::LockMode};
+use sim::{
+    history::{History, recipe::LockMode},
+    time::SimTime,
+};
 use std::fmt;
 
 /// A writer held a lock while another client held it too.
@@ -69,6 +72,11 @@ impl Violation for WriterNotAlone {
 
     fn reference(&self) -> &'static str {
         "a read/write lock's promise: a writer holds alone, readers only with readers (ZooKeeper recipes, Shared Locks; Curator InterProcessReadWriteLock)"
+    }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the second hold began.
+        Some(self.second.from)
     }
 }
 

@@ -59,6 +59,11 @@ impl Violation for ReaderWokenByNonWriter {
     fn reference(&self) -> &'static str {
         "ZooKeeper recipes, Shared Locks: a reader watches the next-lowest write node only"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the reader was woken.
+        Some(self.at)
+    }
 }
 
 /// Every wake-up of a waiting reader by a watch on a node that is not a writer's.

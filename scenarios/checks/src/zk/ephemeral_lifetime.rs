@@ -102,6 +102,16 @@ impl Violation for EphemeralViolation {
     fn reference(&self) -> &'static str {
         "ZooKeeper Programmer's Guide, Ephemeral Nodes; ZOOKEEPER-2355"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The synced read's sync; unknown for a node missing while alive.
+        match self {
+            EphemeralViolation::OutlivedSession {
+                sync_invoked_at, ..
+            } => Some(*sync_invoked_at),
+            EphemeralViolation::MissingWhileAlive { .. } => None,
+        }
+    }
 }
 
 fn deleted_possibly(ops: &[ZkOp<'_>], path: &str, after: SimTime, before: SimTime) -> bool {

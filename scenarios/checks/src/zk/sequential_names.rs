@@ -60,6 +60,14 @@ impl Violation for SequenceViolation {
     fn reference(&self) -> &'static str {
         "ZooKeeper Programmer's Guide, Sequence Nodes"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The later create; unknown for a duplicate.
+        match self {
+            SequenceViolation::NotIncreasing { later, .. } => Some(later.2),
+            SequenceViolation::Duplicate { .. } => None,
+        }
+    }
 }
 
 /// One acknowledged sequential create: (sequence, name, create, invoked, acknowledged).

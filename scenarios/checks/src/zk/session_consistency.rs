@@ -181,6 +181,11 @@ impl Violation for SessionWentBack {
          client order (Hunt et al., USENIX ATC 2010, §2.3); ZooKeeperServer.processConnectRequest \
          (refuses a client that has seen a later zxid)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the read completed.
+        Some(self.read_completed_at)
+    }
 }
 
 /// A session: client node, process, session id.

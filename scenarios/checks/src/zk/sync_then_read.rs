@@ -78,6 +78,11 @@ impl Violation for StaleReadAfterSync {
     fn reference(&self) -> &'static str {
         "ZooKeeper Programmer's Guide, Consistency Guarantees (sync); ZOOKEEPER-1675"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the sync before the stale read was invoked.
+        Some(self.sync_invoked_at)
+    }
 }
 
 #[derive(Clone, Debug)]

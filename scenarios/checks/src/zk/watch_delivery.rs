@@ -90,6 +90,14 @@ impl Violation for WatchDeliveryViolation {
     fn reference(&self) -> &'static str {
         "ZooKeeper Programmer's Guide, ZooKeeper Watches (one-time triggers)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The second delivery; unknown for a watch that never fired.
+        match self {
+            WatchDeliveryViolation::FiredTwice { deliveries, .. } => deliveries.get(1).copied(),
+            WatchDeliveryViolation::NeverFired { .. } => None,
+        }
+    }
 }
 
 struct Registration {

@@ -91,6 +91,14 @@ impl Violation for WatchOrderViolation {
     fn reference(&self) -> &'static str {
         "ZooKeeper Programmer's Guide, ZooKeeper Watches (ordering guarantees)"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // The later event, or the read that showed the change first.
+        match self {
+            WatchOrderViolation::OutOfOrder { later, .. } => Some(later.2),
+            WatchOrderViolation::NewDataFirst { read, .. } => Some(read.1),
+        }
+    }
 }
 
 /// What a read showed of a node: its stat, or that it is missing.

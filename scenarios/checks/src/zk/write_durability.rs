@@ -66,6 +66,11 @@ impl Violation for AcknowledgedWriteLost {
     fn reference(&self) -> &'static str {
         "ZAB integrity and agreement (Junqueira et al., DSN 2011, §III); ZOOKEEPER-3911"
     }
+
+    fn at(&self) -> Option<SimTime> {
+        // When the replica applied past the write.
+        Some(self.applied_around.2)
+    }
 }
 
 /// Every (acknowledged write, replica) where the replica skipped the write.

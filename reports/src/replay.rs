@@ -1,0 +1,488 @@
+//! `coordsim replay`: re-runs a scenario with a seed through the run driver, checks that
+//! the history digest is the one expected (given, or read from a recorded outcome or sweep
+//! results), prints the outcome and the history records around the first violation, and
+//! writes the full trace (JSON) and an HTML timeline of the run.
+//!
+//! Exit codes: as `coordsim run` for the replayed run (0 clean, 1 safety, 3 liveness,
+//! 4 crash, 5 time limit) when it reproduces what was expected (or nothing was expected);
+//! 6 when it does not ([`DIGEST_MISMATCH`]), whatever the run came to; 2 bad input.
+
+use crate::{
+    CliError,
+    run::{self, Outputs, exit_code, load_scenario, read_plan},
+    timeline,
+};
+use clap::Args;
+use scenarios::{Failure, Outcome, driver};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sim::{
+    Seed,
+    digest::Digest,
+    history::{Event, History, Record},
+    time::SimTime,
+};
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+/// The exit code of a replay that did not reproduce the expected history digest (or, for
+/// a recorded run that crashed and so has no digest, its crash).
+pub const DIGEST_MISMATCH: u8 = 6;
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Exit codes: as `coordsim run` for the replayed run when it reproduces what was expected \
+(0 clean, 1 safety violation, 3 liveness failure, 4 a model panicked, 5 time limit), so a \
+reproduced failure exits with its own code; 6 the history digest differs from the expected \
+one (both are printed); 2 bad input.
+
+With --from, the run follows the fault plan recorded in the outcome (unless --plan is \
+given), so a run made with `run --plan` replays too.
+
+--trace writes one JSON object: {\"outcome\": <the outcome, as `run --json` prints it>, \
+\"records\": [<every history record, in order>]}.
+
+Examples:
+  coordsim run --scenario zk_queue_lock_expiry --seed 3 --json > run.json
+  coordsim replay --scenario zk_queue_lock_expiry --seed 3 --from run.json --timeline t.html
+  coordsim replay --scenario raft_leader_killer --seed 7 --digest f97684c5b8d4e1af --trace t.json
+  coordsim replay --scenario my-scenario.toml --seed 0x2a --from sweep.json --around 40")]
+pub struct ReplayArgs {
+    /// A catalogue scenario's name, or a scenario file (.toml or .json).
+    #[arg(long, value_name = "NAME|FILE")]
+    scenario: String,
+    /// The seed: decimal or 0x hex.
+    #[arg(long, env = sim::env::SEED)]
+    seed: Seed,
+    /// Follow this JSON fault plan instead of the scenario's fault source (or the one
+    /// recorded in --from).
+    #[arg(long, value_name = "FILE")]
+    plan: Option<PathBuf>,
+    /// The history digest the replay must reproduce (16 hex digits, as runs print it).
+    #[arg(long, value_name = "HEX", value_parser = parse_digest, conflicts_with = "from")]
+    digest: Option<Digest>,
+    /// The recorded run to reproduce: an outcome as `coordsim run --json` prints it, or
+    /// sweep results ({"runs": [outcome, ...]}), from which the run with this seed (and
+    /// scenario) is taken.
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    /// Write the outcome and the full history here, as one JSON object.
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
+    /// Write a self-contained HTML timeline of the run here.
+    #[arg(long, value_name = "FILE.html")]
+    timeline: Option<PathBuf>,
+    /// How many history records to print on each side of the first violation.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    around: usize,
+}
+
+fn parse_digest(text: &str) -> Result<Digest, String> {
+    Digest::try_from(text.to_string())
+}
+
+/// What the replay must reproduce.
+enum Expected {
+    /// A history digest.
+    Digest(Digest),
+    /// The failure of a recorded run that crashed (a crashed run has no history digest).
+    Crash(Option<Failure>),
+}
+
+pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
+    let mut scenario = load_scenario(&args.scenario)?;
+    let recorded = match &args.from {
+        Some(path) => Some(recorded_outcome(path, &scenario.name, args.seed)?),
+        None => None,
+    };
+    let plan = match (&args.plan, &recorded) {
+        (Some(path), _) => Some((read_plan(path)?, path.display().to_string())),
+        (None, Some(outcome)) => Some((
+            outcome.fault_plan.clone(),
+            format!("{}: the recorded plan", from_path(&args).display()),
+        )),
+        (None, None) => None,
+    };
+    if let Some((plan, source)) = plan {
+        scenario = scenario.with_plan(plan);
+        scenario
+            .validate()
+            .map_err(|error| CliError::bad_input(format!("{source}: {error}")))?;
+    }
+    let expected = match (args.digest, &recorded) {
+        (Some(digest), _) => Some(Expected::Digest(digest)),
+        (None, Some(outcome)) => Some(match outcome.history_digest {
+            Some(digest) => Expected::Digest(digest),
+            None => Expected::Crash(outcome.failure.clone()),
+        }),
+        (None, None) => None,
+    };
+    let outcome = driver::run(&scenario, args.seed);
+    let command = replay_command(&args, &outcome);
+    run::report(
+        &scenario,
+        &outcome,
+        &command,
+        &Outputs {
+            plan: None,
+            history: None,
+            json: false,
+        },
+    )?;
+    let reproduced = match &expected {
+        None => {
+            println!("digest check:    none asked for (give --digest or --from)");
+            true
+        }
+        Some(Expected::Digest(digest)) => match outcome.history_digest {
+            Some(replayed) if replayed == *digest => {
+                println!("digest check:    reproduced: history digest {replayed} as expected");
+                true
+            }
+            Some(replayed) => {
+                println!(
+                    "digest check:    MISMATCH: expected history digest {digest}, replayed {replayed}"
+                );
+                false
+            }
+            None => {
+                println!(
+                    "digest check:    MISMATCH: expected history digest {digest}, the replay crashed and has none"
+                );
+                false
+            }
+        },
+        Some(Expected::Crash(failure)) => {
+            let same = outcome.history_digest.is_none() && outcome.failure == *failure;
+            let recorded = failure
+                .as_ref()
+                .map_or("no failure".to_string(), ToString::to_string);
+            println!(
+                "digest check:    {}: the recorded run has no history digest ({recorded})",
+                if same {
+                    "reproduced the crash"
+                } else {
+                    "MISMATCH"
+                }
+            );
+            same
+        }
+    };
+    match &outcome.history {
+        Some(history) => {
+            let focus = Focus::of(&outcome, history);
+            if let Some(focus) = &focus {
+                print_window(history, focus, args.around);
+            }
+            if let Some(path) = &args.trace {
+                write_trace(path, &outcome, history)?;
+                eprintln!("trace written to {}", path.display());
+            }
+            if let Some(path) = &args.timeline {
+                let title = format!(
+                    "coordsim replay: {} with seed {}",
+                    scenario.name, outcome.seed
+                );
+                let page = timeline::render(
+                    &title,
+                    &scenario,
+                    &outcome,
+                    history,
+                    focus.as_ref(),
+                    args.around,
+                );
+                run::write(path, &page)?;
+                eprintln!("timeline written to {}", path.display());
+            }
+        }
+        None if args.trace.is_some() || args.timeline.is_some() => {
+            eprintln!("the run crashed and left no history: no trace or timeline written");
+        }
+        None => {}
+    }
+    Ok(if reproduced {
+        exit_code(&outcome)
+    } else {
+        ExitCode::from(DIGEST_MISMATCH)
+    })
+}
+
+fn from_path(args: &ReplayArgs) -> &Path {
+    args.from.as_deref().expect("only called with --from")
+}
+
+/// The command that replays this run and checks its digest.
+fn replay_command(args: &ReplayArgs, outcome: &Outcome) -> String {
+    let mut command = format!(
+        "cargo run --release -p coordsim -- replay --scenario {} --seed {}",
+        args.scenario, args.seed
+    );
+    if let Some(path) = &args.plan {
+        command.push_str(&format!(" --plan {}", path.display()));
+    } else if let Some(path) = &args.from {
+        command.push_str(&format!(" --from {}", path.display()));
+        return command;
+    }
+    if let Some(digest) = outcome.history_digest {
+        command.push_str(&format!(" --digest {digest}"));
+    }
+    command
+}
+
+/// The run with `seed` of scenario `scenario` in `path`: an outcome (`run --json`) or sweep
+/// results (`{"runs": [outcome, ...]}`).
+fn recorded_outcome(path: &Path, scenario: &str, seed: Seed) -> Result<Outcome, CliError> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| CliError::bad_input(format!("cannot read {file}: {error}")))?;
+    let expected = "expected an outcome as `coordsim run --json` prints it, or sweep results \
+                    ({\"runs\": [outcome, …]})";
+    let value: Value = serde_json::from_str(&text).map_err(|error| {
+        CliError::bad_input(format!("{file}:{}: {expected}: {error}", error.line()))
+    })?;
+    let runs: Vec<Outcome> = match value.get("runs") {
+        Some(runs) => Vec::<Outcome>::deserialize(runs)
+            .map_err(|error| CliError::bad_input(format!("{file}: `runs`: {expected}: {error}"))),
+        None => Outcome::deserialize(&value)
+            .map(|outcome| vec![outcome])
+            .map_err(|error| CliError::bad_input(format!("{file}: {expected}: {error}"))),
+    }?;
+    let of_seed: Vec<&Outcome> = runs.iter().filter(|run| run.seed == seed).collect();
+    if let Some(outcome) = of_seed.iter().find(|run| run.scenario == scenario) {
+        return Ok((*outcome).clone());
+    }
+    if let Some(other) = of_seed.first() {
+        return Err(CliError::bad_input(format!(
+            "{file}: the run with seed {seed} is of scenario `{}`, not `{scenario}` (expected --scenario {})",
+            other.scenario, other.scenario
+        )));
+    }
+    let mut seeds: Vec<String> = runs.iter().map(|run| run.seed.to_string()).collect();
+    seeds.dedup();
+    if seeds.len() > 10 {
+        seeds.truncate(10);
+        seeds.push("…".into());
+    }
+    Err(CliError::bad_input(format!(
+        "{file}: no run with seed {seed} (expected one of the file's seeds: {})",
+        if seeds.is_empty() {
+            "none, it has no runs".to_string()
+        } else {
+            seeds.join(", ")
+        }
+    )))
+}
+
+/// Where a replay looks: the earliest violation that names its time, or, for a run that
+/// failed otherwise (or whose violations name no time), the end of the history.
+pub struct Focus {
+    /// The record the window is centred on: the first at or after the violation's time,
+    /// or the last record.
+    pub record: usize,
+    /// The violation's time, or the time of the last record.
+    pub at: SimTime,
+    /// Whether `at` is a violation's own time (else: the end of the history, as a fallback).
+    pub kind: FocusKind,
+    /// What is there, for a person.
+    pub what: String,
+}
+
+/// Whether a focus is a violation's time or the fallback at the end of the history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FocusKind {
+    /// A violation's time.
+    Violation,
+    /// The end of the history: no violation names its time, or the run failed without one.
+    EndOfHistory,
+}
+
+impl Focus {
+    /// The focus of a run that failed or has violations; `None` for a clean run or an empty
+    /// history.
+    fn of(outcome: &Outcome, history: &History) -> Option<Focus> {
+        let records = history.records();
+        let last = records.len().checked_sub(1)?;
+        let timed = outcome
+            .violations
+            .iter()
+            .filter_map(|violation| violation.at_ms.map(|at_ms| (at_ms, violation)))
+            .min_by_key(|(at_ms, _)| *at_ms);
+        if let Some((at_ms, violation)) = timed {
+            let record = records
+                .partition_point(|record| record.at.as_millis() < at_ms)
+                .min(last);
+            return Some(Focus {
+                record,
+                at: SimTime::from_millis(at_ms),
+                kind: FocusKind::Violation,
+                what: format!(
+                    "the first violation: {} ({}) at {at_ms} ms",
+                    violation.check, violation.property
+                ),
+            });
+        }
+        if outcome.is_clean() && outcome.violations.is_empty() {
+            return None;
+        }
+        let why = match (&outcome.failure, outcome.violations.first()) {
+            (_, Some(violation)) => {
+                format!("{} names no time of its violation", violation.check)
+            }
+            (Some(failure), None) => format!("{} failure", failure.kind()),
+            (None, None) => "no violation".into(),
+        };
+        Some(Focus {
+            record: last,
+            at: records[last].at,
+            kind: FocusKind::EndOfHistory,
+            what: format!("the end of the history ({why})"),
+        })
+    }
+
+    /// The records `around` on each side of the focus: a range of indexes.
+    pub fn window(&self, records: usize, around: usize) -> std::ops::Range<usize> {
+        let first = self.record.saturating_sub(around);
+        let end = (self.record + around + 1).min(records);
+        first..end
+    }
+}
+
+fn print_window(history: &History, focus: &Focus, around: usize) {
+    let records = history.records();
+    let window = focus.window(records.len(), around);
+    println!(
+        "events around {}: records {}..{} of {}",
+        focus.what,
+        window.start,
+        window.end,
+        records.len()
+    );
+    for index in window {
+        if index == focus.record && focus.kind == FocusKind::Violation {
+            println!(">> violation at {} {}", focus.at, "-".repeat(40));
+        }
+        println!("   {}", describe_record(&records[index]));
+        if index == focus.record && focus.kind == FocusKind::EndOfHistory {
+            println!(">> the end of the history {}", "-".repeat(40));
+        }
+    }
+}
+
+/// One record on one line: time, node (`-` for the world itself) and event.
+pub fn describe_record(record: &Record) -> String {
+    let node = record
+        .node
+        .map_or_else(|| "-".to_string(), |node| node.to_string());
+    format!(
+        "{:>12}  {node:<4} {}",
+        record.at.to_string(),
+        describe(&record.event)
+    )
+}
+
+/// Fields of the event vocabulary whose values name a kind (shown bare, first).
+const KIND_FIELDS: [&str; 10] = [
+    "type",
+    "recipe_event",
+    "zk_event",
+    "protocol_event",
+    "phase",
+    "model",
+    "f",
+    "op",
+    "step",
+    "outcome",
+];
+
+/// An event on one line: its kinds bare (`recipe lock acquired`), then its other fields as
+/// `name=value` (nested ones in parentheses), from its serialized form, so that every event
+/// of the vocabulary reads the same way. A fault reads as the fault, what it resolved to and
+/// whether it applied.
+pub fn describe(event: &Event) -> String {
+    if let Event::Fault(record) = event {
+        let target = record
+            .target
+            .map(|node| format!(" -> {node}"))
+            .unwrap_or_default();
+        let outcome = match &record.outcome {
+            sim::history::FaultOutcome::Applied { .. } => "applied".to_string(),
+            sim::history::FaultOutcome::Skipped { reason } => format!("skipped: {reason}"),
+        };
+        return format!("fault {}{target} ({outcome})", record.fault);
+    }
+    describe_value(&serde_json::to_value(event).expect("events serialize"))
+}
+
+/// A serialized value of the event vocabulary on one line, as [`describe`] writes events.
+pub fn describe_value(value: &Value) -> String {
+    let mut line = String::new();
+    flatten(value, &mut line);
+    line
+}
+
+fn flatten(value: &Value, line: &mut String) {
+    match value {
+        Value::Object(fields) => {
+            let mut parts: Vec<String> = KIND_FIELDS
+                .iter()
+                .filter_map(|kind| fields.get(*kind).and_then(Value::as_str))
+                .map(str::to_string)
+                .collect();
+            for (name, field) in fields {
+                if KIND_FIELDS.contains(&name.as_str()) && field.is_string() {
+                    continue;
+                }
+                let mut text = String::new();
+                flatten(field, &mut text);
+                if field.is_object() {
+                    text = format!("({text})");
+                }
+                parts.push(format!("{name}={text}"));
+            }
+            line.push_str(&parts.join(" "));
+        }
+        Value::Array(items) => {
+            let parts: Vec<String> = items
+                .iter()
+                .map(|item| {
+                    let mut text = String::new();
+                    flatten(item, &mut text);
+                    text
+                })
+                .collect();
+            line.push_str(&format!("[{}]", parts.join(", ")));
+        }
+        Value::String(text) => line.push_str(text),
+        Value::Null => line.push_str("none"),
+        other => line.push_str(&other.to_string()),
+    }
+}
+
+/// `--trace`: the outcome and every record, as one JSON object, written as it is
+/// serialized (a long history is tens of megabytes).
+fn write_trace(path: &Path, outcome: &Outcome, history: &History) -> Result<(), CliError> {
+    #[derive(Serialize)]
+    struct Trace<'a> {
+        outcome: &'a Outcome,
+        records: &'a [Record],
+    }
+    let cannot = |error: std::io::Error| {
+        CliError::bad_input(format!("cannot write {}: {error}", path.display()))
+    };
+    let file = std::fs::File::create(path).map_err(cannot)?;
+    let mut writer = std::io::BufWriter::new(file);
+    serde_json::to_writer(
+        &mut writer,
+        &Trace {
+            outcome,
+            records: history.records(),
+        },
+    )
+    .map_err(|error| cannot(error.into()))?;
+    writer.write_all(b"\n").map_err(cannot)?;
+    writer.flush().map_err(cannot)
+}

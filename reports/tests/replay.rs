@@ -1,0 +1,275 @@
+//! `coordsim replay`: a replay reproduces the recorded run's history digest and exits as the
+//! run did (0 clean, the run's own failure code for a reproduced failure); a digest that
+//! differs exits 6 and prints both; `--from` reads `run --json` output and sweep results
+//! (`{"runs": [...]}`); the trace holds every record; the timeline embeds the run's data and
+//! marks the violation; bad input gets one line and exit 2.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn coordsim(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .args(args)
+        .env_remove(sim::env::SEED)
+        .output()
+        .expect("coordsim runs");
+    (
+        output.status.code().expect("an exit code"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn temporary(name: &str, text: &str) -> String {
+    let directory = std::env::temp_dir().join(format!("coordsim-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let path = directory.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// The outcome `coordsim run --json` prints for `scenario` with `seed`, and its exit code.
+fn recorded(scenario: &str, seed: u64) -> (i32, Value) {
+    let (code, stdout, stderr) = coordsim(&[
+        "run",
+        "--scenario",
+        scenario,
+        "--seed",
+        &seed.to_string(),
+        "--json",
+    ]);
+    let outcome = serde_json::from_str(&stdout)
+        .unwrap_or_else(|error| panic!("run --json prints an outcome ({error}): {stdout}{stderr}"));
+    (code, outcome)
+}
+
+/// The data a timeline page embeds.
+fn timeline_data(path: &str) -> Value {
+    let page = std::fs::read_to_string(path).expect("the timeline was written");
+    let start = page
+        .find(r#"<script id="data" type="application/json">"#)
+        .expect("the page embeds its data");
+    let json = &page[start..];
+    let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "self-contained"
+    );
+    serde_json::from_str(json).expect("the embedded data is JSON")
+}
+
+#[test]
+fn a_clean_run_replays_to_its_digest_and_a_wrong_digest_is_a_mismatch() {
+    let (code, outcome) = recorded("ledger", 3);
+    assert_eq!(code, 0, "{outcome}");
+    let digest = outcome["history_digest"]
+        .as_str()
+        .expect("a digest")
+        .to_string();
+    let from = temporary("ledger-3.json", &outcome.to_string());
+    let trace = temporary("ledger-3-trace.json", "");
+    let timeline = temporary("ledger-3.html", "");
+    let (code, stdout, stderr) = coordsim(&[
+        "replay",
+        "--scenario",
+        "ledger",
+        "--seed",
+        "3",
+        "--from",
+        &from,
+        "--trace",
+        &trace,
+        "--timeline",
+        &timeline,
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "digest check:    reproduced: history digest {digest} as expected"
+        )),
+        "{stdout}"
+    );
+    // A clean run has no violation to show the events around.
+    assert!(!stdout.contains("events around"), "{stdout}");
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(trace["outcome"]["history_digest"], digest.as_str());
+    assert_eq!(
+        trace["records"].as_array().unwrap().len() as u64,
+        outcome["metrics"]["records"].as_u64().unwrap()
+    );
+    let data = timeline_data(&timeline);
+    assert_eq!(
+        data["focus"],
+        Value::Null,
+        "a clean run opens on the whole run"
+    );
+    assert_eq!(
+        data["records"].as_array().unwrap().len() as u64,
+        outcome["metrics"]["records"].as_u64().unwrap()
+    );
+    let lanes: Vec<&str> = data["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lane| lane["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(lanes[..2], ["network", "s1"], "{lanes:?}");
+    assert!(lanes.contains(&"c1"), "{lanes:?}");
+
+    let wrong = if digest == "0123456789abcdef" {
+        "fedcba9876543210"
+    } else {
+        "0123456789abcdef"
+    };
+    let (code, stdout, _) = coordsim(&[
+        "replay",
+        "--scenario",
+        "ledger",
+        "--seed",
+        "3",
+        "--digest",
+        wrong,
+    ]);
+    assert_eq!(code, 6, "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "MISMATCH: expected history digest {wrong}, replayed {digest}"
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_failing_run_from_sweep_results_replays_with_its_own_exit_code_and_marks_the_violation() {
+    // raft.volatile_vote breaks leader uniqueness on some seed of a few.
+    let scenario = serde_json::to_string(
+        &scenarios::catalogue::get("raft_split_vote_restart")
+            .unwrap()
+            .with_bugs(["raft.volatile_vote".parse().unwrap()]),
+    )
+    .unwrap();
+    let scenario = temporary("volatile-vote.json", &scenario);
+    let mut runs = Vec::new();
+    let failing = (0..20).find_map(|seed| {
+        let (code, outcome) = recorded(&scenario, seed);
+        runs.push(outcome.clone());
+        (code == 1).then_some((seed, outcome))
+    });
+    let (seed, outcome) = failing.expect("raft.volatile_vote broke safety on some seed in 20");
+    let violation = &outcome["violations"][0];
+    let at_ms = violation["at_ms"]
+        .as_u64()
+        .expect("leader uniqueness names when it broke");
+    let sweep = temporary(
+        "sweep.json",
+        &serde_json::json!({"runs": runs, "scenario": "volatile-vote"}).to_string(),
+    );
+    let timeline = temporary("volatile-vote.html", "");
+    let seed = seed.to_string();
+    let (code, stdout, stderr) = coordsim(&[
+        "replay",
+        "--scenario",
+        &scenario,
+        "--seed",
+        &seed,
+        "--from",
+        &sweep,
+        "--timeline",
+        &timeline,
+        "--around",
+        "5",
+    ]);
+    assert_eq!(
+        code, 1,
+        "a reproduced safety failure exits 1: {stdout}{stderr}"
+    );
+    assert!(stdout.contains("digest check:    reproduced"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "events around the first violation: {} ",
+            violation["check"].as_str().unwrap()
+        )),
+        "{stdout}"
+    );
+    // The window: the marker and five records on each side (fewer at the history's ends).
+    let window: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("events around"))
+        .skip(1)
+        .collect();
+    let marker = window
+        .iter()
+        .position(|line| line.starts_with(">> violation at"))
+        .expect("the violation is marked");
+    assert!(marker <= 5 && window.len() - marker - 1 <= 6, "{window:#?}");
+    assert!(window.len() > 6, "{window:#?}");
+    let data = timeline_data(&timeline);
+    assert_eq!(data["focus"]["kind"], "violation");
+    assert_eq!(data["focus"]["at_ns"].as_u64(), Some(at_ms * 1_000_000));
+    let (from_ns, to_ns) = (
+        data["focus"]["from_ns"].as_u64().unwrap(),
+        data["focus"]["to_ns"].as_u64().unwrap(),
+    );
+    assert!(from_ns < at_ms * 1_000_000 && at_ms * 1_000_000 < to_ns);
+    assert!(
+        to_ns - from_ns < data["end_ns"].as_u64().unwrap() / 2,
+        "the page opens zoomed in"
+    );
+    let marks = data["marks"].as_array().unwrap();
+    assert!(
+        marks
+            .iter()
+            .any(|mark| mark["kind"] == "violation"
+                && mark["at_ns"].as_u64() == Some(at_ms * 1_000_000)),
+        "{marks:?}"
+    );
+    let spans = data["spans"].as_array().unwrap();
+    assert!(
+        spans.iter().any(|span| span["kind"] == "leader"),
+        "server lanes show leaderships"
+    );
+}
+
+#[test]
+fn bad_replay_input_gets_one_line_and_exit_two() {
+    let (_, outcome) = recorded("ledger", 5);
+    let from = temporary("ledger-5.json", &outcome.to_string());
+    let malformed = temporary("malformed.json", "{\"runs\": [\n  {\"seed\": ");
+    let not_an_outcome = temporary("not-an-outcome.json", "{\"seed\": 5}");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--scenario", "ledger", "--seed", "6", "--from", &from],
+            "no run with seed 0x6 (expected one of the file's seeds: 0x5)",
+        ),
+        (
+            &["--scenario", "raft_swarm_3", "--seed", "5", "--from", &from],
+            "the run with seed 0x5 is of scenario `ledger`, not `raft_swarm_3`",
+        ),
+        (
+            &["--scenario", "ledger", "--seed", "5", "--from", &malformed],
+            "malformed.json:2: expected an outcome as `coordsim run --json` prints it, or sweep results",
+        ),
+        (
+            &[
+                "--scenario",
+                "ledger",
+                "--seed",
+                "5",
+                "--from",
+                &not_an_outcome,
+            ],
+            "not-an-outcome.json: expected an outcome",
+        ),
+        (
+            &["--scenario", "ledger", "--seed", "5", "--digest", "xyz"],
+            "invalid digest `xyz`: expected 16 hex digits",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, stdout, stderr) = coordsim(&[&["replay"], args].concat());
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+}
