@@ -5,7 +5,9 @@
 
 mod check_history;
 mod demo;
+mod list;
 mod run;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -20,10 +22,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run the demo workload (a replicated ledger) in a world with faults, and print the run.
+    /// Run the demo workload (a replicated ledger) in a world with faults, and print the run:
+    /// the catalogue's `ledger` scenario, its sizes and faults as flags (with none changed,
+    /// `coordsim run --scenario ledger` with the same seed is the same run).
     Demo(demo::DemoArgs),
     /// Run one scenario (a catalogue name or a TOML/JSON file) with one seed, and judge it.
     Run(run::RunArgs),
+    /// Run one scenario over many seeds on every core; `sweep merge` joins shards' results.
+    Sweep(sweep::SweepArgs),
+    /// List the catalogue's scenarios, the known-bug variants, the checks and the fault kinds.
+    List(list::ListArgs),
     /// Check a recorded history for linearizability (exit 0: linearizable, 1: violation,
     /// 2: unknown or bad input).
     CheckHistory(check_history::CheckHistoryArgs),
@@ -71,6 +79,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::List(args) => list::run(args),
         Command::CheckHistory(args) => check_history::run(args),
     };
     match result {
