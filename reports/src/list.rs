@@ -7,8 +7,11 @@ use clap::Args;
 use scenarios::{KnownBug, catalogue, known_bug_table, scenario::Store};
 use serde::Serialize;
 use sim::fault::FaultKind;
-use std::process::ExitCode;
-use tabled::{Table, Tabled, settings::Style};
+use std::{io::Write, process::ExitCode};
+use tabled::{
+    Table, Tabled,
+    settings::{Style, Width, object::Columns},
+};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -131,39 +134,55 @@ fn listing() -> Listing {
     }
 }
 
+/// Columns of free text are wrapped to this many characters.
+const TEXT_WIDTH: usize = 70;
+
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let listing = listing();
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&listing).expect("the listing serializes")
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let section = |title: &str, count: usize, table: Table| {
-        let mut table = table;
-        table.with(Style::sharp());
-        println!("{title} ({count})\n{table}\n");
+    let text = if args.json {
+        serde_json::to_string_pretty(&listing).expect("the listing serializes") + "\n"
+    } else {
+        let section = |title: &str, count: usize, table: Table, text_columns: &[usize]| {
+            let mut table = table;
+            table.with(Style::sharp());
+            for &column in text_columns {
+                table.modify(
+                    Columns::one(column),
+                    Width::wrap(TEXT_WIDTH).keep_words(true),
+                );
+            }
+            format!("{title} ({count})\n{table}\n\n")
+        };
+        [
+            section(
+                "Scenarios (coordsim run --scenario NAME)",
+                listing.scenarios.len(),
+                Table::new(&listing.scenarios),
+                &[3],
+            ),
+            section(
+                "Known-bug variants (--bug VARIANT; scenario, check and seeds from the \
+                 known-bug table)",
+                listing.known_bugs.len(),
+                Table::new(&listing.known_bugs),
+                &[5],
+            ),
+            section(
+                "Checks (checks = [...] in a scenario)",
+                listing.checks.len(),
+                Table::new(&listing.checks),
+                &[1],
+            ),
+            section(
+                "Fault kinds (plans and swarm kinds)",
+                listing.fault_kinds.len(),
+                Table::new(&listing.fault_kinds),
+                &[1],
+            ),
+        ]
+        .concat()
     };
-    section(
-        "Scenarios (coordsim run --scenario NAME)",
-        listing.scenarios.len(),
-        Table::new(&listing.scenarios),
-    );
-    section(
-        "Known-bug variants (--bug VARIANT; scenario, check and seeds from the known-bug table)",
-        listing.known_bugs.len(),
-        Table::new(&listing.known_bugs),
-    );
-    section(
-        "Checks (checks = [...] in a scenario)",
-        listing.checks.len(),
-        Table::new(&listing.checks),
-    );
-    section(
-        "Fault kinds (plans and swarm kinds)",
-        listing.fault_kinds.len(),
-        Table::new(&listing.fault_kinds),
-    );
+    // A reader that stops early (`coordsim list | head`) is not an error.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
     Ok(ExitCode::SUCCESS)
 }

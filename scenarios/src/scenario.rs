@@ -407,6 +407,15 @@ impl Scenario {
             }
         }
         let moved = Scenario {
+            description: format!(
+                "{} [on the {store} store: {}]",
+                self.description,
+                Scenario {
+                    workload: workload.clone(),
+                    ..self.clone()
+                }
+                .workload_name()
+            ),
             store,
             workload,
             checks,
