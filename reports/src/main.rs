@@ -68,10 +68,20 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let rendered = error.render().to_string();
-            let first_line = rendered
+            let mut lines = rendered
                 .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty());
+            let mut first_line = lines
                 .next()
-                .unwrap_or("error: invalid arguments");
+                .unwrap_or("error: invalid arguments")
+                .to_string();
+            // "the following required arguments were not provided:" names them below.
+            if first_line.ends_with(':')
+                && let Some(named) = lines.next()
+            {
+                first_line = format!("{first_line} {named}");
+            }
             eprintln!("{first_line} (see `coordsim --help`)");
             return ExitCode::from(2);
         }

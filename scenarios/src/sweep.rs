@@ -341,6 +341,11 @@ impl Parallel<'_> {
                             break;
                         };
                         let run = run_seed(self.scenario, seed, report(seed), self.label, |_| {});
+                        // Before this thread takes another seed: with one job, none starts
+                        // after the first failure.
+                        if run.failure.is_some() && self.on_failure == OnFailure::Stop {
+                            self.stop.store(true, Ordering::SeqCst);
+                        }
                         if sender.send((index, run)).is_err() {
                             break;
                         }
@@ -349,9 +354,6 @@ impl Parallel<'_> {
             }
             drop(sender);
             for (index, run) in receiver {
-                if run.failure.is_some() && self.on_failure == OnFailure::Stop {
-                    self.stop.store(true, Ordering::SeqCst);
-                }
                 on_done(&run);
                 runs.push((index, run));
             }
