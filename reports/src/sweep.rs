@@ -14,7 +14,7 @@ use scenarios::{
     sweep::{OnFailure, Parallel, SeedRun},
 };
 use serde::{Deserialize, Serialize};
-use sim::{FaultCounts, Seed, digest::Digest, report::FailureReport};
+use sim::{FaultCounts, Seed, digest::Digest, env::JOB_COMPLETION_INDEX, report::FailureReport};
 use std::{
     fmt,
     io::IsTerminal,
@@ -25,9 +25,6 @@ use std::{
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
-
-/// The variable a Kubernetes Indexed Job sets to each pod's completion index.
-const JOB_COMPLETION_INDEX: &str = "JOB_COMPLETION_INDEX";
 
 /// The exit code of a sweep stopped by Ctrl-C before any seed failed (128 + SIGINT).
 const INTERRUPTED_CODE: u8 = 130;

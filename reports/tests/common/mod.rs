@@ -20,7 +20,7 @@ pub fn coordsim_with(args: &[&str], env: &[(&str, &str)]) -> Ran {
         sim::env::SEEDS,
         sim::env::SEED_BASE,
         sim::env::HISTORY_DIR,
-        "JOB_COMPLETION_INDEX",
+        sim::env::JOB_COMPLETION_INDEX,
     ] {
         command.env_remove(variable);
     }
