@@ -53,8 +53,8 @@ pub struct RunArgs {
 #[derive(Args, Debug, Clone)]
 pub struct VariantArgs {
     /// Run on this store instead of the scenario's, where its workload runs on both
-    /// (discovery, the queue lock / etcd mutex, elections); `zab,raft` runs both with the
-    /// same seed and plan and prints them side by side.
+    /// (discovery, the queue lock / etcd mutex, elections); `run --store zab,raft` runs
+    /// both with the same seed and plan and prints them side by side.
     #[arg(long, value_name = "zab|raft|zab,raft", value_delimiter = ',')]
     pub store: Vec<StoreChoice>,
     /// Switch this known-bug variant on, besides the scenario's own (repeatable; `coordsim

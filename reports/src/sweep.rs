@@ -465,7 +465,7 @@ impl Progress {
             }
             None => {
                 if self.last_line.elapsed() >= PLAIN_PROGRESS_EVERY
-                    || self.done % self.line_every_seeds == 0
+                    || self.done.is_multiple_of(self.line_every_seeds)
                 {
                     self.last_line = Instant::now();
                     eprintln!("{self}");
