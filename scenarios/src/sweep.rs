@@ -1,5 +1,7 @@
 //! The one sweep: a scenario over many seeds, each run through the one driver, failures
-//! reported with the scenario in full and the command that replays them.
+//! reported with the scenario in full and the command that replays them. [`Sweep`] runs
+//! the seeds a test asks for on the test's thread; [`Parallel`] runs them across threads
+//! and can stop, for `coordsim sweep`; both keep each seed with [`run_seed`].
 //!
 //! ```no_run
 //! use scenarios::{catalogue, sweep::Sweep};
