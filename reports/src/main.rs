@@ -5,8 +5,10 @@
 
 mod check_history;
 mod demo;
+mod list;
 mod replay;
 mod run;
+mod sweep;
 mod timeline;
 
 use clap::{Parser, Subcommand};
@@ -22,10 +24,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run the demo workload (a replicated ledger) in a world with faults, and print the run.
+    /// Run the demo workload (a replicated ledger) in a world with faults, and print the run:
+    /// the catalogue's `ledger` scenario, its sizes and faults as flags (with none changed,
+    /// `coordsim run --scenario ledger` with the same seed is the same run).
     Demo(demo::DemoArgs),
     /// Run one scenario (a catalogue name or a TOML/JSON file) with one seed, and judge it.
     Run(run::RunArgs),
+    /// Run one scenario over many seeds on every core; `sweep merge` joins shards' results.
+    Sweep(sweep::SweepArgs),
+    /// List the catalogue's scenarios, the known-bug variants, the checks and the fault kinds.
+    List(list::ListArgs),
     /// Check a recorded history for linearizability (exit 0: linearizable, 1: violation,
     /// 2: unknown or bad input).
     CheckHistory(check_history::CheckHistoryArgs),
@@ -65,10 +73,20 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let rendered = error.render().to_string();
-            let first_line = rendered
+            let mut lines = rendered
                 .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty());
+            let mut first_line = lines
                 .next()
-                .unwrap_or("error: invalid arguments");
+                .unwrap_or("error: invalid arguments")
+                .to_string();
+            // "the following required arguments were not provided:" names them below.
+            if first_line.ends_with(':')
+                && let Some(named) = lines.next()
+            {
+                first_line = format!("{first_line} {named}");
+            }
             eprintln!("{first_line} (see `coordsim --help`)");
             return ExitCode::from(2);
         }
@@ -76,6 +94,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::List(args) => list::run(args),
         Command::CheckHistory(args) => check_history::run(args),
         Command::Replay(args) => replay::run(args),
     };

@@ -368,6 +368,77 @@ impl Scenario {
         hasher.finish()
     }
 
+    /// This scenario on `store`: its workload mapped by [`Workload::on_store`] (the
+    /// other store's recipe of the same thing), checks named for the other store's group
+    /// (`zk.*`, `etcd.*`) replaced by `default` (the new store's set), everything else —
+    /// name, sizes, faults, bugs, bounds, world — kept, so the same seed runs the same
+    /// fault plan. The result is validated (a known-bug variant of the old store fails
+    /// here). A workload with no counterpart is an error naming the workloads that have one.
+    pub fn on_store(&self, store: Store) -> Result<Scenario, ScenarioError> {
+        if store == self.store {
+            return Ok(self.clone());
+        }
+        let workload = self.workload.on_store(store).ok_or_else(|| {
+            ScenarioError::new(
+                "workload.kind",
+                format!(
+                    "`{}` of scenario `{}` runs only on the {} store (expected a workload \
+                     that runs on both: {})",
+                    self.workload_name(),
+                    self.name,
+                    self.store,
+                    Workload::ON_BOTH_STORES
+                ),
+            )
+        })?;
+        let other_group = match self.store {
+            Store::Raft => Some("etcd."),
+            Store::Zab => Some("zk."),
+            Store::Ledger => None,
+        };
+        let mut checks: Vec<String> = Vec::new();
+        for name in &self.checks {
+            let name = match other_group {
+                Some(group) if name.starts_with(group) => "default",
+                _ => name.as_str(),
+            };
+            if !checks.iter().any(|known| known == name) {
+                checks.push(name.to_string());
+            }
+        }
+        let moved = Scenario {
+            description: format!(
+                "{} [on the {store} store: {}]",
+                self.description,
+                Scenario {
+                    workload: workload.clone(),
+                    ..self.clone()
+                }
+                .workload_name()
+            ),
+            store,
+            workload,
+            checks,
+            ..self.clone()
+        };
+        moved.validate()?;
+        Ok(moved)
+    }
+
+    /// The workload's kind, with its recipe where it has one (`locks (zk_herd_lock)`).
+    fn workload_name(&self) -> String {
+        let recipe = match &self.workload {
+            Workload::Locks(locks) => serde_json::to_value(locks.recipe).ok(),
+            Workload::Elections(elections) => serde_json::to_value(elections.recipe).ok(),
+            Workload::Discovery(discovery) => serde_json::to_value(discovery.recipe).ok(),
+            _ => None,
+        };
+        match recipe.as_ref().and_then(|value| value.as_str()) {
+            Some(recipe) => format!("{} ({recipe})", self.workload.kind()),
+            None => self.workload.kind().to_string(),
+        }
+    }
+
     /// This scenario with `bugs` switched on instead of its own.
     pub fn with_bugs(mut self, bugs: impl IntoIterator<Item = KnownBug>) -> Self {
         self.bugs = bugs.into_iter().collect();

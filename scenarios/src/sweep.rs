@@ -1,5 +1,7 @@
 //! The one sweep: a scenario over many seeds, each run through the one driver, failures
-//! reported with the scenario in full and the command that replays them.
+//! reported with the scenario in full and the command that replays them. [`Sweep`] runs
+//! the seeds a test asks for on the test's thread; [`Parallel`] runs them across threads
+//! and can stop, for `coordsim sweep`; both keep each seed with [`run_seed`].
 //!
 //! ```no_run
 //! use scenarios::{catalogue, sweep::Sweep};
@@ -12,7 +14,14 @@
 
 use crate::{driver, outcome::Outcome, scenario::Scenario};
 use sim::{FaultCounts, Seed, fault::FaultKind, report::FailureReport};
-use std::fmt;
+use std::{
+    fmt,
+    num::NonZeroUsize,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        mpsc,
+    },
+};
 
 /// A sweep: a scenario, the test it belongs to (for the replay command), and how many
 /// seeds it runs by default (`COORDSIM_SEEDS` / `COORDSIM_SEED` say otherwise).
@@ -200,50 +209,158 @@ impl Sweep {
             self.scenario
         );
         for &seed in &seeds {
-            let mut outcome = driver::run(&self.scenario, seed);
-            inspect(&outcome);
-            summary.fault_totals.accumulate(&outcome.fault_counts);
-            if outcome.is_clean() {
-                outcome.history = None;
-            } else {
-                self.keep_history(&outcome);
-                let history = outcome.history.take();
-                let mut kept = outcome.clone();
-                kept.history = history;
-                summary.failures.push(SeedFailure {
-                    outcome: kept,
-                    report: FailureReport::for_test(
-                        seed,
-                        &self.package,
-                        &self.test_target,
-                        &self.test_name,
-                    ),
-                    scenario: self.scenario.to_string(),
-                });
-            }
-            summary.outcomes.push(outcome);
+            let report =
+                FailureReport::for_test(seed, &self.package, &self.test_target, &self.test_name);
+            let run = run_seed(&self.scenario, seed, report, &self.test_name, &mut inspect);
+            summary.fault_totals.accumulate(&run.outcome.fault_counts);
+            summary.failures.extend(run.failure);
+            summary.outcomes.push(run.outcome);
         }
         summary.seeds = seeds;
         summary
     }
 
-    /// Writes a failing run's history where `COORDSIM_HISTORY_DIR` says, if set (a problem
-    /// writing it is printed, not fatal: the failure report matters more).
-    fn keep_history(&self, outcome: &Outcome) {
-        let (Some(directory), Some(history)) = (sim::env::history_dir(), &outcome.history) else {
-            return;
-        };
-        let path = directory.join(format!("{}-{}.jsonl", self.test_name, outcome.seed));
-        let written = std::fs::create_dir_all(&directory)
-            .and_then(|()| std::fs::write(&path, history.to_json_lines()));
-        match written {
-            Ok(()) => eprintln!("history of the failing run: {}", path.display()),
-            Err(error) => eprintln!("could not write {}: {error}", path.display()),
-        }
-    }
-
     /// The scenario.
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
+    }
+}
+
+/// One seed's run as a sweep keeps it: the outcome without its history, and, if the run
+/// failed, the failure with the history.
+#[derive(Debug)]
+pub struct SeedRun {
+    /// The outcome (its history dropped).
+    pub outcome: Outcome,
+    /// The failure, if the run was not clean.
+    pub failure: Option<SeedFailure>,
+}
+
+/// Runs `scenario` with `seed` through the one driver and keeps it as every sweep does: the
+/// outcome without its history, and for a failed run a [`SeedFailure`] with the history,
+/// `report` (how to replay it) and the scenario in full. `inspect` sees the outcome with
+/// its history first. A failed run's history is written where `COORDSIM_HISTORY_DIR` says
+/// (as `<label>-<seed>.jsonl`), if it is set.
+pub fn run_seed(
+    scenario: &Scenario,
+    seed: Seed,
+    report: FailureReport,
+    label: &str,
+    inspect: impl FnOnce(&Outcome),
+) -> SeedRun {
+    let mut outcome = driver::run(scenario, seed);
+    inspect(&outcome);
+    let history = outcome.history.take();
+    if outcome.is_clean() {
+        return SeedRun {
+            outcome,
+            failure: None,
+        };
+    }
+    if let Some(history) = &history {
+        keep_history(label, seed, history);
+    }
+    let mut kept = outcome.clone();
+    kept.history = history;
+    SeedRun {
+        outcome,
+        failure: Some(SeedFailure {
+            outcome: kept,
+            report,
+            scenario: scenario.to_string(),
+        }),
+    }
+}
+
+/// Writes a failing run's history where `COORDSIM_HISTORY_DIR` says, if set (a problem
+/// writing it is printed, not fatal: the failure report matters more).
+fn keep_history(label: &str, seed: Seed, history: &sim::history::History) {
+    let Some(directory) = sim::env::history_dir() else {
+        return;
+    };
+    let path = directory.join(format!("{label}-{seed}.jsonl"));
+    let written = std::fs::create_dir_all(&directory)
+        .and_then(|()| std::fs::write(&path, history.to_json_lines()));
+    match written {
+        Ok(()) => eprintln!("history of the failing run: {}", path.display()),
+        Err(error) => eprintln!("could not write {}: {error}", path.display()),
+    }
+}
+
+/// What a [`Parallel`] sweep does when a seed fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Start no new seed; the seeds already running finish and are reported.
+    Stop,
+    /// Run every seed.
+    KeepGoing,
+}
+
+/// The sweep of [`Sweep`] across threads, for the `coordsim sweep` command: the seeds run
+/// on `jobs` threads through [`run_seed`], taken in order, and come back sorted by seed, so
+/// a sweep that runs every seed gives the same runs for any number of jobs. It can stop:
+/// at the first failure ([`OnFailure::Stop`]) or when the caller's `stop` flag is set (say,
+/// on Ctrl-C); either way no new seed starts and the ones running finish.
+///
+/// With [`OnFailure::Stop`], every seed below the lowest failing one has run whatever the
+/// number of jobs (seeds are taken in order and running ones finish), so the first failure
+/// is the same for any `jobs`; only how many seeds past it finished depends on it.
+pub struct Parallel<'a> {
+    /// The scenario.
+    pub scenario: &'a Scenario,
+    /// The seeds, in the order they start.
+    pub seeds: &'a [Seed],
+    /// Threads.
+    pub jobs: NonZeroUsize,
+    /// Stop at the first failure or go on.
+    pub on_failure: OnFailure,
+    /// Set by the caller (or by a failure, with [`OnFailure::Stop`]): start no new seed.
+    pub stop: &'a AtomicBool,
+    /// The label of failing runs' histories under `COORDSIM_HISTORY_DIR`.
+    pub label: &'a str,
+}
+
+impl Parallel<'_> {
+    /// Runs the seeds; `report` says how to replay a failed seed, `on_done` sees each run as
+    /// it finishes (on the calling thread, in finishing order: for progress). The runs that
+    /// finished, sorted by seed.
+    pub fn run(
+        &self,
+        report: &(dyn Fn(Seed) -> FailureReport + Sync),
+        mut on_done: impl FnMut(&SeedRun),
+    ) -> Vec<SeedRun> {
+        let next = AtomicUsize::new(0);
+        let (sender, receiver) = mpsc::channel::<(usize, SeedRun)>();
+        let mut runs: Vec<(usize, SeedRun)> = Vec::with_capacity(self.seeds.len());
+        std::thread::scope(|scope| {
+            for _ in 0..self.jobs.get().min(self.seeds.len().max(1)) {
+                let sender = sender.clone();
+                let next = &next;
+                scope.spawn(move || {
+                    while !self.stop.load(Ordering::SeqCst) {
+                        let index = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(&seed) = self.seeds.get(index) else {
+                            break;
+                        };
+                        let run = run_seed(self.scenario, seed, report(seed), self.label, |_| {});
+                        // Before this thread takes another seed: with one job, none starts
+                        // after the first failure.
+                        if run.failure.is_some() && self.on_failure == OnFailure::Stop {
+                            self.stop.store(true, Ordering::SeqCst);
+                        }
+                        if sender.send((index, run)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(sender);
+            for (index, run) in receiver {
+                on_done(&run);
+                runs.push((index, run));
+            }
+        });
+        runs.sort_by_key(|(index, _)| *index);
+        runs.into_iter().map(|(_, run)| run).collect()
     }
 }

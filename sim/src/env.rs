@@ -2,14 +2,15 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `COORDSIM_SEED` | unset | run seed-sweeping tests (and `coordsim` commands that take `--seed`) with exactly this seed, decimal or `0x` hex |
-//! | `COORDSIM_SEEDS` | per test, small (see each suite) | how many seeds a seed-sweeping test runs |
-//! | `COORDSIM_SEED_BASE` | `0` | the first seed of a sweep; seed *i* is `BASE + i` |
-//! | `COORDSIM_HISTORY_DIR` | unset | a directory where seed sweeps write the history of every failing run (`<test>-<seed>.jsonl`, for `coordsim check-history`) |
-//! | `COORDSIM_JEPSEN_LOGS` | unset | a copy of Porcupine's `test_data/jepsen/`; the ignored test `verdicts_agree_with_porcupine_on_its_jepsen_etcd_logs` (checks, `--ignored`) checks every `etcd_NNN.log` in it against Porcupine's verdicts |
+//! | `COORDSIM_SEED` | unset | run seed-sweeping tests, and `coordsim` commands that take `--seed`, with exactly this seed (decimal or `0x` hex) |
+//! | `COORDSIM_SEEDS` | per suite (small, so `cargo test` stays well under 10 minutes on 2 cores) | how many seeds each seed-sweeping test runs, e.g. `COORDSIM_SEEDS=2000 cargo test --release --workspace`; `coordsim sweep --seeds` when the flag is not given |
+//! | `COORDSIM_SEED_BASE` | `0` | first seed of a sweep (seed *i* is base + *i*), to split a big sweep across machines; `coordsim sweep --from` when the flag is not given |
+//! | `COORDSIM_HISTORY_DIR` | unset | a directory where seed sweeps (the tests' and `coordsim sweep`) write the history of every failing run (`<test or scenario>-<seed>.jsonl`), to inspect with `coordsim check-history` |
+//! | `COORDSIM_JEPSEN_LOGS` | unset | a copy of Porcupine's `test_data/jepsen/`, for the ignored test that compares our verdicts with Porcupine's (see *Checking linearizability* in the README) |
+//! | `JOB_COMPLETION_INDEX` | unset | set by a Kubernetes Indexed Job in each of its pods: `coordsim sweep --shard env/M` runs shard number `$JOB_COMPLETION_INDEX` of M |
+//! | `MADSIM_TEST_SEED`, `MADSIM_TEST_NUM` | unset | not read by coordsim: madsim reads them (a seed, and how many seeds from it) only in functions marked `#[madsim::test]` or `#[madsim::main]`, and coordsim has none; every run builds its madsim runtime from the run's own seed, so use `COORDSIM_SEED` / `COORDSIM_SEEDS` |
 //!
-//! madsim's own variables (`MADSIM_TEST_SEED` and friends) are not used: coordsim builds
-//! its runtimes itself, from the run's [`Seed`].
+//! The README shows this same table (`README.md`, *Environment variables*); change both.
 
 use crate::seed::Seed;
 use std::fmt;
@@ -22,6 +23,9 @@ pub const SEEDS: &str = "COORDSIM_SEEDS";
 pub const SEED_BASE: &str = "COORDSIM_SEED_BASE";
 /// Name of the variable naming where sweeps write failing runs' histories.
 pub const HISTORY_DIR: &str = "COORDSIM_HISTORY_DIR";
+/// Name of the variable a Kubernetes Indexed Job sets to each pod's index, read by
+/// `coordsim sweep --shard env/M`.
+pub const JOB_COMPLETION_INDEX: &str = "JOB_COMPLETION_INDEX";
 
 /// Where sweeps write failing runs' histories, if anywhere.
 pub fn history_dir() -> Option<std::path::PathBuf> {
@@ -86,4 +90,44 @@ pub fn sweep_seeds(default_count: u64) -> Result<Vec<Seed>, EnvError> {
 /// [`sweep_seeds`] for tests: a malformed variable fails the test with a one-line message.
 pub fn test_seeds(default_count: u64) -> Vec<Seed> {
     sweep_seeds(default_count).unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The rows of the first Markdown table in `text` (lines starting with `|`, with an
+    /// optional `//! ` before them).
+    fn table_rows(text: &str) -> Vec<&str> {
+        text.lines()
+            .map(|line| line.trim_start_matches("//!").trim())
+            .skip_while(|line| !line.starts_with("| variable |"))
+            .take_while(|line| line.starts_with('|'))
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_shows_this_modules_table_of_variables() {
+        let here = table_rows(include_str!("env.rs"));
+        let readme = table_rows(include_str!("../../README.md"));
+        assert!(here.len() > 5, "{here:?}");
+        for variable in [
+            super::SEED,
+            super::SEEDS,
+            super::SEED_BASE,
+            super::HISTORY_DIR,
+        ] {
+            assert!(
+                here.iter()
+                    .any(|row| row.contains(&format!("`{variable}`"))),
+                "{variable} is not in the table"
+            );
+        }
+        assert!(
+            here.iter()
+                .any(|row| row.contains(super::JOB_COMPLETION_INDEX))
+        );
+        assert_eq!(
+            here, readme,
+            "README.md's table of variables differs from sim/src/env.rs's"
+        );
+    }
 }

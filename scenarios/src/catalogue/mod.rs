@@ -150,4 +150,50 @@ mod tests {
             assert_eq!(&back, scenario);
         }
     }
+
+    #[test]
+    fn scenarios_move_to_the_other_store_where_their_workload_runs_on_both() {
+        let mut moved = 0;
+        for scenario in all() {
+            let other = match scenario.store {
+                Store::Raft => Store::Zab,
+                Store::Zab => Store::Raft,
+                Store::Ledger => Store::Raft,
+            };
+            assert_eq!(scenario.on_store(scenario.store).as_ref(), Ok(&scenario));
+            let Some(workload) = scenario.workload.on_store(other) else {
+                let error = scenario.on_store(other).unwrap_err().to_string();
+                assert!(
+                    error.contains("expected a workload that runs on both"),
+                    "{error}"
+                );
+                continue;
+            };
+            assert_eq!(workload.store(), other, "{}", scenario.name);
+            assert_eq!(
+                workload.on_store(scenario.store),
+                Some(scenario.workload.clone())
+            );
+            // A scenario fails to move only by a known-bug variant of its own store.
+            match scenario.on_store(other) {
+                Ok(on_other) => {
+                    moved += 1;
+                    assert_eq!(on_other.store, other);
+                    assert_eq!(on_other.faults, scenario.faults, "{}", scenario.name);
+                    assert!(on_other.check_set().iter().all(|check| {
+                        !check.name.starts_with(match scenario.store {
+                            Store::Zab => "zk.",
+                            _ => "etcd.",
+                        })
+                    }));
+                }
+                Err(error) => assert!(
+                    error.field.starts_with("bugs[") && !scenario.bugs.is_empty(),
+                    "{}: {error}",
+                    scenario.name
+                ),
+            }
+        }
+        assert!(moved >= 20, "only {moved} scenarios moved");
+    }
 }

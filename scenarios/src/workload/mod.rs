@@ -183,6 +183,58 @@ impl Workload {
         }
     }
 
+    /// The workloads that run on both consensus stores, as [`Workload::on_store`] maps them.
+    pub const ON_BOTH_STORES: &'static str = "discovery (zk_discovery <-> etcd_discovery), \
+        locks with zk_queue_lock <-> etcd_mutex, elections (zk_election <-> etcd_election)";
+
+    /// The same workload on `store`: itself if it runs there already; otherwise the other
+    /// store's recipe of the same thing, where the workload has one (ZooKeeper's discovery,
+    /// queue lock and election are etcd's discovery, mutex and election, and back);
+    /// `None` if it has none (the herd and read/write locks, and every store-specific
+    /// workload). Parameters are kept; a ZooKeeper-only parameter (Curator's client-side
+    /// session expiry) means the workload has no etcd counterpart.
+    pub fn on_store(&self, store: Store) -> Option<Workload> {
+        if self.store() == store {
+            return Some(self.clone());
+        }
+        match (self, store) {
+            (Workload::Discovery(discovery), Store::Raft | Store::Zab) => {
+                Some(Workload::Discovery(Discovery {
+                    recipe: match store {
+                        Store::Zab => DiscoveryRecipe::ZkDiscovery,
+                        _ => DiscoveryRecipe::EtcdDiscovery,
+                    },
+                    ..discovery.clone()
+                }))
+            }
+            (Workload::Locks(locks), Store::Raft)
+                if locks.recipe == LockRecipe::ZkQueueLock
+                    && locks.session_expiry == models::zk::SessionExpiry::ToldByServer =>
+            {
+                Some(Workload::Locks(Locks {
+                    recipe: LockRecipe::EtcdMutex,
+                    ..locks.clone()
+                }))
+            }
+            (Workload::Locks(locks), Store::Zab) if locks.recipe == LockRecipe::EtcdMutex => {
+                Some(Workload::Locks(Locks {
+                    recipe: LockRecipe::ZkQueueLock,
+                    ..locks.clone()
+                }))
+            }
+            (Workload::Elections(elections), Store::Raft | Store::Zab) => {
+                Some(Workload::Elections(Elections {
+                    recipe: match store {
+                        Store::Zab => ElectionRecipe::ZkElection,
+                        _ => ElectionRecipe::EtcdElection,
+                    },
+                    ..elections.clone()
+                }))
+            }
+            _ => None,
+        }
+    }
+
     /// How many resource nodes (`r1..`) it needs besides the store: a fenced resource for
     /// the lock and election workloads, none for the others.
     pub fn resources(&self) -> usize {

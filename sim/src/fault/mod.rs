@@ -296,6 +296,68 @@ impl FaultKind {
         FaultKind::ClockStep,
         FaultKind::ClockDrift,
     ];
+
+    /// Every kind, `HealAll` last, in a fixed order (for listings).
+    pub const ALL: [FaultKind; 10] = [
+        FaultKind::Partition,
+        FaultKind::Clog,
+        FaultKind::Loss,
+        FaultKind::Latency,
+        FaultKind::Duplication,
+        FaultKind::Crash,
+        FaultKind::Pause,
+        FaultKind::ClockStep,
+        FaultKind::ClockDrift,
+        FaultKind::HealAll,
+    ];
+
+    /// The name scenario files and plans use (`clock_step`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Partition => "partition",
+            FaultKind::Clog => "clog",
+            FaultKind::Loss => "loss",
+            FaultKind::Latency => "latency",
+            FaultKind::Duplication => "duplication",
+            FaultKind::Crash => "crash",
+            FaultKind::Pause => "pause",
+            FaultKind::ClockStep => "clock_step",
+            FaultKind::ClockDrift => "clock_drift",
+            FaultKind::HealAll => "heal_all",
+        }
+    }
+
+    /// What a fault of this kind does to the world, and what undoes it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FaultKind::Partition => {
+                "cut the network by a shape (halves, isolate a node or the leader, strand, \
+                 majority ring, bridge, groups); undone by heal"
+            }
+            FaultKind::Clog => "stop one direction of one link; undone by unclog",
+            FaultKind::Loss => "drop datagrams at a rate; undone by the configured rate",
+            FaultKind::Latency => {
+                "delay messages by a range of latencies; undone by the configured range"
+            }
+            FaultKind::Duplication => {
+                "deliver datagrams twice at a rate; undone by the configured rate"
+            }
+            FaultKind::Crash => {
+                "kill a node: unsynced disk writes and all volatile state lost; undone by restart"
+            }
+            FaultKind::Pause => {
+                "stop a node's tasks while the world goes on (a GC pause); undone by resume"
+            }
+            FaultKind::ClockStep => "jump a node's local clock forward or back",
+            FaultKind::ClockDrift => {
+                "make a node's local clock run fast or slow; undone by no drift"
+            }
+            FaultKind::HealAll => {
+                "heal every partition, clog, network condition, crashed and paused node and \
+                 clock drift at once"
+            }
+        }
+    }
 }
 
 /// How a partition cuts the network. Shapes follow Jepsen's nemeses; the random ones are
@@ -536,6 +598,24 @@ mod tests {
 
     fn servers(n: usize) -> Vec<NodeId> {
         (0..n).map(NodeId::server).collect()
+    }
+
+    #[test]
+    fn every_fault_kind_is_listed_once_under_its_serde_name() {
+        let mut listed = FaultKind::ALL.to_vec();
+        listed.sort();
+        listed.dedup();
+        assert_eq!(listed.len(), FaultKind::ALL.len());
+        for kind in FaultKind::ALL {
+            let serde_name = serde_json::to_value(kind).unwrap();
+            assert_eq!(serde_name.as_str(), Some(kind.name()));
+            assert!(!kind.describe().is_empty());
+        }
+        assert!(
+            FaultKind::FAULTS
+                .iter()
+                .all(|kind| FaultKind::ALL.contains(kind))
+        );
     }
 
     #[test]

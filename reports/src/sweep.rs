@@ -1,0 +1,645 @@
+//! `coordsim sweep`: one scenario over many seeds on every core, through the one driver
+//! (`scenarios::sweep::Parallel`), with a progress bar, a stop at the first failure (or
+//! not), Ctrl-C that keeps what finished, shards for fanning a sweep out across machines,
+//! and `coordsim sweep merge` that puts the shards' results back together.
+
+use crate::{
+    CliError,
+    run::{VariantArgs, failure_code, load_scenario},
+};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use scenarios::{
+    Outcome,
+    sweep::{OnFailure, Parallel, SeedRun},
+};
+use serde::{Deserialize, Serialize};
+use sim::{FaultCounts, Seed, digest::Digest, env::JOB_COMPLETION_INDEX, report::FailureReport};
+use std::{
+    fmt,
+    io::IsTerminal,
+    num::NonZeroUsize,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    str::FromStr,
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+/// The exit code of a sweep stopped by Ctrl-C before any seed failed (128 + SIGINT).
+const INTERRUPTED_CODE: u8 = 130;
+
+/// How often, at most, plain progress lines are printed when stderr is not a terminal.
+const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+#[derive(Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "\
+Seeds: seed i of the sweep is FROM + i, for i in 0..SEEDS. With --shard K/M this process \
+runs the seeds whose index i has i mod M == K (round robin, so every shard gets early and \
+late seeds alike); K may be `env`, read from JOB_COMPLETION_INDEX (a Kubernetes Indexed \
+Job's pod index). Runs come back sorted by seed, so the output does not depend on --jobs.
+
+Stops at the first failure (no new seed starts; the running ones finish and are reported) \
+unless --keep-going. Ctrl-C does the same and marks the results interrupted; a second \
+Ctrl-C quits at once. Progress goes to stderr: a bar on a terminal, otherwise a line every \
+few seconds.
+
+Exit codes: as `coordsim run`'s for the first failing seed (1 safety violation, 3 liveness \
+failure, 4 a model panicked, 5 time limit), 0 if every seed ran clean, 2 bad input, 130 \
+interrupted by Ctrl-C before any seed failed.
+
+Examples:
+  coordsim sweep --scenario raft_swarm_3 --seeds 200 --keep-going --out raft.json
+  coordsim sweep --scenario zk_queue_lock_expiry --seeds 50 --bug recipe.no_fencing
+  coordsim sweep --scenario raft_swarm_5 --seeds 1000 --shard 2/4 --out shard-2.json
+  coordsim sweep --scenario raft_swarm_5 --seeds 1000 --shard env/4 --out shard.json  # Indexed Job
+  coordsim sweep merge shard-*.json --out raft_swarm_5.json"
+)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    merge: Option<SweepCommand>,
+    /// A catalogue scenario's name, or a scenario file (.toml or .json).
+    #[arg(long, value_name = "NAME|FILE", required = true)]
+    scenario: Option<String>,
+    /// How many seeds the sweep covers (all shards together).
+    #[arg(long, env = sim::env::SEEDS, required = true)]
+    seeds: Option<u64>,
+    /// The first seed: decimal or 0x hex.
+    #[arg(long, default_value = "0", env = sim::env::SEED_BASE)]
+    from: Seed,
+    /// Threads (default: the available cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run only shard K of M (`K/M`, 0 <= K < M); `env/M` reads K from JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "K/M")]
+    shard: Option<ShardArg>,
+    /// Run every seed instead of stopping at the first failure.
+    #[arg(long)]
+    keep_going: bool,
+    /// Write the results here as JSON: the scenario, its digest, the seed range, the shard,
+    /// whether Ctrl-C interrupted it, and every finished run's outcome, sorted by seed.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    variant: VariantArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum SweepCommand {
+    /// Merge the results of a sweep's shards into one (same scenario digest and seed range;
+    /// every seed once), print its summary, and write it with --out.
+    #[command(after_help = "\
+Exit codes: as `coordsim sweep`'s for the merged runs' first failure; 2 if the files do \
+not make one sweep (a different scenario digest or seed range, a seed missing or \
+duplicated: the line names them) or cannot be read.
+
+Example: coordsim sweep merge shard-0.json shard-1.json shard-2.json shard-3.json --out all.json")]
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// The shards' result files (`coordsim sweep --out`).
+    #[arg(required = true, value_name = "FILES")]
+    files: Vec<PathBuf>,
+    /// Write the merged results here (the same JSON as one sweep over all the seeds).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// `--shard K/M`, K possibly from the environment.
+#[derive(Clone, Debug)]
+struct ShardArg {
+    index: ShardIndex,
+    count: u64,
+}
+
+#[derive(Clone, Debug)]
+enum ShardIndex {
+    Given(u64),
+    FromJobCompletionIndex,
+}
+
+impl FromStr for ShardArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let expected = "expected K/M with 0 <= K < M, or env/M (e.g. 2/4)";
+        let (index, count) = text
+            .split_once('/')
+            .ok_or_else(|| format!("`{text}`: {expected}"))?;
+        let count: u64 = count
+            .trim()
+            .parse()
+            .ok()
+            .filter(|count| *count > 0)
+            .ok_or_else(|| format!("`{text}`: {expected}"))?;
+        let index = match index.trim() {
+            "env" => ShardIndex::FromJobCompletionIndex,
+            given => ShardIndex::Given(
+                given
+                    .parse()
+                    .ok()
+                    .filter(|index| *index < count)
+                    .ok_or_else(|| format!("`{text}`: {expected}"))?,
+            ),
+        };
+        Ok(ShardArg { index, count })
+    }
+}
+
+impl ShardArg {
+    fn resolve(&self) -> Result<Shard, CliError> {
+        let index = match self.index {
+            ShardIndex::Given(index) => index,
+            ShardIndex::FromJobCompletionIndex => {
+                let text = std::env::var(JOB_COMPLETION_INDEX).map_err(|_| {
+                    CliError::bad_input(format!(
+                        "--shard env/{}: {JOB_COMPLETION_INDEX} is not set (expected a \
+                         Kubernetes Indexed Job's pod, or --shard K/{})",
+                        self.count, self.count
+                    ))
+                })?;
+                text.trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|index| *index < self.count)
+                    .ok_or_else(|| {
+                        CliError::bad_input(format!(
+                            "--shard env/{}: {JOB_COMPLETION_INDEX}=`{text}` (expected an \
+                             index from 0 to {})",
+                            self.count,
+                            self.count - 1
+                        ))
+                    })?
+            }
+        };
+        Ok(Shard {
+            index,
+            count: self.count,
+        })
+    }
+}
+
+/// One shard of a sweep: the seeds whose index `i` has `i % count == index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Shard {
+    index: u64,
+    count: u64,
+}
+
+/// The seeds a sweep covers: `from`, `from + 1`, …, `count` of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct SeedRange {
+    from: Seed,
+    count: u64,
+}
+
+impl SeedRange {
+    /// The index of `seed` in the range, if it is in it.
+    fn index_of(&self, seed: Seed) -> Option<u64> {
+        let index = seed.value().wrapping_sub(self.from.value());
+        (index < self.count).then_some(index)
+    }
+
+    /// The seeds of `shard` (all of them without one).
+    fn seeds(&self, shard: Option<Shard>) -> Vec<Seed> {
+        (0..self.count)
+            .filter(|index| shard.is_none_or(|shard| index % shard.count == shard.index))
+            .map(|index| self.from.offset(index))
+            .collect()
+    }
+}
+
+/// What `coordsim sweep --out` writes and `coordsim sweep merge` reads and writes. `runs`
+/// is an array of `scenarios::Outcome` as it serializes (what `coordsim replay --from`
+/// reads), sorted by seed.
+#[derive(Debug, Serialize, Deserialize)]
+struct SweepResults {
+    scenario: String,
+    scenario_digest: Digest,
+    seeds: SeedRange,
+    shard: Option<Shard>,
+    interrupted: bool,
+    runs: Vec<Outcome>,
+}
+
+/// Set by Ctrl-C or by a failure: start no new seed.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// Set by Ctrl-C.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
+    if let Some(SweepCommand::Merge(merge_args)) = args.merge {
+        return merge(&merge_args);
+    }
+    let name = args.scenario.as_deref().expect("clap requires --scenario");
+    let count = args.seeds.expect("clap requires --seeds");
+    if count == 0 {
+        return Err(CliError::bad_input(
+            "--seeds 0 (expected at least one seed)",
+        ));
+    }
+    let stores = args.variant.stores();
+    if stores.len() > 1 {
+        return Err(CliError::bad_input(
+            "--store: a sweep runs on one store (expected --store zab or --store raft; \
+             `coordsim run --store zab,raft` compares one seed on both)",
+        ));
+    }
+    let store = stores.first().copied();
+    let scenario = VariantArgs::apply(&load_scenario(name)?, store, &args.variant.known_bugs()?)?;
+    let jobs = match args.jobs {
+        Some(jobs) => NonZeroUsize::new(jobs)
+            .ok_or_else(|| CliError::bad_input("--jobs 0 (expected at least one thread)"))?,
+        None => std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN),
+    };
+    let shard = args.shard.as_ref().map(ShardArg::resolve).transpose()?;
+    let range = SeedRange {
+        from: args.from,
+        count,
+    };
+    let seeds = range.seeds(shard);
+    let replay = |seed: Seed| {
+        format!(
+            "coordsim run --scenario {name}{} --seed {seed}",
+            args.variant.flags(store)
+        )
+    };
+    println!(
+        "sweep of `{}` (digest {}): {} seeds from {}{}, {}",
+        scenario.name,
+        scenario.digest(),
+        range.count,
+        range.from,
+        shard.map_or_else(String::new, |shard| format!(
+            ", shard {}/{}: {} of them",
+            shard.index,
+            shard.count,
+            seeds.len()
+        )),
+        if args.keep_going {
+            "every seed"
+        } else {
+            "stopping at the first failure"
+        }
+    );
+    println!("scenario: {scenario}");
+    ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            eprintln!("interrupted again: quitting without waiting");
+            std::process::exit(i32::from(INTERRUPTED_CODE));
+        }
+        STOP.store(true, Ordering::SeqCst);
+        eprintln!(
+            "interrupted: no new seed starts; the running ones finish (Ctrl-C again to quit now)"
+        );
+    })
+    .map_err(|error| CliError::bad_input(format!("cannot handle Ctrl-C: {error}")))?;
+    let mut progress = Progress::new(&scenario.name, seeds.len() as u64, jobs);
+    let runs = Parallel {
+        scenario: &scenario,
+        seeds: &seeds,
+        jobs,
+        on_failure: if args.keep_going {
+            OnFailure::KeepGoing
+        } else {
+            OnFailure::Stop
+        },
+        stop: &STOP,
+        label: &scenario.name,
+    }
+    .run(
+        &|seed| FailureReport::new(seed, scenario.name.clone()).with_command(replay(seed)),
+        |run| progress.done(run),
+    );
+    progress.finish();
+    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+    for run in &runs {
+        if let Some(failure) = &run.failure {
+            println!("\n{failure}");
+            if args.variant.store.is_empty() && args.variant.bugs.is_empty() {
+                println!(
+                    "replay and check its digest: coordsim replay --scenario {name} --seed {}",
+                    failure.outcome.seed
+                );
+            }
+        }
+    }
+    let results = SweepResults {
+        scenario: scenario.name.clone(),
+        scenario_digest: scenario.digest(),
+        seeds: range,
+        shard,
+        interrupted,
+        runs: runs.into_iter().map(|run: SeedRun| run.outcome).collect(),
+    };
+    print_summary(&results, seeds.len());
+    if let Some(path) = &args.out {
+        write_results(path, &results)?;
+    }
+    Ok(exit_code(&results))
+}
+
+/// The first failing run's exit code; 130 if Ctrl-C stopped a clean sweep; 0.
+fn exit_code(results: &SweepResults) -> ExitCode {
+    let first_failure = results.runs.iter().find_map(|run| run.failure.as_ref());
+    match first_failure {
+        Some(failure) => ExitCode::from(failure_code(Some(failure))),
+        None if results.interrupted => ExitCode::from(INTERRUPTED_CODE),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// The summary: how many seeds ran and how they ended, the faults that fired, the failing
+/// seeds. Nothing in it depends on timing, so it is the same for any number of jobs.
+fn print_summary(results: &SweepResults, planned: usize) {
+    let mut totals = FaultCounts::default();
+    let mut by_kind: Vec<(&'static str, usize)> = Vec::new();
+    for run in &results.runs {
+        totals.accumulate(&run.fault_counts);
+        if let Some(failure) = &run.failure {
+            match by_kind.iter_mut().find(|(kind, _)| *kind == failure.kind()) {
+                Some((_, count)) => *count += 1,
+                None => by_kind.push((failure.kind(), 1)),
+            }
+        }
+    }
+    let failed: usize = by_kind.iter().map(|(_, count)| count).sum();
+    let kinds: Vec<String> = by_kind
+        .iter()
+        .map(|(kind, count)| format!("{count} {kind}"))
+        .collect();
+    println!(
+        "\nseeds run:       {} of {planned}{}",
+        results.runs.len(),
+        if results.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "clean:           {}\nfailed:          {failed}{}",
+        results.runs.len() - failed,
+        if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", kinds.join(", "))
+        }
+    );
+    let failing: Vec<String> = results
+        .runs
+        .iter()
+        .filter(|run| !run.is_clean())
+        .map(|run| run.seed.to_string())
+        .collect();
+    if !failing.is_empty() {
+        println!("failing seeds:   {}", failing.join(", "));
+    }
+    println!("faults fired:    {totals}");
+}
+
+fn write_results(path: &Path, results: &SweepResults) -> Result<(), CliError> {
+    let json = serde_json::to_string_pretty(results).expect("sweep results serialize");
+    std::fs::write(path, json + "\n").map_err(|error| {
+        CliError::bad_input(format!("cannot write {}: {error}", path.display()))
+    })?;
+    eprintln!("results written to {}", path.display());
+    Ok(())
+}
+
+/// Progress on stderr: a bar on a terminal, plain lines otherwise.
+struct Progress {
+    name: String,
+    total: u64,
+    done: u64,
+    failures: u64,
+    started: Instant,
+    bar: Option<ProgressBar>,
+    last_line: Instant,
+    line_every_seeds: u64,
+}
+
+impl Progress {
+    fn new(name: &str, total: u64, jobs: NonZeroUsize) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} seeds, {msg}, {per_sec}, {eta} left",
+                )
+                .expect("a valid template"),
+            );
+            bar.set_message("0 failures");
+            bar.enable_steady_tick(Duration::from_millis(500));
+            bar
+        });
+        if bar.is_none() {
+            eprintln!("sweep {name}: {total} seeds on {jobs} threads");
+        }
+        Self {
+            name: name.into(),
+            total,
+            done: 0,
+            failures: 0,
+            started: Instant::now(),
+            bar,
+            last_line: Instant::now(),
+            line_every_seeds: total.div_ceil(10).max(1),
+        }
+    }
+
+    fn done(&mut self, run: &SeedRun) {
+        self.done += 1;
+        if run.failure.is_some() {
+            self.failures += 1;
+        }
+        match &self.bar {
+            Some(bar) => {
+                bar.inc(1);
+                bar.set_message(format!("{} failures", self.failures));
+            }
+            None => {
+                if self.last_line.elapsed() >= PLAIN_PROGRESS_EVERY
+                    || self.done.is_multiple_of(self.line_every_seeds)
+                {
+                    self.last_line = Instant::now();
+                    eprintln!("{self}");
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        let seconds = self.started.elapsed().as_secs_f64();
+        eprintln!(
+            "sweep {}: {} of {} seeds in {seconds:.1} s ({:.2} seeds/s), {} failures",
+            self.name,
+            self.done,
+            self.total,
+            self.done as f64 / seconds.max(1e-9),
+            self.failures
+        );
+    }
+}
+
+impl fmt::Display for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let rate = self.done as f64 / seconds.max(1e-9);
+        let left = (self.total - self.done) as f64 / rate.max(1e-9);
+        write!(
+            f,
+            "sweep {}: {}/{} seeds, {} failures, {rate:.2} seeds/s, about {left:.0} s left",
+            self.name, self.done, self.total, self.failures
+        )
+    }
+}
+
+/// `coordsim sweep merge`.
+fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
+    let mut parts: Vec<(PathBuf, SweepResults)> = Vec::new();
+    for path in &args.files {
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            CliError::bad_input(format!("cannot read {}: {error}", path.display()))
+        })?;
+        let results: SweepResults = serde_json::from_str(&text).map_err(|error| {
+            CliError::bad_input(format!(
+                "{}:{}: expected sweep results (`coordsim sweep --out`: {{\"scenario\": …, \
+                 \"runs\": [...]}}): {error}",
+                path.display(),
+                error.line()
+            ))
+        })?;
+        parts.push((path.clone(), results));
+    }
+    let (first_path, first) = &parts[0];
+    for (path, part) in &parts[1..] {
+        if part.scenario_digest != first.scenario_digest || part.scenario != first.scenario {
+            return Err(CliError::bad_input(format!(
+                "{}: scenario `{}` (digest {}), but {} has `{}` (digest {}) (expected shards \
+                 of one sweep)",
+                path.display(),
+                part.scenario,
+                part.scenario_digest,
+                first_path.display(),
+                first.scenario,
+                first.scenario_digest
+            )));
+        }
+        if part.seeds != first.seeds {
+            return Err(CliError::bad_input(format!(
+                "{}: seeds {} from {}, but {} has {} from {} (expected shards of one sweep)",
+                path.display(),
+                part.seeds.count,
+                part.seeds.from,
+                first_path.display(),
+                first.seeds.count,
+                first.seeds.from
+            )));
+        }
+    }
+    let range = first.seeds;
+    let mut times_seen: Vec<u32> = vec![0; usize::try_from(range.count).unwrap_or(usize::MAX)];
+    let mut outside: Vec<String> = Vec::new();
+    for (path, part) in &parts {
+        for run in &part.runs {
+            match range.index_of(run.seed) {
+                Some(index) => times_seen[index as usize] += 1,
+                None => outside.push(format!("{} in {}", run.seed, path.display())),
+            }
+        }
+    }
+    if !outside.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "seeds outside the sweep's range ({} from {}): {}",
+            range.count,
+            range.from,
+            outside.join(", ")
+        )));
+    }
+    let seeds_seen = |times: fn(u32) -> bool| -> Vec<Seed> {
+        (0..range.count)
+            .filter(|index| times(times_seen[*index as usize]))
+            .map(|index| range.from.offset(index))
+            .collect()
+    };
+    let duplicated = seeds_seen(|times| times > 1);
+    let missing = seeds_seen(|times| times == 0);
+    if !duplicated.is_empty() || !missing.is_empty() {
+        let mut problems = Vec::new();
+        if !duplicated.is_empty() {
+            problems.push(format!(
+                "{} seeds duplicated: {}",
+                duplicated.len(),
+                listed(&duplicated)
+            ));
+        }
+        if !missing.is_empty() {
+            problems.push(format!(
+                "{} seeds missing: {} (a shard left out, stopped at a failure or interrupted? \
+                 sweep it again with --keep-going)",
+                missing.len(),
+                listed(&missing)
+            ));
+        }
+        return Err(CliError::bad_input(format!(
+            "the files do not make one sweep of {} seeds from {}: {}",
+            range.count,
+            range.from,
+            problems.join("; ")
+        )));
+    }
+    let scenario = first.scenario.clone();
+    let scenario_digest = first.scenario_digest;
+    let interrupted = parts.iter().any(|(_, part)| part.interrupted);
+    let mut runs: Vec<Outcome> = parts.into_iter().flat_map(|(_, part)| part.runs).collect();
+    runs.sort_by_key(|run| range.index_of(run.seed));
+    let merged = SweepResults {
+        scenario,
+        scenario_digest,
+        seeds: range,
+        shard: None,
+        interrupted,
+        runs,
+    };
+    println!(
+        "merged {} files: `{}` (digest {}), {} seeds from {}",
+        args.files.len(),
+        merged.scenario,
+        merged.scenario_digest,
+        range.count,
+        range.from
+    );
+    for run in merged.runs.iter().filter(|run| !run.is_clean()) {
+        println!(
+            "\n{}\n{run}",
+            FailureReport::new(run.seed, merged.scenario.clone()).with_command(format!(
+                "coordsim run --scenario {} --seed {} (with the sweep's --store/--bug flags, if \
+                 it had any: the scenario digest says which ran)",
+                merged.scenario, run.seed
+            ))
+        );
+    }
+    print_summary(&merged, range.count as usize);
+    if let Some(path) = &args.out {
+        write_results(path, &merged)?;
+    }
+    Ok(exit_code(&merged))
+}
+
+/// Up to ten seeds, then how many more.
+fn listed(seeds: &[Seed]) -> String {
+    let mut text: Vec<String> = seeds.iter().take(10).map(ToString::to_string).collect();
+    if seeds.len() > 10 {
+        text.push(format!("and {} more", seeds.len() - 10));
+    }
+    text.join(", ")
+}
