@@ -4,6 +4,7 @@
 //! impossible sizes) is reported on one line naming what was expected, with exit code 2.
 
 mod check_history;
+mod compare_locks;
 mod demo;
 mod run;
 
@@ -27,6 +28,9 @@ enum Command {
     /// Check a recorded history for linearizability (exit 0: linearizable, 1: violation,
     /// 2: unknown or bad input).
     CheckHistory(check_history::CheckHistoryArgs),
+    /// Compare herd-style and queue-style lock latency: the ZooKeeper herd and queue locks
+    /// and etcd's mutex, over client counts and seeds (a table, JSON and an SVG plot).
+    CompareLocks(compare_locks::CompareLocksArgs),
 }
 
 /// A failure to report on one line; the process exits with `code`.
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args),
         Command::CheckHistory(args) => check_history::run(args),
+        Command::CompareLocks(args) => compare_locks::run(args),
     };
     match result {
         Ok(code) => code,

@@ -135,12 +135,14 @@ pub fn execute(
     Ok(exit_code(&outcome))
 }
 
-fn write(path: &Path, text: &str) -> Result<(), CliError> {
+/// Writes `text` to `path`; a failure is bad input (exit 2), naming the path.
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text)
         .map_err(|error| CliError::bad_input(format!("cannot write {}: {error}", path.display())))
 }
 
-fn exit_code(outcome: &Outcome) -> ExitCode {
+/// The exit code of a run that ended as `outcome` did.
+pub(crate) fn exit_code(outcome: &Outcome) -> ExitCode {
     ExitCode::from(match outcome.failure {
         None => 0,
         Some(Failure::Safety) => 1,
