@@ -184,7 +184,7 @@ mod tests {
 
     const LOCK: &str = "/locks/shared";
 
-    fn step(ms: u64, client: u32, step: LockStep) -> Record {
+    fn step(ms: u64, client: usize, step: LockStep) -> Record {
         Record {
             at: SimTime::from_millis(ms),
             node: Some(NodeId::client(client)),
@@ -196,7 +196,7 @@ mod tests {
         }
     }
 
-    fn requested(ms: u64, client: u32) -> Record {
+    fn requested(ms: u64, client: usize) -> Record {
         step(
             ms,
             client,
@@ -206,7 +206,7 @@ mod tests {
         )
     }
 
-    fn acquired(ms: u64, client: u32, token: u64) -> Record {
+    fn acquired(ms: u64, client: usize, token: u64) -> Record {
         step(
             ms,
             client,
@@ -217,11 +217,11 @@ mod tests {
         )
     }
 
-    fn released(ms: u64, client: u32, token: u64) -> Record {
+    fn released(ms: u64, client: usize, token: u64) -> Record {
         step(ms, client, LockStep::Released { token })
     }
 
-    fn woken(ms: u64, client: u32) -> Record {
+    fn woken(ms: u64, client: usize) -> Record {
         step(
             ms,
             client,

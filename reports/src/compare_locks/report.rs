@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_cell_shows_the_spread_only_when_seeds_differ() {
-        let spread = Figure::of(Some(12.25), [Some(11.0), None, Some(140.0)].into_iter());
+        let spread = Figure::of(Some(12.34), [Some(11.0), None, Some(140.0)].into_iter());
         assert_eq!(spread.cell(), "12.3 (11.0–140)");
         assert_eq!(
             Figure::of(Some(3.0), [Some(3.0)].into_iter()).cell(),
