@@ -30,6 +30,9 @@ pub(super) struct RunFigures {
     pub(super) notifications: u64,
     /// Acquisitions in the whole run (the final turns after the heal included).
     pub(super) acquisitions: u64,
+    /// Waits that gave up (after the workload's patience, or with their session) instead
+    /// of acquiring: not in the acquisition latencies.
+    pub(super) waits_given_up: u64,
     /// Messages the world put on the wire in the whole run: clients' and servers', so
     /// heartbeats and replication count too.
     pub(super) messages_sent: u64,
@@ -61,6 +64,10 @@ impl RunFigures {
             releases_that_woke: herd.values().map(|report| report.releases).sum(),
             notifications: herd.values().map(|report| report.wakeups).sum(),
             acquisitions: acquired_at.len() as u64,
+            waits_given_up: waits
+                .iter()
+                .filter(|wait| matches!(wait.end, WaitEnd::GaveUp { .. }))
+                .count() as u64,
             messages_sent,
             workload_acquisitions: acquired_at.iter().filter(|at| **at < workload_end).count()
                 as u64,
@@ -273,6 +280,7 @@ mod tests {
         assert_eq!(figures.acquire_latencies_ms, vec![4.0, 47.0, 93.0, 5.0]);
         assert_eq!(figures.handoff_latencies_ms, vec![7.0, 5.0]);
         assert_eq!(figures.acquisitions, 4);
+        assert_eq!(figures.waits_given_up, 0);
         assert_eq!(figures.messages_per_acquisition(), Some(22.5));
         // Two releases woke waiters: three notifications.
         assert_eq!(figures.notifications_per_release(), Some(1.5));
@@ -302,6 +310,7 @@ mod tests {
         ]);
         let figures = RunFigures::of(&history, 0);
         assert!(figures.handoff_latencies_ms.is_empty());
+        assert_eq!(figures.waits_given_up, 1);
         assert_eq!(figures.acquire_latencies_ms, vec![1.0, 1.0]);
         assert_eq!(figures.notifications_per_release(), None);
     }

@@ -71,6 +71,8 @@ pub(super) struct Row {
     pub(super) runs: usize,
     /// Acquisitions in those runs.
     pub(super) acquisitions: u64,
+    /// Waits in those runs that gave up instead of acquiring (not in the latencies).
+    pub(super) waits_given_up: u64,
     /// Releases with someone waiting, whose hand-offs were measured.
     pub(super) hand_offs: usize,
     /// Request → acquired, median, simulated milliseconds.
@@ -124,6 +126,7 @@ impl Row {
             clients,
             runs: runs.len(),
             acquisitions: total(|run| run.acquisitions),
+            waits_given_up: total(|run| run.waits_given_up),
             hand_offs: figures().map(|run| run.handoff_latencies_ms.len()).sum(),
             acquire_latency_p50_ms: per_seed_percentile(|run| &run.acquire_latencies_ms, 50),
             acquire_latency_p99_ms: per_seed_percentile(|run| &run.acquire_latencies_ms, 99),
