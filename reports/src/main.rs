@@ -4,6 +4,7 @@
 //! impossible sizes) is reported on one line naming what was expected, with exit code 2.
 
 mod check_history;
+mod compare_locks;
 mod demo;
 mod list;
 mod replay;
@@ -40,6 +41,9 @@ enum Command {
     /// Re-run a scenario with a seed, check its history digest (exit 6 if it differs), show
     /// the events around the first violation; write its trace and an HTML timeline.
     Replay(replay::ReplayArgs),
+    /// Compare herd-style and queue-style lock latency: the ZooKeeper herd and queue locks
+    /// and etcd's mutex, over client counts and seeds (a table, JSON and an SVG plot).
+    CompareLocks(compare_locks::CompareLocksArgs),
 }
 
 /// A failure to report on one line; the process exits with `code`.
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
         Command::List(args) => list::run(args),
         Command::CheckHistory(args) => check_history::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::CompareLocks(args) => compare_locks::run(args),
     };
     match result {
         Ok(code) => code,

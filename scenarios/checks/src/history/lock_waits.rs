@@ -1,7 +1,9 @@
-//! The waits of ZooKeeper lock clients, with the lock nodes they learned of meanwhile: which
-//! nodes their `exists` calls read (with the owner the server named) and which their creates
-//! returned. The ownership checks (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`)
-//! judge these waits.
+//! The waits of lock clients, from request to acquisition, with (ZooKeeper's) lock nodes
+//! they learned of meanwhile: which nodes their `exists` calls read (with the owner the
+//! server named) and which their creates returned. The ownership checks
+//! (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) judge these waits; `coordsim
+//! compare-locks` measures acquisition latency from them (any store's: the wait's times
+//! come from the lock steps every lock recipe records).
 //!
 //! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
 //! (which session a process runs in from then on); its `Invoke`/`Complete` records of
@@ -54,8 +56,11 @@ pub enum WaitEnd {
         /// When.
         at: SimTime,
     },
-    /// The waiter gave up.
-    GaveUp,
+    /// The waiter gave up, at this time.
+    GaveUp {
+        /// When.
+        at: SimTime,
+    },
     /// The waiter asked again without ending this wait, or the history ended first.
     Unfinished,
 }
@@ -67,6 +72,8 @@ pub struct LockWait {
     pub lock: String,
     /// The waiter: client node and process.
     pub waiter: (NodeId, u32),
+    /// When the waiter recorded its request (`LockStep::Requested`).
+    pub requested_at: SimTime,
     /// The nodes it read with `exists` (in a known session), in order.
     pub reads: Vec<NodeRead>,
     /// The nodes its successful creates returned, in order.
@@ -161,6 +168,7 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                             LockWait {
                                 lock: lock.clone(),
                                 waiter,
+                                requested_at: record.at,
                                 reads: Vec::new(),
                                 created: Vec::new(),
                                 end: WaitEnd::Unfinished,
@@ -172,7 +180,7 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                         token: *token,
                         at: record.at,
                     },
-                    LockStep::GaveUp { .. } => WaitEnd::GaveUp,
+                    LockStep::GaveUp { .. } => WaitEnd::GaveUp { at: record.at },
                     LockStep::Woken { .. } | LockStep::Released { .. } | LockStep::Lost { .. } => {
                         continue;
                     }

@@ -99,7 +99,7 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
         own_paths.dedup();
         let acquired = match wait.end {
             WaitEnd::Acquired { token, .. } => Some(token),
-            WaitEnd::GaveUp | WaitEnd::Unfinished => None,
+            WaitEnd::GaveUp { .. } | WaitEnd::Unfinished => None,
         };
         for read in own {
             let orphan = match acquired {
