@@ -9,11 +9,14 @@
 
 use crate::{
     CliError,
-    run::{self, Outputs, exit_code, load_scenario, read_plan},
+    run::{self, Outputs, VariantArgs, exit_code, load_scenario, read_plan},
     timeline,
 };
 use clap::Args;
-use scenarios::{Failure, Outcome, driver};
+use scenarios::{
+    Failure, Outcome, Scenario, driver,
+    shrink::{self, ShrinkConfig, ShrinkTarget},
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sim::{
@@ -49,7 +52,8 @@ Examples:
   coordsim run --scenario zk_queue_lock_expiry --seed 3 --json > run.json
   coordsim replay --scenario zk_queue_lock_expiry --seed 3 --from run.json --timeline t.html
   coordsim replay --scenario raft_leader_killer --seed 7 --digest f97684c5b8d4e1af --trace t.json
-  coordsim replay --scenario my-scenario.toml --seed 0x2a --from sweep.json --around 40")]
+  coordsim replay --scenario my-scenario.toml --seed 0x2a --from sweep.json --around 40
+  coordsim replay --scenario zk_queue_lock_crashes --seed 1 --bug recipe.unprotected_seq_create --shrink")]
 pub struct ReplayArgs {
     /// A catalogue scenario's name, or a scenario file (.toml or .json).
     #[arg(long, value_name = "NAME|FILE")]
@@ -57,6 +61,9 @@ pub struct ReplayArgs {
     /// The seed: decimal or 0x hex.
     #[arg(long, env = sim::env::SEED)]
     seed: Seed,
+    /// Another store, known bugs: as the run that is replayed had them (one store).
+    #[command(flatten)]
+    variant: VariantArgs,
     /// Follow this JSON fault plan instead of the scenario's fault source (or the one
     /// recorded in --from).
     #[arg(long, value_name = "FILE")]
@@ -78,6 +85,28 @@ pub struct ReplayArgs {
     /// How many history records to print on each side of the first violation.
     #[arg(long, value_name = "N", default_value_t = 20)]
     around: usize,
+    /// If the run fails, shrink its fault plan: the smallest plan (fewest faults, then
+    /// shortest spans, then earliest) that still fails the same way on the same seed, by
+    /// delta debugging (drop faults, shorten spans, move them earlier), printed and written
+    /// to --shrink-out.
+    #[arg(long)]
+    shrink: bool,
+    /// With --shrink: the check the shrunk plan must still fire (default: the first
+    /// violation's check).
+    #[arg(long, value_name = "CHECK", requires = "shrink")]
+    shrink_check: Option<String>,
+    /// With --shrink: the most runs to try.
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "shrink")]
+    shrink_runs: u32,
+    /// With --shrink: where to write the shrunk plan (JSON, for `run --plan` and
+    /// `replay --plan`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "shrunk-plan.json",
+        requires = "shrink"
+    )]
+    shrink_out: PathBuf,
 }
 
 fn parse_digest(text: &str) -> Result<Digest, String> {
@@ -93,7 +122,17 @@ enum Expected {
 }
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
-    let mut scenario = load_scenario(&args.scenario)?;
+    let stores = args.variant.stores();
+    if stores.len() > 1 {
+        return Err(CliError::bad_input(
+            "--store: replay takes one store (expected --store zab or --store raft)",
+        ));
+    }
+    let mut scenario = VariantArgs::apply(
+        &load_scenario(&args.scenario)?,
+        stores.first().copied(),
+        &args.variant.known_bugs()?,
+    )?;
     let recorded = match &args.from {
         Some(path) => Some(recorded_outcome(path, &scenario.name, args.seed)?),
         None => None,
@@ -203,11 +242,41 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
         }
         None => {}
     }
-    Ok(if reproduced {
-        exit_code(&outcome)
-    } else {
-        ExitCode::from(DIGEST_MISMATCH)
-    })
+    if !reproduced {
+        return Ok(ExitCode::from(DIGEST_MISMATCH));
+    }
+    if args.shrink {
+        shrink_plan(&args, &scenario, &outcome)?;
+    }
+    Ok(exit_code(&outcome))
+}
+
+/// Shrinks the failing run's plan, prints the result and writes the shrunk plan.
+fn shrink_plan(args: &ReplayArgs, scenario: &Scenario, outcome: &Outcome) -> Result<(), CliError> {
+    if outcome.is_clean() {
+        println!("shrink:          nothing to shrink: the run is clean");
+        return Ok(());
+    }
+    let target = ShrinkTarget::of(outcome, args.shrink_check.as_deref())
+        .map_err(|error| CliError::bad_input(format!("--shrink: {error}")))?;
+    let config = ShrinkConfig {
+        max_runs: args.shrink_runs,
+        ..ShrinkConfig::default()
+    };
+    let report = shrink::shrink(scenario, args.seed, outcome, &target, &config)
+        .map_err(|error| CliError::bad_input(format!("--shrink: {error}")))?;
+    println!("{report}");
+    let json = serde_json::to_string_pretty(&report.plan).expect("a plan serializes");
+    run::write(&args.shrink_out, &json)?;
+    println!(
+        "shrunk plan written to {}; run it with: cargo run --release -p coordsim -- run --scenario {}{} --seed {} --plan {}",
+        args.shrink_out.display(),
+        args.scenario,
+        args.variant.flags(args.variant.stores().first().copied()),
+        args.seed,
+        args.shrink_out.display()
+    );
+    Ok(())
 }
 
 fn from_path(args: &ReplayArgs) -> &Path {
@@ -217,8 +286,10 @@ fn from_path(args: &ReplayArgs) -> &Path {
 /// The command that replays this run and checks its digest.
 fn replay_command(args: &ReplayArgs, outcome: &Outcome) -> String {
     let mut command = format!(
-        "cargo run --release -p coordsim -- replay --scenario {} --seed {}",
-        args.scenario, args.seed
+        "cargo run --release -p coordsim -- replay --scenario {}{} --seed {}",
+        args.scenario,
+        args.variant.flags(args.variant.stores().first().copied()),
+        args.seed
     );
     if let Some(path) = &args.plan {
         command.push_str(&format!(" --plan {}", path.display()));

@@ -321,12 +321,11 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
     for run in &runs {
         if let Some(failure) = &run.failure {
             println!("\n{failure}");
-            if args.variant.store.is_empty() && args.variant.bugs.is_empty() {
-                println!(
-                    "replay and check its digest: coordsim replay --scenario {name} --seed {}",
-                    failure.outcome.seed
-                );
-            }
+            println!(
+                "replay and check its digest: coordsim replay --scenario {name}{} --seed {}",
+                args.variant.flags(store),
+                failure.outcome.seed
+            );
         }
     }
     let results = SweepResults {

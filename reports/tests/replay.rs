@@ -273,3 +273,80 @@ fn bad_replay_input_gets_one_line_and_exit_two() {
         assert!(stdout.is_empty(), "nothing ran: {stdout}");
     }
 }
+
+/// `replay --shrink` on a failing known-bug run writes a plan of fewer faults that `run
+/// --plan` follows to the same check firing; on a clean run there is nothing to shrink.
+#[test]
+fn shrink_writes_a_smaller_plan_that_still_fails_the_same_check() {
+    let scenario = "zk_queue_lock_crashes";
+    let bug = "recipe.unprotected_seq_create";
+    let out = temporary("shrunk.json", "");
+    let (code, stdout, stderr) = coordsim(&[
+        "replay",
+        "--scenario",
+        scenario,
+        "--seed",
+        "1",
+        "--bug",
+        bug,
+        "--shrink",
+        "--shrink-out",
+        &out,
+    ]);
+    assert_eq!(code, 1, "the replayed failure's own code\n{stdout}{stderr}");
+    assert!(
+        stdout.contains("shrunk for:      safety (recipe.no_orphan_waiter)"),
+        "{stdout}"
+    );
+    let original: Value = serde_json::from_str(
+        &coordsim(&[
+            "run",
+            "--scenario",
+            scenario,
+            "--seed",
+            "1",
+            "--bug",
+            bug,
+            "--json",
+        ])
+        .1,
+    )
+    .unwrap();
+    let shrunk: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let faults = |plan: &Value| plan["faults"].as_array().expect("faults").len();
+    assert!(
+        faults(&shrunk) < faults(&original["fault_plan"]) && faults(&shrunk) <= 10,
+        "{} -> {}",
+        faults(&original["fault_plan"]),
+        faults(&shrunk)
+    );
+    let (code, stdout, _) = coordsim(&[
+        "run",
+        "--scenario",
+        scenario,
+        "--seed",
+        "1",
+        "--bug",
+        bug,
+        "--plan",
+        &out,
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    let rerun: Value = serde_json::from_str(&stdout).unwrap();
+    let checks: Vec<&str> = rerun["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|violation| violation["check"].as_str().unwrap())
+        .collect();
+    assert!(checks.contains(&"recipe.no_orphan_waiter"), "{checks:?}");
+
+    let (code, stdout, _) =
+        coordsim(&["replay", "--scenario", "ledger", "--seed", "3", "--shrink"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("nothing to shrink: the run is clean"),
+        "{stdout}"
+    );
+}
