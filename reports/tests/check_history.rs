@@ -1,19 +1,11 @@
 //! `coordsim check-history`: verdicts as exit codes (0 linearizable, 1 violation, 2
 //! unknown or bad input), one-line errors naming the line, and the HTML evidence.
 
-use std::{path::PathBuf, process::Command};
+mod common;
 
-fn coordsim(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
-        .args(args)
-        .output()
-        .expect("coordsim runs");
-    (
-        output.status.code().expect("an exit code"),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
+use common::{coordsim_output as coordsim, temporary};
+
+use std::path::PathBuf;
 
 fn fixture(name: &str) -> String {
     let path: PathBuf = [
@@ -28,15 +20,6 @@ fn fixture(name: &str) -> String {
     ]
     .iter()
     .collect();
-    path.display().to_string()
-}
-
-fn temporary(name: &str, text: &str) -> String {
-    let directory =
-        std::env::temp_dir().join(format!("coordsim-check-history-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    let path = directory.join(name);
-    std::fs::write(&path, text).unwrap();
     path.display().to_string()
 }
 

@@ -3,27 +3,11 @@
 //! the JSON is the same run after run and whatever the parallelism; bad input exits 2 on one
 //! line.
 
+mod common;
+
+use common::{coordsim_output as coordsim, temporary_path as temporary};
+
 use serde_json::Value;
-use std::process::Command;
-
-fn coordsim(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
-        .args(args)
-        .output()
-        .expect("coordsim runs");
-    (
-        output.status.code().expect("an exit code"),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-fn temporary(name: &str) -> String {
-    let directory =
-        std::env::temp_dir().join(format!("coordsim-compare-locks-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    directory.join(name).display().to_string()
-}
 
 /// Runs the comparison with `args` and `--json`; its JSON.
 fn compare(name: &str, args: &[&str]) -> (String, Value) {

@@ -4,29 +4,11 @@
 //! (`{"runs": [...]}`); the trace holds every record; the timeline embeds the run's data and
 //! marks the violation; bad input gets one line and exit 2.
 
+mod common;
+
+use common::{coordsim_output as coordsim, temporary};
+
 use serde_json::Value;
-use std::process::Command;
-
-fn coordsim(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
-        .args(args)
-        .env_remove(sim::env::SEED)
-        .output()
-        .expect("coordsim runs");
-    (
-        output.status.code().expect("an exit code"),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-fn temporary(name: &str, text: &str) -> String {
-    let directory = std::env::temp_dir().join(format!("coordsim-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    let path = directory.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
 
 /// The outcome `coordsim run --json` prints for `scenario` with `seed`, and its exit code.
 fn recorded(scenario: &str, seed: u64) -> (i32, Value) {

@@ -2,28 +2,9 @@
 //! 2 bad input, 3 liveness, 4 crash, 5 time limit), one-line errors for bad scenario files,
 //! and a written plan that replays a run to the same history digest.
 
-use std::process::Command;
+mod common;
 
-fn coordsim(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
-        .args(args)
-        .env_remove(sim::env::SEED)
-        .output()
-        .expect("coordsim runs");
-    (
-        output.status.code().expect("an exit code"),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-fn temporary(name: &str, text: &str) -> String {
-    let directory = std::env::temp_dir().join(format!("coordsim-run-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    let path = directory.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
+use common::{coordsim_output as coordsim, temporary};
 
 fn digest(stdout: &str) -> &str {
     stdout

@@ -1,6 +1,6 @@
 #![allow(dead_code)] // each test file uses some of these
-//! What the `list`, `run --store/--bug` and `sweep` tests share: running the binary with
-//! none of coordsim's environment variables set, and a scratch directory.
+//! What the `coordsim` tests share: running the binary with none of coordsim's environment
+//! variables set, scratch files and directories.
 
 use std::{path::PathBuf, process::Command};
 
@@ -56,4 +56,25 @@ pub fn assert_bad_input(ran: &Ran, expected: &str) {
         "expected `{expected}` in: {}",
         ran.stderr
     );
+}
+
+/// Runs `coordsim` with `args`: (exit code, stdout, stderr).
+pub fn coordsim_output(args: &[&str]) -> (i32, String, String) {
+    let ran = coordsim(args);
+    (ran.code, ran.stdout, ran.stderr)
+}
+
+/// A path named `name` in this test binary's scratch directory (created, not emptied:
+/// the tests of one binary run in parallel and name their files apart).
+pub fn temporary_path(name: &str) -> String {
+    let directory = std::env::temp_dir().join(format!("coordsim-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).expect("a scratch directory");
+    directory.join(name).display().to_string()
+}
+
+/// [`temporary_path`] with `text` written to it.
+pub fn temporary(name: &str, text: &str) -> String {
+    let path = temporary_path(name);
+    std::fs::write(&path, text).expect("a scratch file");
+    path
 }
