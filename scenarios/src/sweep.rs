@@ -329,38 +329,66 @@ impl Parallel<'_> {
         report: &(dyn Fn(Seed) -> FailureReport + Sync),
         mut on_done: impl FnMut(&SeedRun),
     ) -> Vec<SeedRun> {
-        let next = AtomicUsize::new(0);
-        let (sender, receiver) = mpsc::channel::<(usize, SeedRun)>();
-        let mut runs: Vec<(usize, SeedRun)> = Vec::with_capacity(self.seeds.len());
-        std::thread::scope(|scope| {
-            for _ in 0..self.jobs.get().min(self.seeds.len().max(1)) {
-                let sender = sender.clone();
-                let next = &next;
-                scope.spawn(move || {
-                    while !self.stop.load(Ordering::SeqCst) {
+        let runs = in_parallel(
+            self.seeds.len(),
+            self.jobs,
+            self.stop,
+            |index| {
+                let seed = self.seeds[index];
+                let run = run_seed(self.scenario, seed, report(seed), self.label, |_| {});
+                // Before this thread takes another seed: with one job, none starts after the
+                // first failure.
+                if run.failure.is_some() && self.on_failure == OnFailure::Stop {
+                    self.stop.store(true, Ordering::SeqCst);
+                }
+                run
+            },
+            |run| on_done(run),
+        );
+        runs.into_iter().map(|(_, run)| run).collect()
+    }
+}
+
+/// Runs `work(i)` for every `i` in `0..count` on `jobs` threads, taking the indices in
+/// order and none once `stop` is set; `on_done` sees each result on the calling thread as
+/// it finishes (for progress). The results that finished, sorted by index: the same for any
+/// number of jobs when nothing stops them. Each thread has the main thread's 8 MiB stack,
+/// since a simulated world polls deeply nested futures.
+pub fn in_parallel<R: Send>(
+    count: usize,
+    jobs: NonZeroUsize,
+    stop: &AtomicBool,
+    work: impl Fn(usize) -> R + Sync,
+    mut on_done: impl FnMut(&R),
+) -> Vec<(usize, R)> {
+    let next = AtomicUsize::new(0);
+    let (sender, receiver) = mpsc::channel::<(usize, R)>();
+    let mut results: Vec<(usize, R)> = Vec::with_capacity(count);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.get().min(count.max(1)) {
+            let sender = sender.clone();
+            let (next, work) = (&next, &work);
+            std::thread::Builder::new()
+                .stack_size(8 << 20)
+                .spawn_scoped(scope, move || {
+                    while !stop.load(Ordering::SeqCst) {
                         let index = next.fetch_add(1, Ordering::SeqCst);
-                        let Some(&seed) = self.seeds.get(index) else {
+                        if index >= count {
                             break;
-                        };
-                        let run = run_seed(self.scenario, seed, report(seed), self.label, |_| {});
-                        // Before this thread takes another seed: with one job, none starts
-                        // after the first failure.
-                        if run.failure.is_some() && self.on_failure == OnFailure::Stop {
-                            self.stop.store(true, Ordering::SeqCst);
                         }
-                        if sender.send((index, run)).is_err() {
+                        if sender.send((index, work(index))).is_err() {
                             break;
                         }
                     }
-                });
-            }
-            drop(sender);
-            for (index, run) in receiver {
-                on_done(&run);
-                runs.push((index, run));
-            }
-        });
-        runs.sort_by_key(|(index, _)| *index);
-        runs.into_iter().map(|(_, run)| run).collect()
-    }
+                })
+                .expect("a thread starts");
+        }
+        drop(sender);
+        for (index, result) in receiver {
+            on_done(&result);
+            results.push((index, result));
+        }
+    });
+    results.sort_by_key(|(index, _)| *index);
+    results
 }

@@ -13,17 +13,15 @@ use crate::CliError;
 use clap::{Args, ValueEnum};
 use measure::RunFigures;
 use report::Row;
-use scenarios::{Outcome, Scenario, catalogue, driver, scenario::Store, workload::Workload};
+use scenarios::{Outcome, Scenario, catalogue, driver, scenario::Store, sweep, workload::Workload};
 use serde::Serialize;
 use sim::{FaultCounts, Seed, World, fault::FaultPlan, fault::FaultSource};
 use std::{
     collections::BTreeSet,
+    num::NonZeroUsize,
     path::{Path, PathBuf},
     process::ExitCode,
-    sync::{
-        Mutex,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::atomic::AtomicBool,
     time::Instant,
 };
 
@@ -411,40 +409,26 @@ enum Ran {
 /// Runs every job, `at_once` at a time on their own threads; the results in job order,
 /// whatever the order they finished in.
 fn run_jobs(jobs: &[Job], at_once: usize) -> Vec<Ran> {
-    let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Ran>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..at_once {
-            std::thread::Builder::new()
-                // The main thread's stack: the simulated world runs deep futures.
-                .stack_size(8 << 20)
-                .spawn_scoped(scope, || {
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(job) = jobs.get(index) else { break };
-                        let mut outcome = driver::run(&job.scenario, job.seed);
-                        let ran = match (&outcome.failure, outcome.history.take()) {
-                            (None, Some(history)) => Ran::Clean(
-                                RunFigures::of(&history, outcome.fault_counts.messages_sent),
-                                outcome.fault_counts,
-                            ),
-                            _ => Ran::Failed(outcome),
-                        };
-                        *results[index].lock().expect("not poisoned") = Some(ran);
-                    }
-                })
-                .expect("a thread starts");
-        }
-    });
-    results
-        .into_iter()
-        .map(|result| {
-            result
-                .into_inner()
-                .expect("not poisoned")
-                .expect("every job ran")
-        })
-        .collect()
+    let never = AtomicBool::new(false);
+    let at_once = NonZeroUsize::new(at_once).unwrap_or(NonZeroUsize::MIN);
+    let ran = sweep::in_parallel(
+        jobs.len(),
+        at_once,
+        &never,
+        |index| {
+            let job = &jobs[index];
+            let mut outcome = driver::run(&job.scenario, job.seed);
+            match (&outcome.failure, outcome.history.take()) {
+                (None, Some(history)) => Ran::Clean(
+                    RunFigures::of(&history, outcome.fault_counts.messages_sent),
+                    outcome.fault_counts,
+                ),
+                _ => Ran::Failed(outcome),
+            }
+        },
+        |_| {},
+    );
+    ran.into_iter().map(|(_, ran)| ran).collect()
 }
 
 /// A failed run's report: its scenario is written to a file that `coordsim run` replays.
