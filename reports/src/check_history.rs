@@ -12,6 +12,14 @@ use sim::history::{History, Operation};
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 #[derive(Args, Debug)]
+#[command(after_help = "\
+Exit codes: 0 linearizable, 1 a violation (with the evidence), 2 unknown (the search budget \
+or time limit ran out) or bad input.
+
+Examples:
+  coordsim run --scenario raft_swarm_3 --seed 4 --history-out h.jsonl
+  coordsim check-history h.jsonl
+  coordsim check-history etcd_002.log --html evidence.html   # a Jepsen etcd log")]
 pub struct CheckHistoryArgs {
     /// The history: coordsim JSON lines (`demo --history-out`, suites) or a Jepsen etcd log.
     file: PathBuf,
