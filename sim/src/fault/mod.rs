@@ -298,18 +298,15 @@ impl FaultKind {
     ];
 
     /// Every kind, `HealAll` last, in a fixed order (for listings).
-    pub const ALL: [FaultKind; 10] = [
-        FaultKind::Partition,
-        FaultKind::Clog,
-        FaultKind::Loss,
-        FaultKind::Latency,
-        FaultKind::Duplication,
-        FaultKind::Crash,
-        FaultKind::Pause,
-        FaultKind::ClockStep,
-        FaultKind::ClockDrift,
-        FaultKind::HealAll,
-    ];
+    pub const ALL: [FaultKind; 10] = {
+        let mut all = [FaultKind::HealAll; 10];
+        let mut index = 0;
+        while index < Self::FAULTS.len() {
+            all[index] = Self::FAULTS[index];
+            index += 1;
+        }
+        all
+    };
 
     /// The name scenario files and plans use (`clock_step`).
     pub fn name(self) -> &'static str {

@@ -49,18 +49,6 @@ impl Default for SwarmConfig {
     }
 }
 
-const SWARM_KINDS: [FaultKind; 9] = [
-    FaultKind::Partition,
-    FaultKind::Clog,
-    FaultKind::Loss,
-    FaultKind::Latency,
-    FaultKind::Duplication,
-    FaultKind::Crash,
-    FaultKind::Pause,
-    FaultKind::ClockStep,
-    FaultKind::ClockDrift,
-];
-
 impl SwarmConfig {
     /// Checks the parameters.
     pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
@@ -150,7 +138,7 @@ impl<'a> Generator<'a> {
 
     fn run(mut self) -> FaultPlan {
         let candidates: Vec<FaultKind> = if self.swarm.kinds.is_empty() {
-            SWARM_KINDS.to_vec()
+            FaultKind::FAULTS.to_vec()
         } else {
             self.swarm.kinds.clone()
         };
