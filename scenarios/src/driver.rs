@@ -141,8 +141,6 @@ fn no_progress(scenario: &Scenario, metrics: &Metrics) -> Option<String> {
 /// The phases of a run; the liveness verdict (`Err` names what is still pending).
 async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
     let store = start_store(sim, scenario);
-    let resource = scenario.workload.start_resource(sim);
-    let stop = Arc::new(AtomicBool::new(false));
     let recipe_bugs: RecipeBugs = scenario
         .bugs
         .iter()
@@ -151,6 +149,8 @@ async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
             _ => None,
         })
         .collect();
+    let resource = scenario.workload.start_resource(sim, recipe_bugs);
+    let stop = Arc::new(AtomicBool::new(false));
     let workers = scenario
         .workload
         .start(sim, &store, resource.as_ref(), recipe_bugs, &stop);

@@ -57,7 +57,8 @@ impl KnownBug {
                 RecipeBug::OneshotWatchNoReread
                 | RecipeBug::ReadWithoutSync
                 | RecipeBug::UnprotectedSeqCreate
-                | RecipeBug::ProtectionWithoutSessionCheck,
+                | RecipeBug::ProtectionWithoutSessionCheck
+                | RecipeBug::HerdWatchAll,
             ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
@@ -379,6 +380,7 @@ mod tests {
                     "etcd",
                     "zab",
                     "recipe",
+                    "resource",
                     "etcd_mutex",
                     "etcd_election"
                 ]

@@ -43,11 +43,20 @@ pub enum RecipeBug {
     /// expiry), the client adopts its old session's node, which the servers still hold and
     /// will delete when they expire that session.
     ProtectionWithoutSessionCheck,
+    /// `resource.check_not_atomic`: the fenced resource checks a write's token against the
+    /// highest it has accepted, then writes the value durably to its disk, and only then
+    /// commits the write and raises the highest token; two writers whose writes arrive
+    /// within that gap both pass the check, and a lower token is accepted after a higher.
+    CheckNotAtomic,
+    /// `recipe.herd_watch_all`: a queue-lock waiter watches every node ahead of it in line
+    /// instead of only its predecessor, so each release (the first node's deletion) wakes
+    /// every waiter, and each looks at the line again.
+    HerdWatchAll,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 8] = [
+    pub const ALL: [RecipeBug; 10] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
@@ -56,6 +65,8 @@ impl RecipeBug {
         RecipeBug::ReadWithoutSync,
         RecipeBug::UnprotectedSeqCreate,
         RecipeBug::ProtectionWithoutSessionCheck,
+        RecipeBug::CheckNotAtomic,
+        RecipeBug::HerdWatchAll,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -69,6 +80,8 @@ impl RecipeBug {
             RecipeBug::ReadWithoutSync => "recipe.read_without_sync",
             RecipeBug::UnprotectedSeqCreate => "recipe.unprotected_seq_create",
             RecipeBug::ProtectionWithoutSessionCheck => "recipe.protection_without_session_check",
+            RecipeBug::CheckNotAtomic => "resource.check_not_atomic",
+            RecipeBug::HerdWatchAll => "recipe.herd_watch_all",
         }
     }
 
@@ -94,6 +107,11 @@ impl RecipeBug {
                 "CURATOR-498 (protected ephemeral nodes across a session change; fixed in \
                  Curator 4.2.0)"
             }
+            RecipeBug::CheckNotAtomic => {
+                "Kleppmann, How to do distributed locking (2016); Junqueira, fencing with \
+                 ZooKeeper (2016)"
+            }
+            RecipeBug::HerdWatchAll => "ZooKeeper Recipes, Locks (the herd effect)",
             RecipeBug::ReadWithoutSync => {
                 "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \
                  needs the latest)"

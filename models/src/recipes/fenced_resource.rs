@@ -9,7 +9,14 @@
 //! With [`Fencing::Off`] it accepts everything, which is what a resource that knows nothing
 //! of the lock does. Either way it records every write it receives, with the writer, its
 //! token and the verdict, at the resource node: the resource checkers judge those records.
+//!
+//! With [`RecipeBug::CheckNotAtomic`] (`resource.check_not_atomic`) it checks the token,
+//! then writes the value to its disk and waits for that write to be durable, and only then
+//! commits the write (raises the highest token, records the verdict): a second writer whose
+//! write arrives in that gap passes the same check, and the later commit wins, whichever
+//! token is higher.
 
+use super::bugs::{RecipeBug, RecipeBugs};
 use serde::{Deserialize, Serialize};
 use sim::{
     NodeContext, NodeId, Sim,
@@ -75,12 +82,24 @@ pub struct FencedResource {
 }
 
 impl FencedResource {
-    /// Starts the resource `name` on `node` (a resource node, `r1..`).
-    pub fn start(sim: &Sim, node: NodeId, name: &str, fencing: Fencing) -> Self {
+    /// Starts the resource `name` on `node` (a resource node, `r1..`); of `bugs`, only
+    /// [`RecipeBug::CheckNotAtomic`] is the resource's.
+    pub fn start(sim: &Sim, node: NodeId, name: &str, fencing: Fencing, bugs: RecipeBugs) -> Self {
         let network: StreamNetwork<ResourceFrame> = sim.stream_network();
         let (listening, name) = (network.clone(), name.to_string());
+        let check_and_write = if bugs.has(RecipeBug::CheckNotAtomic) {
+            CheckAndWrite::TwoSteps
+        } else {
+            CheckAndWrite::Atomic
+        };
         sim.start(node, move |context| {
-            serve(context, listening.clone(), name.clone(), fencing)
+            serve(
+                context,
+                listening.clone(),
+                name.clone(),
+                fencing,
+                check_and_write,
+            )
         });
         Self { network, node }
     }
@@ -97,21 +116,40 @@ impl FencedResource {
     }
 }
 
+/// How the resource checks a write's token and applies the write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CheckAndWrite {
+    /// In one step: nothing runs on the node between the check and the write.
+    Atomic,
+    /// The check, then the value written durably to disk (an await: other writers' checks
+    /// run meanwhile), then the commit (`resource.check_not_atomic`).
+    TwoSteps,
+}
+
 async fn serve(
     context: NodeContext,
     network: StreamNetwork<ResourceFrame>,
     name: String,
     fencing: Fencing,
+    check_and_write: CheckAndWrite,
 ) {
     let disk = context.disk().clone();
     let highest = disk
         .open_cell::<u64>("highest-token")
         .expect("the token file has one type");
+    let data = disk
+        .open_cell::<String>("data")
+        .expect("the data file has one type");
     let listener = network.listen(context.id());
     loop {
         let connection = listener.accept().await;
-        let (context, disk, highest, name) =
-            (context.clone(), disk.clone(), highest.clone(), name.clone());
+        let (context, disk, highest, data, name) = (
+            context.clone(),
+            disk.clone(),
+            highest.clone(),
+            data.clone(),
+            name.clone(),
+        );
         sim::task::spawn_local(async move {
             while let Ok(ResourceFrame::Write {
                 request,
@@ -120,15 +158,22 @@ async fn serve(
                 value,
             }) = connection.recv().await
             {
-                // Check and write in one step (this task runs alone on the node between
-                // awaits): the check-then-write split is a documented bug of its own.
+                // Atomic: check and write in one step (this task runs alone on the node
+                // between awaits).
                 let stale = match (fencing, token, highest.get()) {
                     (Fencing::On, Some(token), Some(seen)) => token < seen,
                     _ => false,
                 };
+                if !stale && check_and_write == CheckAndWrite::TwoSteps {
+                    // The bug: the value goes to disk between the check and the commit,
+                    // and other writers are checked against the old highest meanwhile.
+                    data.set(value.clone());
+                    disk.sync().await;
+                }
                 let verdict = if stale {
                     ResourceVerdict::RejectedStaleToken
                 } else {
+                    data.set(value.clone());
                     if let Some(token) = token
                         && highest.get().is_none_or(|seen| token > seen)
                     {

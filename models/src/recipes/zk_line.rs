@@ -13,7 +13,9 @@
 //!   hold — instead of adopting it (without the check, `recipe.protection_without_session_check`,
 //!   it holds the lock by a node that goes when the old session expires);
 //! - the lowest sequence is first; every other client watches only its immediate
-//!   predecessor, so one departure wakes one client, not the herd;
+//!   predecessor, so one departure wakes one client, not the herd (with
+//!   `recipe.herd_watch_all` every waiter watches the first node, so its going wakes them
+//!   all);
 //! - if the predecessor vanished before the watch was set, the client lists the children
 //!   again instead of waiting for a notification that will never come.
 //!
@@ -146,7 +148,7 @@ impl Line<'_> {
                 // it). Coming first through it is impossible.
                 return Err(LockError::SessionEnded);
             };
-            let Some(blocker) = self.waits.blocker(&line[..place]) else {
+            let Some(blocker) = self.watched(&line[..place]) else {
                 match self.zk.exists(&mine).await {
                     Ok(Some(stat)) if self.may_hold_by(&stat) => {
                         return Ok(FirstInLine {
@@ -172,6 +174,17 @@ impl Line<'_> {
                 Ok(Err(_)) => return Err(LockError::SessionEnded),
                 Err(_) => return Err(withdraw(LockError::TimedOut).await),
             }
+        }
+    }
+
+    /// The node to watch, given the nodes `before` the client's own (first to last); `None`
+    /// if it is through. With `recipe.herd_watch_all`, a client that waits behind its
+    /// predecessor watches the first node in line instead, as every herd-lock waiter
+    /// watches the one lock node.
+    fn watched<'n>(&self, before: &'n [String]) -> Option<&'n String> {
+        match self.waits {
+            Waits::BehindPredecessor if self.bugs.has(RecipeBug::HerdWatchAll) => before.first(),
+            _ => self.waits.blocker(before),
         }
     }
 

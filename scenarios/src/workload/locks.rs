@@ -146,8 +146,8 @@ impl Locks {
     }
 
     /// Starts the fenced resource on `r1`.
-    pub(crate) fn start_resource(&self, sim: &Sim) -> FencedResource {
-        FencedResource::start(sim, NodeId::resource(0), RESOURCE_NAME, self.fencing)
+    pub(crate) fn start_resource(&self, sim: &Sim, bugs: RecipeBugs) -> FencedResource {
+        FencedResource::start(sim, NodeId::resource(0), RESOURCE_NAME, self.fencing, bugs)
     }
 
     pub(super) fn start(

@@ -245,10 +245,10 @@ impl Workload {
     }
 
     /// Starts what the workload needs besides the store (the fenced resource on `r1`).
-    pub(crate) fn start_resource(&self, sim: &Sim) -> Option<FencedResource> {
+    pub(crate) fn start_resource(&self, sim: &Sim, bugs: RecipeBugs) -> Option<FencedResource> {
         match self {
-            Workload::Locks(locks) => Some(locks.start_resource(sim)),
-            Workload::Elections(elections) => Some(elections.start_resource(sim)),
+            Workload::Locks(locks) => Some(locks.start_resource(sim, bugs)),
+            Workload::Elections(elections) => Some(elections.start_resource(sim, bugs)),
             _ => None,
         }
     }

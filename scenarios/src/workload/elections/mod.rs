@@ -125,8 +125,8 @@ impl Elections {
     }
 
     /// Starts the fenced resource on `r1`.
-    pub(crate) fn start_resource(&self, sim: &Sim) -> FencedResource {
-        FencedResource::start(sim, NodeId::resource(0), RESOURCE_NAME, self.fencing)
+    pub(crate) fn start_resource(&self, sim: &Sim, bugs: RecipeBugs) -> FencedResource {
+        FencedResource::start(sim, NodeId::resource(0), RESOURCE_NAME, self.fencing, bugs)
     }
 
     /// The observer's process number on each client node: the one after the candidates'.
