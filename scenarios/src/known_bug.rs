@@ -341,6 +341,22 @@ pub fn table() -> Vec<KnownBugCase> {
             "recipe.holder_owns_node",
             10,
         ),
+        // The holder, paused just past its session, writes as it resumes while the next
+        // holder writes: the resource checks both tokens before either commits, and the
+        // stale write commits last.
+        recipe(
+            RecipeBug::CheckNotAtomic,
+            "zk_queue_lock_expiry_slow_resource",
+            "recipe.fenced_writes",
+            20,
+        ),
+        // Every waiter watches the first node in line: its holder's release wakes them all.
+        recipe(
+            RecipeBug::HerdWatchAll,
+            "zk_queue_lock",
+            "recipe.herd_effect",
+            5,
+        ),
     ]
 }
 

@@ -132,4 +132,6 @@ known_bug_tests! {
     recipe_read_without_sync => "recipe.read_without_sync",
     recipe_unprotected_seq_create => "recipe.unprotected_seq_create",
     recipe_protection_without_session_check => "recipe.protection_without_session_check",
+    resource_check_not_atomic => "resource.check_not_atomic",
+    recipe_herd_watch_all => "recipe.herd_watch_all",
 }

@@ -141,6 +141,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         });
     }
     scenarios.push(queue_lock_crashes());
+    scenarios.push(queue_lock_expiry_slow_resource());
     scenarios.push(queue_lock_curator_joiner_cut_off());
     scenarios.extend(cut_off(
         LockRecipe::ZkQueueLock,
@@ -188,6 +189,43 @@ fn cut_off(recipe: LockRecipe, name: &str, store: Store) -> Vec<Scenario> {
              seems to come it must find that out",
         ),
     ]
+}
+
+/// The queue lock with the holder paused just past its session timeout, so that it resumes
+/// and writes about when the next holder's first write reaches the resource, and slow disks
+/// (20–40 ms syncs), so that a resource that writes durably between its token check and the
+/// write's commit (`resource.check_not_atomic`) has both writes in that gap at once. A
+/// correct resource checks and commits in one step and refuses the stale write.
+fn queue_lock_expiry_slow_resource() -> Scenario {
+    let mut slow = Scenario {
+        workload: Workload::Locks(Locks {
+            recipe: LockRecipe::ZkQueueLock,
+            hold_ms: 60,
+            ..Locks::default()
+        }),
+        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::PausedHoldersOverlap),
+        // 2.2 s: found by sweeping the pause (2.05 to 2.45 s) over 30–40 seeds; the stale
+        // write meets the new holder's most often just past the 2 s session timeout.
+        faults: FaultSource::PauseClients(PauseClients {
+            interval_ms: 500,
+            pause_ms: 2_200,
+            whom: PausedClient::Holder,
+        }),
+        fault_phase_ms: 12_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(
+            "zk_queue_lock_expiry_slow_resource",
+            "the ZooKeeper queue lock, five clients, the holder paused for 2.2 s (its session \
+             expires at 2 s) and writing as it resumes, as the next holder writes; slow disks \
+             (20–40 ms syncs) at the fenced resource and the servers",
+            Store::Zab,
+            3,
+            5,
+        )
+    };
+    super::slow_disks(&mut slow.world);
+    slow
 }
 
 /// The queue lock with servers crashing (and restarting) often: a client connected to a
