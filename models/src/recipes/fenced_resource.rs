@@ -165,15 +165,16 @@ async fn serve(
                     _ => false,
                 };
                 if !stale && check_and_write == CheckAndWrite::TwoSteps {
-                    // The bug: the value goes to disk between the check and the commit,
-                    // and other writers are checked against the old highest meanwhile.
+                    // The bug: the value goes durably to disk between the check and the
+                    // commit, and other writers are checked against the old highest
+                    // meanwhile. (The atomic resource keeps only the highest token: the
+                    // records at the resource node are what is judged.)
                     data.set(value.clone());
                     disk.sync().await;
                 }
                 let verdict = if stale {
                     ResourceVerdict::RejectedStaleToken
                 } else {
-                    data.set(value.clone());
                     if let Some(token) = token
                         && highest.get().is_none_or(|seen| token > seen)
                     {
