@@ -63,8 +63,9 @@ pub struct VariantArgs {
     pub bugs: Vec<String>,
 }
 
-/// A consensus store to run on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// A consensus store to run on (`run`, `sweep`, `replay`) or to compare the locks of
+/// (`compare-locks`: the herd and queue locks on ZAB, etcd's mutex on Raft).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum StoreChoice {
     /// The ZAB store (ZooKeeper-like).
     Zab,
@@ -73,7 +74,8 @@ pub enum StoreChoice {
 }
 
 impl StoreChoice {
-    fn store(self) -> Store {
+    /// The store.
+    pub(crate) fn store(self) -> Store {
         match self {
             StoreChoice::Zab => Store::Zab,
             StoreChoice::Raft => Store::Raft,

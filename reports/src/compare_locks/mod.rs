@@ -9,7 +9,7 @@ mod measure;
 mod plot;
 mod report;
 
-use crate::CliError;
+use crate::{CliError, run::StoreChoice};
 use clap::{Args, ValueEnum};
 use measure::RunFigures;
 use report::Row;
@@ -68,24 +68,6 @@ pub struct CompareLocksArgs {
     /// Runs at once (default: one per core). The results are the same whatever it is.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     jobs: Option<u64>,
-}
-
-/// A store to compare the locks of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-enum StoreChoice {
-    /// The ZAB store: the herd lock and the queue lock.
-    Zab,
-    /// The Raft store: etcd's mutex.
-    Raft,
-}
-
-impl StoreChoice {
-    fn store(self) -> Store {
-        match self {
-            StoreChoice::Zab => Store::Zab,
-            StoreChoice::Raft => Store::Raft,
-        }
-    }
 }
 
 /// Where the runs' faults come from.
