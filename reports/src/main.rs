@@ -11,6 +11,7 @@ mod replay;
 mod run;
 mod sweep;
 mod timeline;
+mod zoo;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -44,6 +45,9 @@ enum Command {
     /// Compare herd-style and queue-style lock latency: the ZooKeeper herd and queue locks
     /// and etcd's mutex, over client counts and seeds (a table, JSON and an SVG plot).
     CompareLocks(compare_locks::CompareLocksArgs),
+    /// Run the known-bug zoo: each variant of the known-bug table over its scenario's seeds
+    /// until its check fires, the failing plan shrunk, and the correct model for false alarms.
+    Zoo(zoo::ZooArgs),
 }
 
 /// A failure to report on one line; the process exits with `code`.
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
         Command::CheckHistory(args) => check_history::run(args),
         Command::Replay(args) => replay::run(args),
         Command::CompareLocks(args) => compare_locks::run(args),
+        Command::Zoo(args) => zoo::run(args),
     };
     match result {
         Ok(code) => code,

@@ -299,7 +299,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
         );
     })
     .map_err(|error| CliError::bad_input(format!("cannot handle Ctrl-C: {error}")))?;
-    let mut progress = Progress::new(&scenario.name, seeds.len() as u64, jobs);
+    let mut progress = Progress::new(
+        &format!("sweep {}", scenario.name),
+        Units::SEEDS,
+        seeds.len() as u64,
+        jobs,
+    );
     let runs = Parallel {
         scenario: &scenario,
         seeds: &seeds,
@@ -314,7 +319,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
     }
     .run(
         &|seed| FailureReport::new(seed, scenario.name.clone()).with_command(replay(seed)),
-        |run| progress.done(run),
+        |run| progress.done(run.failure.is_some()),
     );
     progress.finish();
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
@@ -411,9 +416,11 @@ fn write_results(path: &Path, results: &SweepResults) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Progress on stderr: a bar on a terminal, plain lines otherwise.
-struct Progress {
+/// Progress on stderr: a bar on a terminal, plain lines otherwise. `coordsim sweep` counts
+/// seeds and failures; `coordsim zoo` counts its jobs and the problems they found.
+pub(crate) struct Progress {
     name: String,
+    units: Units,
     total: u64,
     done: u64,
     failures: u64,
@@ -423,25 +430,45 @@ struct Progress {
     line_every_seeds: u64,
 }
 
+/// What a [`Progress`] counts, and what it calls the bad ones.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Units {
+    /// What is done one by one (`seeds`).
+    pub(crate) done: &'static str,
+    /// What can go wrong in one (`failures`).
+    pub(crate) problems: &'static str,
+}
+
+impl Units {
+    /// A sweep's: seeds, and the failures among them.
+    const SEEDS: Units = Units {
+        done: "seeds",
+        problems: "failures",
+    };
+}
+
 impl Progress {
-    fn new(name: &str, total: u64, jobs: NonZeroUsize) -> Self {
+    /// Progress of `name` (`sweep NAME: …`, on `jobs` threads) over `total` units.
+    pub(crate) fn new(name: &str, units: Units, total: u64, jobs: NonZeroUsize) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(total);
             bar.set_style(
-                ProgressStyle::with_template(
-                    "{bar:40} {pos}/{len} seeds, {msg}, {per_sec}, {eta} left",
-                )
+                ProgressStyle::with_template(&format!(
+                    "{{bar:40}} {{pos}}/{{len}} {}, {{msg}}, {{per_sec}}, {{eta}} left",
+                    units.done
+                ))
                 .expect("a valid template"),
             );
-            bar.set_message("0 failures");
+            bar.set_message(format!("0 {}", units.problems));
             bar.enable_steady_tick(Duration::from_millis(500));
             bar
         });
         if bar.is_none() {
-            eprintln!("sweep {name}: {total} seeds on {jobs} threads");
+            eprintln!("{name}: {total} {} on {jobs} threads", units.done);
         }
         Self {
             name: name.into(),
+            units,
             total,
             done: 0,
             failures: 0,
@@ -452,15 +479,16 @@ impl Progress {
         }
     }
 
-    fn done(&mut self, run: &SeedRun) {
+    /// One more unit done; `problem` if it went wrong.
+    pub(crate) fn done(&mut self, problem: bool) {
         self.done += 1;
-        if run.failure.is_some() {
+        if problem {
             self.failures += 1;
         }
         match &self.bar {
             Some(bar) => {
                 bar.inc(1);
-                bar.set_message(format!("{} failures", self.failures));
+                bar.set_message(format!("{} {}", self.failures, self.units.problems));
             }
             None => {
                 if self.last_line.elapsed() >= PLAIN_PROGRESS_EVERY
@@ -473,13 +501,15 @@ impl Progress {
         }
     }
 
-    fn finish(&self) {
+    /// Clears the bar and prints how it went.
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
         let seconds = self.started.elapsed().as_secs_f64();
+        let Units { done, problems } = self.units;
         eprintln!(
-            "sweep {}: {} of {} seeds in {seconds:.1} s ({:.2} seeds/s), {} failures",
+            "{}: {} of {} {done} in {seconds:.1} s ({:.2} {done}/s), {} {problems}",
             self.name,
             self.done,
             self.total,
@@ -494,9 +524,10 @@ impl fmt::Display for Progress {
         let seconds = self.started.elapsed().as_secs_f64();
         let rate = self.done as f64 / seconds.max(1e-9);
         let left = (self.total - self.done) as f64 / rate.max(1e-9);
+        let Units { done, problems } = self.units;
         write!(
             f,
-            "sweep {}: {}/{} seeds, {} failures, {rate:.2} seeds/s, about {left:.0} s left",
+            "{}: {}/{} {done}, {} {problems}, {rate:.2} {done}/s, about {left:.0} s left",
             self.name, self.done, self.total, self.failures
         )
     }

@@ -1,0 +1,730 @@
+//! `coordsim zoo`: the whole known-bug zoo in one command. For every row of the known-bug
+//! table (`scenarios::known_bug_table`): the row's scenario with its variant on, seed after
+//! seed from 0 within the row's bound, until the row's check fires; that run's fault plan
+//! shrunk (`scenarios::shrink`) for the same check; and for every distinct scenario of the
+//! rows, the correct model (every variant off) over `--seeds` seeds, where any failure at
+//! all is a false alarm. Every run goes through the one driver; the jobs run on the worker
+//! pool of `scenarios::sweep::in_parallel`. Wall times are measured here, around the runs,
+//! and appear only in this report (never in an outcome or a digest).
+
+use crate::{
+    CliError,
+    sweep::{Progress, Units},
+};
+use clap::Args;
+use scenarios::{
+    KnownBugCase, Outcome, Scenario, catalogue, known_bug_table,
+    scenario::Store,
+    shrink::{self, ShrinkConfig, ShrinkStop, ShrinkTarget},
+    sweep::{SeedFailure, in_parallel, run_seed},
+};
+use serde::Serialize;
+use sim::{Seed, fault::FaultPlan, report::FailureReport};
+use std::{
+    num::NonZeroUsize,
+    path::PathBuf,
+    process::ExitCode,
+    sync::atomic::AtomicBool,
+    time::{Duration, Instant},
+};
+use tabled::{builder::Builder, settings::Style};
+
+/// False-alarm seeds per scenario when `--seeds` is not given: small enough for CI.
+const DEFAULT_FALSE_ALARM_SEEDS: u64 = 10;
+
+/// The exit code when a variant is not caught by its check or a false alarm happens.
+const ZOO_FAILED_CODE: u8 = 1;
+
+/// The issue's bound on a shrunk plan's faults, shown in the summary.
+const SHRUNK_FAULTS_TARGET: usize = 10;
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Detection: for each row of the known-bug table, the row's scenario runs with the row's \
+variant on over seeds 0, 1, 2, … up to the row's seed bound, in order, until the row's check \
+fires: `seeds` is how many seeds that took (the failing seed's index + 1), `wall s` the wall \
+time from the row's first run to the end of the detecting one. If an earlier seed failed in \
+another way (another check, a liveness stall, a crash, the time limit), the variant is \
+caught by the wrong check, not caught. The detecting run's fault plan is then shrunk for \
+the row's check (as `coordsim replay --shrink` does, at most --shrink-runs runs).
+
+False alarms: every distinct scenario of the rows, with every variant off, over seeds 0 to \
+--seeds − 1 (default 10); any failure of any kind is a false alarm.
+
+Everything but the wall times is the same for any --jobs. Exit codes: 0 every variant \
+caught by its check and no false alarm; 1 otherwise (after the tables); 2 bad input.
+
+Examples:
+  coordsim zoo
+  coordsim zoo --seeds 1000 --json zoo.json
+  coordsim zoo --only zab. --only recipe.no_fencing --seeds 3 --jobs 2")]
+pub struct ZooArgs {
+    /// Seeds per scenario for the false-alarm runs (every variant off): seeds 0 to N−1.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_FALSE_ALARM_SEEDS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    seeds: u64,
+    /// Jobs at once (default: one per core). Only the wall times depend on it.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+    /// Write every row, the options and the summary here as JSON (shrunk plans included).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Only the variants whose name contains PATTERN (repeatable: any of them); the false
+    /// alarms run on those variants' scenarios.
+    #[arg(long, value_name = "PATTERN")]
+    only: Vec<String>,
+    /// The most runs one shrink may make.
+    #[arg(long, value_name = "N", default_value_t = ShrinkConfig::default().max_runs,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    shrink_runs: u32,
+}
+
+/// How the search for a variant's detection ended.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+enum Detection {
+    /// The row's check fired, and no earlier seed failed otherwise.
+    Caught {
+        /// The first seed where the check fired.
+        seed: Seed,
+        /// Seeds run up to and including it.
+        seeds_run: u64,
+        /// Wall time from the first run to the end of the detecting one.
+        wall_s: f64,
+        /// The detecting run's plan, shrunk.
+        shrink: Shrunk,
+    },
+    /// An earlier seed failed in another way than the row's check.
+    WrongCheck {
+        /// The first failing seed.
+        seed: Seed,
+        /// How it failed: the checks that fired, or the failure kind.
+        failed_with: String,
+        /// The first seed where the row's check fired, if any within the bound.
+        check_fired_at: Option<Seed>,
+    },
+    /// No seed within the bound failed at all.
+    Missed,
+}
+
+/// A shrink of a detecting run's plan.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+enum Shrunk {
+    /// The shrinker's report, in short.
+    Done {
+        /// Faults in the plan the detecting run followed.
+        original_faults: usize,
+        /// Faults in the shrunk plan.
+        shrunk_faults: usize,
+        /// Runs the shrinker made.
+        runs_tried: u32,
+        /// Why it stopped.
+        stopped: ShrinkStop,
+        /// Wall time of the shrink.
+        wall_s: f64,
+        /// The shrunk plan (`coordsim run --plan` reads it).
+        plan: FaultPlan,
+    },
+    /// The shrinker could not start (the detecting run did not replay the same way).
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// One row of the known-bug table and what the zoo found.
+#[derive(Clone, Debug, Serialize)]
+struct VariantRow {
+    variant: String,
+    source: String,
+    store: Store,
+    scenario: String,
+    /// The check that must fire.
+    check: String,
+    /// The row's seed bound: seeds 0 to bound − 1 are searched.
+    seed_bound: u64,
+    detection: Detection,
+    /// The command that replays the detecting (or first failing) run and shrinks it.
+    replay: Option<String>,
+}
+
+impl VariantRow {
+    fn caught(&self) -> bool {
+        matches!(self.detection, Detection::Caught { .. })
+    }
+}
+
+/// One false-alarm run that failed.
+#[derive(Clone, Debug, Serialize)]
+struct FalseAlarm {
+    seed: Seed,
+    /// The failure, in words.
+    failure: String,
+    /// The checks that fired, if any.
+    checks: Vec<String>,
+    replay: String,
+}
+
+/// A scenario with every variant off, over the false-alarm seeds.
+#[derive(Clone, Debug, Serialize)]
+struct FalseAlarmRow {
+    scenario: String,
+    store: Store,
+    /// The variants of the table shown in this scenario.
+    variants: Vec<String>,
+    seeds: u64,
+    false_alarms: Vec<FalseAlarm>,
+    /// Wall time of its runs, added up.
+    runs_wall_s: f64,
+}
+
+/// The options the zoo ran with.
+#[derive(Serialize)]
+struct Options {
+    /// False-alarm seeds per scenario (seeds 0 to N − 1).
+    false_alarm_seeds: u64,
+    only: Vec<String>,
+    shrink_runs: u32,
+}
+
+/// The zoo in numbers.
+#[derive(Serialize)]
+struct Summary {
+    variants: usize,
+    caught: usize,
+    caught_by_wrong_check: usize,
+    missed: usize,
+    false_alarm_runs: u64,
+    false_alarms: usize,
+    detection_wall_median_s: Option<f64>,
+    detection_wall_max_s: Option<f64>,
+    shrunk_faults_max: Option<usize>,
+    /// Every variant caught by its check and no false alarm.
+    passed: bool,
+}
+
+#[derive(Serialize)]
+struct ZooReport<'a> {
+    options: &'a Options,
+    variants: &'a [VariantRow],
+    false_alarms: &'a [FalseAlarmRow],
+    summary: &'a Summary,
+    /// Wall time of the whole command.
+    wall_s: f64,
+}
+
+/// One unit of work for the pool.
+enum Job {
+    /// Search the row's seeds for its check, and shrink.
+    Detect(usize),
+    /// Run a scenario (index into the false-alarm rows) with every variant off.
+    Correct { row: usize, seed: Seed },
+}
+
+/// What a job came to.
+enum Done {
+    Detected(Box<VariantRow>),
+    Ran {
+        alarm: Option<FalseAlarm>,
+        wall: Duration,
+    },
+}
+
+impl Done {
+    fn is_problem(&self) -> bool {
+        match self {
+            Done::Detected(row) => !row.caught(),
+            Done::Ran { alarm, .. } => alarm.is_some(),
+        }
+    }
+}
+
+pub fn run(args: ZooArgs) -> Result<ExitCode, CliError> {
+    let started = Instant::now();
+    let cases = selected_cases(&args.only)?;
+    if let Some(path) = &args.json {
+        std::fs::File::create(path).map_err(|error| {
+            CliError::bad_input(format!("cannot write {}: {error}", path.display()))
+        })?;
+    }
+    let scenarios: Vec<Scenario> = cases
+        .iter()
+        .map(|case| {
+            catalogue::get(case.scenario).ok_or_else(|| {
+                CliError::bad_input(format!(
+                    "the known-bug table names `{}`, which is no catalogue scenario",
+                    case.scenario
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    // The distinct scenarios, in the order the table first names them.
+    let mut correct: Vec<FalseAlarmRow> = Vec::new();
+    for (case, scenario) in cases.iter().zip(&scenarios) {
+        match correct.iter_mut().find(|row| row.scenario == case.scenario) {
+            Some(row) => row.variants.push(case.bug.name().to_string()),
+            None => correct.push(FalseAlarmRow {
+                scenario: case.scenario.to_string(),
+                store: scenario.store,
+                variants: vec![case.bug.name().to_string()],
+                seeds: args.seeds,
+                false_alarms: Vec::new(),
+                runs_wall_s: 0.0,
+            }),
+        }
+    }
+    let correct_scenarios: Vec<Scenario> = correct
+        .iter()
+        .map(|row| catalogue::get(&row.scenario).expect("found above"))
+        .collect();
+    let mut jobs: Vec<Job> = (0..cases.len()).map(Job::Detect).collect();
+    for row in 0..correct.len() {
+        jobs.extend((0..args.seeds).map(|seed| Job::Correct {
+            row,
+            seed: Seed::new(seed),
+        }));
+    }
+    let threads = args
+        .jobs
+        .map(|jobs| usize::try_from(jobs).unwrap_or(usize::MAX))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let threads = NonZeroUsize::new(threads).unwrap_or(NonZeroUsize::MIN);
+    let shrink_config = ShrinkConfig {
+        max_runs: args.shrink_runs,
+        ..ShrinkConfig::default()
+    };
+    println!(
+        "zoo: {} variants of the known-bug table (each over its seed bound); false alarms: {} \
+         scenarios with every variant off, seeds 0–{} each",
+        cases.len(),
+        correct.len(),
+        args.seeds - 1
+    );
+    let mut progress = Progress::new(
+        "zoo",
+        Units {
+            done: "jobs",
+            problems: "problems",
+        },
+        jobs.len() as u64,
+        threads,
+    );
+    let never = AtomicBool::new(false);
+    let results = in_parallel(
+        jobs.len(),
+        threads,
+        &never,
+        |index| match jobs[index] {
+            Job::Detect(case) => Done::Detected(Box::new(detect(
+                &cases[case],
+                &scenarios[case],
+                &shrink_config,
+            ))),
+            Job::Correct { row, seed } => {
+                let (alarm, wall) = run_correct(&correct_scenarios[row], seed);
+                Done::Ran { alarm, wall }
+            }
+        },
+        |done| progress.done(done.is_problem()),
+    );
+    progress.finish();
+    let mut variants: Vec<VariantRow> = Vec::new();
+    for ((_, done), job) in results.into_iter().zip(&jobs) {
+        match (done, job) {
+            (Done::Detected(row), _) => variants.push(*row),
+            (Done::Ran { alarm, wall }, Job::Correct { row, .. }) => {
+                correct[*row].runs_wall_s += wall.as_secs_f64();
+                correct[*row].false_alarms.extend(alarm);
+            }
+            (Done::Ran { .. }, Job::Detect(_)) => unreachable!("a detection job detects"),
+        }
+    }
+    let summary = summarize(&variants, &correct);
+    println!();
+    println!("{}", variant_table(&variants));
+    println!();
+    println!("{}", false_alarm_table(&correct));
+    println!();
+    print_problems(&variants, &correct);
+    print_summary(&summary, correct.len(), args.seeds);
+    let options = Options {
+        false_alarm_seeds: args.seeds,
+        only: args.only.clone(),
+        shrink_runs: args.shrink_runs,
+    };
+    let wall_s = started.elapsed().as_secs_f64();
+    eprintln!("zoo: {wall_s:.1} s of wall time on {threads} threads");
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&ZooReport {
+            options: &options,
+            variants: &variants,
+            false_alarms: &correct,
+            summary: &summary,
+            wall_s,
+        })
+        .expect("the zoo's report serializes");
+        crate::run::write(path, &(json + "\n"))?;
+        eprintln!("zoo report written to {}", path.display());
+    }
+    Ok(if summary.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(ZOO_FAILED_CODE)
+    })
+}
+
+/// The table's rows whose variant's name contains one of `patterns` (all rows without
+/// any); a pattern that matches no row is bad input.
+fn selected_cases(patterns: &[String]) -> Result<Vec<KnownBugCase>, CliError> {
+    let table = known_bug_table();
+    for pattern in patterns {
+        if !table
+            .iter()
+            .any(|case| case.bug.name().contains(pattern.as_str()))
+        {
+            let names: Vec<&str> = table.iter().map(|case| case.bug.name()).collect();
+            return Err(CliError::bad_input(format!(
+                "--only `{pattern}` matches no variant of the known-bug table (expected part \
+                 of one of: {})",
+                names.join(", ")
+            )));
+        }
+    }
+    Ok(table
+        .into_iter()
+        .filter(|case| {
+            patterns.is_empty()
+                || patterns
+                    .iter()
+                    .any(|pattern| case.bug.name().contains(pattern.as_str()))
+        })
+        .collect())
+}
+
+/// Runs `scenario` with `seed` as every sweep does ([`run_seed`]: a failing run's history is
+/// kept where `COORDSIM_HISTORY_DIR` says); the failure, if the run failed, without its
+/// history.
+fn run_one(scenario: &Scenario, seed: Seed, replay: String) -> Option<SeedFailure> {
+    let report = FailureReport::new(seed, scenario.name.clone()).with_command(replay);
+    let mut failure = run_seed(scenario, seed, report, &scenario.name, |_| {}).failure?;
+    failure.outcome.history = None;
+    Some(failure)
+}
+
+/// How a failed run failed, in a few words: the checks that fired, or the failure kind.
+fn failed_with(failure: &SeedFailure) -> String {
+    let fired = failure.checks_fired();
+    match &failure.outcome.failure {
+        Some(_) if !fired.is_empty() => fired.join(", "),
+        Some(kind) => kind.kind().to_string(),
+        None => "nothing".into(),
+    }
+}
+
+/// Searches the row's seeds, in order, for its check; shrinks the detecting run.
+fn detect(case: &KnownBugCase, scenario: &Scenario, config: &ShrinkConfig) -> VariantRow {
+    let buggy = scenario.clone().with_bugs([case.bug]);
+    let name = case.bug.name();
+    let replay = |seed: Seed, shrink: bool| {
+        format!(
+            "coordsim replay --scenario {} --bug {name} --seed {seed}{}",
+            case.scenario,
+            if shrink {
+                format!(" --shrink --shrink-check {}", case.check)
+            } else {
+                String::new()
+            }
+        )
+    };
+    let started = Instant::now();
+    let mut first_failure: Option<(Seed, String)> = None;
+    let mut detecting: Option<(u64, Outcome, Duration)> = None;
+    for index in 0..case.seeds {
+        let seed = Seed::new(index);
+        let Some(failure) = run_one(&buggy, seed, replay(seed, false)) else {
+            continue;
+        };
+        if failure.checks_fired().contains(&case.check) {
+            detecting = Some((index + 1, failure.outcome, started.elapsed()));
+            break;
+        }
+        if first_failure.is_none() {
+            first_failure = Some((seed, failed_with(&failure)));
+        }
+    }
+    let (detection, replay) = match (first_failure, detecting) {
+        (Some((seed, failed_with)), detecting) => (
+            Detection::WrongCheck {
+                seed,
+                failed_with,
+                check_fired_at: detecting.map(|(_, outcome, _)| outcome.seed),
+            },
+            Some(replay(seed, false)),
+        ),
+        (None, Some((seeds_run, outcome, wall))) => (
+            Detection::Caught {
+                seed: outcome.seed,
+                seeds_run,
+                wall_s: wall.as_secs_f64(),
+                shrink: shrink_detecting(case, &buggy, &outcome, config),
+            },
+            Some(replay(outcome.seed, true)),
+        ),
+        (None, None) => (Detection::Missed, None),
+    };
+    VariantRow {
+        variant: name.to_string(),
+        source: case.source.to_string(),
+        store: scenario.store,
+        scenario: case.scenario.to_string(),
+        check: case.check.to_string(),
+        seed_bound: case.seeds,
+        detection,
+        replay,
+    }
+}
+
+/// Shrinks the plan of `outcome`, a run of `buggy` where the row's check fired.
+fn shrink_detecting(
+    case: &KnownBugCase,
+    buggy: &Scenario,
+    outcome: &Outcome,
+    config: &ShrinkConfig,
+) -> Shrunk {
+    let started = Instant::now();
+    let report = ShrinkTarget::of(outcome, Some(case.check))
+        .and_then(|target| shrink::shrink(buggy, outcome.seed, outcome, &target, config));
+    match report {
+        Ok(report) => Shrunk::Done {
+            original_faults: report.original.faults,
+            shrunk_faults: report.shrunk.faults,
+            runs_tried: report.runs_tried,
+            stopped: report.stopped,
+            wall_s: started.elapsed().as_secs_f64(),
+            plan: report.plan,
+        },
+        Err(error) => Shrunk::Failed {
+            error: error.to_string(),
+        },
+    }
+}
+
+/// One run of the correct model; the false alarm if it failed, and its wall time.
+fn run_correct(scenario: &Scenario, seed: Seed) -> (Option<FalseAlarm>, Duration) {
+    let started = Instant::now();
+    let replay = format!("coordsim run --scenario {} --seed {seed}", scenario.name);
+    let failure = run_one(scenario, seed, replay.clone());
+    let wall = started.elapsed();
+    let alarm = failure.map(|failure| FalseAlarm {
+        seed,
+        failure: failure
+            .outcome
+            .failure
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string),
+        checks: failure
+            .checks_fired()
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        replay,
+    });
+    (alarm, wall)
+}
+
+fn summarize(variants: &[VariantRow], correct: &[FalseAlarmRow]) -> Summary {
+    let mut walls: Vec<f64> = Vec::new();
+    let mut shrunk_faults_max: Option<usize> = None;
+    for row in variants {
+        if let Detection::Caught { wall_s, shrink, .. } = &row.detection {
+            walls.push(*wall_s);
+            if let Shrunk::Done { shrunk_faults, .. } = shrink {
+                shrunk_faults_max = shrunk_faults_max.max(Some(*shrunk_faults));
+            }
+        }
+    }
+    walls.sort_by(f64::total_cmp);
+    let median = match walls.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(walls[n / 2]),
+        n => Some((walls[n / 2 - 1] + walls[n / 2]) / 2.0),
+    };
+    let caught = variants.iter().filter(|row| row.caught()).count();
+    let caught_by_wrong_check = variants
+        .iter()
+        .filter(|row| matches!(row.detection, Detection::WrongCheck { .. }))
+        .count();
+    let false_alarms: usize = correct.iter().map(|row| row.false_alarms.len()).sum();
+    Summary {
+        variants: variants.len(),
+        caught,
+        caught_by_wrong_check,
+        missed: variants.len() - caught - caught_by_wrong_check,
+        false_alarm_runs: correct.iter().map(|row| row.seeds).sum(),
+        false_alarms,
+        detection_wall_median_s: median,
+        detection_wall_max_s: walls.last().copied(),
+        shrunk_faults_max,
+        passed: caught == variants.len() && false_alarms == 0,
+    }
+}
+
+/// The variants' table, in Markdown.
+fn variant_table(variants: &[VariantRow]) -> String {
+    let mut builder = Builder::default();
+    builder.push_record([
+        "variant",
+        "source",
+        "store",
+        "scenario",
+        "expected check",
+        "caught",
+        "seeds",
+        "wall s",
+        "shrunk faults",
+    ]);
+    for row in variants {
+        let (caught, seeds, wall, shrunk) = match &row.detection {
+            Detection::Caught {
+                seeds_run,
+                wall_s,
+                shrink,
+                ..
+            } => (
+                "yes".to_string(),
+                format!("{seeds_run} of {}", row.seed_bound),
+                format!("{wall_s:.2}"),
+                match shrink {
+                    Shrunk::Done {
+                        original_faults,
+                        shrunk_faults,
+                        ..
+                    } => format!("{original_faults} → {shrunk_faults}"),
+                    Shrunk::Failed { .. } => "failed".to_string(),
+                },
+            ),
+            Detection::WrongCheck {
+                seed, failed_with, ..
+            } => (
+                format!("WRONG CHECK: {failed_with} at seed {seed}"),
+                format!("– of {}", row.seed_bound),
+                "–".into(),
+                "–".into(),
+            ),
+            Detection::Missed => (
+                "NO".to_string(),
+                format!("– of {}", row.seed_bound),
+                "–".into(),
+                "–".into(),
+            ),
+        };
+        builder.push_record([
+            row.variant.clone(),
+            row.source.clone(),
+            row.store.to_string(),
+            row.scenario.clone(),
+            row.check.clone(),
+            caught,
+            seeds,
+            wall,
+            shrunk,
+        ]);
+    }
+    builder.build().with(Style::markdown()).to_string()
+}
+
+/// The false alarms' table, in Markdown.
+fn false_alarm_table(correct: &[FalseAlarmRow]) -> String {
+    let mut builder = Builder::default();
+    builder.push_record([
+        "scenario (every variant off)",
+        "store",
+        "seeds",
+        "false alarms",
+    ]);
+    for row in correct {
+        builder.push_record([
+            row.scenario.clone(),
+            row.store.to_string(),
+            row.seeds.to_string(),
+            row.false_alarms.len().to_string(),
+        ]);
+    }
+    builder.build().with(Style::markdown()).to_string()
+}
+
+/// Each variant not caught and each false alarm, with the command that replays it.
+fn print_problems(variants: &[VariantRow], correct: &[FalseAlarmRow]) {
+    for row in variants {
+        match &row.detection {
+            Detection::Caught {
+                shrink: Shrunk::Failed { error },
+                ..
+            } => println!("{}: the shrink failed: {error}", row.variant),
+            Detection::Caught { .. } => {}
+            Detection::WrongCheck {
+                seed,
+                failed_with,
+                check_fired_at,
+            } => println!(
+                "{}: NOT CAUGHT by {}: seed {seed} failed with {failed_with} first ({}); \
+                 replay with: {}",
+                row.variant,
+                row.check,
+                match check_fired_at {
+                    Some(at) => format!("{} fired at seed {at}", row.check),
+                    None => format!("{} never fired within {} seeds", row.check, row.seed_bound),
+                },
+                row.replay.as_deref().unwrap_or("-")
+            ),
+            Detection::Missed => println!(
+                "{}: MISSED: none of the first {} seeds of `{}` failed",
+                row.variant, row.seed_bound, row.scenario
+            ),
+        }
+    }
+    for row in correct {
+        for alarm in &row.false_alarms {
+            println!(
+                "FALSE ALARM: `{}` seed {} with every variant off: {}{}; replay with: {}",
+                row.scenario,
+                alarm.seed,
+                alarm.failure,
+                if alarm.checks.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", alarm.checks.join(", "))
+                },
+                alarm.replay
+            );
+        }
+    }
+}
+
+fn print_summary(summary: &Summary, scenarios: usize, seeds: u64) {
+    println!(
+        "caught: {} of {} variants by their check ({} by the wrong check first, {} missed)",
+        summary.caught, summary.variants, summary.caught_by_wrong_check, summary.missed
+    );
+    println!(
+        "false alarms: {} in {} runs ({scenarios} scenarios × {seeds} seeds, every variant off)",
+        summary.false_alarms, summary.false_alarm_runs
+    );
+    if let Some(faults) = summary.shrunk_faults_max {
+        println!(
+            "shrunk plans: at most {faults} faults ({})",
+            if faults <= SHRUNK_FAULTS_TARGET {
+                format!("every one within {SHRUNK_FAULTS_TARGET}")
+            } else {
+                format!("OVER {SHRUNK_FAULTS_TARGET}")
+            }
+        );
+    }
+    if let (Some(median), Some(max)) = (
+        summary.detection_wall_median_s,
+        summary.detection_wall_max_s,
+    ) {
+        println!("wall time to first detection: median {median:.2} s, max {max:.2} s");
+    }
+}
