@@ -189,6 +189,13 @@ impl fmt::Display for Outcome {
             "metrics:         {} operations ({} acknowledged, {} failed, {} unknown), {} leaders elected, ended at {} ms",
             m.operations, m.acknowledged, m.failed, m.unknown, m.leaders_elected, m.ended_at_ms
         )?;
+        if m.snapshots_taken + m.snapshots_installed > 0 {
+            writeln!(
+                f,
+                "snapshots:       {} taken, {} installed",
+                m.snapshots_taken, m.snapshots_installed
+            )?;
+        }
         if self.fault_plan.faults.is_empty() {
             writeln!(f, "fault plan:      none")?;
         } else {
