@@ -473,10 +473,7 @@ impl Server {
                             events,
                         });
                     }
-                    watcher.next_revision = watcher.next_revision.max(current + 1);
-                    if stale_minrev {
-                        watcher.next_revision = current + 1;
-                    }
+                    watcher.next_revision = current + 1;
                     true
                 }
                 Err(KvError::Compacted { compact_revision }) => {
