@@ -287,6 +287,17 @@ fn side_by_side(
         row("leaders elected", &|o| {
             o.metrics.leaders_elected.to_string()
         });
+        if outcomes
+            .iter()
+            .any(|o| o.metrics.snapshots_taken + o.metrics.snapshots_installed > 0)
+        {
+            row("snapshots taken", &|o| {
+                o.metrics.snapshots_taken.to_string()
+            });
+            row("snapshots installed", &|o| {
+                o.metrics.snapshots_installed.to_string()
+            });
+        }
         row("history records", &|o| o.metrics.records.to_string());
         row("ended at (ms)", &|o| o.metrics.ended_at_ms.to_string());
         row("violations", &|o| {

@@ -196,6 +196,9 @@ fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
             if let Some(entries) = tuning.max_entries_per_append {
                 config.raft.max_entries_per_append = entries;
             }
+            if let Some(threshold) = tuning.snapshot_threshold {
+                config.raft.snapshot_threshold = Some(threshold);
+            }
             if let Some((min, max)) = tuning.election_timeout_ms {
                 config.raft.election_timeout_min = Duration::from_millis(min);
                 config.raft.election_timeout_max = Duration::from_millis(max);

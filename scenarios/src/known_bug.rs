@@ -238,6 +238,15 @@ pub fn table() -> Vec<KnownBugCase> {
             seeds: 10,
             source: "etcd-io/etcd#15247, #12528 (fixed by #16822)",
         },
+        KnownBugCase {
+            bug: KnownBug::Etcd(models::etcd::EtcdBug::WatchRestoreKeepsStaleMinRev),
+            scenario: "etcd_watch_after_snapshot",
+            // s3 installs a snapshot after the heal and sends its watchers, again, every
+            // change since they were created.
+            check: "etcd.watch_delivery",
+            seeds: 5,
+            source: "etcd-io/etcd#15271 (fixed by #15492), #20221",
+        },
         // A quorum restarts without the leader of an epoch that logged nothing durable on
         // it, re-derives the epoch from its logs and establishes it again.
         zab(

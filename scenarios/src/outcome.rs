@@ -83,6 +83,14 @@ pub struct Metrics {
     pub unknown: u64,
     /// Leaders elected (`BecameLeader` events).
     pub leaders_elected: u64,
+    /// Snapshots servers took of their state machines (`SnapshotTaken` events: Raft log
+    /// compaction).
+    #[serde(default)]
+    pub snapshots_taken: u64,
+    /// Snapshots servers installed in place of applying entries (`SnapshotInstalled`
+    /// events: Raft InstallSnapshot, ZAB SNAP sync).
+    #[serde(default)]
+    pub snapshots_installed: u64,
     /// History records.
     pub records: u64,
     /// Simulated time at the end of the run, milliseconds.
@@ -106,6 +114,12 @@ impl Metrics {
                     OpResult::Unknown { .. } => {}
                 },
                 Event::Protocol(ProtocolEvent::BecameLeader { .. }) => metrics.leaders_elected += 1,
+                Event::Protocol(ProtocolEvent::SnapshotTaken { .. }) => {
+                    metrics.snapshots_taken += 1
+                }
+                Event::Protocol(ProtocolEvent::SnapshotInstalled { .. }) => {
+                    metrics.snapshots_installed += 1
+                }
                 _ => {}
             }
         }
@@ -175,6 +189,13 @@ impl fmt::Display for Outcome {
             "metrics:         {} operations ({} acknowledged, {} failed, {} unknown), {} leaders elected, ended at {} ms",
             m.operations, m.acknowledged, m.failed, m.unknown, m.leaders_elected, m.ended_at_ms
         )?;
+        if m.snapshots_taken + m.snapshots_installed > 0 {
+            writeln!(
+                f,
+                "snapshots:       {} taken, {} installed",
+                m.snapshots_taken, m.snapshots_installed
+            )?;
+        }
         if self.fault_plan.faults.is_empty() {
             writeln!(f, "fault plan:      none")?;
         } else {

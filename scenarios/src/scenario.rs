@@ -74,6 +74,11 @@ pub struct WorldSettings {
 pub struct Tuning {
     /// Raft: entries per AppendEntries (1 makes replication slow and uneven).
     pub max_entries_per_append: Option<usize>,
+    /// Raft: each server snapshots its state machine and compacts its log once this many
+    /// entries were applied since its last snapshot; a follower that lags behind a leader's
+    /// snapshot is sent it whole (InstallSnapshot). Unset: no snapshots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_threshold: Option<u64>,
     /// Raft: the election timeout range, milliseconds.
     pub election_timeout_ms: Option<(u64, u64)>,
     /// Raft store: how often the leader checkpoints remaining lease TTLs through the log,
@@ -305,6 +310,12 @@ impl Scenario {
                     "{max} servers down at once, of {} (expected at most the servers there are)",
                     self.servers
                 ),
+            ));
+        }
+        if self.tuning.snapshot_threshold == Some(0) {
+            return Err(ScenarioError::new(
+                "tuning.snapshot_threshold",
+                "0 (expected at least 1 applied entry between snapshots, or no setting)",
             ));
         }
         self.workload.validate(self)?;

@@ -118,6 +118,7 @@ known_bug_tests! {
     etcd_lease_ttl_reset_on_leader_change => "etcd.lease_ttl_reset_on_leader_change",
     etcd_lessor_not_demoted => "etcd.lessor_not_demoted",
     etcd_compact_drops_tombstone => "etcd.compact_drops_tombstone",
+    etcd_watch_restore_keeps_stale_minrev => "etcd.watch_restore_keeps_stale_minrev",
     zab_epoch_not_persisted => "zab.epoch_not_persisted",
     zab_diff_without_trunc => "zab.diff_without_trunc",
     zab_last_processed_zxid_on_diff => "zab.last_processed_zxid_on_diff",

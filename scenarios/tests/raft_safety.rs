@@ -138,3 +138,58 @@ fn leases_expire_on_time_and_take_their_keys_with_them() {
         );
     }
 }
+
+/// Servers snapshot every 8 applied entries under the swarm: logs are compacted all the
+/// time, servers restart from snapshots, and followers that fell behind the leader's
+/// snapshot are sent it (counted from the runs' `SnapshotTaken` and `SnapshotInstalled`
+/// events) — and every check stays clean.
+#[test]
+fn servers_that_snapshot_often_stay_safe_and_send_snapshots_to_laggards() {
+    let summary = sweep(
+        "raft_snapshots_swarm",
+        "servers_that_snapshot_often_stay_safe_and_send_snapshots_to_laggards",
+        10,
+    );
+    summary.assert_faults_fired();
+    let taken: u64 = summary
+        .outcomes
+        .iter()
+        .map(|outcome| outcome.metrics.snapshots_taken)
+        .sum();
+    let installed: u64 = summary
+        .outcomes
+        .iter()
+        .map(|outcome| outcome.metrics.snapshots_installed)
+        .sum();
+    assert!(
+        summary
+            .outcomes
+            .iter()
+            .all(|outcome| outcome.metrics.snapshots_taken > 0),
+        "a run took no snapshot"
+    );
+    assert!(
+        installed > 0,
+        "no snapshot was installed in {} runs ({taken} taken)",
+        summary.outcomes.len()
+    );
+}
+
+/// s3 is cut off from the other servers while they compact their logs past what it has:
+/// after the heal it can only catch up by InstallSnapshot, and then agrees with them
+/// (replica agreement, linearizability and durability stay clean).
+#[test]
+fn a_follower_cut_off_until_it_needs_a_snapshot_catches_up_and_agrees() {
+    let summary = sweep(
+        "raft_snapshot_catch_up",
+        "a_follower_cut_off_until_it_needs_a_snapshot_catches_up_and_agrees",
+        5,
+    );
+    for outcome in &summary.outcomes {
+        assert!(
+            outcome.metrics.snapshots_installed > 0,
+            "seed {}: the cut-off server caught up without a snapshot",
+            outcome.seed
+        );
+    }
+}

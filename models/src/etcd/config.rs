@@ -72,14 +72,21 @@ pub enum EtcdBug {
     /// believes it is primary, without the log or a leadership check. A deposed leader keeps
     /// acknowledging renewals that the real leader never hears of (etcd#15247, #12528).
     LessorNotDemoted,
+    /// `etcd.watch_restore_keeps_stale_minrev`: when a member restores its store from a
+    /// snapshot a leader sent, every watcher it serves is moved back to catch up from the
+    /// revision it was created at rather than from its own next revision, and replays events
+    /// it already delivered: the watch travels back in time (etcd-io/etcd#15271, fixed by
+    /// #15492; #20221).
+    WatchRestoreKeepsStaleMinRev,
 }
 
 impl EtcdBug {
     /// Every etcd-store bug variant.
-    pub const ALL: [EtcdBug; 3] = [
+    pub const ALL: [EtcdBug; 4] = [
         EtcdBug::LeaseTtlResetOnLeaderChange,
         EtcdBug::CompactDropsTombstone,
         EtcdBug::LessorNotDemoted,
+        EtcdBug::WatchRestoreKeepsStaleMinRev,
     ];
 
     /// The stable name.
@@ -88,6 +95,7 @@ impl EtcdBug {
             EtcdBug::LeaseTtlResetOnLeaderChange => "etcd.lease_ttl_reset_on_leader_change",
             EtcdBug::CompactDropsTombstone => "etcd.compact_drops_tombstone",
             EtcdBug::LessorNotDemoted => "etcd.lessor_not_demoted",
+            EtcdBug::WatchRestoreKeepsStaleMinRev => "etcd.watch_restore_keeps_stale_minrev",
         }
     }
 }
@@ -165,7 +173,7 @@ mod tests {
     #[test]
     fn every_known_bug_name_round_trips_and_unknown_names_are_refused() {
         let all = KnownBug::all();
-        assert_eq!(all.len(), 10);
+        assert_eq!(all.len(), 11);
         for bug in all {
             assert_eq!(bug.name().parse::<KnownBug>(), Ok(bug));
         }

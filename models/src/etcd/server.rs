@@ -8,7 +8,10 @@
 //!   lead;
 //! - linearizable reads and lease TTL queries go through ReadIndex; serializable reads are
 //!   served from the local state at once;
-//! - watches may be opened on any server and are served from its applied state.
+//! - watches may be opened on any server and are served from its applied state;
+//! - snapshots: when Raft says one is due, the state machine (MVCC store and lease table) is
+//!   cloned into it; when a leader installs one, the state machine is replaced and every
+//!   watcher catches up from its own next revision (etcd's `watchableStore.Restore`).
 
 use super::{
     command::{StoreCommand, validate},
@@ -21,7 +24,7 @@ use super::{
 use crate::{
     local_queue::LocalQueue,
     raft::{
-        EntryPayload, Message, ProposeError, ReadRequestId,
+        EntryPayload, Message, ProposeError, ReadRequestId, Snapshot,
         driver::{AppEvent, RaftCommand, RaftDriver, RaftInput},
         timer::SignalledTimer,
     },
@@ -45,8 +48,12 @@ impl RaftCommand for LogCommand {
     }
 }
 
+/// A snapshot of the store's state machine (MVCC store and lease table), shared so that
+/// InstallSnapshot messages clone cheaply.
+pub type StoreSnapshot = Arc<StoreStateMachine>;
+
 /// The Raft messages of the store.
-pub type StoreMessage = Message<LogCommand>;
+pub type StoreMessage = Message<LogCommand, StoreSnapshot>;
 
 /// A running cluster: the networks its servers and clients share. Cheap to clone.
 #[derive(Clone)]
@@ -139,11 +146,14 @@ struct Watcher {
     connection: u64,
     watch_id: u64,
     range: KeyRange,
+    /// The revision it was created to start from (after clamping to the store's next).
+    created_at_revision: u64,
+    /// The first revision it has not sent yet (etcd's `minRev`).
     next_revision: u64,
 }
 
 enum ServerEvent {
-    Raft(RaftInput<LogCommand>),
+    Raft(RaftInput<LogCommand, StoreSnapshot>),
     Client(Inbound),
     LeaseTimer,
 }
@@ -151,7 +161,7 @@ enum ServerEvent {
 struct Server {
     context: NodeContext,
     config: EtcdConfig,
-    raft: RaftDriver<LogCommand>,
+    raft: RaftDriver<LogCommand, StoreSnapshot>,
     machine: StoreStateMachine,
     lessor: Lessor,
     inbox: LocalQueue<Inbound>,
@@ -399,11 +409,13 @@ impl Server {
                 }
             }
         }
+        let next_revision = start.max(current + 1);
         self.watchers.push(Watcher {
             connection,
             watch_id,
             range,
-            next_revision: start.max(current + 1),
+            created_at_revision: next_revision,
+            next_revision,
         });
     }
 
@@ -431,10 +443,61 @@ impl Server {
         }
     }
 
+    /// Replaces the state machine with a snapshot (at boot, or installed by a leader), and
+    /// brings every watcher up to the new revision from its own next revision — or, with
+    /// `etcd.watch_restore_keeps_stale_minrev`, from the revision it was created at, which
+    /// sends it again what it already had. A watcher whose revision was compacted meanwhile
+    /// is told so and dropped, as at creation.
+    fn restore(&mut self, snapshot: Snapshot<StoreSnapshot>) {
+        self.machine = StoreStateMachine::clone(&snapshot.data);
+        // Proposals the snapshot covers: whether they were committed is not known here; their
+        // clients see no answer (outcome unknown).
+        self.proposals.retain(|&index, _| index > snapshot.index);
+        let current = self.machine.mvcc().revision();
+        let stale_minrev = self.config.has(EtcdBug::WatchRestoreKeepsStaleMinRev);
+        let mut watchers = std::mem::take(&mut self.watchers);
+        watchers.retain_mut(|watcher| {
+            let from = if stale_minrev {
+                watcher.created_at_revision
+            } else {
+                watcher.next_revision
+            };
+            let Some(channel) = self.connections.get(&watcher.connection) else {
+                return false;
+            };
+            match self.machine.mvcc().changes_since(from, &watcher.range) {
+                Ok(events) => {
+                    if !events.is_empty() {
+                        let _ = channel.send(ClientFrame::WatchEvents {
+                            watch_id: watcher.watch_id,
+                            events,
+                        });
+                    }
+                    watcher.next_revision = current + 1;
+                    true
+                }
+                Err(KvError::Compacted { compact_revision }) => {
+                    let _ = channel.send(ClientFrame::WatchCompacted {
+                        watch_id: watcher.watch_id,
+                        compact_revision,
+                    });
+                    false
+                }
+                Err(_) => false,
+            }
+        });
+        self.watchers = watchers;
+    }
+
     fn drain_raft_events(&mut self) {
         while let Some(event) = self.raft.next_app_event() {
             match event {
                 AppEvent::Apply(entry) => self.apply(entry),
+                AppEvent::RestoreSnapshot(snapshot) => self.restore(snapshot),
+                AppEvent::SnapshotDue { index } => {
+                    let data = Arc::new(self.machine.clone());
+                    self.raft.compact(index, data);
+                }
                 AppEvent::ReadReady(read) => self.serve_read(read),
                 AppEvent::ReadRejected {
                     request,

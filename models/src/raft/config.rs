@@ -18,6 +18,9 @@ pub struct RaftConfig {
     pub heartbeat_interval: Duration,
     /// At most this many entries per AppendEntries.
     pub max_entries_per_append: usize,
+    /// Take a snapshot of the state machine and compact the log once this many entries were
+    /// applied since the last snapshot (etcd's `--snapshot-count`); `None`: never.
+    pub snapshot_threshold: Option<u64>,
     /// Known bugs switched on (none by default).
     pub bugs: BTreeSet<RaftBug>,
 }
@@ -33,6 +36,7 @@ impl RaftConfig {
             election_timeout_max: Duration::from_millis(600),
             heartbeat_interval: Duration::from_millis(50),
             max_entries_per_append: 64,
+            snapshot_threshold: None,
             bugs: BTreeSet::new(),
         }
     }

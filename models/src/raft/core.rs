@@ -13,7 +13,7 @@ use super::{
     effect::{DurableWrite, Effect, Observation},
     log::RaftLog,
     message::Message,
-    types::{Entry, EntryPayload, HardState, PersistId, ReadRequestId},
+    types::{Entry, EntryPayload, HardState, PersistId, ReadRequestId, Snapshot},
 };
 use rand::Rng;
 use sim::{NodeId, clock::LocalTime};
@@ -178,12 +178,19 @@ pub(super) struct PendingPersist {
 }
 
 /// A Raft server. See the [module docs](self).
-pub struct RaftCore<C> {
+pub struct RaftCore<C, S = ()> {
     pub(super) config: RaftConfig,
     pub(super) jitter: Box<dyn ElectionJitter>,
     pub(super) term: u64,
     pub(super) voted_for: Option<NodeId>,
     pub(super) log: RaftLog<C>,
+    /// The latest snapshot (taken here or installed from a leader): what the log was
+    /// compacted through, and what a leader sends a follower that needs compacted entries.
+    /// `Some` whenever `log.snapshot_index() > 0`, with that index.
+    pub(super) snapshot: Option<Snapshot<S>>,
+    /// The applied index an [`Effect::SnapshotDue`] was handed out for and not yet answered
+    /// by [`RaftCore::compact`]: no second one until then.
+    pub(super) snapshot_due: Option<u64>,
     pub(super) role: Role,
     pub(super) leader: Option<NodeId>,
     pub(super) commit_index: u64,
@@ -207,37 +214,45 @@ pub struct RaftCore<C> {
     pub(super) hard_state_dirty: bool,
     /// Reads confirmed by a quorum, waiting for the state machine to reach their index.
     pub(super) ready_reads: VecDeque<(ReadRequestId, u64)>,
-    pub(super) output: Vec<Effect<C>>,
+    pub(super) output: Vec<Effect<C, S>>,
     /// Reused buffers, so that per-message work does not allocate.
     pub(super) scratch_matches: Vec<u64>,
     pub(super) scratch_peers: Vec<NodeId>,
 }
 
-impl<C: Clone> RaftCore<C> {
+impl<C: Clone, S: Clone> RaftCore<C, S> {
     /// A server booting with an empty disk.
     pub fn new(config: RaftConfig, jitter: Box<dyn ElectionJitter>, now: LocalTime) -> Self {
-        Self::restore(config, jitter, now, HardState::default(), Vec::new())
+        Self::restore(config, jitter, now, HardState::default(), None, Vec::new())
     }
 
-    /// A server restarting from its durable state: `hard_state` and the `log` entries
-    /// (numbered from 1). It starts as a follower that knows no commit index.
+    /// A server restarting from its durable state: `hard_state`, its latest `snapshot` and
+    /// the `log` entries after it (numbered from the snapshot's index + 1, or from 1). It
+    /// starts as a follower whose commit and applied index are the snapshot's: the driver
+    /// restores the state machine from the snapshot itself (no effect says so).
     pub fn restore(
         config: RaftConfig,
         jitter: Box<dyn ElectionJitter>,
         now: LocalTime,
         hard_state: HardState,
+        snapshot: Option<Snapshot<S>>,
         log: Vec<Entry<C>>,
     ) -> Self {
+        let (snapshot_index, snapshot_term) = snapshot
+            .as_ref()
+            .map_or((0, 0), |snapshot| (snapshot.index, snapshot.term));
         let mut core = Self {
             config,
             jitter,
             term: hard_state.term,
             voted_for: hard_state.voted_for,
-            log: RaftLog::from_entries(log),
+            log: RaftLog::after_snapshot(snapshot_index, snapshot_term, log),
+            snapshot,
+            snapshot_due: None,
             role: Role::Follower,
             leader: None,
-            commit_index: 0,
-            applied_index: 0,
+            commit_index: snapshot_index,
+            applied_index: snapshot_index,
             now,
             election_deadline: now,
             election_timeout: Duration::ZERO,
@@ -311,13 +326,18 @@ impl<C: Clone> RaftCore<C> {
         &self.log
     }
 
+    /// The latest snapshot, if any.
+    pub fn snapshot(&self) -> Option<&Snapshot<S>> {
+        self.snapshot.as_ref()
+    }
+
     /// Moves every effect produced so far into `into`, in order.
-    pub fn drain_effects(&mut self, into: &mut Vec<Effect<C>>) {
+    pub fn drain_effects(&mut self, into: &mut Vec<Effect<C, S>>) {
         into.append(&mut self.output);
     }
 
     /// Every effect produced so far, in order.
-    pub fn take_effects(&mut self) -> Vec<Effect<C>> {
+    pub fn take_effects(&mut self) -> Vec<Effect<C, S>> {
         std::mem::take(&mut self.output)
     }
 
@@ -340,7 +360,7 @@ impl<C: Clone> RaftCore<C> {
     }
 
     /// A message arrived from `from`.
-    pub fn step(&mut self, now: LocalTime, from: NodeId, message: Message<C>) {
+    pub fn step(&mut self, now: LocalTime, from: NodeId, message: Message<C, S>) {
         self.advance_clock(now);
         if from != self.config.id && self.config.voters.contains(&from) {
             self.dispatch(from, message);
@@ -368,6 +388,39 @@ impl<C: Clone> RaftCore<C> {
     pub fn read_index(&mut self, now: LocalTime, request: ReadRequestId) {
         self.advance_clock(now);
         self.handle_read_index(request);
+        self.finish_input();
+    }
+
+    /// The state machine's snapshot `data`, taken at applied index `index` (the answer to an
+    /// [`Effect::SnapshotDue`]; an application may also call it on its own): the snapshot
+    /// replaces the log through `index`, on disk in one durable write (a crash before it is
+    /// durable keeps the old snapshot and the whole log). Ignored unless `index` is applied
+    /// and newer than the current snapshot.
+    pub fn compact(&mut self, now: LocalTime, index: u64, data: S) {
+        self.advance_clock(now);
+        if self.snapshot_due.is_some_and(|due| due <= index) {
+            self.snapshot_due = None;
+        }
+        if index > self.applied_index || index <= self.log.snapshot_index() {
+            self.finish_input();
+            return;
+        }
+        let term = self
+            .log
+            .term_at(index)
+            .expect("an applied entry after the snapshot is in the log");
+        let snapshot = Snapshot { index, term, data };
+        self.log.compact_through(index, term);
+        self.snapshot = Some(snapshot.clone());
+        self.persist(
+            DurableWrite {
+                snapshot: Some(snapshot),
+                ..DurableWrite::default()
+            },
+            AfterPersist::Nothing,
+        );
+        self.output
+            .push(Effect::Observe(Observation::SnapshotTaken { index, term }));
         self.finish_input();
     }
 
@@ -421,7 +474,7 @@ impl<C: Clone> RaftCore<C> {
         self.now = self.now.max(now);
     }
 
-    fn dispatch(&mut self, from: NodeId, message: Message<C>) {
+    fn dispatch(&mut self, from: NodeId, message: Message<C, S>) {
         let message_term = message.term();
         if message_term > self.term {
             match &message {
@@ -432,7 +485,9 @@ impl<C: Clone> RaftCore<C> {
                 // CheckQuorum's leader lease: a server that hears from a live leader ignores
                 // disruptive candidates (etcd `inLease`, Raft thesis §9.6).
                 Message::RequestVote { .. } if self.in_leader_lease() => return,
-                Message::AppendEntries { .. } | Message::Heartbeat { .. } => {
+                Message::AppendEntries { .. }
+                | Message::InstallSnapshot { .. }
+                | Message::Heartbeat { .. } => {
                     self.become_follower(message_term, Some(from));
                 }
                 _ => self.become_follower(message_term, None),
@@ -474,6 +529,9 @@ impl<C: Clone> RaftCore<C> {
             Message::AppendEntriesResponse { outcome, .. } => {
                 self.handle_append_response(from, outcome)
             }
+            Message::InstallSnapshot { snapshot, .. } => {
+                self.handle_install_snapshot(from, snapshot)
+            }
             Message::Heartbeat {
                 commit, read_round, ..
             } => self.handle_heartbeat(from, commit, read_round),
@@ -485,13 +543,20 @@ impl<C: Clone> RaftCore<C> {
 
     /// A message from an older term: tell the sender the current term so a deposed leader
     /// or stale candidate steps down (Raft §5.1); ignore stale responses.
-    fn reply_to_stale(&mut self, from: NodeId, message: &Message<C>) {
+    fn reply_to_stale(&mut self, from: NodeId, message: &Message<C, S>) {
         let term = self.term;
         let reply = match message {
             Message::AppendEntries { prev_log_index, .. } => Message::AppendEntriesResponse {
                 term,
                 outcome: super::message::AppendOutcome::Rejected {
                     rejected_prev_index: *prev_log_index,
+                    retry_hint: self.log.last_index(),
+                },
+            },
+            Message::InstallSnapshot { snapshot, .. } => Message::AppendEntriesResponse {
+                term,
+                outcome: super::message::AppendOutcome::Rejected {
+                    rejected_prev_index: snapshot.index,
                     retry_hint: self.log.last_index(),
                 },
             },
@@ -512,7 +577,7 @@ impl<C: Clone> RaftCore<C> {
         self.send_in_durable_term(from, reply);
     }
 
-    pub(super) fn send(&mut self, to: NodeId, message: Message<C>) {
+    pub(super) fn send(&mut self, to: NodeId, message: Message<C, S>) {
         self.output.push(Effect::Send { to, message });
     }
 
@@ -521,7 +586,7 @@ impl<C: Clone> RaftCore<C> {
     /// very step is written first. etcd sends the messages of a `Ready` only after the
     /// `HardState` of that `Ready` is saved: a reply must never announce a term that a crash
     /// could still take back.
-    pub(super) fn send_in_durable_term(&mut self, to: NodeId, message: Message<C>) {
+    pub(super) fn send_in_durable_term(&mut self, to: NodeId, message: Message<C, S>) {
         self.flush_hard_state(AfterPersist::Nothing);
         if self.durable_through < self.hard_state_write {
             self.output.push(Effect::SendAfterPersist {
@@ -535,7 +600,7 @@ impl<C: Clone> RaftCore<C> {
     }
 
     /// Sends `message` once everything written so far is durable (at once if it is).
-    pub(super) fn send_when_durable(&mut self, to: NodeId, message: Message<C>) {
+    pub(super) fn send_when_durable(&mut self, to: NodeId, message: Message<C, S>) {
         self.flush_hard_state(AfterPersist::Nothing);
         let last_issued = self.next_persist - 1;
         if self.durable_through < last_issued {
@@ -551,7 +616,7 @@ impl<C: Clone> RaftCore<C> {
 
     pub(super) fn persist(
         &mut self,
-        mut write: DurableWrite<C>,
+        mut write: DurableWrite<C, S>,
         action: AfterPersist,
     ) -> PersistId {
         if self.hard_state_dirty {
@@ -668,6 +733,15 @@ impl<C: Clone> RaftCore<C> {
                 .expect("entries up to last_index exist")
                 .clone();
             self.output.push(Effect::Apply { entry });
+        }
+        if let Some(threshold) = self.config.snapshot_threshold
+            && self.snapshot_due.is_none()
+            && self.applied_index >= self.log.snapshot_index() + threshold.max(1)
+        {
+            self.snapshot_due = Some(self.applied_index);
+            self.output.push(Effect::SnapshotDue {
+                index: self.applied_index,
+            });
         }
         while let Some(&(request, read_index)) = self.ready_reads.front() {
             if read_index > self.applied_index {

@@ -11,12 +11,19 @@
 //!   `BecameLeader`, `SteppedDown`, `TermChanged` (when the term is durable), `Applied`.
 //! - `Apply`, `ReadReady` and `ReadRejected` are handed to the application above.
 //!
-//! After a restart the node reads its durable hard state and log and starts as a follower;
-//! its state machine is rebuilt by applying the log again as the commit index is learned.
+//! - Snapshots: `SnapshotDue` goes to the application, which answers with
+//!   [`RaftDriver::compact`]; a snapshot write replaces the snapshot file and rewrites the
+//!   log file without the entries it covers, in the same sync (a crash keeps both or
+//!   neither). `RestoreSnapshot` (an InstallSnapshot) is recorded as `SnapshotInstalled`
+//!   and handed to the application; a snapshot taken is recorded as `SnapshotTaken`.
+//!
+//! After a restart the node reads its durable hard state, snapshot and log and starts as a
+//! follower; the application first gets the snapshot ([`AppEvent::RestoreSnapshot`]), then
+//! its state machine is rebuilt by applying the log after it as the commit index is learned.
 
 use super::{
     DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation, PersistId,
-    ProposalSlot, ProposeError, RaftConfig, RaftCore, ReadRequestId,
+    ProposalSlot, ProposeError, RaftConfig, RaftCore, ReadRequestId, Snapshot,
     timer::{Signalled, Wakeups},
 };
 use sim::{
@@ -50,9 +57,18 @@ pub fn entry_digest<C: RaftCommand>(payload: &EntryPayload<C>) -> u64 {
 
 /// What the driver hands to the application.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AppEvent<C> {
+pub enum AppEvent<C, S = ()> {
     /// Apply this committed entry (in index order).
     Apply(Entry<C>),
+    /// Replace the state machine with this snapshot (at boot, the durable one; later, one a
+    /// leader installed); the next `Apply` follows its index.
+    RestoreSnapshot(Snapshot<S>),
+    /// Take a snapshot of the state machine, which has applied exactly up to `index`, and
+    /// hand it to [`RaftDriver::compact`].
+    SnapshotDue {
+        /// The applied index.
+        index: u64,
+    },
     /// The read may be served now.
     ReadReady(ReadRequestId),
     /// The read cannot be served here.
@@ -72,9 +88,9 @@ pub enum AppEvent<C> {
 }
 
 /// One input for the driver, from the network, the timer or the disk.
-pub enum RaftInput<C> {
+pub enum RaftInput<C, S = ()> {
     /// A Raft message arrived.
-    Message(Datagram<Message<C>>),
+    Message(Datagram<Message<C, S>>),
     /// The timer fired.
     Timer,
     /// Writes up to this id are durable.
@@ -115,16 +131,19 @@ impl Syncer {
     }
 }
 
-/// A Raft server on a simulated node.
-pub struct RaftDriver<C: RaftCommand> {
-    core: RaftCore<C>,
+/// A Raft server on a simulated node; `S` is its state machine's snapshot.
+pub struct RaftDriver<C: RaftCommand, S: Clone + Send + Sync + 'static = ()> {
+    core: RaftCore<C, S>,
     context: NodeContext,
     history: HistoryRecorder,
-    endpoint: DatagramEndpoint<Message<C>>,
+    endpoint: DatagramEndpoint<Message<C, S>>,
+    /// The entries after the snapshot, in index order (the first one's index is the
+    /// snapshot's + 1, or 1).
     log_file: LogFile<Entry<C>>,
     hard_state_file: CellFile<HardState>,
+    snapshot_file: CellFile<Snapshot<S>>,
     sync: Syncer,
-    held: VecDeque<(PersistId, NodeId, Message<C>)>,
+    held: VecDeque<(PersistId, NodeId, Message<C, S>)>,
     /// The one local-clock timer. It is re-armed only when the core's deadline moves
     /// earlier; a follower's election deadline moves later with every message from the
     /// leader, and a new sleep each time would leave a madsim timer behind per message (each
@@ -135,20 +154,21 @@ pub struct RaftDriver<C: RaftCommand> {
     timer_due: bool,
     /// The wake-ups of the timer and the disk sync.
     wakeups: Wakeups,
-    effects: Vec<Effect<C>>,
-    app_events: VecDeque<AppEvent<C>>,
+    effects: Vec<Effect<C, S>>,
+    app_events: VecDeque<AppEvent<C, S>>,
 }
 
 /// The disk files a Raft server keeps.
 const HARD_STATE_FILE: &str = "raft-hard-state";
 const LOG_FILE: &str = "raft-log";
+const SNAPSHOT_FILE: &str = "raft-snapshot";
 
-impl<C: RaftCommand> RaftDriver<C> {
+impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
     /// Boots (or reboots) the server on `context`'s node from its durable state.
     pub fn boot(
         context: &NodeContext,
         config: RaftConfig,
-        network: &DatagramNetwork<Message<C>>,
+        network: &DatagramNetwork<Message<C, S>>,
     ) -> Self {
         let disk = context.disk().clone();
         let log_file = disk
@@ -157,11 +177,19 @@ impl<C: RaftCommand> RaftDriver<C> {
         let hard_state_file = disk
             .open_cell::<HardState>(HARD_STATE_FILE)
             .expect("the hard state file has one type");
+        let snapshot_file = disk
+            .open_cell::<Snapshot<S>>(SNAPSHOT_FILE)
+            .expect("the snapshot file has one type");
         let hard_state = hard_state_file.get().unwrap_or_default();
+        let snapshot = snapshot_file.get();
         let log = log_file.read_all();
         let jitter = Box::new(context.rng("raft-election-jitter"));
         let now = context.clock().now();
-        let core = RaftCore::restore(config, jitter, now, hard_state, log);
+        let mut app_events = VecDeque::new();
+        if let Some(snapshot) = &snapshot {
+            app_events.push_back(AppEvent::RestoreSnapshot(snapshot.clone()));
+        }
+        let core = RaftCore::restore(config, jitter, now, hard_state, snapshot, log);
         let sync = Syncer {
             disk,
             in_flight: Signalled::new(),
@@ -177,20 +205,21 @@ impl<C: RaftCommand> RaftDriver<C> {
             endpoint: network.endpoint(context.id()),
             log_file,
             hard_state_file,
+            snapshot_file,
             sync,
             held: VecDeque::new(),
             timer: Signalled::new(),
             timer_due: false,
             wakeups: Wakeups::new(),
             effects: Vec::new(),
-            app_events: VecDeque::new(),
+            app_events,
         };
         driver.run_effects();
         driver
     }
 
     /// The core (read-only).
-    pub fn core(&self) -> &RaftCore<C> {
+    pub fn core(&self) -> &RaftCore<C, S> {
         &self.core
     }
 
@@ -200,7 +229,7 @@ impl<C: RaftCommand> RaftDriver<C> {
     }
 
     /// Waits for the next network, timer or disk input.
-    pub fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<RaftInput<C>> {
+    pub fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<RaftInput<C, S>> {
         let woken = self.wakeups.take(cx);
         self.sync.poll(woken, &self.wakeups);
         while self.timer.poll(woken, &self.wakeups).is_ready() {
@@ -228,7 +257,7 @@ impl<C: RaftCommand> RaftDriver<C> {
     }
 
     /// Feeds an input to the core and carries out what it asks.
-    pub fn handle(&mut self, input: RaftInput<C>) {
+    pub fn handle(&mut self, input: RaftInput<C, S>) {
         let now = self.now();
         match input {
             RaftInput::Message(Datagram { from, message }) => self.core.step(now, from, message),
@@ -262,8 +291,15 @@ impl<C: RaftCommand> RaftDriver<C> {
         self.run_effects();
     }
 
+    /// The state machine's snapshot at applied index `index` (see [`RaftCore::compact`]).
+    pub fn compact(&mut self, index: u64, data: S) {
+        let now = self.now();
+        self.core.compact(now, index, data);
+        self.run_effects();
+    }
+
     /// The next event for the application, if any.
-    pub fn next_app_event(&mut self) -> Option<AppEvent<C>> {
+    pub fn next_app_event(&mut self) -> Option<AppEvent<C, S>> {
         self.app_events.pop_front()
     }
 
@@ -289,6 +325,17 @@ impl<C: RaftCommand> RaftDriver<C> {
                     });
                     self.app_events.push_back(AppEvent::Apply(entry));
                 }
+                Effect::SnapshotDue { index } => {
+                    self.app_events.push_back(AppEvent::SnapshotDue { index })
+                }
+                Effect::RestoreSnapshot { snapshot } => {
+                    self.history.protocol(ProtocolEvent::SnapshotInstalled {
+                        index: snapshot.index,
+                        term: snapshot.term,
+                    });
+                    self.app_events
+                        .push_back(AppEvent::RestoreSnapshot(snapshot));
+                }
                 Effect::ReadReady { request, .. } => {
                     self.app_events.push_back(AppEvent::ReadReady(request))
                 }
@@ -313,6 +360,10 @@ impl<C: RaftCommand> RaftDriver<C> {
                     Observation::TermPersisted { term } => {
                         self.history.protocol(ProtocolEvent::TermChanged { term });
                     }
+                    Observation::SnapshotTaken { index, term } => {
+                        self.history
+                            .protocol(ProtocolEvent::SnapshotTaken { index, term });
+                    }
                 },
             }
         }
@@ -324,13 +375,35 @@ impl<C: RaftCommand> RaftDriver<C> {
     }
 
     /// Issues a write to the disk files (volatile) and asks the syncer to make it durable.
-    fn write(&mut self, id: PersistId, write: DurableWrite<C>) {
+    fn write(&mut self, id: PersistId, write: DurableWrite<C, S>) {
         if let Some(hard_state) = write.hard_state {
             self.hard_state_file.set(hard_state);
         }
+        if let Some(snapshot) = write.snapshot {
+            // The log file is rewritten as `RaftLog::compact_through` leaves the log.
+            let records = self.log_file.read_all();
+            let holds_it = records
+                .iter()
+                .any(|entry| entry.index == snapshot.index && entry.term == snapshot.term);
+            let kept: Vec<Entry<C>> = if holds_it {
+                records
+                    .into_iter()
+                    .filter(|entry| entry.index > snapshot.index)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            self.log_file.truncate(0);
+            self.log_file.append(kept);
+            self.snapshot_file.set(snapshot);
+        }
         if let Some(index) = write.truncate_after {
-            self.log_file
-                .truncate(usize::try_from(index).unwrap_or(usize::MAX));
+            // Records are numbered from the snapshot's index + 1, not from 1.
+            if let Some(first) = self.log_file.get(0) {
+                let keep = (index + 1).saturating_sub(first.index);
+                self.log_file
+                    .truncate(usize::try_from(keep).unwrap_or(usize::MAX));
+            }
         }
         if !write.append.is_empty() {
             self.log_file.append(write.append);

@@ -10,7 +10,7 @@ use super::{
 use sim::NodeId;
 use std::collections::{BTreeSet, VecDeque};
 
-impl<C: Clone> RaftCore<C> {
+impl<C: Clone, S: Clone> RaftCore<C, S> {
     /// The election timer fired: ask for pre-votes (or, without PreVote, campaign at once).
     pub(super) fn start_election(&mut self) {
         if self.config.has(RaftBug::NoPreVoteNoCheckQuorum) {

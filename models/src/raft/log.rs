@@ -2,15 +2,22 @@
 
 use super::types::Entry;
 
-/// A Raft log: entries with indexes `1..=last_index()`, no gaps.
+/// A Raft log: entries with indexes `first_index()..=last_index()`, no gaps. Entries up to
+/// `snapshot_index()` were compacted into a snapshot: only the last one's term is kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RaftLog<C> {
+    /// The last index a snapshot covers (0: none); `entries[0]` has index `snapshot_index + 1`.
+    snapshot_index: u64,
+    /// The term of the entry at `snapshot_index` (0 with no snapshot).
+    snapshot_term: u64,
     entries: Vec<Entry<C>>,
 }
 
 impl<C> Default for RaftLog<C> {
     fn default() -> Self {
         Self {
+            snapshot_index: 0,
+            snapshot_term: 0,
             entries: Vec::new(),
         }
     }
@@ -26,36 +33,70 @@ impl<C: Clone> RaftLog<C> {
                 .all(|(position, entry)| entry.index == position as u64 + 1),
             "log entries must be numbered from 1 without gaps"
         );
-        Self { entries }
+        Self {
+            entries,
+            ..Self::default()
+        }
     }
 
-    /// Index of the last entry (0 when empty).
+    /// A log compacted through (`snapshot_index`, `snapshot_term`) holding `entries` after
+    /// it, which must be numbered from `snapshot_index + 1`.
+    pub fn after_snapshot(snapshot_index: u64, snapshot_term: u64, entries: Vec<Entry<C>>) -> Self {
+        debug_assert!(
+            entries
+                .iter()
+                .enumerate()
+                .all(|(position, entry)| entry.index == snapshot_index + position as u64 + 1),
+            "log entries must follow the snapshot without gaps"
+        );
+        Self {
+            snapshot_index,
+            snapshot_term,
+            entries,
+        }
+    }
+
+    /// The last index compacted into a snapshot (0: none).
+    pub fn snapshot_index(&self) -> u64 {
+        self.snapshot_index
+    }
+
+    /// The index of the first entry still held (`snapshot_index() + 1`).
+    pub fn first_index(&self) -> u64 {
+        self.snapshot_index + 1
+    }
+
+    /// Index of the last entry (the snapshot's index when no entry follows it; 0 when empty).
     pub fn last_index(&self) -> u64 {
-        self.entries.len() as u64
+        self.snapshot_index + self.entries.len() as u64
     }
 
-    /// Term of the last entry (0 when empty).
+    /// Term of the last entry (the snapshot's term when no entry follows it; 0 when empty).
     pub fn last_term(&self) -> u64 {
-        self.entries.last().map_or(0, |entry| entry.term)
+        self.entries
+            .last()
+            .map_or(self.snapshot_term, |entry| entry.term)
     }
 
-    /// Term of the entry at `index`: `Some(0)` for index 0, `None` beyond the end.
+    /// Term of the entry at `index`: the snapshot's term at its index (`Some(0)` for index 0
+    /// without one), `None` before it (compacted) and beyond the end.
     pub fn term_at(&self, index: u64) -> Option<u64> {
-        if index == 0 {
-            return Some(0);
+        if index == self.snapshot_index {
+            return Some(self.snapshot_term);
         }
         self.get(index).map(|entry| entry.term)
     }
 
-    /// The entry at `index`.
+    /// The entry at `index`, if held (not compacted, not beyond the end).
     pub fn get(&self, index: u64) -> Option<&Entry<C>> {
-        let position = usize::try_from(index.checked_sub(1)?).ok()?;
+        let position = usize::try_from(index.checked_sub(self.first_index())?).ok()?;
         self.entries.get(position)
     }
 
-    /// Up to `max` entries starting at `from`.
+    /// Up to `max` entries starting at `from`, which must be after the snapshot.
     pub fn slice(&self, from: u64, max: usize) -> Vec<Entry<C>> {
-        let start = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX);
+        debug_assert!(from > self.snapshot_index, "entry {from} was compacted");
+        let start = usize::try_from(from.saturating_sub(self.first_index())).unwrap_or(usize::MAX);
         if start >= self.entries.len() {
             return Vec::new();
         }
@@ -63,10 +104,30 @@ impl<C: Clone> RaftLog<C> {
         self.entries[start..end].to_vec()
     }
 
-    /// Keeps entries with index ≤ `index`.
+    /// Keeps entries with index ≤ `index` (never the snapshot's: `index` ≥ its index).
     pub fn truncate_after(&mut self, index: u64) {
-        let keep = usize::try_from(index).unwrap_or(usize::MAX);
+        debug_assert!(
+            index >= self.snapshot_index,
+            "cannot truncate into the snapshot"
+        );
+        let keep = usize::try_from(index.saturating_sub(self.snapshot_index)).unwrap_or(usize::MAX);
         self.entries.truncate(keep);
+    }
+
+    /// Compacts the log through a snapshot at (`index`, `term`): if the log holds that entry
+    /// the entries after it stay (Raft Fig. 13, rule 6), else the whole log is discarded
+    /// (rule 7). Returns whether entries after the snapshot stayed.
+    pub fn compact_through(&mut self, index: u64, term: u64) -> bool {
+        let keeps_suffix = index >= self.snapshot_index && self.term_at(index) == Some(term);
+        if keeps_suffix {
+            let drop = usize::try_from(index - self.snapshot_index).unwrap_or(usize::MAX);
+            self.entries.drain(..drop.min(self.entries.len()));
+        } else {
+            self.entries.clear();
+        }
+        self.snapshot_index = index;
+        self.snapshot_term = term;
+        keeps_suffix
     }
 
     /// Appends `entry`, which must be numbered `last_index() + 1`.
@@ -82,7 +143,7 @@ impl<C: Clone> RaftLog<C> {
             return index;
         };
         let mut first = index;
-        while first > 1 && self.term_at(first - 1) == Some(term) {
+        while first > self.first_index() && self.term_at(first - 1) == Some(term) {
             first -= 1;
         }
         first

@@ -1,10 +1,11 @@
 //! Messages between Raft servers. Typed values on the wire: never serialized.
 
-use super::types::Entry;
+use super::types::{Entry, Snapshot};
 
-/// A message from one server to another. Every message carries the sender's term.
+/// A message from one server to another. Every message carries the sender's term. `S` is
+/// the state machine's snapshot, carried by [`Message::InstallSnapshot`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Message<C> {
+pub enum Message<C, S = ()> {
     /// "Would you vote for me in `term`?" — sent without raising the sender's own term, so a
     /// partitioned node cannot disrupt the cluster when it returns (Raft thesis §9.6).
     PreVote {
@@ -58,6 +59,17 @@ pub enum Message<C> {
         /// Whether the entries were stored.
         outcome: AppendOutcome,
     },
+    /// InstallSnapshot RPC (Raft §7): the leader no longer holds the entries the follower
+    /// needs, so it sends its latest snapshot whole (no chunks: typed values on the wire).
+    /// The follower answers with an [`Message::AppendEntriesResponse`] that accepts up to the
+    /// snapshot's index once the snapshot is durable, as etcd answers a MsgSnap with a
+    /// MsgAppResp.
+    InstallSnapshot {
+        /// The leader's term.
+        term: u64,
+        /// The leader's latest snapshot.
+        snapshot: Snapshot<S>,
+    },
     /// Leader heartbeat: keeps followers from campaigning, carries the commit index, and
     /// confirms leadership for ReadIndex rounds (etcd's MsgHeartbeat).
     Heartbeat {
@@ -96,7 +108,7 @@ pub enum AppendOutcome {
     },
 }
 
-impl<C> Message<C> {
+impl<C, S> Message<C, S> {
     /// The sender's term.
     pub fn term(&self) -> u64 {
         match self {
@@ -106,6 +118,7 @@ impl<C> Message<C> {
             | Message::RequestVoteResponse { term, .. }
             | Message::AppendEntries { term, .. }
             | Message::AppendEntriesResponse { term, .. }
+            | Message::InstallSnapshot { term, .. }
             | Message::Heartbeat { term, .. }
             | Message::HeartbeatResponse { term, .. } => *term,
         }

@@ -27,7 +27,7 @@ pub use core::{ElectionJitter, ProposalSlot, ProposeError, RaftCore, RoleName, S
 pub use effect::{DurableWrite, Effect, Observation};
 pub use log::RaftLog;
 pub use message::{AppendOutcome, Message};
-pub use types::{Entry, EntryPayload, HardState, PersistId, ReadRequestId};
+pub use types::{Entry, EntryPayload, HardState, PersistId, ReadRequestId, Snapshot};
 
 #[cfg(test)]
 mod tests;

@@ -18,7 +18,7 @@ use super::{
     types::ReadRequestId,
 };
 
-impl<C: Clone> RaftCore<C> {
+impl<C: Clone, S: Clone> RaftCore<C, S> {
     pub(super) fn handle_read_index(&mut self, request: ReadRequestId) {
         let Role::Leader(leader) = &mut self.role else {
             let leader_hint = self.leader;

@@ -5,11 +5,11 @@ use super::{
     core::{AfterPersist, ProposalSlot, RaftCore, ReplicationMode, Role},
     effect::{DurableWrite, Effect},
     message::{AppendOutcome, Message},
-    types::{Entry, EntryPayload},
+    types::{Entry, EntryPayload, Snapshot},
 };
 use sim::NodeId;
 
-impl<C: Clone> RaftCore<C> {
+impl<C: Clone, S: Clone> RaftCore<C, S> {
     /// Appends an entry of the current term to the leader's log and persists it. The leader
     /// counts itself toward commitment only once the entry is durable — except with
     /// `raft.ack_before_fsync`, which counts it at once.
@@ -66,7 +66,8 @@ impl<C: Clone> RaftCore<C> {
         self.scratch_peers = streaming;
     }
 
-    /// Sends `peer` the entries from its `next_index` (possibly none: a probe).
+    /// Sends `peer` the entries from its `next_index` (possibly none: a probe), or the
+    /// latest snapshot if those entries were compacted.
     pub(super) fn send_append(&mut self, peer: NodeId) {
         let last_index = self.log.last_index();
         let term = self.term;
@@ -94,10 +95,19 @@ impl<C: Clone> RaftCore<C> {
             progress.next_index
         };
         let prev_log_index = from - 1;
-        let prev_log_term = self
-            .log
-            .term_at(prev_log_index)
-            .expect("prev_log_index is within the log");
+        let Some(prev_log_term) = self.log.term_at(prev_log_index) else {
+            // Compacted: the follower gets the snapshot instead (Raft §7), and is probed
+            // from after it. If the snapshot is lost, the probe's rejection or the next
+            // heartbeat's answer sends it again.
+            progress.next_index = self.log.snapshot_index() + 1;
+            progress.mode = ReplicationMode::Probe;
+            let snapshot = self
+                .snapshot
+                .clone()
+                .expect("a compacted log has its snapshot");
+            self.send(peer, Message::InstallSnapshot { term, snapshot });
+            return;
+        };
         let entries = self.log.slice(from, max_entries);
         if progress.mode == ReplicationMode::Replicate
             && let Some(last) = entries.last()
@@ -128,6 +138,8 @@ impl<C: Clone> RaftCore<C> {
             return;
         }
         let term = self.term;
+        let (prev_log_index, prev_log_term, entries) =
+            self.skip_compacted(prev_log_index, prev_log_term, entries);
         let matches_prev = self.log.term_at(prev_log_index) == Some(prev_log_term);
         if !matches_prev {
             let retry_hint = if prev_log_index > self.log.last_index() {
@@ -196,6 +208,67 @@ impl<C: Clone> RaftCore<C> {
             Message::AppendEntriesResponse {
                 term,
                 outcome: AppendOutcome::Accepted { match_index },
+            },
+        );
+        self.apply_committed();
+    }
+
+    /// An AppendEntries that starts inside this server's snapshot: the snapshot covers only
+    /// committed entries, which every leader holds too, so the entries up to it match; the
+    /// request is taken as starting right after the snapshot.
+    fn skip_compacted(
+        &self,
+        prev_log_index: u64,
+        prev_log_term: u64,
+        mut entries: Vec<Entry<C>>,
+    ) -> (u64, u64, Vec<Entry<C>>) {
+        let snapshot_index = self.log.snapshot_index();
+        if prev_log_index >= snapshot_index {
+            return (prev_log_index, prev_log_term, entries);
+        }
+        let compacted = entries
+            .iter()
+            .take_while(|entry| entry.index <= snapshot_index)
+            .count();
+        entries.drain(..compacted);
+        let snapshot_term = self.log.term_at(snapshot_index).unwrap_or(0);
+        (snapshot_index, snapshot_term, entries)
+    }
+
+    /// InstallSnapshot (Raft §7, etcd's `restore`): a snapshot the log already covers is
+    /// acknowledged as it stands; a newer one replaces the log through its index (keeping
+    /// the entries after it if the log holds the snapshot's own entry) and the state machine,
+    /// and is acknowledged only once it is durable.
+    pub(super) fn handle_install_snapshot(&mut self, from: NodeId, snapshot: Snapshot<S>) {
+        if !self.follow(from) {
+            return;
+        }
+        let term = self.term;
+        let index = snapshot.index;
+        if index > self.commit_index {
+            self.log.compact_through(index, snapshot.term);
+            self.snapshot = Some(snapshot.clone());
+            self.commit_index = index;
+            self.applied_index = index;
+            if self.snapshot_due.is_some_and(|due| due <= index) {
+                self.snapshot_due = None;
+            }
+            self.persist(
+                DurableWrite {
+                    snapshot: Some(snapshot.clone()),
+                    ..DurableWrite::default()
+                },
+                AfterPersist::Nothing,
+            );
+            self.output.push(Effect::RestoreSnapshot { snapshot });
+        }
+        // Everything through the commit index (now at least the snapshot's) matches the
+        // leader: committed entries are in every leader's log.
+        self.send_when_durable(
+            from,
+            Message::AppendEntriesResponse {
+                term,
+                outcome: AppendOutcome::Accepted { match_index: index },
             },
         );
         self.apply_committed();

@@ -4,7 +4,7 @@ use super::*;
 use sim::{NodeId, clock::LocalTime};
 use std::time::Duration;
 
-type Core = RaftCore<&'static str>;
+type Core = RaftCore<&'static str, &'static str>;
 
 const S1: NodeId = NodeId::server(0);
 const S2: NodeId = NodeId::server(1);
@@ -38,14 +38,14 @@ fn command(index: u64, term: u64, text: &'static str) -> Entry<&'static str> {
     }
 }
 
-fn hard_state(term: u64, voted_for: Option<NodeId>) -> DurableWrite<&'static str> {
+fn hard_state(term: u64, voted_for: Option<NodeId>) -> DurableWrite<&'static str, &'static str> {
     DurableWrite {
         hard_state: Some(HardState { term, voted_for }),
         ..DurableWrite::default()
     }
 }
 
-fn append(entries: Vec<Entry<&'static str>>) -> DurableWrite<&'static str> {
+fn append(entries: Vec<Entry<&'static str>>) -> DurableWrite<&'static str, &'static str> {
     DurableWrite {
         append: entries,
         ..DurableWrite::default()
@@ -332,7 +332,8 @@ fn a_follower_truncates_only_on_a_conflict() {
             term: 1,
             voted_for: Some(S1),
         };
-        let mut follower = RaftCore::restore(config, Box::new(jitter), ms(0), hard, log.clone());
+        let mut follower: Core =
+            RaftCore::restore(config, Box::new(jitter), ms(0), hard, None, log.clone());
         follower.take_effects();
         // A stale request: its one entry is already here, and more after it.
         follower.step(
@@ -364,6 +365,7 @@ fn a_follower_truncates_only_on_a_conflict() {
                     id: PersistId(1),
                     write: DurableWrite {
                         hard_state: None,
+                        snapshot: None,
                         truncate_after: Some(1),
                         append: vec![command(2, 1, "a")],
                     },
@@ -388,8 +390,14 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
     let config = RaftConfig::new(S2, vec![S1, S2, S3]);
     let jitter = ScriptedTimeouts::new([], Duration::from_millis(400));
     let log = vec![noop(1, 1), command(2, 1, "a"), command(3, 1, "b")];
-    let mut follower =
-        RaftCore::restore(config, Box::new(jitter), ms(0), HardState::default(), log);
+    let mut follower: Core = RaftCore::restore(
+        config,
+        Box::new(jitter),
+        ms(0),
+        HardState::default(),
+        None,
+        log,
+    );
     follower.take_effects();
     follower.step(
         ms(5),
@@ -412,6 +420,7 @@ fn a_conflicting_entry_and_all_after_it_are_replaced() {
                         term: 2,
                         voted_for: None
                     }),
+                    snapshot: None,
                     truncate_after: Some(1),
                     append: vec![noop(2, 2)],
                 },
@@ -711,7 +720,11 @@ fn leader_with_committed_noop() -> Core {
     leader
 }
 
-fn heartbeats(commit_s2: u64, commit_s3: u64, read_round: u64) -> Vec<Effect<&'static str>> {
+fn heartbeats(
+    commit_s2: u64,
+    commit_s3: u64,
+    read_round: u64,
+) -> Vec<Effect<&'static str, &'static str>> {
     vec![
         Effect::Send {
             to: S2,
@@ -732,7 +745,7 @@ fn heartbeats(commit_s2: u64, commit_s3: u64, read_round: u64) -> Vec<Effect<&'s
     ]
 }
 
-fn heartbeat_answer(read_round: u64) -> Message<&'static str> {
+fn heartbeat_answer(read_round: u64) -> Message<&'static str, &'static str> {
     Message::HeartbeatResponse {
         term: 1,
         read_round,
@@ -971,4 +984,375 @@ fn bug_names_round_trip() {
         assert_eq!(bug.name().parse::<RaftBug>(), Ok(bug));
     }
     assert!("raft.nope".parse::<RaftBug>().is_err());
+}
+
+// ----- snapshots and InstallSnapshot ------------------------------------------------------
+
+fn snapshot(index: u64, term: u64, data: &'static str) -> Snapshot<&'static str> {
+    Snapshot { index, term, data }
+}
+
+fn snapshot_write(snapshot: Snapshot<&'static str>) -> DurableWrite<&'static str, &'static str> {
+    DurableWrite {
+        snapshot: Some(snapshot),
+        ..DurableWrite::default()
+    }
+}
+
+/// s2 or s3 of {s1, s2, s3}, a follower in term 1 (s1's vote), restarted from `snapshot`
+/// and `log`.
+fn follower_from(
+    id: NodeId,
+    snapshot: Option<Snapshot<&'static str>>,
+    log: Vec<Entry<&'static str>>,
+) -> Core {
+    let config = RaftConfig::new(id, vec![S1, S2, S3]);
+    let jitter = ScriptedTimeouts::new([], Duration::from_millis(400));
+    let hard = HardState {
+        term: 1,
+        voted_for: Some(S1),
+    };
+    let mut follower = RaftCore::restore(config, Box::new(jitter), ms(0), hard, snapshot, log);
+    follower.take_effects();
+    follower
+}
+
+#[test]
+fn a_server_snapshots_once_the_threshold_is_applied_and_drops_the_log_prefix() {
+    let mut leader = leader_with_committed_noop();
+    leader.config.snapshot_threshold = Some(2);
+    // One entry applied since the (empty) snapshot: not yet due.
+    leader.propose(ms(410), "a").unwrap();
+    leader.on_persisted(ms(411), PersistId(3));
+    leader.take_effects();
+    leader.step(
+        ms(412),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 2 },
+        },
+    );
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Apply {
+                entry: command(2, 1, "a")
+            },
+            Effect::SnapshotDue { index: 2 },
+        ]
+    );
+    // Not due twice while the application has not answered.
+    leader.propose(ms(413), "b").unwrap();
+    leader.on_persisted(ms(414), PersistId(4));
+    leader.step(
+        ms(415),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 3 },
+        },
+    );
+    assert!(
+        !leader
+            .take_effects()
+            .iter()
+            .any(|effect| matches!(effect, Effect::SnapshotDue { .. }))
+    );
+    // A snapshot of what is not applied yet is refused.
+    leader.compact(ms(416), 4, "too new");
+    assert_eq!(leader.take_effects(), vec![]);
+    assert_eq!(leader.log().snapshot_index(), 0);
+    leader.compact(ms(417), 2, "a@2");
+    assert_eq!(
+        leader.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(5),
+                write: snapshot_write(snapshot(2, 1, "a@2")),
+            },
+            Effect::Observe(Observation::SnapshotTaken { index: 2, term: 1 }),
+        ]
+    );
+    assert_eq!(leader.log().snapshot_index(), 2);
+    assert_eq!(leader.log().first_index(), 3);
+    assert_eq!(leader.log().get(2), None, "compacted");
+    assert_eq!(leader.log().get(3), Some(&command(3, 1, "b")));
+    assert_eq!(leader.log().term_at(2), Some(1));
+    assert_eq!(leader.snapshot(), Some(&snapshot(2, 1, "a@2")));
+    // An older snapshot than the one held is ignored.
+    leader.compact(ms(418), 1, "old");
+    assert_eq!(leader.take_effects(), vec![]);
+}
+
+#[test]
+fn a_restart_before_or_after_the_snapshot_write_is_durable_finds_a_whole_state() {
+    // The snapshot write was lost in the crash: the old (empty) snapshot and the whole log.
+    let log = vec![noop(1, 1), command(2, 1, "a"), command(3, 1, "b")];
+    let before = follower_from(S2, None, log);
+    assert_eq!(
+        (before.log().snapshot_index(), before.log().last_index()),
+        (0, 3)
+    );
+    assert_eq!((before.commit_index(), before.applied_index()), (0, 0));
+    // It was durable: the snapshot and the entries after it; the state machine starts at the
+    // snapshot (the driver hands it over), commit and apply from there.
+    let mut after = follower_from(S2, Some(snapshot(2, 1, "a@2")), vec![command(3, 1, "b")]);
+    assert_eq!(
+        (after.log().snapshot_index(), after.log().last_index()),
+        (2, 3)
+    );
+    assert_eq!((after.commit_index(), after.applied_index()), (2, 2));
+    after.step(
+        ms(5),
+        S1,
+        Message::Heartbeat {
+            term: 1,
+            commit: 3,
+            read_round: 0,
+        },
+    );
+    assert_eq!(
+        after.take_effects(),
+        vec![
+            Effect::Send {
+                to: S1,
+                message: heartbeat_answer(0),
+            },
+            Effect::Apply {
+                entry: command(3, 1, "b")
+            },
+            Effect::SetTimer { at: ms(405) },
+        ]
+    );
+}
+
+#[test]
+fn a_leader_sends_its_snapshot_to_a_follower_behind_it_then_entries_after_it() {
+    let mut leader = leader_with_committed_noop();
+    leader.config.snapshot_threshold = Some(1);
+    leader.propose(ms(410), "a").unwrap();
+    leader.on_persisted(ms(411), PersistId(3));
+    leader.step(
+        ms(412),
+        S2,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 2 },
+        },
+    );
+    leader.take_effects();
+    leader.compact(ms(413), 2, "a@2");
+    leader.take_effects();
+    // s3 never answered; its next probe starts before the snapshot: it gets the snapshot.
+    leader.step(ms(414), S3, heartbeat_answer(0));
+    assert_eq!(
+        leader.take_effects(),
+        vec![Effect::Send {
+            to: S3,
+            message: Message::InstallSnapshot {
+                term: 1,
+                snapshot: snapshot(2, 1, "a@2"),
+            },
+        }]
+    );
+    // Installed: s3 matches through the snapshot and is streamed what follows it.
+    leader.step(
+        ms(415),
+        S3,
+        Message::AppendEntriesResponse {
+            term: 1,
+            outcome: AppendOutcome::Accepted { match_index: 2 },
+        },
+    );
+    assert_eq!(leader.take_effects(), vec![]);
+    leader.propose(ms(416), "b").unwrap();
+    let sends: Vec<_> = leader
+        .take_effects()
+        .into_iter()
+        .filter(|effect| matches!(effect, Effect::Send { to, .. } if *to == S3))
+        .collect();
+    assert_eq!(
+        sends,
+        vec![Effect::Send {
+            to: S3,
+            message: Message::AppendEntries {
+                term: 1,
+                prev_log_index: 2,
+                prev_log_term: 1,
+                entries: vec![command(3, 1, "b")],
+                leader_commit: 2,
+            },
+        }]
+    );
+}
+
+#[test]
+fn a_follower_installs_a_snapshot_and_acknowledges_it_only_once_durable() {
+    let mut follower = follower_from(S3, None, vec![noop(1, 1)]);
+    let install = Message::InstallSnapshot {
+        term: 1,
+        snapshot: snapshot(3, 1, "c@3"),
+    };
+    follower.step(ms(5), S1, install.clone());
+    let acknowledged = Message::AppendEntriesResponse {
+        term: 1,
+        outcome: AppendOutcome::Accepted { match_index: 3 },
+    };
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: snapshot_write(snapshot(3, 1, "c@3")),
+            },
+            Effect::RestoreSnapshot {
+                snapshot: snapshot(3, 1, "c@3"),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: acknowledged.clone(),
+            },
+            Effect::SetTimer { at: ms(405) },
+        ]
+    );
+    assert_eq!(
+        (follower.log().snapshot_index(), follower.log().last_index()),
+        (3, 3)
+    );
+    assert_eq!((follower.commit_index(), follower.applied_index()), (3, 3));
+    // A crash before the write is durable: the acknowledgement was never sent, and the
+    // restarted follower has its old log; the leader sends the snapshot again.
+    let mut restarted = follower_from(S3, None, vec![noop(1, 1)]);
+    assert_eq!(restarted.log().last_index(), 1);
+    restarted.step(ms(5), S1, install.clone());
+    assert!(
+        restarted
+            .take_effects()
+            .contains(&Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: acknowledged.clone(),
+            })
+    );
+    // Once durable, a restart finds the snapshot; a copy of it arriving again is only
+    // acknowledged, and entries after it are appended.
+    let mut durable = follower_from(S3, Some(snapshot(3, 1, "c@3")), vec![]);
+    durable.step(ms(6), S1, install);
+    assert_eq!(
+        durable.take_effects(),
+        vec![
+            Effect::Send {
+                to: S1,
+                message: acknowledged,
+            },
+            Effect::SetTimer { at: ms(406) },
+        ]
+    );
+    durable.step(
+        ms(7),
+        S1,
+        Message::AppendEntries {
+            term: 1,
+            prev_log_index: 3,
+            prev_log_term: 1,
+            entries: vec![command(4, 1, "d")],
+            leader_commit: 4,
+        },
+    );
+    assert_eq!(
+        durable.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: append(vec![command(4, 1, "d")]),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: Message::AppendEntriesResponse {
+                    term: 1,
+                    outcome: AppendOutcome::Accepted { match_index: 4 },
+                },
+            },
+            Effect::Apply {
+                entry: command(4, 1, "d")
+            },
+            Effect::SetTimer { at: ms(407) },
+        ]
+    );
+}
+
+#[test]
+fn a_snapshot_keeps_the_entries_after_it_only_if_the_log_holds_its_entry() {
+    let log = vec![noop(1, 1), command(2, 1, "a"), command(3, 1, "b")];
+    // The log holds the snapshot's entry (2/1): entry 3 stays.
+    let mut holds = follower_from(S2, None, log.clone());
+    holds.step(
+        ms(5),
+        S1,
+        Message::InstallSnapshot {
+            term: 1,
+            snapshot: snapshot(2, 1, "a@2"),
+        },
+    );
+    assert_eq!(
+        (holds.log().snapshot_index(), holds.log().last_index()),
+        (2, 3)
+    );
+    assert_eq!(holds.log().get(3), Some(&command(3, 1, "b")));
+    // A leader of term 2 whose entry 2 is of term 2: the whole log goes.
+    let mut conflicts = follower_from(S2, None, log);
+    conflicts.step(
+        ms(5),
+        S1,
+        Message::InstallSnapshot {
+            term: 2,
+            snapshot: snapshot(2, 2, "x@2"),
+        },
+    );
+    assert_eq!(
+        (
+            conflicts.log().snapshot_index(),
+            conflicts.log().last_index()
+        ),
+        (2, 2)
+    );
+    assert_eq!(conflicts.log().last_term(), 2);
+}
+
+#[test]
+fn an_append_that_starts_inside_the_snapshot_is_accepted_from_after_it() {
+    let mut follower = follower_from(S2, Some(snapshot(3, 1, "c@3")), vec![]);
+    follower.step(
+        ms(5),
+        S1,
+        Message::AppendEntries {
+            term: 1,
+            prev_log_index: 1,
+            prev_log_term: 1,
+            entries: vec![command(2, 1, "a"), command(3, 1, "b"), command(4, 1, "d")],
+            leader_commit: 3,
+        },
+    );
+    assert_eq!(
+        follower.take_effects(),
+        vec![
+            Effect::Persist {
+                id: PersistId(1),
+                write: append(vec![command(4, 1, "d")]),
+            },
+            Effect::SendAfterPersist {
+                after: PersistId(1),
+                to: S1,
+                message: Message::AppendEntriesResponse {
+                    term: 1,
+                    outcome: AppendOutcome::Accepted { match_index: 4 },
+                },
+            },
+            Effect::SetTimer { at: ms(405) },
+        ]
+    );
+    assert_eq!(follower.log().last_index(), 4);
 }

@@ -52,3 +52,15 @@ impl fmt::Display for ReadRequestId {
         write!(f, "r{}", self.0)
     }
 }
+
+/// The state machine as of log entry `index`, standing in for every entry up to it: a
+/// server that holds it keeps only the entries after `index` (log compaction, Raft §7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot<S> {
+    /// The last entry the snapshot covers.
+    pub index: u64,
+    /// That entry's term (AppendEntries after the snapshot check `prev_log_term` against it).
+    pub term: u64,
+    /// The state machine's state after applying entries `1..=index` (opaque to Raft).
+    pub data: S,
+}

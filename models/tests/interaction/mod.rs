@@ -125,6 +125,11 @@ fn render_message(message: &Message<Command>) -> String {
         Message::HeartbeatResponse { term, read_round } => {
             format!("HeartbeatResponse term={term} round={read_round}")
         }
+        // The harness sets no snapshot threshold: its logs are never compacted.
+        Message::InstallSnapshot { term, snapshot } => format!(
+            "InstallSnapshot term={term} snapshot={}/{}",
+            snapshot.index, snapshot.term
+        ),
     }
 }
 
@@ -189,7 +194,7 @@ impl Interaction {
     ) -> RaftCore<Command> {
         // Every node uses the same fixed timeout: nothing campaigns unless a script says so.
         let jitter = ScriptedTimeouts::new([], Duration::from_millis(1_000));
-        RaftCore::restore(config.clone(), Box::new(jitter), now, hard_state, log)
+        RaftCore::restore(config.clone(), Box::new(jitter), now, hard_state, None, log)
     }
 
     /// Runs the effects `node` produced, rendering them into `out`.
@@ -240,6 +245,17 @@ impl Interaction {
                     writeln!(out, "{node} read {request} rejected (leader {hint})").unwrap();
                 }
                 Effect::SetTimer { at } => entry.armed_timer = Some(at),
+                Effect::SnapshotDue { index } => {
+                    writeln!(out, "{node} snapshot due at {index}").unwrap();
+                }
+                Effect::RestoreSnapshot { snapshot } => {
+                    writeln!(
+                        out,
+                        "{node} restores snapshot {}/{}",
+                        snapshot.index, snapshot.term
+                    )
+                    .unwrap();
+                }
                 Effect::Observe(observation) => {
                     let text = match observation {
                         Observation::BecameLeader { term } => {
@@ -249,6 +265,9 @@ impl Interaction {
                             format!("stepped down from term {term}")
                         }
                         Observation::TermPersisted { term } => format!("term {term} is durable"),
+                        Observation::SnapshotTaken { index, term } => {
+                            format!("took a snapshot at {index}/{term}")
+                        }
                     };
                     writeln!(out, "{node} {text}").unwrap();
                 }

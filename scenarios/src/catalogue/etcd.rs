@@ -24,6 +24,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         lease_paused_holder(),
         lease_stale_reader(),
         watch_resume(),
+        watch_after_snapshot(),
         compacted_watch(),
         cas_counter(),
     ]
@@ -239,6 +240,42 @@ fn watch_resume() -> Scenario {
             Store::Raft,
             3,
             2,
+        )
+    }
+}
+
+/// Watchers on every server while one server is cut off from the others (not from the
+/// clients) until it needs a snapshot, then healed: the watchers it serves must go on from
+/// where they were after it installs the snapshot (etcd-io/etcd#15271).
+fn watch_after_snapshot() -> Scenario {
+    let (s1, s2, s3) = (NodeId::server(0), NodeId::server(1), NodeId::server(2));
+    let cut = ScheduledFault::at(
+        1_500,
+        Fault::Partition {
+            shape: PartitionShape::Groups {
+                groups: vec![vec![s1, s2], vec![s3]],
+            },
+        },
+    )
+    .lasting(2_000);
+    Scenario {
+        workload: Workload::WatchResume(WatchResume::default()),
+        faults: FaultSource::Plan(FaultPlan::new(vec![cut])),
+        fault_phase_ms: 4_500,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 10_000,
+        tuning: Tuning {
+            snapshot_threshold: Some(5),
+            ..Tuning::default()
+        },
+        ..scenario(
+            "etcd_watch_after_snapshot",
+            "a writer and three watchers while s3 is cut off from the other servers for 2 s \
+             and they snapshot every 5 entries: s3 installs a snapshot, and the watchers it \
+             serves resume from their own next revision, every change exactly once, in order",
+            Store::Raft,
+            3,
+            4,
         )
     }
 }

@@ -208,7 +208,59 @@ pub(super) fn scenarios() -> Vec<Scenario> {
              leader must neither expire a kept lease early nor keep an abandoned one alive",
         )
     };
+    // Snapshots every few entries: servers compact their logs all the time, and a server that
+    // was down or cut off is sent a snapshot rather than the entries it missed.
+    let snapshots_swarm = Scenario {
+        faults: swarm(
+            400,
+            &[
+                FaultKind::Partition,
+                FaultKind::Crash,
+                FaultKind::Pause,
+                FaultKind::Loss,
+                FaultKind::Duplication,
+                FaultKind::Clog,
+            ],
+        ),
+        tuning: Tuning {
+            snapshot_threshold: Some(8),
+            ..Tuning::default()
+        },
+        ..kv(
+            "raft_snapshots_swarm",
+            "three servers taking a snapshot every 8 applied entries, under partitions, \
+             crashes, pauses, loss, duplication and clogs: followers that fall behind are sent \
+             snapshots",
+            3,
+        )
+    };
+    let snapshot_catch_up = Scenario {
+        faults: FaultSource::Plan(FaultPlan::new(vec![
+            ScheduledFault::at(
+                1_000,
+                sim::fault::Fault::Partition {
+                    shape: PartitionShape::Groups {
+                        groups: vec![vec![s1, s2], vec![s3]],
+                    },
+                },
+            )
+            .lasting(2_500),
+        ])),
+        fault_phase_ms: 4_000,
+        tuning: Tuning {
+            snapshot_threshold: Some(10),
+            ..Tuning::default()
+        },
+        ..kv(
+            "raft_snapshot_catch_up",
+            "s3 cut off from the other servers (not from the clients) for 2.5 s while they \
+             snapshot every 10 entries: it catches up by InstallSnapshot and agrees",
+            3,
+        )
+    };
     vec![
+        snapshots_swarm,
+        snapshot_catch_up,
         leases_swarm,
         leases_elections,
         Scenario {

@@ -176,6 +176,14 @@ pub enum ProtocolEvent {
         /// Term or epoch of that entry.
         term: u64,
     },
+    /// This node took a snapshot of its state machine at `index` and compacted its log
+    /// through it (Raft log compaction). Its state machine is unchanged.
+    SnapshotTaken {
+        /// Log index the snapshot covers.
+        index: u64,
+        /// Term of that entry.
+        term: u64,
+    },
     /// A session (ZooKeeper) or lease (etcd) expired on this node's authority.
     SessionExpired {
         /// Session or lease id.
