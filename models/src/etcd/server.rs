@@ -39,12 +39,37 @@ use sim::{
 };
 use std::{collections::BTreeMap, sync::Arc, task::Poll};
 
-/// What a Raft log entry of the store carries: shared, so AppendEntries clone cheaply.
-pub type LogCommand = Arc<StoreCommand>;
+/// What a Raft log entry of the store carries: shared, so AppendEntries clone cheaply, and
+/// digested once when proposed, since every replica records the digest of every entry it
+/// applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogCommand(Arc<DigestedCommand>);
+
+#[derive(Debug, PartialEq, Eq)]
+struct DigestedCommand {
+    command: StoreCommand,
+    digest: u64,
+}
+
+impl LogCommand {
+    /// Wraps `command` for the log, computing its digest.
+    pub fn new(command: StoreCommand) -> Self {
+        let digest = command.digest();
+        Self(Arc::new(DigestedCommand { command, digest }))
+    }
+}
+
+impl std::ops::Deref for LogCommand {
+    type Target = StoreCommand;
+
+    fn deref(&self) -> &StoreCommand {
+        &self.0.command
+    }
+}
 
 impl RaftCommand for LogCommand {
     fn digest(&self) -> u64 {
-        StoreCommand::digest(self)
+        self.0.digest
     }
 }
 
@@ -355,7 +380,7 @@ impl Server {
     }
 
     fn propose(&mut self, connection: u64, request_id: u64, command: StoreCommand) {
-        match self.raft.propose(Arc::new(command)) {
+        match self.raft.propose(LogCommand::new(command)) {
             Ok(slot) => {
                 self.proposals.insert(
                     slot.index,
@@ -606,7 +631,7 @@ impl Server {
                     renewals: record.renewals,
                 };
                 // Not leading any more: the demotion that follows forgets the deadline.
-                let _ = self.raft.propose(Arc::new(command));
+                let _ = self.raft.propose(LogCommand::new(command));
             }
         }
         if now >= self.next_checkpoint {
@@ -615,7 +640,7 @@ impl Server {
             if !remaining.is_empty() {
                 let _ = self
                     .raft
-                    .propose(Arc::new(StoreCommand::LeaseCheckpoint { remaining }));
+                    .propose(LogCommand::new(StoreCommand::LeaseCheckpoint { remaining }));
             }
         }
     }
