@@ -891,9 +891,237 @@ fn bad_configurations_are_typed_errors() {
     );
     assert_eq!(
         "zab.nope".parse::<ZabBug>().unwrap_err().to_string(),
-        "unknown ZAB bug `zab.nope` (expected one of: zab.epoch_not_persisted, zab.diff_without_trunc, zab.last_processed_zxid_on_diff, zab.ack_newleader_before_persist, zab.sync_not_quorum, zab.reconnect_ignores_last_zxid)"
+        "unknown ZAB bug `zab.nope` (expected one of: zab.epoch_not_persisted, zab.diff_without_trunc, zab.last_processed_zxid_on_diff, zab.ack_newleader_before_persist, zab.sync_not_quorum, zab.reconnect_ignores_last_zxid, zab.setcurrentepoch_on_uptodate, zab.fle_nontransitive_order, zab.snap_zxid_below_log_tail)"
     );
     for bug in ZabBug::ALL {
         assert_eq!(bug.name().parse::<ZabBug>(), Ok(bug));
+    }
+}
+
+/// s1 follows s3 into epoch 1 up to the NEWLEADER of a synced history ending at (0, 1);
+/// returns s1 with the effects of the NEWLEADER taken.
+fn follower_at_new_leader(bugs: KnownBugs) -> (Core, Vec<Effect<Sequence, ()>>) {
+    let mut config = config(S1, 3);
+    config.bugs = bugs;
+    let mut s1 = Core::new(config).unwrap();
+    s1.start(ms(0));
+    s1.on_notification(ms(1), S3, looking(1, 0, Zxid::ZERO, S3));
+    s1.tick(ms(50));
+    s1.on_link_up(ms(51), Link(1), S3, LinkDirection::Outbound);
+    s1.on_message(ms(52), Link(1), Message::NewEpoch { epoch: 1 });
+    s1.on_persisted(ms(53), PersistToken(1));
+    s1.on_message(
+        ms(54),
+        Link(1),
+        Message::Sync {
+            mode: SyncMode::Diff,
+            entries: vec![entry(0, 1, 5)],
+        },
+    );
+    s1.take_effects();
+    s1.on_message(
+        ms(55),
+        Link(1),
+        Message::NewLeader {
+            epoch: 1,
+            last_zxid: Zxid::new(0, 1),
+        },
+    );
+    let effects = s1.take_effects();
+    (s1, effects)
+}
+
+/// Known bug zab.setcurrentepoch_on_uptodate (ZOOKEEPER-1282): the correct follower writes
+/// the new current epoch with the synced history and ACKs NEWLEADER once both are durable;
+/// the buggy one ACKs with its old current epoch still in memory and on disk, and takes
+/// the new one only on UPTODATE. A crash between the two leaves it with epoch 0 on disk.
+#[test]
+fn setcurrentepoch_on_uptodate_acks_newleader_with_the_old_epoch() {
+    let ack_newleader = || {
+        send(
+            1,
+            Message::Ack {
+                kind: AckKind::NewLeader,
+                zxid: Zxid::new(0, 1),
+            },
+        )
+    };
+    let (mut correct, effects) = follower_at_new_leader(KnownBugs::none());
+    assert_eq!(
+        effects,
+        vec![Effect::Persist(Write::CurrentEpoch(1)), sync(2)]
+    );
+    assert_eq!(correct.current_epoch(), 1);
+    correct.on_persisted(ms(56), PersistToken(2));
+    assert_eq!(
+        correct.take_effects(),
+        vec![
+            Effect::Record(ProtocolEvent::TermChanged { term: 1 }),
+            ack_newleader()
+        ]
+    );
+
+    let (mut bugged, effects) =
+        follower_at_new_leader(KnownBugs::only(ZabBug::SetCurrentEpochOnUpToDate));
+    assert_eq!(effects, vec![sync(2)], "no current epoch written");
+    bugged.on_persisted(ms(56), PersistToken(2));
+    assert_eq!(bugged.take_effects(), vec![ack_newleader()]);
+    assert_eq!(bugged.current_epoch(), 0, "acknowledged with the old epoch");
+    bugged.on_message(
+        ms(57),
+        Link(1),
+        Message::UpToDate {
+            committed: Zxid::new(0, 1),
+        },
+    );
+    let [record, applied] = applied(Zxid::new(0, 1), 5, 1);
+    assert_eq!(
+        bugged.take_effects(),
+        vec![
+            Effect::Persist(Write::CurrentEpoch(1)),
+            sync(3),
+            record,
+            applied,
+            Effect::Serve(Serving::AsFollower {
+                leader: S3,
+                epoch: 1
+            }),
+        ]
+    );
+    assert_eq!(bugged.current_epoch(), 1);
+}
+
+/// A looking server of epoch `epoch` with an empty log, in round 1, its own notifications
+/// taken.
+fn looking_server(me: NodeId, epoch: u32, bugs: KnownBugs) -> Core {
+    let mut config = config(me, 3);
+    config.bugs = bugs;
+    let mut core = Core::restore(config, disk(epoch, vec![])).unwrap();
+    core.start(ms(0));
+    core.take_effects();
+    core
+}
+
+/// Known bug zab.fle_nontransitive_order (ZOOKEEPER-1419): s2 (epoch 2) and s3 (epoch 1)
+/// have equal (empty) logs. Correctly, s2's vote is the better one: s3 adopts it and s2
+/// keeps its own. With the bug, s3's vote also beats s2's (equal zxids, higher id), so s2
+/// adopts s3's vote while s3 adopts s2's: each tells everyone the other's vote, and the
+/// votes swap instead of agreeing.
+#[test]
+fn fle_nontransitive_order_swaps_votes_between_epochs() {
+    let s2_vote = looking(1, 2, Zxid::ZERO, S2);
+    let s3_vote = looking(1, 1, Zxid::ZERO, S3);
+    let told = |notification: Notification, to: [NodeId; 2]| -> Vec<Effect<Sequence, ()>> {
+        to.into_iter()
+            .map(|to| Effect::Notify { to, notification })
+            .collect()
+    };
+    for bugs in [
+        KnownBugs::none(),
+        KnownBugs::only(ZabBug::FleNontransitiveOrder),
+    ] {
+        let buggy = bugs.has(ZabBug::FleNontransitiveOrder);
+        let mut s2 = looking_server(S2, 2, bugs.clone());
+        let mut s3 = looking_server(S3, 1, bugs);
+        s3.on_notification(ms(1), S2, s2_vote);
+        assert_eq!(
+            s3.take_effects(),
+            told(looking(1, 2, Zxid::ZERO, S2), [S1, S2]),
+            "the newer epoch wins (bug: {buggy})"
+        );
+        s2.on_notification(ms(1), S3, s3_vote);
+        if buggy {
+            assert_eq!(
+                s2.take_effects(),
+                told(looking(1, 1, Zxid::ZERO, S3), [S1, S3]),
+                "the older epoch's vote wins by id"
+            );
+        } else {
+            assert_eq!(s2.take_effects(), vec![], "an older epoch's vote loses");
+        }
+    }
+}
+
+/// Known bug zab.snap_zxid_below_log_tail (ZOOKEEPER-2832): s1 logged (1,3), never
+/// committed; the leader of epoch 3 sends it a SNAP at (1,2) and (2,1) after it. The
+/// correct follower replaces its snapshot and empties its log on disk; the buggy one only
+/// replaces the snapshot, so once it restarts from that disk (the log read on from the
+/// snapshot's zxid, as ZooKeeper loads it) the dead (1,3) is back in its history.
+#[test]
+fn snap_zxid_below_log_tail_keeps_the_dead_entry_on_disk() {
+    let old_log = vec![entry(1, 1, 10), entry(1, 2, 20), entry(1, 3, 666)];
+    let snapshot = (Zxid::new(1, 2), vec![10, 20]);
+    for bugs in [
+        KnownBugs::none(),
+        KnownBugs::only(ZabBug::SnapZxidBelowLogTail),
+    ] {
+        let buggy = bugs.has(ZabBug::SnapZxidBelowLogTail);
+        let mut config = config(S1, 3);
+        config.bugs = bugs;
+        let mut s1 = Core::restore(config.clone(), disk(1, old_log.clone())).unwrap();
+        s1.start(ms(0));
+        s1.on_notification(ms(1), S3, looking(1, 2, Zxid::new(2, 1), S3));
+        s1.tick(ms(50));
+        s1.on_link_up(ms(51), Link(1), S3, LinkDirection::Outbound);
+        s1.on_message(ms(52), Link(1), Message::NewEpoch { epoch: 3 });
+        s1.on_persisted(ms(53), PersistToken(1));
+        s1.take_effects();
+        s1.on_message(
+            ms(54),
+            Link(1),
+            Message::Sync {
+                mode: SyncMode::Snap {
+                    zxid: snapshot.0,
+                    snapshot: snapshot.1.clone(),
+                },
+                entries: vec![entry(2, 1, 99)],
+            },
+        );
+        let written = if buggy {
+            Write::ReplaceSnapshot {
+                zxid: snapshot.0,
+                snapshot: snapshot.1.clone(),
+            }
+        } else {
+            Write::InstallSnapshot {
+                zxid: snapshot.0,
+                snapshot: snapshot.1.clone(),
+            }
+        };
+        assert_eq!(
+            s1.take_effects(),
+            vec![
+                Effect::Persist(written),
+                Effect::Record(ProtocolEvent::SnapshotInstalled {
+                    index: snapshot.0.as_u64(),
+                    term: 1
+                }),
+                Effect::Persist(Write::Append(entry(2, 1, 99))),
+            ]
+        );
+        assert_eq!(s1.log(), &[entry(2, 1, 99)], "in memory, both are right");
+        // What the disk holds after those writes, and the server restarted from it.
+        let disk_log = if buggy {
+            [old_log.clone(), vec![entry(2, 1, 99)]].concat()
+        } else {
+            vec![entry(2, 1, 99)]
+        };
+        let restarted = Core::restore(
+            config,
+            PersistentState {
+                accepted_epoch: Some(3),
+                current_epoch: Some(1),
+                snapshot: Some(snapshot.clone()),
+                log: disk_log,
+            },
+        )
+        .unwrap();
+        let expected = if buggy {
+            vec![Zxid::new(1, 3), Zxid::new(2, 1)]
+        } else {
+            vec![Zxid::new(2, 1)]
+        };
+        let zxids: Vec<Zxid> = restarted.log().iter().map(|e| e.zxid).collect();
+        assert_eq!(zxids, expected, "bug: {buggy}");
     }
 }

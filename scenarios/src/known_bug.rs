@@ -145,7 +145,12 @@ pub struct KnownBugCase {
 /// under leader changes, and election waiters watching from a compaction revision.
 ///
 /// The ZAB bounds come from sweeps of 50 seeds: within its bound, each check fires on
-/// several seeds (the test prints how many), not on one lucky seed.
+/// several seeds (the test prints how many), not on one lucky seed. (The two added later
+/// were swept over 20: `zab.setcurrentepoch_on_uptodate` fires `zk.write_durability` on
+/// seeds 5 and 14 of `zab_rejoin_crash`'s first 20; `zab.snap_zxid_below_log_tail` fires
+/// `protocol.replica_prefix` on 18 of its trace's first 20.) `zab.fle_nontransitive_order`
+/// has no row: what catches it is the liveness verdict, no check; its trace's test,
+/// `zab_known_bugs.rs`, asserts that verdict.
 pub fn table() -> Vec<KnownBugCase> {
     use models::{raft::RaftBug as R, zab::ZabBug as Z};
     let case = |bug, scenario, check, seeds, source| KnownBugCase {
@@ -291,6 +296,23 @@ pub fn table() -> Vec<KnownBugCase> {
             "zab_cut_off_leader_readers_join",
             "zk.session_consistency",
             20,
+        ),
+        // The rejoining follower ACKs NEWLEADER and a write with its old current epoch;
+        // it crashes with the leader before UPTODATE's epoch is durable, and the stalled
+        // follower, of the newer epoch but without the write, wins the next election.
+        zab(
+            Z::SetCurrentEpochOnUpToDate,
+            "zab_rejoin_crash",
+            "zk.write_durability",
+            20,
+        ),
+        // The old leader's dead write survives the SNAP on its disk; after two leader
+        // changes it leads and commits it (the trace is exact but for a few seeds' timing).
+        zab(
+            Z::SnapZxidBelowLogTail,
+            "zab_trace_snap_zxid_below_log_tail",
+            "protocol.replica_prefix",
+            5,
         ),
         recipe(
             RecipeBug::NoFencing,

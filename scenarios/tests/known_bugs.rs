@@ -125,6 +125,8 @@ known_bug_tests! {
     zab_ack_newleader_before_persist => "zab.ack_newleader_before_persist",
     zab_sync_not_quorum => "zab.sync_not_quorum",
     zab_reconnect_ignores_last_zxid => "zab.reconnect_ignores_last_zxid",
+    zab_setcurrentepoch_on_uptodate => "zab.setcurrentepoch_on_uptodate",
+    zab_snap_zxid_below_log_tail => "zab.snap_zxid_below_log_tail",
     recipe_no_fencing => "recipe.no_fencing",
     recipe_trust_local_state_after_expiry => "recipe.trust_local_state_after_expiry",
     etcd_mutex_no_postwait_check => "etcd_mutex.no_postwait_check",

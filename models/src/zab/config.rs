@@ -35,17 +35,37 @@ pub enum ZabBug {
     /// `ZooKeeperServer.processConnectRequest` ("Refusing session request for client … as it
     /// has seen zxid … our last zxid is …"), which the correct model makes.
     ReconnectIgnoresLastZxid,
+    /// `zab.setcurrentepoch_on_uptodate` (ZOOKEEPER-1282, 1291): a follower makes the new
+    /// epoch its current epoch (in memory and on disk) only on UPTODATE, not before it
+    /// acknowledges NEWLEADER. A follower that crashes in between restarts with its old
+    /// current epoch and a history of the new one, so its election vote is lower than a
+    /// server with the new epoch and less history, which can win and truncate it.
+    SetCurrentEpochOnUpToDate,
+    /// `zab.fle_nontransitive_order` (ZOOKEEPER-1419): fast leader election's vote
+    /// comparison (`totalOrderPredicate`) lets the server-id tie-break win on equal zxids
+    /// without asking for equal epochs, so a vote of an older epoch from a higher server
+    /// beats a newer epoch's vote and is beaten by it: the order is not total, and servers
+    /// with mixed epochs and equal zxids keep switching votes instead of agreeing.
+    FleNontransitiveOrder,
+    /// `zab.snap_zxid_below_log_tail` (ZOOKEEPER-2832): a follower synced by SNAP replaces
+    /// its snapshot but leaves its transaction log on disk as it was, so an uncommitted
+    /// entry it logged past the snapshot's zxid is still there; after a restart it reads the
+    /// log on from the snapshot's zxid, and the never-committed entry is back in its history.
+    SnapZxidBelowLogTail,
 }
 
 impl ZabBug {
     /// Every known bug.
-    pub const ALL: [ZabBug; 6] = [
+    pub const ALL: [ZabBug; 9] = [
         ZabBug::EpochNotPersisted,
         ZabBug::DiffWithoutTrunc,
         ZabBug::LastProcessedZxidOnDiff,
         ZabBug::AckNewLeaderBeforePersist,
         ZabBug::SyncNotQuorum,
         ZabBug::ReconnectIgnoresLastZxid,
+        ZabBug::SetCurrentEpochOnUpToDate,
+        ZabBug::FleNontransitiveOrder,
+        ZabBug::SnapZxidBelowLogTail,
     ];
 
     /// The stable name, e.g. `zab.epoch_not_persisted`.
@@ -57,6 +77,9 @@ impl ZabBug {
             ZabBug::AckNewLeaderBeforePersist => "zab.ack_newleader_before_persist",
             ZabBug::SyncNotQuorum => "zab.sync_not_quorum",
             ZabBug::ReconnectIgnoresLastZxid => "zab.reconnect_ignores_last_zxid",
+            ZabBug::SetCurrentEpochOnUpToDate => "zab.setcurrentepoch_on_uptodate",
+            ZabBug::FleNontransitiveOrder => "zab.fle_nontransitive_order",
+            ZabBug::SnapZxidBelowLogTail => "zab.snap_zxid_below_log_tail",
         }
     }
 
@@ -71,6 +94,9 @@ impl ZabBug {
             ZabBug::ReconnectIgnoresLastZxid => {
                 "ablation of ZooKeeperServer.processConnectRequest's last-zxid check"
             }
+            ZabBug::SetCurrentEpochOnUpToDate => "ZOOKEEPER-1282, ZOOKEEPER-1291",
+            ZabBug::FleNontransitiveOrder => "ZOOKEEPER-1419",
+            ZabBug::SnapZxidBelowLogTail => "ZOOKEEPER-2832",
         }
     }
 }

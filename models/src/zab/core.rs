@@ -161,12 +161,24 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             accepted_epoch,
             current_epoch,
             snapshot,
-            log,
+            mut log,
         } = disk;
         let (machine, base) = match &snapshot {
             Some((zxid, state)) => (S::restore(state), *zxid),
             None => (S::default(), Zxid::ZERO),
         };
+        // As ZooKeeper loads its database: the log is read on from the snapshot's zxid, each
+        // record after the last one taken. A log this model wrote is already so (the
+        // snapshot write empties it); one that `zab.snap_zxid_below_log_tail` left behind
+        // is not, and what survives here is what ZooKeeper would replay.
+        let mut last = base;
+        log.retain(|entry| {
+            let next = entry.zxid > last;
+            if next {
+                last = entry.zxid;
+            }
+            next
+        });
         let last_logged = log.last().map_or(base, |entry| entry.zxid);
         let (accepted_epoch, current_epoch) = if config.bugs.has(ZabBug::EpochNotPersisted) {
             // ZOOKEEPER-335: before acceptedEpoch/currentEpoch files existed, the epoch was

@@ -30,6 +30,14 @@ pub enum Write<S: StateMachine> {
         /// Records to keep.
         keep: usize,
     },
+    /// Replace the snapshot, leaving the log as it is: on loading, the log is read on from
+    /// the snapshot's zxid (the write of `zab.snap_zxid_below_log_tail`).
+    ReplaceSnapshot {
+        /// The snapshot's last zxid.
+        zxid: Zxid,
+        /// The state.
+        snapshot: S::Snapshot,
+    },
     /// Replace the snapshot and empty the log (the log continues after the snapshot).
     InstallSnapshot {
         /// The snapshot's last zxid.

@@ -9,6 +9,7 @@
 //! agree and the leader itself says it leads.
 
 use super::{
+    config::ZabBug,
     core::{Role, ZabCore},
     effect::Effect,
     message::{Notification, PeerState, Vote},
@@ -72,6 +73,19 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
     }
 
+    /// Whether `new` is a better vote than `current` (ZooKeeper's `totalOrderPredicate`):
+    /// a higher epoch, then a higher last zxid, then a higher server id.
+    fn beats(&self, new: Vote, current: Vote) -> bool {
+        if self.has_bug(ZabBug::FleNontransitiveOrder) {
+            // ZOOKEEPER-1419: the id tie-break asks for equal zxids but not equal epochs.
+            new.epoch > current.epoch
+                || (new.epoch == current.epoch && new.zxid > current.zxid)
+                || (new.zxid == current.zxid && new.leader > current.leader)
+        } else {
+            new > current
+        }
+    }
+
     fn broadcast_notification(&mut self) {
         let notification = self.my_notification();
         for index in 0..self.config.ensemble.len() {
@@ -95,7 +109,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 if n.round > self.round {
                     // A newer round: forget this round's votes, vote afresh.
                     self.round = n.round;
-                    self.vote = n.vote.max(self.own_vote());
+                    let own = self.own_vote();
+                    self.vote = if self.beats(n.vote, own) { n.vote } else { own };
                     let (me, vote) = (self.config.me, self.vote);
                     let election = self.election_mut();
                     election.received.clear();
@@ -110,7 +125,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                         notification: reply,
                     });
                     return;
-                } else if n.vote > self.vote {
+                } else if self.beats(n.vote, self.vote) {
                     self.vote = n.vote;
                     let (me, vote) = (self.config.me, self.vote);
                     let election = self.election_mut();

@@ -4,7 +4,7 @@
 //! Durability rules (each one is a known bug when broken, see [`super::ZabBug`]):
 //! - the new epoch is persisted as accepted before ACKEPOCH (ZOOKEEPER-335);
 //! - the synced history and the current epoch are durable before NEWLEADER is ACKed
-//!   (ZOOKEEPER-3911);
+//!   (ZOOKEEPER-3911; the epoch taken only on UPTODATE is ZOOKEEPER-1282);
 //! - a proposal is durable before it is ACKed (ACKs are cumulative).
 
 use super::{
@@ -127,6 +127,14 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 self.on_new_leader(now, epoch, last_zxid)
             }
             (FollowerPhase::AwaitingUpToDate, PeerMessage::UpToDate { committed }) => {
+                if self.has_bug(ZabBug::SetCurrentEpochOnUpToDate) {
+                    // ZOOKEEPER-1282: the current epoch is taken only now, after NEWLEADER
+                    // was acknowledged (and proposals of the new epoch perhaps logged).
+                    let epoch = self.follower_mut().new_epoch;
+                    if self.adopt_current_epoch(epoch) {
+                        self.sync_then(&[AfterPersist::EpochDurable(epoch)]);
+                    }
+                }
                 self.committed = self.committed.max(committed);
                 self.apply_committed();
                 let follower = self.follower_mut();
@@ -256,10 +264,18 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 self.last_applied = zxid;
                 self.committed = zxid;
                 self.log.clear();
-                self.persist(Write::InstallSnapshot {
-                    zxid,
-                    snapshot: snapshot.clone(),
-                });
+                if self.has_bug(ZabBug::SnapZxidBelowLogTail) {
+                    // ZOOKEEPER-2832: the snapshot is written, the old log left on disk.
+                    self.persist(Write::ReplaceSnapshot {
+                        zxid,
+                        snapshot: snapshot.clone(),
+                    });
+                } else {
+                    self.persist(Write::InstallSnapshot {
+                        zxid,
+                        snapshot: snapshot.clone(),
+                    });
+                }
                 self.snapshot = Some((zxid, snapshot));
                 self.record(ProtocolEvent::SnapshotInstalled {
                     index: zxid.as_u64(),
@@ -285,15 +301,13 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
         let follower = self.follower_mut();
         follower.phase = FollowerPhase::AwaitingUpToDate;
-        self.current_epoch = epoch;
-        let persist_epoch = !self.has_bug(ZabBug::EpochNotPersisted);
-        if persist_epoch {
-            self.persist(Write::CurrentEpoch(epoch));
-        } else {
-            self.record(ProtocolEvent::TermChanged {
-                term: u64::from(epoch),
-            });
+        if self.has_bug(ZabBug::SetCurrentEpochOnUpToDate) {
+            // ZOOKEEPER-1282: the synced history is made durable and acknowledged, but the
+            // current epoch stays the old one until UPTODATE.
+            self.sync_then(&[AfterPersist::AckNewLeader(last_zxid)]);
+            return;
         }
+        let persist_epoch = self.adopt_current_epoch(epoch);
         if self.has_bug(ZabBug::AckNewLeaderBeforePersist) {
             // ZOOKEEPER-3911: acknowledge first, make durable later.
             self.follower_ack_new_leader(last_zxid);
@@ -310,6 +324,22 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         } else {
             self.sync_then(&[AfterPersist::AckNewLeader(last_zxid)]);
         }
+    }
+
+    /// Makes `epoch` the current epoch and writes it to disk (unless the epoch is not
+    /// persisted at all, `zab.epoch_not_persisted`: then it is only recorded). Returns
+    /// whether it was written; the caller asks for the sync.
+    fn adopt_current_epoch(&mut self, epoch: u32) -> bool {
+        self.current_epoch = epoch;
+        let persist_epoch = !self.has_bug(ZabBug::EpochNotPersisted);
+        if persist_epoch {
+            self.persist(Write::CurrentEpoch(epoch));
+        } else {
+            self.record(ProtocolEvent::TermChanged {
+                term: u64::from(epoch),
+            });
+        }
+        persist_epoch
     }
 
     pub(super) fn follower_ack_new_leader(&mut self, zxid: Zxid) {

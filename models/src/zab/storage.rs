@@ -39,6 +39,7 @@ impl<S: StateMachine> ZabFiles<S> {
             Write::CurrentEpoch(epoch) => self.current_epoch.set(epoch),
             Write::Append(entry) => self.log.push(entry),
             Write::TruncateLog { keep } => self.log.truncate(keep),
+            Write::ReplaceSnapshot { zxid, snapshot } => self.snapshot.set((zxid, snapshot)),
             Write::InstallSnapshot { zxid, snapshot } => {
                 self.snapshot.set((zxid, snapshot));
                 self.log.truncate(0);

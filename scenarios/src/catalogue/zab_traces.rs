@@ -38,6 +38,8 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         ack_newleader_before_persist(),
         sync_not_quorum(),
         reconnect_ignores_last_zxid(),
+        fle_nontransitive_order(),
+        snap_zxid_below_log_tail(),
     ]
 }
 
@@ -289,4 +291,93 @@ fn reconnect_ignores_last_zxid() -> Scenario {
     );
     deposed.tuning.sync_limit_ticks = Some(30);
     deposed
+}
+
+/// When the two servers of epoch 2 crash in `fle_nontransitive_order`.
+const EPOCH_TWO_CRASH_AT_MS: u64 = 2_500;
+/// When all three restart in `fle_nontransitive_order`.
+const ALL_RESTART_AT_MS: u64 = 2_700;
+
+/// ZOOKEEPER-1419: the first leader s3 crashes before anything is logged; s1 and s2
+/// establish epoch 2, log nothing in it, and crash too; all three restart together, s1 and
+/// s2 with current epoch 2, s3 with epoch 1, every log empty (equal zxids). The correct
+/// order elects s2 (the newest epoch, then the higher id). With the bug s3's vote beats
+/// both others' by the id tie-break and is beaten by them by epoch, so the votes keep
+/// changing hands and, within the liveness bound, no leader is elected: the client's
+/// session, opened only after the restart, never gets a server.
+fn fle_nontransitive_order() -> Scenario {
+    let mut mixed = trace(
+        "zab_trace_fle_nontransitive_order",
+        "the first leader s3 crashes 1 s in with nothing logged; s1 and s2 establish \
+         epoch 2 and crash at 2.5 s with nothing logged in it; all three restart at 2.7 s \
+         (epochs 2, 2 and 1, empty logs); c1 connects at 3.5 s and writes",
+        1,
+        vec![
+            connect(3_500, C1, &[], 4_000),
+            create(3_500, C1, "/x", "after the restart", CreateMode::Persistent),
+        ],
+        vec![
+            ScheduledFault::at(1_000, crash(S3)).lasting(ALL_RESTART_AT_MS - 1_000),
+            ScheduledFault::at(EPOCH_TWO_CRASH_AT_MS, crash(S1))
+                .lasting(ALL_RESTART_AT_MS - EPOCH_TWO_CRASH_AT_MS),
+            ScheduledFault::at(EPOCH_TWO_CRASH_AT_MS, crash(S2))
+                .lasting(ALL_RESTART_AT_MS - EPOCH_TWO_CRASH_AT_MS),
+        ],
+        0,
+    );
+    mixed.liveness_bound_ms = 5_000;
+    mixed
+}
+
+/// When every server crashes (and 0.2 s later restarts) in `snap_zxid_below_log_tail`: s3,
+/// down since its ghost write, comes back with the others.
+const FIRST_CHANGE_AT_MS: u64 = 3_500;
+/// When the leader of the third epoch and s3, synced by it, crash (0.3 s).
+const SECOND_CHANGE_AT_MS: u64 = 5_500;
+
+/// ZOOKEEPER-2832: the leader s3, stranded with its client, logs a write nobody else gets
+/// and crashes; s1 and s2 commit writes in epoch 2. Every server restarts: s2 leads epoch
+/// 3 from its disk, having applied nothing yet, and s3, whose history holds the dead write
+/// and is too far behind for a DIFF (the DIFF window is one transaction), gets a SNAP at
+/// zxid 0 with the whole history after it. Then s2 and s3 crash and restart; s3, the
+/// highest server with the longest history, leads epoch 4. The correct s3 dropped its old
+/// log with the SNAP; with the bug the dead write was still on its disk, back in its
+/// history after the restart, and s3 commits it: replicas apply different sequences.
+fn snap_zxid_below_log_tail() -> Scenario {
+    let mut snapped = trace(
+        "zab_trace_snap_zxid_below_log_tail",
+        "the leader s3, stranded with c1, logs c1's write and crashes before anyone else sees \
+         it; s1 and s2 commit two writes in epoch 2; at 3.5 s every server crashes and 0.2 s \
+         later restarts (s2 leads, s3 is synced by SNAP); at 5.5 s s2 and s3 crash and 0.3 s \
+         later restart (s3 leads); one more write; a DIFF window of one transaction",
+        2,
+        vec![
+            connect(1_000, C1, &[S3], 2_000),
+            create(1_000, C1, "/x", "0", CreateMode::Persistent),
+            set(1_000, C1, "/x", "1").waiting(Wait::Answer),
+            set(1_300, C1, "/x", "ghost").waiting(Wait::Nothing),
+            connect(1_400, C2, &[S1, S2], 4_000),
+            set(1_400, C2, "/x", "after-1").waiting(Wait::Answer),
+            set(1_400, C2, "/x", "after-2").waiting(Wait::Answer),
+            set(SECOND_CHANGE_AT_MS + 1_000, C2, "/x", "after-3").waiting(Wait::Answer),
+        ],
+        vec![
+            ScheduledFault::at(
+                1_290,
+                partition(PartitionShape::Strand {
+                    node: Target::Leader,
+                    with: vec![C1],
+                }),
+            )
+            .lasting(100),
+            ScheduledFault::at(1_340, crash(S3)).lasting(FIRST_CHANGE_AT_MS + 200 - 1_340),
+            ScheduledFault::at(FIRST_CHANGE_AT_MS, crash(S1)).lasting(200),
+            ScheduledFault::at(FIRST_CHANGE_AT_MS, crash(S2)).lasting(200),
+            ScheduledFault::at(SECOND_CHANGE_AT_MS, crash(S2)).lasting(300),
+            ScheduledFault::at(SECOND_CHANGE_AT_MS, crash(S3)).lasting(300),
+        ],
+        0,
+    );
+    snapped.tuning.diff_window = Some(1);
+    snapped
 }
