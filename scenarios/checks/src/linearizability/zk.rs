@@ -409,9 +409,14 @@ impl Model for ZkModel {
     }
 }
 
+/// Whether `path` is `prefix` with a sequence appended: `%010d` of ZooKeeper's signed
+/// counter, so ten digits, or after the counter wraps a minus sign and nine or ten.
 fn is_sequential_name(path: &str, prefix: &str) -> bool {
-    path.strip_prefix(prefix)
-        .is_some_and(|suffix| suffix.len() == 10 && suffix.bytes().all(|b| b.is_ascii_digit()))
+    path.strip_prefix(prefix).is_some_and(|suffix| {
+        let digits = suffix.strip_prefix('-').unwrap_or(suffix);
+        let width_fits = suffix.len() == 10 || (suffix.len() == 11 && digits.len() == 10);
+        width_fits && digits.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// The paths the check must leave out, with why.
@@ -822,4 +827,19 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
         }
     }
     (model, checked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_sequential_name;
+
+    #[test]
+    fn sequential_names_are_recognised_on_both_sides_of_the_counters_wrap() {
+        assert!(is_sequential_name("/q/n-0000000012", "/q/n-"));
+        assert!(is_sequential_name("/q/n--000000015", "/q/n-"));
+        assert!(is_sequential_name("/q/n--2147483648", "/q/n-"));
+        assert!(!is_sequential_name("/q/n-12", "/q/n-"));
+        assert!(!is_sequential_name("/q/n-00000000012", "/q/n-"));
+        assert!(!is_sequential_name("/q/m-0000000012", "/q/n-"));
+    }
 }
