@@ -23,7 +23,7 @@ use super::{
     model::{Model, Operation, OperationHistory, Outcome, partition_by_key},
     register::Interner,
 };
-use crate::history::zk::{ZkOp, parent_of, preceding_syncs, zk_operations};
+use crate::history::zk::{ZkOp, parent_of, preceding_syncs, sequence_appended, zk_operations};
 use sim::history::{
     History, OpError, OpResult, Response,
     zk::{CreateMode, Stat, ZkError, ZkOperation, ZkResponse},
@@ -409,14 +409,9 @@ impl Model for ZkModel {
     }
 }
 
-/// Whether `path` is `prefix` with a sequence appended: `%010d` of ZooKeeper's signed
-/// counter, so ten digits, or after the counter wraps a minus sign and nine or ten.
+/// Whether `path` is `prefix` with a sequence appended (before or past the counter's wrap).
 fn is_sequential_name(path: &str, prefix: &str) -> bool {
-    path.strip_prefix(prefix).is_some_and(|suffix| {
-        let digits = suffix.strip_prefix('-').unwrap_or(suffix);
-        let width_fits = suffix.len() == 10 || (suffix.len() == 11 && digits.len() == 10);
-        width_fits && digits.bytes().all(|b| b.is_ascii_digit())
-    })
+    sequence_appended(prefix, path).is_some()
 }
 
 /// The paths the check must leave out, with why.

@@ -6,8 +6,9 @@
 //!
 //! The counter is a signed integer of [`crate::CheckContext::sequence_counter_bits`] bits
 //! (ZooKeeper's 32, or fewer in a scenario that makes it wrap within the run), formatted
-//! `%010d`, and it wraps from its largest value to its smallest (ZOOKEEPER-2944): `…-2147483647`
-//! is followed by `…-2147483648`. So "larger" is along the counter, unwrapped: each parent's
+//! `%010d` after the path the create asked for, and it wraps from its largest value to its
+//! smallest (ZOOKEEPER-2944): `n-2147483647` is followed by `n--2147483648`. So "larger" is
+//! along the counter, unwrapped: each parent's
 //! sequences, in the order their creates were acknowledged, are counted on from the one
 //! before by the shortest way round the counter (less than half its range: the check
 //! assumes no two creates acknowledged one after the other are half the range apart). A
@@ -17,7 +18,7 @@
 //! `Invoke`/`Complete`). No server event is trusted.
 
 use crate::Violation;
-use crate::history::zk::{parent_of, zk_operations};
+use crate::history::zk::{parent_of, sequence_appended, zk_operations};
 use sim::{
     history::{
         History, OpId,
@@ -83,40 +84,6 @@ impl Violation for SequenceViolation {
 /// acknowledged).
 type SequentialCreate = (i64, String, OpId, SimTime, SimTime);
 
-/// The sequence numbers a name's `%010d` tail can be: ten digits, or a minus sign and nine
-/// (`-000000005`), or a minus sign and ten (`-2147483648`). Ten digits after a `-`, from
-/// 1000000000 on, are both a positive number after a prefix ending in `-` and a negative
-/// one: both are given, the positive first.
-fn sequence_candidates(path: &str) -> Vec<i32> {
-    let Some(tail) = path
-        .len()
-        .checked_sub(10)
-        .and_then(|start| path.get(start..))
-    else {
-        return Vec::new();
-    };
-    if let Some(digits) = tail.strip_prefix('-') {
-        return digits
-            .parse::<i32>()
-            .ok()
-            .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))
-            .map(|magnitude| vec![-magnitude])
-            .unwrap_or_default();
-    }
-    if !tail.bytes().all(|b| b.is_ascii_digit()) {
-        return Vec::new();
-    }
-    let Ok(magnitude) = tail.parse::<i64>() else {
-        return Vec::new();
-    };
-    let signed = path[..path.len() - 10].ends_with('-');
-    [magnitude, -magnitude]
-        .into_iter()
-        .filter(|value| *value >= 0 || (signed && *value <= -1_000_000_000))
-        .filter_map(|value| i32::try_from(value).ok())
-        .collect()
-}
-
 /// `sequence` counted on from `previous` (unwrapped) by the shortest way round a counter of
 /// `bits` bits.
 fn unwrap_after(previous: i64, sequence: i32, bits: u32) -> i64 {
@@ -132,10 +99,15 @@ fn unwrap_after(previous: i64, sequence: i32, bits: u32) -> i64 {
 /// Every duplicate or out-of-order sequential name, over a counter of `counter_bits` bits.
 pub fn check(history: &History, counter_bits: u32) -> Vec<SequenceViolation> {
     let counter_bits = counter_bits.clamp(1, 32);
-    let mut by_parent: BTreeMap<String, Vec<(Vec<i32>, String, OpId, SimTime, SimTime)>> =
+    let mut by_parent: BTreeMap<String, Vec<(i32, String, OpId, SimTime, SimTime)>> =
         BTreeMap::new();
     for op in zk_operations(history) {
-        let ZkOperation::Create { mode, .. } = op.operation else {
+        let ZkOperation::Create {
+            path: requested,
+            mode,
+            ..
+        } = op.operation
+        else {
             continue;
         };
         if !matches!(
@@ -147,14 +119,13 @@ pub fn check(history: &History, counter_bits: u32) -> Vec<SequenceViolation> {
         let (Some(ZkResponse::Created { path }), Some(done)) = (op.ok(), op.ok_at()) else {
             continue;
         };
-        let candidates = sequence_candidates(path);
-        if candidates.is_empty() {
+        let Some(sequence) = sequence_appended(requested, path) else {
             continue;
-        }
+        };
         by_parent
             .entry(parent_of(path).to_string())
             .or_default()
-            .push((candidates, path.clone(), op.op_id, op.invoked_at, done));
+            .push((sequence, path.clone(), op.op_id, op.invoked_at, done));
     }
     let by_parent: BTreeMap<String, Vec<SequentialCreate>> = by_parent
         .into_iter()
@@ -163,14 +134,10 @@ pub fn check(history: &History, counter_bits: u32) -> Vec<SequenceViolation> {
             let mut previous: Option<i64> = None;
             let unwrapped = creates
                 .into_iter()
-                .map(|(candidates, name, op, invoked, done)| {
+                .map(|(sequence, name, op, invoked, done)| {
                     let sequence = match previous {
-                        None => i64::from(candidates[0]),
-                        Some(previous) => candidates
-                            .iter()
-                            .map(|candidate| unwrap_after(previous, *candidate, counter_bits))
-                            .min_by_key(|sequence| (sequence - previous).abs())
-                            .unwrap_or(previous),
+                        None => i64::from(sequence),
+                        Some(previous) => unwrap_after(previous, sequence, counter_bits),
                     };
                     previous = Some(sequence);
                     (sequence, name, op, invoked, done)
