@@ -85,7 +85,9 @@ pub fn prepare(
             let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
             let parent_stat = parent.stat();
             let final_path = if sequential {
-                // The 10-digit sequence comes from the parent's cversion, as in ZooKeeper.
+                // The sequence is the parent's cversion, `%010d` as in ZooKeeper (read as a
+                // signed number of the counter's width, which is 32 bits unless a test
+                // narrows it).
                 format!("{path}{}", width.suffix(parent_stat.cversion))
             } else {
                 path.clone()
