@@ -95,6 +95,7 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
             Store::Zab => checks::IndexKind::Zxid,
             Store::Raft | Store::Ledger => checks::IndexKind::LogIndex,
         },
+        sequence_counter_bits: scenario.sequence_width().bits(),
         ..checks::CheckContext::default()
     };
     for check in scenario.check_set() {
@@ -224,6 +225,7 @@ fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
             if let Some(ticks) = tuning.sync_limit_ticks {
                 config.sync_limit_ticks = ticks;
             }
+            config.sequence_width = scenario.sequence_width();
             let ensemble = ZkEnsemble::new(sim, config).expect("a validated ensemble");
             ensemble.start(sim);
             RunningStore::Zab(ensemble)

@@ -58,7 +58,8 @@ impl KnownBug {
                 | RecipeBug::ReadWithoutSync
                 | RecipeBug::UnprotectedSeqCreate
                 | RecipeBug::ProtectionWithoutSessionCheck
-                | RecipeBug::HerdWatchAll,
+                | RecipeBug::HerdWatchAll
+                | RecipeBug::SeqOverflowCompare,
             ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
@@ -387,6 +388,15 @@ pub fn table() -> Vec<KnownBugCase> {
             "zk_queue_lock",
             "recipe.herd_effect",
             5,
+        ),
+        // The lock node's sequence counter is 6 bits wide and wraps every 64 creates and
+        // deletes: the first waiter past the wrap reads its negative name as first in line
+        // while the holder's node, just below the wrap, is still there.
+        recipe(
+            RecipeBug::SeqOverflowCompare,
+            "zk_queue_lock_seq_wrap",
+            "recipe.mutual_exclusion",
+            3,
         ),
     ]
 }

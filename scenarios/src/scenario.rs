@@ -88,6 +88,13 @@ pub struct Tuning {
     pub diff_window: Option<usize>,
     /// ZAB: ZooKeeper's `syncLimit`, in ticks.
     pub sync_limit_ticks: Option<u32>,
+    /// ZooKeeper store: the width of each parent's sequence counter, which names sequential
+    /// nodes (`models::zk::SequenceWidth`), from 4 to 32 bits (unset: 32, ZooKeeper's own).
+    /// A narrower counter wraps to negative names within a run — at 6 bits after 32 creates
+    /// and deletes under one parent, and again every 64 — so that a recipe's ordering of
+    /// sequential nodes is tested across the wrap, as ZooKeeper's reaches it only after 2^31.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence_counter_bits: Option<u32>,
 }
 
 /// A run, described as data: store, sizes, workload, faults, known bugs, checks, bounds.
@@ -318,6 +325,17 @@ impl Scenario {
                 "0 (expected at least 1 applied entry between snapshots, or no setting)",
             ));
         }
+        if let Some(bits) = self.tuning.sequence_counter_bits
+            && models::zk::SequenceWidth::new(bits).is_none()
+        {
+            return Err(ScenarioError::new(
+                "tuning.sequence_counter_bits",
+                format!(
+                    "{bits} (expected a counter width from {} to 32 bits)",
+                    models::zk::SequenceWidth::MIN_BITS
+                ),
+            ));
+        }
         self.workload.validate(self)?;
         self.world_config()
             .validate()
@@ -342,6 +360,15 @@ impl Scenario {
                 .time_limit_ms
                 .unwrap_or_else(|| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)),
         }
+    }
+
+    /// The ZooKeeper store's sequence counter width: `tuning.sequence_counter_bits`, or
+    /// ZooKeeper's 32 bits.
+    pub(crate) fn sequence_width(&self) -> models::zk::SequenceWidth {
+        self.tuning
+            .sequence_counter_bits
+            .and_then(models::zk::SequenceWidth::new)
+            .unwrap_or_default()
     }
 
     /// The checks this scenario runs: the store's set for `default`, then the named ones.

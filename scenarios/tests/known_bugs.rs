@@ -137,4 +137,5 @@ known_bug_tests! {
     recipe_protection_without_session_check => "recipe.protection_without_session_check",
     resource_check_not_atomic => "resource.check_not_atomic",
     recipe_herd_watch_all => "recipe.herd_watch_all",
+    recipe_seq_overflow_compare => "recipe.seq_overflow_compare",
 }

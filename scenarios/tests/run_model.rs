@@ -215,7 +215,7 @@ liveness_bound_ms = 10000
 [workload]
 kind = "kv_mix"
 "#;
-    let cases: [(&str, &str, usize, &str, &str); 9] = [
+    let cases: [(&str, &str, usize, &str, &str); 10] = [
         (
             "store = \"raft\"",
             "store = \"cassandra\"",
@@ -280,6 +280,13 @@ kind = "kv_mix"
             7,
             "faults.plan.faults[0]",
             "`leadr` is not a target",
+        ),
+        (
+            "[workload]",
+            "[tuning]\nsequence_counter_bits = 3\n[workload]",
+            8,
+            "tuning.sequence_counter_bits",
+            "3 (expected a counter width from 4 to 32 bits)",
         ),
     ];
     for (from, to, line, field, expected) in cases {

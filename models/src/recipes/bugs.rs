@@ -52,11 +52,17 @@ pub enum RecipeBug {
     /// instead of only its predecessor, so each release (the first node's deletion) wakes
     /// every waiter, and each looks at the line again.
     HerdWatchAll,
+    /// `recipe.seq_overflow_compare`: a recipe that waits in a line of sequential nodes — the
+    /// queue lock, the election, the read/write lock — compares their sequences as text, as kazoo did (python-zk/kazoo#730). Until the parent's counter
+    /// wraps, `%010d` makes text order the counter's order; after it, a new waiter's negative
+    /// name sorts before the holder's positive one (and of two negatives the newer first),
+    /// so the newest waiter finds itself first while the lock is held.
+    SeqOverflowCompare,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 10] = [
+    pub const ALL: [RecipeBug; 11] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
@@ -67,6 +73,7 @@ impl RecipeBug {
         RecipeBug::ProtectionWithoutSessionCheck,
         RecipeBug::CheckNotAtomic,
         RecipeBug::HerdWatchAll,
+        RecipeBug::SeqOverflowCompare,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -82,6 +89,7 @@ impl RecipeBug {
             RecipeBug::ProtectionWithoutSessionCheck => "recipe.protection_without_session_check",
             RecipeBug::CheckNotAtomic => "resource.check_not_atomic",
             RecipeBug::HerdWatchAll => "recipe.herd_watch_all",
+            RecipeBug::SeqOverflowCompare => "recipe.seq_overflow_compare",
         }
     }
 
@@ -112,6 +120,10 @@ impl RecipeBug {
                  ZooKeeper (2016)"
             }
             RecipeBug::HerdWatchAll => "ZooKeeper Recipes, Locks (the herd effect)",
+            RecipeBug::SeqOverflowCompare => {
+                "python-zk/kazoo#730 (text order), go-zookeeper/zk#65 (the sign dropped); \
+                 ZOOKEEPER-2944 (the counter wraps to -2147483648)"
+            }
             RecipeBug::ReadWithoutSync => {
                 "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \
                  needs the latest)"

@@ -27,7 +27,7 @@
 use super::bugs::{RecipeBug, RecipeBugs};
 use super::lock::LockError;
 use super::zk_herd_lock::store_error;
-use super::zk_paths::{ensure_parents, sequence_of};
+use super::zk_paths::{ensure_parents, in_sequence_order};
 use crate::zk::{FoundNode, ProtectedCreate, ZkClient, ZkClientError};
 use sim::{
     NodeContext,
@@ -188,24 +188,28 @@ impl Line<'_> {
         }
     }
 
-    /// Whether the child `name` is in the line.
-    fn in_line(&self, name: &str) -> bool {
+    /// The prefix the child `name` was created with, if it is in the line.
+    fn prefix_in_line(&self, name: &str) -> Option<&str> {
         match self.waits {
-            Waits::BehindPredecessor => name.contains(self.child_prefix),
-            Waits::BehindNearest { line, .. } => line.iter().any(|mark| name.contains(mark)),
+            Waits::BehindPredecessor => Some(self.child_prefix).filter(|mark| name.contains(mark)),
+            Waits::BehindNearest { line, .. } => {
+                line.iter().copied().find(|mark| name.contains(mark))
+            }
         }
     }
 
-    /// The names of the line's nodes, first to last (by sequence number).
+    /// The names of the line's nodes, first to last (in the order of the parent's sequence
+    /// counter, across its wrap: [`in_sequence_order`]).
     pub(crate) async fn in_order(&self) -> Result<Vec<String>, ZkClientError> {
         let (children, _) = self.zk.get_children(self.parent).await?;
-        let mut line: Vec<(i64, String)> = children
+        let line = children
             .into_iter()
-            .filter(|name| self.in_line(name))
-            .filter_map(|name| Some((sequence_of(&name)?, name)))
+            .filter_map(|name| {
+                let prefix = self.prefix_in_line(&name)?;
+                Some((name, prefix))
+            })
             .collect();
-        line.sort();
-        Ok(line.into_iter().map(|(_, name)| name).collect())
+        Ok(in_sequence_order(line, self.zk.sequence_width(), self.bugs))
     }
 
     /// The full path of the line's node `name`.

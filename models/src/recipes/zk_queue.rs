@@ -1,6 +1,7 @@
 //! The FIFO queue on ZooKeeper (the ZooKeeper recipe "Queues"; Curator's
 //! `DistributedQueue`): producers create persistent-sequential children of the queue node,
-//! consumers take the child with the lowest sequence number.
+//! consumers take the oldest child (the lowest sequence number, in the order of the parent's
+//! counter across its wrap).
 //!
 //! - The put is *protected* (a GUID in the name, as [`ZkClient::create_protected`] does):
 //!   after a lost reply the producer looks for its GUID among the items **and among the
@@ -17,7 +18,8 @@
 //!   giving up instead would lose the item.
 //! - An empty queue is waited for with a child watch on the queue node, not by polling.
 
-use super::zk_paths::{ensure_parents, sequence_of};
+use super::bugs::RecipeBugs;
+use super::zk_paths::{ensure_parents, in_sequence_order};
 use crate::zk::{WriteOp, ZkClient, ZkClientError};
 use sim::{
     NodeContext,
@@ -196,13 +198,17 @@ impl ZkQueue {
                 Err(ZkClientError::ConnectionLoss) => continue,
                 Err(error) => return Err(queue_error(error)),
             };
-            let mut items: Vec<(i64, String)> = children
-                .into_iter()
-                .filter(|name| name.contains(ITEM_PREFIX))
-                .filter_map(|name| Some((sequence_of(&name)?, name)))
-                .collect();
-            items.sort();
-            for (_, name) in &items {
+            let items = in_sequence_order(
+                children
+                    .into_iter()
+                    .filter(|name| name.contains(ITEM_PREFIX))
+                    .map(|name| (name, ITEM_PREFIX))
+                    .collect(),
+                self.zk.sequence_width(),
+                // The queue has no known-bug variants: it orders its items correctly.
+                RecipeBugs::default(),
+            );
+            for name in &items {
                 if let Some(item) = self.take(name).await? {
                     self.record(QueueStep::Consumed { item: item.clone() });
                     return Ok(Some(item));

@@ -56,6 +56,9 @@ pub struct ZkClientConfig {
     pub connect_patience: Duration,
     /// Whether the client also declares its session expired by itself.
     pub expiry: SessionExpiry,
+    /// The width of the servers' sequence counters, by which recipes order sequential
+    /// nodes (32 bits, as in ZooKeeper, unless the ensemble narrows it).
+    pub sequence_width: super::SequenceWidth,
 }
 
 /// Who tells the client that its session is over.
@@ -84,6 +87,7 @@ impl ZkClientConfig {
             process,
             connect_patience: Duration::from_secs(30),
             expiry: SessionExpiry::ToldByServer,
+            sequence_width: super::SequenceWidth::ZOOKEEPER,
         }
     }
 }
@@ -345,6 +349,11 @@ impl ZkClient {
     /// The logical process this client records as.
     pub fn process(&self) -> u32 {
         self.shared.config.process
+    }
+
+    /// The width of the servers' sequence counters, to order sequential nodes by.
+    pub fn sequence_width(&self) -> super::SequenceWidth {
+        self.shared.config.sequence_width
     }
 
     /// The newest zxid this client has seen.

@@ -43,6 +43,10 @@ pub struct ZkEnsembleConfig {
     pub diff_window: usize,
     /// Largest session timeout granted.
     pub max_session_timeout: Duration,
+    /// The width of each parent's sequence counter (ZooKeeper's 32 bits, or fewer for a
+    /// test in which it wraps); the servers name sequential nodes by it and the clients
+    /// order them by it.
+    pub sequence_width: super::SequenceWidth,
     /// Known bugs switched on.
     pub bugs: KnownBugs,
 }
@@ -56,6 +60,7 @@ impl ZkEnsembleConfig {
             sync_limit_ticks: 5,
             diff_window: 500,
             max_session_timeout: Duration::from_secs(4),
+            sequence_width: super::SequenceWidth::ZOOKEEPER,
             bugs: KnownBugs::none(),
         }
     }
@@ -69,6 +74,7 @@ impl ZkEnsembleConfig {
         zab.bugs = self.bugs.clone();
         let mut config = ZkServerConfig::new(zab);
         config.max_session_timeout = self.max_session_timeout;
+        config.sequence_width = self.sequence_width;
         config
     }
 }
@@ -126,7 +132,9 @@ impl ZkEnsemble {
 
     /// A client configuration for this ensemble.
     pub fn client_config(&self, process: u32) -> super::ZkClientConfig {
-        super::ZkClientConfig::new(self.config.servers.clone(), process)
+        let mut config = super::ZkClientConfig::new(self.config.servers.clone(), process);
+        config.sequence_width = self.config.sequence_width;
+        config
     }
 
     /// Opens a client session from the client node `context`.

@@ -5,6 +5,7 @@ pub mod client;
 pub mod driver;
 pub mod path;
 pub mod prep;
+pub mod sequence;
 pub mod server;
 pub mod sessions;
 pub mod tree;
@@ -18,5 +19,6 @@ pub use client::{
 };
 pub use driver::{ZkEnsemble, ZkEnsembleConfig};
 pub use prep::WriteOp;
+pub use sequence::SequenceWidth;
 pub use server::{ClientLink, ServerEffect, ZkServer, ZkServerConfig};
 pub use tree::DataTree;

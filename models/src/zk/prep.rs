@@ -8,6 +8,7 @@
 
 use super::{
     path,
+    sequence::SequenceWidth,
     tree::DataTree,
     txn::{SessionId, TxnBody, bump},
 };
@@ -68,8 +69,14 @@ fn is_ephemeral(mode: CreateMode) -> bool {
     )
 }
 
-/// Validates one write against `tree`, in ZooKeeper's order of checks.
-pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnBody, ZkError> {
+/// Validates one write against `tree`, in ZooKeeper's order of checks; a sequential create
+/// is named by the parent's counter as `width` reads it.
+pub fn prepare(
+    tree: &DataTree,
+    session: SessionId,
+    op: &WriteOp,
+    width: SequenceWidth,
+) -> Result<TxnBody, ZkError> {
     match op {
         WriteOp::Create { path, data, mode } => {
             let sequential = is_sequential(*mode);
@@ -78,8 +85,10 @@ pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnB
             let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
             let parent_stat = parent.stat();
             let final_path = if sequential {
-                // The 10-digit sequence comes from the parent's cversion, as in ZooKeeper.
-                format!("{path}{:010}", parent_stat.cversion)
+                // The sequence is the parent's cversion, `%010d` as in ZooKeeper (read as a
+                // signed number of the counter's width, which is 32 bits unless a test
+                // narrows it).
+                format!("{path}{}", width.suffix(parent_stat.cversion))
             } else {
                 path.clone()
             };
@@ -133,12 +142,17 @@ pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnB
 
 /// Validates a `multi`: each op against the state left by the ops before it; the first
 /// failure fails the whole multi (`MultiFailed` with its index), and nothing is applied.
-pub fn prepare_multi(tree: &DataTree, session: SessionId, ops: &[WriteOp]) -> TxnBody {
+pub fn prepare_multi(
+    tree: &DataTree,
+    session: SessionId,
+    ops: &[WriteOp],
+    width: SequenceWidth,
+) -> TxnBody {
     let mut scratch: Option<DataTree> = None;
     let mut bodies = Vec::with_capacity(ops.len());
     for (index, op) in ops.iter().enumerate() {
         let view = scratch.as_ref().unwrap_or(tree);
-        match prepare(view, session, op) {
+        match prepare(view, session, op, width) {
             Ok(body) => {
                 if index + 1 < ops.len() {
                     // Later ops must see this one; copy the tree only for real multis.

@@ -20,6 +20,7 @@
 
 use super::{
     prep,
+    sequence::SequenceWidth,
     sessions::{SessionStatus, SessionTracker},
     tree::DataTree,
     txn::{ApplyOutcome, CloseReason, SessionId, Txn, TxnBody, TxnResult},
@@ -62,6 +63,8 @@ pub struct ZkServerConfig {
     pub min_session_timeout: Duration,
     /// Largest session timeout granted (ZooKeeper: 20 ticks; here 40).
     pub max_session_timeout: Duration,
+    /// The width of each parent's sequence counter, which names sequential nodes.
+    pub sequence_width: SequenceWidth,
 }
 
 impl ZkServerConfig {
@@ -70,6 +73,7 @@ impl ZkServerConfig {
         Self {
             min_session_timeout: zab.tick * 2,
             max_session_timeout: zab.tick * 40,
+            sequence_width: SequenceWidth::ZOOKEEPER,
             zab,
         }
     }
@@ -140,6 +144,7 @@ pub struct ZkServer {
     core: ZkCore,
     min_session_timeout: Duration,
     max_session_timeout: Duration,
+    sequence_width: SequenceWidth,
     /// Random per incarnation: tokens of a restarted server never match old ones.
     instance: u64,
     next_token: u64,
@@ -169,6 +174,7 @@ impl ZkServer {
             core,
             min_session_timeout: config.min_session_timeout,
             max_session_timeout: config.max_session_timeout.max(config.min_session_timeout),
+            sequence_width: config.sequence_width,
             instance,
             next_token: 0,
             clients: BTreeMap::new(),
@@ -797,6 +803,7 @@ impl ZkServer {
         request: LeaderRequest,
     ) {
         let sync_not_quorum = self.core.config().bugs.has(ZabBug::SyncNotQuorum);
+        let width = self.sequence_width;
         let Some(leader) = &mut self.leader else {
             return;
         };
@@ -822,9 +829,11 @@ impl ZkServer {
                 TxnBody::SessionMoved
             }
             LeaderRequest::Write(op) => {
-                prep::prepare(&leader.prepared, session, &op).unwrap_or_else(TxnBody::Error)
+                prep::prepare(&leader.prepared, session, &op, width).unwrap_or_else(TxnBody::Error)
             }
-            LeaderRequest::Multi(ops) => prep::prepare_multi(&leader.prepared, session, &ops),
+            LeaderRequest::Multi(ops) => {
+                prep::prepare_multi(&leader.prepared, session, &ops, width)
+            }
             LeaderRequest::Sync if sync_not_quorum => {
                 // ZOOKEEPER-1675: answered once earlier proposals commit, with no check that
                 // a quorum still follows this leader.

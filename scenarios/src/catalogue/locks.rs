@@ -3,7 +3,7 @@
 
 use super::{isolated, scenario, swarm, target};
 use crate::{
-    scenario::{Scenario, Store},
+    scenario::{Scenario, Store, Tuning},
     workload::{LockRecipe, Locks, Workload},
 };
 use models::zk::SessionExpiry;
@@ -143,6 +143,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
     scenarios.push(queue_lock_crashes());
     scenarios.push(queue_lock_expiry_slow_resource());
     scenarios.push(queue_lock_curator_joiner_cut_off());
+    scenarios.push(queue_lock_seq_wrap());
     scenarios.extend(cut_off(
         LockRecipe::ZkQueueLock,
         "zk_queue_lock",
@@ -317,4 +318,36 @@ fn queue_lock_curator_joiner_cut_off() -> Scenario {
     // Slow syncs keep creates in flight longer, so more cuts catch one.
     super::slow_disks(&mut scenario.world);
     scenario
+}
+
+/// The queue lock under a lock node whose sequence counter is 6 bits wide: it wraps from 31
+/// to -32 after 32 creates and deletes of waiters' nodes (about two seconds of turns), back
+/// to 0 after 64, and so on, so every run crosses the wrap several times with a holder and
+/// waiters on both sides of it. A correct line orders the nodes along the counter; one that
+/// compares the names as text (`recipe.seq_overflow_compare`) lets the first waiter past a
+/// wrap hold beside the holder. No faults: the wrap is the trigger.
+fn queue_lock_seq_wrap() -> Scenario {
+    Scenario {
+        workload: Workload::Locks(Locks {
+            recipe: LockRecipe::ZkQueueLock,
+            ..Locks::default()
+        }),
+        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive),
+        fault_phase_ms: 8_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        tuning: Tuning {
+            sequence_counter_bits: Some(6),
+            ..Tuning::default()
+        },
+        ..scenario(
+            "zk_queue_lock_seq_wrap",
+            "the ZooKeeper queue lock, five clients, no faults, under a lock node whose \
+             sequence counter is 6 bits wide: it wraps to negative names every 64 creates \
+             and deletes, with a holder and waiters on both sides of the wrap",
+            Store::Zab,
+            3,
+            5,
+        )
+    }
 }

@@ -155,3 +155,16 @@ pub fn parent_of(path: &str) -> &str {
         Some(index) => &path[..index],
     }
 }
+
+/// The sequence a create of `requested` (the path it asked for: the prefix) appended to get
+/// `created`: the rest of the name, read as the signed counter ZooKeeper formats `%010d`
+/// (`0000000012`, `-000000005`, `-2147483648`).
+pub fn sequence_appended(requested: &str, created: &str) -> Option<i32> {
+    let suffix = created.strip_prefix(requested)?;
+    let digits = suffix.strip_prefix('-').unwrap_or(suffix);
+    let formatted = suffix.len() == 10 || (suffix.len() == 11 && digits.len() == 10);
+    if !formatted || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    suffix.parse().ok()
+}

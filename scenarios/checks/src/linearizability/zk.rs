@@ -23,7 +23,7 @@ use super::{
     model::{Model, Operation, OperationHistory, Outcome, partition_by_key},
     register::Interner,
 };
-use crate::history::zk::{ZkOp, parent_of, preceding_syncs, zk_operations};
+use crate::history::zk::{ZkOp, parent_of, preceding_syncs, sequence_appended, zk_operations};
 use sim::history::{
     History, OpError, OpResult, Response,
     zk::{CreateMode, Stat, ZkError, ZkOperation, ZkResponse},
@@ -409,9 +409,9 @@ impl Model for ZkModel {
     }
 }
 
+/// Whether `path` is `prefix` with a sequence appended (before or past the counter's wrap).
 fn is_sequential_name(path: &str, prefix: &str) -> bool {
-    path.strip_prefix(prefix)
-        .is_some_and(|suffix| suffix.len() == 10 && suffix.bytes().all(|b| b.is_ascii_digit()))
+    sequence_appended(prefix, path).is_some()
 }
 
 /// The paths the check must leave out, with why.
@@ -822,4 +822,19 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
         }
     }
     (model, checked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_sequential_name;
+
+    #[test]
+    fn sequential_names_are_recognised_on_both_sides_of_the_counters_wrap() {
+        assert!(is_sequential_name("/q/n-0000000012", "/q/n-"));
+        assert!(is_sequential_name("/q/n--000000015", "/q/n-"));
+        assert!(is_sequential_name("/q/n--2147483648", "/q/n-"));
+        assert!(!is_sequential_name("/q/n-12", "/q/n-"));
+        assert!(!is_sequential_name("/q/n-00000000012", "/q/n-"));
+        assert!(!is_sequential_name("/q/m-0000000012", "/q/n-"));
+    }
 }

@@ -43,7 +43,12 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "zk.sequential_names",
         property: "sequential names unique and increasing",
-        run: |history, _| boxed(sequential_names::check(history)),
+        run: |history, context| {
+            boxed(sequential_names::check(
+                history,
+                context.sequence_counter_bits,
+            ))
+        },
     },
     Check {
         name: "zk.watch_delivery",
