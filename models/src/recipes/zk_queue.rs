@@ -261,6 +261,7 @@ impl ZkQueue {
                         path: claim.clone(),
                         data: me.clone(),
                         mode: CreateMode::Persistent,
+                        acl: self.zk.create_acl(),
                     },
                 ])
                 .await;

@@ -7,11 +7,12 @@
 //! gives exactly the checks ZooKeeper makes against its outstanding changes.
 
 use super::{
+    acl::{self, AuthId, NodeAcl},
     path,
     tree::DataTree,
     txn::{SessionId, TxnBody, bump},
 };
-use sim::history::zk::{CreateMode, ZkError};
+use sim::history::zk::{CreateMode, Perms, ZkError};
 
 /// A single write, as a client asks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub enum WriteOp {
         data: String,
         /// Mode.
         mode: CreateMode,
+        /// The node's ACL, as asked (`auth` entries expand to the session's ids).
+        acl: NodeAcl,
     },
     /// Delete a node, if its version matches (`None`: any version).
     Delete {
@@ -41,6 +44,15 @@ pub enum WriteOp {
         /// Expected version.
         version: Option<i32>,
     },
+    /// Replace a node's ACL, if its ACL version matches (`None`: any version).
+    SetAcl {
+        /// Path.
+        path: String,
+        /// The new ACL, as asked.
+        acl: NodeAcl,
+        /// Expected ACL version (`aversion`).
+        version: Option<i32>,
+    },
 }
 
 impl WriteOp {
@@ -49,7 +61,8 @@ impl WriteOp {
         match self {
             WriteOp::Create { path, .. }
             | WriteOp::Delete { path, .. }
-            | WriteOp::SetData { path, .. } => path,
+            | WriteOp::SetData { path, .. }
+            | WriteOp::SetAcl { path, .. } => path,
         }
     }
 }
@@ -68,14 +81,27 @@ fn is_ephemeral(mode: CreateMode) -> bool {
     )
 }
 
-/// Validates one write against `tree`, in ZooKeeper's order of checks.
-pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnBody, ZkError> {
+/// Validates one write of a session authenticated as `ids` against `tree`, in ZooKeeper's
+/// order of checks (ACLs: CREATE and DELETE on the parent, WRITE and ADMIN on the node).
+pub fn prepare(
+    tree: &DataTree,
+    session: SessionId,
+    ids: &[AuthId],
+    op: &WriteOp,
+) -> Result<TxnBody, ZkError> {
     match op {
-        WriteOp::Create { path, data, mode } => {
+        WriteOp::Create {
+            path,
+            data,
+            mode,
+            acl: requested,
+        } => {
             let sequential = is_sequential(*mode);
             path::validate_create(path, sequential)?;
+            let node_acl = acl::fixup(requested, ids)?;
             let parent_path = path::parent(path);
             let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
+            parent.acl().check(Perms::CREATE, ids)?;
             let parent_stat = parent.stat();
             let final_path = if sequential {
                 // The 10-digit sequence comes from the parent's cversion, as in ZooKeeper.
@@ -94,6 +120,7 @@ pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnB
                 data: data.clone(),
                 ephemeral_owner: if is_ephemeral(*mode) { session } else { 0 },
                 parent_cversion: bump(parent_stat.cversion),
+                acl: node_acl,
             })
         }
         WriteOp::Delete { path, version } => {
@@ -101,6 +128,8 @@ pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnB
             if path == "/" {
                 return Err(ZkError::BadArguments);
             }
+            let parent = tree.node(path::parent(path)).ok_or(ZkError::NoNode)?;
+            parent.acl().check(Perms::DELETE, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             let stat = node.stat();
             if version.is_some_and(|expected| expected != stat.version) {
@@ -118,6 +147,7 @@ pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnB
         } => {
             path::validate(path)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            node.acl().check(Perms::WRITE, ids)?;
             let stat = node.stat();
             if version.is_some_and(|expected| expected != stat.version) {
                 return Err(ZkError::BadVersion);
@@ -128,17 +158,41 @@ pub fn prepare(tree: &DataTree, session: SessionId, op: &WriteOp) -> Result<TxnB
                 version: bump(stat.version),
             })
         }
+        WriteOp::SetAcl {
+            path,
+            acl: requested,
+            version,
+        } => {
+            path::validate(path)?;
+            let node_acl = acl::fixup(requested, ids)?;
+            let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            node.acl().check(Perms::ADMIN, ids)?;
+            let stat = node.stat();
+            if version.is_some_and(|expected| expected != stat.aversion) {
+                return Err(ZkError::BadVersion);
+            }
+            Ok(TxnBody::SetAcl {
+                path: path.clone(),
+                acl: node_acl,
+                aversion: bump(stat.aversion),
+            })
+        }
     }
 }
 
 /// Validates a `multi`: each op against the state left by the ops before it; the first
 /// failure fails the whole multi (`MultiFailed` with its index), and nothing is applied.
-pub fn prepare_multi(tree: &DataTree, session: SessionId, ops: &[WriteOp]) -> TxnBody {
+pub fn prepare_multi(
+    tree: &DataTree,
+    session: SessionId,
+    ids: &[AuthId],
+    ops: &[WriteOp],
+) -> TxnBody {
     let mut scratch: Option<DataTree> = None;
     let mut bodies = Vec::with_capacity(ops.len());
     for (index, op) in ops.iter().enumerate() {
         let view = scratch.as_ref().unwrap_or(tree);
-        match prepare(view, session, op) {
+        match prepare(view, session, ids, op) {
             Ok(body) => {
                 if index + 1 < ops.len() {
                     // Later ops must see this one; copy the tree only for real multis.

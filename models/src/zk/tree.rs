@@ -1,11 +1,12 @@
 //! The znode tree every server applies committed transactions to (ZooKeeper's `DataTree`).
 
 use super::{
+    acl::{AuthId, NodeAcl},
     path,
-    txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, bump, full_stat},
+    txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, full_stat},
 };
 use crate::zab::{StateMachine, Zxid};
-use sim::history::zk::{Stat, WatchEventType, ZkError, ZkResponse};
+use sim::history::zk::{Perms, Stat, WatchEventType, ZkError, ZkResponse};
 use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
@@ -20,9 +21,16 @@ pub struct Znode {
     stat: Stat,
     /// Child names.
     children: BTreeSet<String>,
+    /// Who may do what (not inherited from the parent, as in ZooKeeper).
+    acl: NodeAcl,
 }
 
 impl Znode {
+    /// The ACL.
+    pub fn acl(&self) -> &NodeAcl {
+        &self.acl
+    }
+
     /// The full stat.
     pub fn stat(&self) -> Stat {
         full_stat(&self.stat, self.children.len(), &self.data)
@@ -51,6 +59,7 @@ impl Default for DataTree {
                 data: String::new(),
                 stat: Stat::default(),
                 children: BTreeSet::new(),
+                acl: NodeAcl::Open,
             },
         );
         Self {
@@ -91,17 +100,18 @@ impl DataTree {
             .map(String::as_str)
     }
 
-    /// `getData`.
-    pub fn get_data(&self, path: &str) -> Result<ZkResponse, ZkError> {
+    /// `getData` by a session authenticated as `ids` (READ on the node).
+    pub fn get_data(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
         path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ, ids)?;
         Ok(ZkResponse::Data {
             data: node.data.clone(),
             stat: node.stat(),
         })
     }
 
-    /// `exists`.
+    /// `exists` (not ACL-controlled, as in ZooKeeper).
     pub fn exists(&self, path: &str) -> Result<ZkResponse, ZkError> {
         path::validate(path)?;
         Ok(ZkResponse::Exists {
@@ -109,12 +119,25 @@ impl DataTree {
         })
     }
 
-    /// `getChildren`.
-    pub fn get_children(&self, path: &str) -> Result<ZkResponse, ZkError> {
+    /// `getChildren` by a session authenticated as `ids` (READ on the node).
+    pub fn get_children(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
         path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ, ids)?;
         Ok(ZkResponse::Children {
             children: node.children.iter().cloned().collect(),
+            stat: node.stat(),
+        })
+    }
+
+    /// `getACL` by a session authenticated as `ids`: READ or ADMIN on the node, as in
+    /// ZooKeeper 3.6; without ADMIN the digest hashes are hidden.
+    pub fn get_acl(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
+        path::validate(path)?;
+        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ.union(Perms::ADMIN), ids)?;
+        Ok(ZkResponse::Acl {
+            acl: node.acl.shown_to(ids),
             stat: node.stat(),
         })
     }
@@ -165,12 +188,14 @@ impl DataTree {
                 data,
                 ephemeral_owner,
                 parent_cversion,
+                acl,
             } => match self.create_node(
                 zxid,
                 path,
                 data,
                 *ephemeral_owner,
                 *parent_cversion,
+                acl,
                 triggers,
             ) {
                 Ok(()) => TxnResult::Done(ZkResponse::Created { path: path.clone() }),
@@ -195,6 +220,19 @@ impl DataTree {
                 node.stat.version = *version;
                 node.stat.mzxid = zxid;
                 triggers.push((path.clone(), WatchEventType::NodeDataChanged));
+                TxnResult::Done(ZkResponse::Stat { stat: node.stat() })
+            }
+            TxnBody::SetAcl {
+                path,
+                acl,
+                aversion,
+            } => {
+                // No watch fires for an ACL change, as in ZooKeeper.
+                let Some(node) = self.nodes.get_mut(path) else {
+                    return TxnResult::Failed(ZkError::NoNode);
+                };
+                node.acl = acl.clone();
+                node.stat.aversion = *aversion;
                 TxnResult::Done(ZkResponse::Stat { stat: node.stat() })
             }
             TxnBody::Multi(bodies) => {
@@ -226,6 +264,7 @@ impl DataTree {
         data: &str,
         ephemeral_owner: SessionId,
         parent_cversion: i32,
+        acl: &NodeAcl,
         triggers: &mut Vec<(String, WatchEventType)>,
     ) -> Result<(), ZkError> {
         if self.nodes.contains_key(path) {
@@ -249,8 +288,10 @@ impl DataTree {
                     ephemeral_owner,
                     num_children: 0,
                     data_length: 0,
+                    aversion: 0,
                 },
                 children: BTreeSet::new(),
+                acl: acl.clone(),
             },
         );
         if ephemeral_owner != 0 {
@@ -279,8 +320,9 @@ impl DataTree {
         }
         let parent_path = path::parent(path);
         if let Some(parent) = self.nodes.get_mut(parent_path) {
+            // As ZooKeeper's `DataTree.deleteNode`: the parent's pzxid moves, its cversion
+            // does not (only creates count; sequence numbers still never repeat).
             parent.children.remove(path::name(path));
-            parent.stat.cversion = bump(parent.stat.cversion);
             parent.stat.pzxid = zxid;
         }
         triggers.push((path.to_string(), WatchEventType::NodeDeleted));
