@@ -542,7 +542,7 @@ fn each_permission_is_denied_without_it_and_granted_with_it() {
         other.sync("/").await.unwrap();
         assert_eq!(other.get_acl("/secret").await, Err(api(ZkError::NoAuth)));
         assert_eq!(
-            other.get_acl("/secret/open").await.map(|(acl, _)| acl),
+            other.get_acl("/secret/open").await.map(|(acl, ..)| acl),
             Ok(vec![Acl::open()])
         );
         assert!(other.get_data("/secret/open").await.is_ok());
@@ -587,14 +587,14 @@ fn malformed_acls_and_unknown_schemes_are_invalid_acl() {
         );
         // The ACL version is checked like a data version.
         let ip_acl = vec![Acl::new(Perms::ALL, "ip", "10.1.0.0/16")];
-        let stat = zk.set_acl("/n", ip_acl.clone(), Some(0)).await.unwrap();
-        assert_eq!((stat.aversion, stat.version), (1, 0));
+        let (aversion, stat) = zk.set_acl("/n", ip_acl.clone(), Some(0)).await.unwrap();
+        assert_eq!((aversion, stat.version), (1, 0));
         assert_eq!(
             zk.set_acl("/n", ip_acl.clone(), Some(0)).await,
             Err(api(ZkError::BadVersion))
         );
-        let (acl, stat) = zk.get_acl("/n").await.unwrap();
-        assert_eq!((acl, stat.aversion), (ip_acl, 1));
+        let (acl, aversion, _) = zk.get_acl("/n").await.unwrap();
+        assert_eq!((acl, aversion), (ip_acl, 1));
     }));
 }
 
@@ -618,7 +618,7 @@ fn a_foreign_client_cannot_delete_a_lock_node_made_with_creator_all_acl() {
             let (children, _) = zk.get_children("/locks/acl").await.unwrap();
             assert_eq!(children.len(), 1);
             let node = format!("/locks/acl/{}", children[0]);
-            let (acl, _) = zk.get_acl(&node).await.unwrap();
+            let (acl, ..) = zk.get_acl(&node).await.unwrap();
             assert_eq!(
                 acl,
                 vec![Acl::new(

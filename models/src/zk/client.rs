@@ -596,13 +596,14 @@ impl ZkClient {
     }
 
     /// Replaces a node's ACL if its ACL version (`aversion`) matches (`None`: any); returns
-    /// the new stat. Needs ADMIN on the node; `auth` entries become the session's ids.
+    /// the new ACL version and the node's stat. Needs ADMIN on the node; `auth` entries
+    /// become the session's ids.
     pub async fn set_acl(
         &self,
         path: &str,
         acl: Vec<Acl>,
         version: Option<i32>,
-    ) -> Result<Stat, ZkClientError> {
+    ) -> Result<(i32, Stat), ZkClientError> {
         let response = self
             .write(
                 ZkOperation::SetAcl {
@@ -618,14 +619,14 @@ impl ZkClient {
             )
             .await?;
         match response {
-            ZkResponse::Stat { stat } => Ok(stat),
+            ZkResponse::AclSet { aversion, stat } => Ok((aversion, stat)),
             _ => Err(ZkClientError::ConnectionLoss),
         }
     }
 
-    /// Reads a node's ACL and stat (READ or ADMIN on the node; without ADMIN digest hashes
+    /// Reads a node's ACL, its version and the node's stat (READ or ADMIN on the node; without ADMIN digest hashes
     /// are hidden).
-    pub async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat), ZkClientError> {
+    pub async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, i32, Stat), ZkClientError> {
         let (response, _) = self
             .read(
                 ZkOperation::GetAcl { path: path.into() },
@@ -634,7 +635,11 @@ impl ZkClient {
             )
             .await?;
         match response {
-            ZkResponse::Acl { acl, stat } => Ok((acl, stat)),
+            ZkResponse::Acl {
+                acl,
+                aversion,
+                stat,
+            } => Ok((acl, aversion, stat)),
             _ => Err(ZkClientError::ConnectionLoss),
         }
     }

@@ -167,14 +167,13 @@ pub fn prepare(
             let node_acl = acl::fixup(requested, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             node.acl().check(Perms::ADMIN, ids)?;
-            let stat = node.stat();
-            if version.is_some_and(|expected| expected != stat.aversion) {
+            if version.is_some_and(|expected| expected != node.aversion()) {
                 return Err(ZkError::BadVersion);
             }
             Ok(TxnBody::SetAcl {
                 path: path.clone(),
                 acl: node_acl,
-                aversion: bump(stat.aversion),
+                aversion: bump(node.aversion()),
             })
         }
     }

@@ -23,12 +23,19 @@ pub struct Znode {
     children: BTreeSet<String>,
     /// Who may do what (not inherited from the parent, as in ZooKeeper).
     acl: NodeAcl,
+    /// How many times the ACL was set (ZooKeeper's `Stat.aversion`).
+    aversion: i32,
 }
 
 impl Znode {
     /// The ACL.
     pub fn acl(&self) -> &NodeAcl {
         &self.acl
+    }
+
+    /// The ACL's version.
+    pub fn aversion(&self) -> i32 {
+        self.aversion
     }
 
     /// The full stat.
@@ -60,6 +67,7 @@ impl Default for DataTree {
                 stat: Stat::default(),
                 children: BTreeSet::new(),
                 acl: NodeAcl::Open,
+                aversion: 0,
             },
         );
         Self {
@@ -138,6 +146,7 @@ impl DataTree {
         node.acl.check(Perms::READ.union(Perms::ADMIN), ids)?;
         Ok(ZkResponse::Acl {
             acl: node.acl.shown_to(ids),
+            aversion: node.aversion,
             stat: node.stat(),
         })
     }
@@ -232,8 +241,11 @@ impl DataTree {
                     return TxnResult::Failed(ZkError::NoNode);
                 };
                 node.acl = acl.clone();
-                node.stat.aversion = *aversion;
-                TxnResult::Done(ZkResponse::Stat { stat: node.stat() })
+                node.aversion = *aversion;
+                TxnResult::Done(ZkResponse::AclSet {
+                    aversion: *aversion,
+                    stat: node.stat(),
+                })
             }
             TxnBody::Multi(bodies) => {
                 let mut results = Vec::with_capacity(bodies.len());
@@ -288,10 +300,10 @@ impl DataTree {
                     ephemeral_owner,
                     num_children: 0,
                     data_length: 0,
-                    aversion: 0,
                 },
                 children: BTreeSet::new(),
                 acl: acl.clone(),
+                aversion: 0,
             },
         );
         if ephemeral_owner != 0 {

@@ -177,13 +177,6 @@ pub struct Stat {
     pub num_children: u32,
     /// Length of the data.
     pub data_length: u32,
-    /// Number of ACL changes (left out of histories while 0, as before ACLs existed).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub aversion: i32,
-}
-
-fn is_zero(value: &i32) -> bool {
-    *value == 0
 }
 
 /// A successful znode response.
@@ -228,16 +221,27 @@ pub enum ZkResponse {
         /// Responses.
         results: Vec<ZkResponse>,
     },
-    /// ACL read: the node's ACL and stat (`aversion` the ACL's version).
+    /// ACL read: the node's ACL, its version and the node's stat. (ZooKeeper's `Stat` holds
+    /// `aversion`; here it comes with the ACL responses only, so that histories without
+    /// ACLs are as they were.)
     Acl {
         /// The ACL (digest ids shown as `user:x` to a session without ADMIN, as ZooKeeper
         /// does).
         acl: Vec<Acl>,
+        /// The ACL's version: how many times it was set.
+        aversion: i32,
         /// Stat.
         stat: Stat,
     },
     /// Authentication added to the connection.
     AuthAdded,
+    /// ACL replaced: its new version and the node's stat.
+    AclSet {
+        /// The ACL's new version.
+        aversion: i32,
+        /// Stat.
+        stat: Stat,
+    },
 }
 
 /// ZooKeeper's error kinds for a definite failure (the operation did not take effect).
@@ -261,6 +265,14 @@ pub enum ZkError {
     BadArguments,
     /// The session has expired (the operation was rejected, not attempted).
     SessionExpired,
+    /// A multi failed: the index of the first failing operation and its error.
+    MultiFailed {
+        /// Index of the failing operation.
+        index: usize,
+        /// Its error.
+        error: Box<ZkError>,
+    },
+    // New kinds go last: histories hash variants by index.
     /// The session's ids lack the permission the operation needs (`NoAuth`).
     NoAuth,
     /// The ACL is malformed: empty, an unknown scheme, an id the scheme rejects, or `auth`
@@ -269,13 +281,6 @@ pub enum ZkError {
     /// `addAuth` with a scheme the server does not know, or malformed credentials
     /// (`AuthFailed`).
     AuthFailed,
-    /// A multi failed: the index of the first failing operation and its error.
-    MultiFailed {
-        /// Index of the failing operation.
-        index: usize,
-        /// Its error.
-        error: Box<ZkError>,
-    },
 }
 
 /// Which one-shot watch a read set.
