@@ -155,7 +155,8 @@ fn the_queue_lock_with_creator_all_acl_nodes_stays_exclusive_under_server_faults
         3,
     );
     summary.assert_clean();
-    summary.assert_faults_fired();
+    // Crashes (recovery from the log and snapshots, SNAP syncs) and partitions at least.
+    summary.assert_fired(&[FaultKind::Partition, FaultKind::Crash]);
     assert!(
         exercised.acquisitions >= 5 * summary.seeds.len(),
         "{name}: too few acquisitions: {exercised:?}"
