@@ -117,7 +117,7 @@ impl NodeAcl {
     }
 
     /// `getACL`'s answer: to a session without ADMIN, digest hashes are hidden (`user:x`),
-    /// as ZooKeeper does since 3.5.
+    /// as ZooKeeper's `FinalRequestProcessor` does.
     pub fn shown_to(&self, ids: &[AuthId]) -> Vec<Acl> {
         let mut entries = self.entries();
         if self.check(Perms::ADMIN, ids).is_err() {

@@ -139,7 +139,7 @@ impl DataTree {
     }
 
     /// `getACL` by a session authenticated as `ids`: READ or ADMIN on the node, as in
-    /// ZooKeeper 3.6; without ADMIN the digest hashes are hidden.
+    /// ZooKeeper's `FinalRequestProcessor`; without ADMIN the digest hashes are hidden.
     pub fn get_acl(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
         path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
