@@ -2,12 +2,18 @@
 //! ZooKeeper's error kinds, Stat bookkeeping, create modes and sequence numbers, multi,
 //! watches, sync and close.
 
-use models::zk::{WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
+use models::{
+    recipes::ZkQueueLock,
+    zk::{
+        NodeAcl, WriteOp, ZkClient, ZkClientConfig, ZkClientError, ZkEnsemble, ZkEnsembleConfig,
+        acl::generate_digest, wire::AuthInfo,
+    },
+};
 use sim::{
-    RunOutcome, Seed, Sim, World,
+    NodeContext, RunOutcome, Seed, Sim, World,
     history::{
         Event, OpError, OpResult,
-        zk::{CreateMode, WatchEventType, ZkError, ZkResponse},
+        zk::{Acl, CreateMode, Perms, WatchEventType, ZkError, ZkResponse},
     },
 };
 use std::{future::Future, time::Duration};
@@ -18,6 +24,18 @@ where
     F: FnOnce(ZkClient, ZkClient) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    with_configured_clients(seed, |_, _| {}, |first, second, _| body(first, second))
+}
+
+/// [`with_clients`], with each client's configuration (`configure(index, config)`) and c1's
+/// node context for `body`.
+fn with_configured_clients<C, F, Fut>(seed: u64, configure: C, body: F) -> RunOutcome
+where
+    C: Fn(u32, &mut ZkClientConfig) + Send + Sync + 'static,
+    F: FnOnce(ZkClient, ZkClient, NodeContext) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let configure = std::sync::Arc::new(configure);
     World::builder()
         .seed(Seed::new(seed))
         .servers(3)
@@ -31,10 +49,14 @@ where
             let (c1, c2) = (sim.clients()[0], sim.clients()[1]);
             let (context1, context2) = (sim.node(c1), sim.node(c2));
             let second = ensemble.clone();
+            let mut config2 = ensemble.client_config(1);
+            configure(1, &mut config2);
+            let mut config1 = ensemble.client_config(0);
+            configure(0, &mut config1);
             let client2 = sim
                 .spawn(c2, async move {
                     second
-                        .connect(&context2, second.client_config(1))
+                        .connect(&context2, config2)
                         .await
                         .expect("c2 connects")
                 })
@@ -42,10 +64,10 @@ where
                 .unwrap();
             let done = sim.spawn(c1, async move {
                 let client1 = ensemble
-                    .connect(&context1, ensemble.client_config(0))
+                    .connect(&context1, config1)
                     .await
                     .expect("c1 connects");
-                body(client1, client2).await;
+                body(client1, client2, context1).await;
             });
             done.await.expect("the scenario finished");
         })
@@ -160,7 +182,10 @@ fn stat_bookkeeping_follows_zookeeper() {
         let (children, parent) = zk.get_children("/p").await.unwrap();
         assert_eq!(children, vec!["c2".to_string()]);
         assert_eq!(parent.num_children, 1);
-        assert_eq!(parent.cversion, 3, "two creates and a delete");
+        assert_eq!(
+            parent.cversion, 2,
+            "two creates; a delete moves pzxid, not cversion, as in ZooKeeper"
+        );
         assert_eq!(
             parent.version, 2,
             "child changes do not touch the data version"
@@ -187,11 +212,11 @@ fn sequential_names_come_from_the_parent_cversion() {
         assert_eq!(second.as_deref(), Ok("/q/n-0000000001"));
         assert_eq!(bare.as_deref(), Ok("/q/0000000002"));
         zk.delete("/q/n-0000000000", None).await.unwrap();
-        // The delete bumped cversion: sequence numbers never repeat.
+        // Only creates bump cversion (as in ZooKeeper): sequence numbers never repeat.
         let after = zk
             .create("/q/n-", "", CreateMode::PersistentSequential)
             .await;
-        assert_eq!(after.as_deref(), Ok("/q/n-0000000004"));
+        assert_eq!(after.as_deref(), Ok("/q/n-0000000003"));
     });
 }
 
@@ -204,6 +229,7 @@ fn multi_is_all_or_nothing() {
                     path: "/m".into(),
                     data: "".into(),
                     mode: CreateMode::Persistent,
+                    acl: NodeAcl::Open,
                 },
                 WriteOp::SetData {
                     path: "/nope".into(),
@@ -227,11 +253,13 @@ fn multi_is_all_or_nothing() {
                     path: "/m".into(),
                     data: "".into(),
                     mode: CreateMode::Persistent,
+                    acl: NodeAcl::Open,
                 },
                 WriteOp::Create {
                     path: "/m/s-".into(),
                     data: "".into(),
                     mode: CreateMode::PersistentSequential,
+                    acl: NodeAcl::Open,
                 },
                 WriteOp::SetData {
                     path: "/m".into(),
@@ -388,4 +416,232 @@ fn bad_configurations_are_typed_errors_not_panics() {
             .await
             .unwrap();
         });
+}
+
+/// Asserts that the run finished with every check of `body` passed.
+fn assert_finished(outcome: RunOutcome) {
+    assert!(
+        matches!(outcome.end, sim::RunEnd::Completed { .. }),
+        "the test body failed: {:?}",
+        outcome.end
+    );
+}
+
+#[test]
+fn each_permission_is_denied_without_it_and_granted_with_it() {
+    // For each permission: a node whose ACL gives everyone everything but that permission,
+    // and alice everything. c2 (not alice) is refused exactly the operations needing it.
+    assert_finished(with_clients(21, |alice, other| async move {
+        alice.add_auth("digest", "alice:pw").await.unwrap();
+        let alice_id = generate_digest("alice:pw");
+        let perms = [
+            ("read", Perms::READ),
+            ("write", Perms::WRITE),
+            ("create", Perms::CREATE),
+            ("delete", Perms::DELETE),
+            ("admin", Perms::ADMIN),
+        ];
+        for (name, missing) in perms {
+            let node = format!("/{name}");
+            let acl = vec![
+                Acl::new(Perms(Perms::ALL.0 & !missing.0), "world", "anyone"),
+                Acl::new(Perms::ALL, "digest", &alice_id),
+            ];
+            alice
+                .create_with_acl(
+                    &node,
+                    "d",
+                    CreateMode::Persistent,
+                    NodeAcl::List(acl.into()),
+                )
+                .await
+                .unwrap();
+            for client in [&alice, &other] {
+                client
+                    .create_with_acl(
+                        &format!("{node}/victim"),
+                        "",
+                        CreateMode::Persistent,
+                        NodeAcl::Open,
+                    )
+                    .await
+                    .ok();
+            }
+            other.sync("/").await.unwrap();
+            let denied = |needed: Perms| {
+                if needed == missing {
+                    Err(api(ZkError::NoAuth))
+                } else {
+                    Ok(())
+                }
+            };
+            assert_eq!(
+                other.get_data(&node).await.map(|_| ()),
+                denied(Perms::READ),
+                "{name}: getData"
+            );
+            assert_eq!(
+                other.get_children(&node).await.map(|_| ()),
+                denied(Perms::READ),
+                "{name}: getChildren"
+            );
+            assert!(
+                matches!(other.exists(&node).await, Ok(Some(_))),
+                "{name}: exists is not ACL-controlled"
+            );
+            assert_eq!(
+                other.set_data(&node, "x", None).await.map(|_| ()),
+                denied(Perms::WRITE),
+                "{name}: setData"
+            );
+            assert_eq!(
+                other
+                    .create(&format!("{node}/child"), "", CreateMode::Persistent)
+                    .await
+                    .map(|_| ()),
+                denied(Perms::CREATE),
+                "{name}: create a child"
+            );
+            assert_eq!(
+                other.delete(&format!("{node}/victim"), None).await,
+                denied(Perms::DELETE),
+                "{name}: delete a child (DELETE on the parent)"
+            );
+            assert_eq!(
+                other
+                    .set_acl(&node, vec![Acl::open()], None)
+                    .await
+                    .map(|_| ()),
+                denied(Perms::ADMIN),
+                "{name}: setACL"
+            );
+            // getACL needs READ or ADMIN: one missing permission never stops it.
+            assert!(other.get_acl(&node).await.is_ok(), "{name}: getACL");
+            // alice may do everything (the node may be open by now: setACL above).
+            assert!(alice.get_data(&node).await.is_ok(), "{name}: alice reads");
+            assert!(
+                alice.set_data(&node, "y", None).await.is_ok(),
+                "{name}: alice writes"
+            );
+        }
+        // Without READ and ADMIN, getACL is refused; a child does not inherit the ACL.
+        let secret = vec![Acl::new(Perms::ALL, "digest", &alice_id)];
+        alice
+            .create_with_acl(
+                "/secret",
+                "",
+                CreateMode::Persistent,
+                NodeAcl::List(secret.into()),
+            )
+            .await
+            .unwrap();
+        alice
+            .create("/secret/open", "", CreateMode::Persistent)
+            .await
+            .unwrap();
+        other.sync("/").await.unwrap();
+        assert_eq!(other.get_acl("/secret").await, Err(api(ZkError::NoAuth)));
+        assert_eq!(
+            other.get_acl("/secret/open").await.map(|(acl, ..)| acl),
+            Ok(vec![Acl::open()])
+        );
+        assert!(other.get_data("/secret/open").await.is_ok());
+    }));
+}
+
+#[test]
+fn malformed_acls_and_unknown_schemes_are_invalid_acl() {
+    assert_finished(with_clients(22, |zk, _| async move {
+        let invalid = [
+            vec![],
+            vec![Acl::new(Perms::ALL, "kerberos", "alice")],
+            vec![Acl::new(Perms::ALL, "digest", "no-hash")],
+            vec![Acl::new(Perms::ALL, "ip", "10.1.0.300")],
+            vec![Acl::new(Perms::ALL, "world", "somebody")],
+            // `auth` (CREATOR_ALL_ACL) from a session with no authenticated id.
+            vec![Acl::creator_all()],
+        ];
+        zk.create("/n", "", CreateMode::Persistent).await.unwrap();
+        for acl in invalid {
+            assert_eq!(
+                zk.create_with_acl(
+                    "/bad",
+                    "",
+                    CreateMode::Persistent,
+                    NodeAcl::List(acl.clone().into())
+                )
+                .await,
+                Err(api(ZkError::InvalidAcl)),
+                "create with {acl:?}"
+            );
+            assert_eq!(
+                zk.set_acl("/n", acl.clone(), None).await,
+                Err(api(ZkError::InvalidAcl)),
+                "setACL with {acl:?}"
+            );
+        }
+        assert_eq!(zk.exists("/bad").await, Ok(None));
+        assert_eq!(
+            zk.add_auth("kerberos", "alice").await,
+            Err(api(ZkError::AuthFailed))
+        );
+        // The ACL version is checked like a data version.
+        let ip_acl = vec![Acl::new(Perms::ALL, "ip", "10.1.0.0/16")];
+        let (aversion, stat) = zk.set_acl("/n", ip_acl.clone(), Some(0)).await.unwrap();
+        assert_eq!((aversion, stat.version), (1, 0));
+        assert_eq!(
+            zk.set_acl("/n", ip_acl.clone(), Some(0)).await,
+            Err(api(ZkError::BadVersion))
+        );
+        let (acl, aversion, _) = zk.get_acl("/n").await.unwrap();
+        assert_eq!((acl, aversion), (ip_acl, 1));
+    }));
+}
+
+#[test]
+fn a_foreign_client_cannot_delete_a_lock_node_made_with_creator_all_acl() {
+    let configure = |index: u32, config: &mut ZkClientConfig| {
+        if index == 0 {
+            config.auth = vec![AuthInfo {
+                scheme: "digest".into(),
+                auth: "locker:pw".into(),
+            }];
+            config.create_acl = NodeAcl::creator_all();
+        }
+    };
+    assert_finished(with_configured_clients(
+        23,
+        configure,
+        |zk, foreign, context| async move {
+            let lock = ZkQueueLock::new(&zk, &context, "/locks/acl");
+            let _guard = lock.acquire(Duration::from_secs(5)).await.unwrap();
+            let (children, _) = zk.get_children("/locks/acl").await.unwrap();
+            assert_eq!(children.len(), 1);
+            let node = format!("/locks/acl/{}", children[0]);
+            let (acl, ..) = zk.get_acl(&node).await.unwrap();
+            assert_eq!(
+                acl,
+                vec![Acl::new(
+                    Perms::ALL,
+                    "digest",
+                    &generate_digest("locker:pw")
+                )],
+                "CREATOR_ALL_ACL expanded to the creator's digest id"
+            );
+            foreign.sync("/").await.unwrap();
+            assert_eq!(foreign.delete(&node, None).await, Err(api(ZkError::NoAuth)));
+            assert_eq!(
+                foreign.get_data(&node).await.map(|_| ()),
+                Err(api(ZkError::NoAuth))
+            );
+            assert!(matches!(foreign.exists(&node).await, Ok(Some(_))));
+            // Another user is still not the creator.
+            foreign.add_auth("digest", "intruder:pw").await.unwrap();
+            assert_eq!(foreign.delete(&node, None).await, Err(api(ZkError::NoAuth)));
+            assert_eq!(zk.exists(&node).await.map(|stat| stat.is_some()), Ok(true));
+            // The creator's credentials grant it (ids are kept across reconnections too).
+            foreign.add_auth("digest", "locker:pw").await.unwrap();
+            assert_eq!(foreign.delete(&node, None).await, Ok(()));
+        },
+    ));
 }

@@ -144,6 +144,26 @@ fn the_queue_lock_stays_exclusive_under_server_faults() {
 }
 
 #[test]
+fn the_queue_lock_with_creator_all_acl_nodes_stays_exclusive_under_server_faults() {
+    // Every node of the lock carries the lock user's digest id only (the models test
+    // `a_foreign_client_cannot_delete_a_lock_node_made_with_creator_all_acl` shows a stranger
+    // refused); the ACLs go through the log, recovery and SNAP, and the replicas agree.
+    let name = "zk_queue_lock_creator_acl";
+    let (summary, exercised) = sweep(
+        get(name),
+        "the_queue_lock_with_creator_all_acl_nodes_stays_exclusive_under_server_faults",
+        3,
+    );
+    summary.assert_clean();
+    // Crashes (recovery from the log and snapshots, SNAP syncs) and partitions at least.
+    summary.assert_fired(&[FaultKind::Partition, FaultKind::Crash]);
+    assert!(
+        exercised.acquisitions >= 5 * summary.seeds.len(),
+        "{name}: too few acquisitions: {exercised:?}"
+    );
+}
+
+#[test]
 fn the_herd_lock_stays_exclusive_under_server_faults() {
     assert_safe_under_server_faults(
         "zk_herd_lock_faults",

@@ -267,6 +267,7 @@ impl ZkQueue {
                         path: claim.clone(),
                         data: me.clone(),
                         mode: CreateMode::Persistent,
+                        acl: self.zk.create_acl(),
                     },
                 ])
                 .await;

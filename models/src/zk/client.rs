@@ -18,10 +18,11 @@
 //! operations), as do session and watch events ([`ZkEvent`]).
 
 use super::{
+    acl::NodeAcl,
     path,
     prep::WriteOp,
     txn::SessionId,
-    wire::{ClientMessage, ClientRequest, Refusal},
+    wire::{AuthInfo, ClientMessage, ClientRequest, Refusal},
 };
 use futures_util::future::{Either, select};
 use rand::seq::SliceRandom;
@@ -31,7 +32,8 @@ use sim::{
     history::{
         OpError, OpId, OpResult, Operation, Response,
         zk::{
-            CreateMode, Stat, WatchEventType, WatchKind, ZkError, ZkEvent, ZkOperation, ZkResponse,
+            Acl, CreateMode, Stat, WatchEventType, WatchKind, ZkError, ZkEvent, ZkOperation,
+            ZkResponse,
         },
     },
     net::{Connection, StreamNetwork},
@@ -59,6 +61,12 @@ pub struct ZkClientConfig {
     /// The width of the servers' sequence counters, by which recipes order sequential
     /// nodes (32 bits, as in ZooKeeper, unless the ensemble narrows it).
     pub sequence_width: super::SequenceWidth,
+    /// Credentials added to every connection from the start (Curator's `authorization`;
+    /// [`ZkClient::add_auth`] adds more).
+    pub auth: Vec<AuthInfo>,
+    /// The ACL of nodes [`ZkClient::create`] makes (Curator's `ACLProvider`): open by
+    /// default; [`NodeAcl::creator_all`] needs `auth`.
+    pub create_acl: NodeAcl,
 }
 
 /// Who tells the client that its session is over.
@@ -88,6 +96,8 @@ impl ZkClientConfig {
             connect_patience: Duration::from_secs(30),
             expiry: SessionExpiry::ToldByServer,
             sequence_width: super::SequenceWidth::ZOOKEEPER,
+            auth: Vec::new(),
+            create_acl: NodeAcl::Open,
         }
     }
 }
@@ -207,6 +217,8 @@ struct ClientState {
     watches: BTreeMap<(String, WatchKind), Vec<Registration>>,
     /// Protected creates made so far (part of each GUID).
     protected_creates: u64,
+    /// Credentials sent with every connection (the configured ones, then `addAuth`s).
+    auth: Vec<AuthInfo>,
     /// Set when the current attachment to a server ends (connection lost, session expired,
     /// client closed); a fresh one for each attachment.
     attachment: sim::signal::Signal,
@@ -292,6 +304,7 @@ impl ZkClient {
         }
         let timeout_ms = u64::try_from(config.session_timeout.as_millis()).unwrap_or(u64::MAX);
         let patience = config.connect_patience;
+        let auth = config.auth.clone();
         let shared = Arc::new(Shared {
             context: context.clone(),
             network,
@@ -306,6 +319,7 @@ impl ZkClient {
                 waiting_for_connection: Vec::new(),
                 watches: BTreeMap::new(),
                 protected_creates: 0,
+                auth,
                 attachment: sim::signal::Signal::new(),
             }),
         });
@@ -526,12 +540,32 @@ impl ZkClient {
         .map(|(response, _)| response)
     }
 
-    /// Creates a node; returns its actual path (with the sequence suffix if sequential).
+    /// The ACL [`Self::create`] gives new nodes ([`ZkClientConfig::create_acl`]), for the
+    /// creates of a [`Self::multi`].
+    pub fn create_acl(&self) -> NodeAcl {
+        self.shared.config.create_acl.clone()
+    }
+
+    /// Creates a node with the configured ACL ([`ZkClientConfig::create_acl`]); returns its
+    /// actual path (with the sequence suffix if sequential).
     pub async fn create(
         &self,
         path: &str,
         data: &str,
         mode: CreateMode,
+    ) -> Result<String, ZkClientError> {
+        let acl = self.shared.config.create_acl.clone();
+        self.create_with_acl(path, data, mode, acl).await
+    }
+
+    /// Creates a node with `acl` (the history records the create as [`Self::create`] does;
+    /// `getACL` shows the ACL).
+    pub async fn create_with_acl(
+        &self,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+        acl: NodeAcl,
     ) -> Result<String, ZkClientError> {
         let response = self
             .write(
@@ -544,6 +578,7 @@ impl ZkClient {
                     path: path.into(),
                     data: data.into(),
                     mode,
+                    acl,
                 },
             )
             .await?;
@@ -567,6 +602,72 @@ impl ZkClient {
         )
         .await
         .map(|_| ())
+    }
+
+    /// Replaces a node's ACL if its ACL version (`aversion`) matches (`None`: any); returns
+    /// the new ACL version and the node's stat. Needs ADMIN on the node; `auth` entries
+    /// become the session's ids.
+    pub async fn set_acl(
+        &self,
+        path: &str,
+        acl: Vec<Acl>,
+        version: Option<i32>,
+    ) -> Result<(i32, Stat), ZkClientError> {
+        let response = self
+            .write(
+                ZkOperation::SetAcl {
+                    path: path.into(),
+                    acl: acl.clone(),
+                    version,
+                },
+                WriteOp::SetAcl {
+                    path: path.into(),
+                    acl: NodeAcl::List(acl.into()),
+                    version,
+                },
+            )
+            .await?;
+        match response {
+            ZkResponse::AclSet { aversion, stat } => Ok((aversion, stat)),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// Reads a node's ACL, its version and the node's stat (READ or ADMIN on the node; without ADMIN digest hashes
+    /// are hidden).
+    pub async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, i32, Stat), ZkClientError> {
+        let (response, _) = self
+            .read(
+                ZkOperation::GetAcl { path: path.into() },
+                ClientRequest::GetAcl { path: path.into() },
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::Acl {
+                acl,
+                aversion,
+                stat,
+            } => Ok((acl, aversion, stat)),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// `addAuth`: authenticates the session's connection as one more id, now and after
+    /// every reconnection. Only `digest` (`user:password`) is known; anything else fails
+    /// with `AuthFailed`. Not recorded in the history (it carries a password).
+    pub async fn add_auth(&self, scheme: &str, auth: &str) -> Result<(), ZkClientError> {
+        let info = AuthInfo {
+            scheme: scheme.into(),
+            auth: auth.into(),
+        };
+        self.call(None, ClientRequest::AddAuth(info.clone()), None)
+            .await?;
+        let mut state = self.shared.lock();
+        if !state.auth.contains(&info) {
+            state.auth.push(info);
+        }
+        Ok(())
     }
 
     /// Replaces a node's data if its version matches (`None`: any); returns the new stat.
@@ -727,7 +828,9 @@ impl ZkClient {
         let recorded = ops
             .iter()
             .map(|op| match op {
-                WriteOp::Create { path, data, mode } => ZkOperation::Create {
+                WriteOp::Create {
+                    path, data, mode, ..
+                } => ZkOperation::Create {
                     path: path.clone(),
                     data: data.clone(),
                     mode: *mode,
@@ -743,6 +846,11 @@ impl ZkClient {
                 } => ZkOperation::SetData {
                     path: path.clone(),
                     data: data.clone(),
+                    version: *version,
+                },
+                WriteOp::SetAcl { path, acl, version } => ZkOperation::SetAcl {
+                    path: path.clone(),
+                    acl: acl.entries(),
                     version: *version,
                 },
             })
@@ -987,12 +1095,21 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
                 CreateMode::PersistentSequential | CreateMode::EphemeralSequential
             ),
         ),
-        WriteOp::Delete { path, .. } | WriteOp::SetData { path, .. } => path::validate(path),
+        WriteOp::Delete { path, .. }
+        | WriteOp::SetData { path, .. }
+        | WriteOp::SetAcl { path, .. } => path::validate(path),
     };
     match request {
         ClientRequest::Write(op) => check(op),
         ClientRequest::Multi(ops) => {
             for (index, op) in ops.iter().enumerate() {
+                // ZooKeeper's multi has no setACL.
+                if matches!(op, WriteOp::SetAcl { .. }) {
+                    return Err(ZkError::MultiFailed {
+                        index,
+                        error: Box::new(ZkError::BadArguments),
+                    });
+                }
                 check(op).map_err(|error| ZkError::MultiFailed {
                     index,
                     error: Box::new(error),
@@ -1003,8 +1120,9 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         ClientRequest::GetData { path, .. }
         | ClientRequest::Exists { path, .. }
         | ClientRequest::GetChildren { path, .. }
+        | ClientRequest::GetAcl { path }
         | ClientRequest::Sync { path } => path::validate(path),
-        ClientRequest::CloseSession => Ok(()),
+        ClientRequest::CloseSession | ClientRequest::AddAuth(_) => Ok(()),
     }
 }
 
@@ -1034,9 +1152,14 @@ async fn run_connection(shared: Arc<Shared>) {
                 if next.is_multiple_of(servers.len()) {
                     clock.sleep(Duration::from_millis(50)).await;
                 }
-                let (session, timeout_ms, last_zxid) = {
+                let (session, timeout_ms, last_zxid, auth) = {
                     let state = shared.lock();
-                    (state.session, state.timeout_ms, state.last_zxid)
+                    (
+                        state.session,
+                        state.timeout_ms,
+                        state.last_zxid,
+                        state.auth.clone(),
+                    )
                 };
                 let connect_timeout =
                     Duration::from_millis((timeout_ms / servers.len() as u64).max(50));
@@ -1048,6 +1171,7 @@ async fn run_connection(shared: Arc<Shared>) {
                     session,
                     timeout_ms,
                     last_zxid_seen: last_zxid,
+                    auth,
                 };
                 if connection.send(hello).is_err() {
                     continue;

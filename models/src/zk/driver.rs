@@ -228,11 +228,12 @@ async fn run_server(context: NodeContext, ensemble: ZkEnsemble) {
             loop {
                 let connection = client_listener.accept().await;
                 let link = ClientLink(connection.id());
+                let client = connection.peer();
                 node.client_links
                     .borrow_mut()
                     .insert(link, connection.clone());
                 sim::task::spawn_local(client_reader(node.clone(), link, connection));
-                node.step(|server, now| server.on_client_connected(now, link));
+                node.step(|server, now| server.on_client_connected(now, link, client));
             }
         });
     }

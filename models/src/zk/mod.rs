@@ -1,6 +1,7 @@
 //! The ZooKeeper-like store above ZAB: the znode tree, sessions, watches, the server and
 //! the client.
 
+pub mod acl;
 pub mod client;
 pub mod driver;
 pub mod path;
@@ -13,6 +14,7 @@ pub mod txn;
 pub mod watches;
 pub mod wire;
 
+pub use acl::NodeAcl;
 pub use client::{
     FoundNode, ProtectedCreate, SessionExpiry, Watch, WatchLost, WatchedEvent, ZkClient,
     ZkClientConfig, ZkClientError,

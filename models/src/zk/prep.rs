@@ -7,12 +7,13 @@
 //! gives exactly the checks ZooKeeper makes against its outstanding changes.
 
 use super::{
+    acl::{self, AuthId, NodeAcl},
     path,
     sequence::SequenceWidth,
     tree::DataTree,
     txn::{SessionId, TxnBody, bump},
 };
-use sim::history::zk::{CreateMode, ZkError};
+use sim::history::zk::{CreateMode, Perms, ZkError};
 
 /// A single write, as a client asks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +26,8 @@ pub enum WriteOp {
         data: String,
         /// Mode.
         mode: CreateMode,
+        /// The node's ACL, as asked (`auth` entries expand to the session's ids).
+        acl: NodeAcl,
     },
     /// Delete a node, if its version matches (`None`: any version).
     Delete {
@@ -42,6 +45,15 @@ pub enum WriteOp {
         /// Expected version.
         version: Option<i32>,
     },
+    /// Replace a node's ACL, if its ACL version matches (`None`: any version).
+    SetAcl {
+        /// Path.
+        path: String,
+        /// The new ACL, as asked.
+        acl: NodeAcl,
+        /// Expected ACL version (`aversion`).
+        version: Option<i32>,
+    },
 }
 
 impl WriteOp {
@@ -50,7 +62,8 @@ impl WriteOp {
         match self {
             WriteOp::Create { path, .. }
             | WriteOp::Delete { path, .. }
-            | WriteOp::SetData { path, .. } => path,
+            | WriteOp::SetData { path, .. }
+            | WriteOp::SetAcl { path, .. } => path,
         }
     }
 }
@@ -69,20 +82,29 @@ fn is_ephemeral(mode: CreateMode) -> bool {
     )
 }
 
-/// Validates one write against `tree`, in ZooKeeper's order of checks; a sequential create
-/// is named by the parent's counter as `width` reads it.
+/// Validates one write of a session authenticated as `ids` against `tree`, in ZooKeeper's
+/// order of checks (ACLs: CREATE and DELETE on the parent, WRITE and ADMIN on the node); a
+/// sequential create is named by the parent's counter as `width` reads it.
 pub fn prepare(
     tree: &DataTree,
     session: SessionId,
+    ids: &[AuthId],
     op: &WriteOp,
     width: SequenceWidth,
 ) -> Result<TxnBody, ZkError> {
     match op {
-        WriteOp::Create { path, data, mode } => {
+        WriteOp::Create {
+            path,
+            data,
+            mode,
+            acl: requested,
+        } => {
             let sequential = is_sequential(*mode);
             path::validate_create(path, sequential)?;
+            let node_acl = acl::fixup(requested, ids)?;
             let parent_path = path::parent(path);
             let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
+            parent.acl().check(Perms::CREATE, ids)?;
             let parent_stat = parent.stat();
             let final_path = if sequential {
                 // The sequence is the parent's cversion, `%010d` as in ZooKeeper (read as a
@@ -103,6 +125,7 @@ pub fn prepare(
                 data: data.clone(),
                 ephemeral_owner: if is_ephemeral(*mode) { session } else { 0 },
                 parent_cversion: bump(parent_stat.cversion),
+                acl: node_acl,
             })
         }
         WriteOp::Delete { path, version } => {
@@ -110,6 +133,8 @@ pub fn prepare(
             if path == "/" {
                 return Err(ZkError::BadArguments);
             }
+            let parent = tree.node(path::parent(path)).ok_or(ZkError::NoNode)?;
+            parent.acl().check(Perms::DELETE, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             let stat = node.stat();
             if version.is_some_and(|expected| expected != stat.version) {
@@ -127,6 +152,7 @@ pub fn prepare(
         } => {
             path::validate(path)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            node.acl().check(Perms::WRITE, ids)?;
             let stat = node.stat();
             if version.is_some_and(|expected| expected != stat.version) {
                 return Err(ZkError::BadVersion);
@@ -137,6 +163,24 @@ pub fn prepare(
                 version: bump(stat.version),
             })
         }
+        WriteOp::SetAcl {
+            path,
+            acl: requested,
+            version,
+        } => {
+            path::validate(path)?;
+            let node_acl = acl::fixup(requested, ids)?;
+            let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            node.acl().check(Perms::ADMIN, ids)?;
+            if version.is_some_and(|expected| expected != node.aversion()) {
+                return Err(ZkError::BadVersion);
+            }
+            Ok(TxnBody::SetAcl {
+                path: path.clone(),
+                acl: node_acl,
+                aversion: bump(node.aversion()),
+            })
+        }
     }
 }
 
@@ -145,6 +189,7 @@ pub fn prepare(
 pub fn prepare_multi(
     tree: &DataTree,
     session: SessionId,
+    ids: &[AuthId],
     ops: &[WriteOp],
     width: SequenceWidth,
 ) -> TxnBody {
@@ -152,7 +197,7 @@ pub fn prepare_multi(
     let mut bodies = Vec::with_capacity(ops.len());
     for (index, op) in ops.iter().enumerate() {
         let view = scratch.as_ref().unwrap_or(tree);
-        match prepare(view, session, op, width) {
+        match prepare(view, session, ids, op, width) {
             Ok(body) => {
                 if index + 1 < ops.len() {
                     // Later ops must see this one; copy the tree only for real multis.

@@ -19,13 +19,16 @@
 //! clients reconnect elsewhere and keep their sessions.
 
 use super::{
+    acl::{self, AuthIds},
     prep,
     sequence::SequenceWidth,
     sessions::{SessionStatus, SessionTracker},
     tree::DataTree,
     txn::{ApplyOutcome, CloseReason, SessionId, Txn, TxnBody, TxnResult},
     watches::WatchManager,
-    wire::{ClientMessage, ClientRequest, LeaderRequest, Refusal, Revalidation, ServerMessage},
+    wire::{
+        AuthInfo, ClientMessage, ClientRequest, LeaderRequest, Refusal, Revalidation, ServerMessage,
+    },
 };
 use crate::zab::{
     ConfigError, Effect, Link, LinkDirection, Notification, PeerMessage, PersistToken,
@@ -113,12 +116,16 @@ enum Queued {
     Read(u64, ClientRequest),
     /// A write, sync or close sent to the leader.
     Forwarded(u64),
+    /// An answer given at once (`addAuth`), sent in its turn.
+    Answer(u64, Result<ZkResponse, ZkError>),
 }
 
 #[derive(Debug)]
 struct ClientConn {
     state: ConnState,
     queue: VecDeque<Queued>,
+    /// The ids the connection is authenticated as: its client's address, then `addAuth`s.
+    ids: AuthIds,
 }
 
 #[derive(Debug)]
@@ -279,13 +286,14 @@ impl ZkServer {
 
     // ----- Client inputs ------------------------------------------------------------------
 
-    /// A client connected.
-    pub fn on_client_connected(&mut self, _now: LocalTime, link: ClientLink) {
+    /// A client connected from node `client` (its simulated address is its `ip` id).
+    pub fn on_client_connected(&mut self, _now: LocalTime, link: ClientLink, client: NodeId) {
         self.clients.insert(
             link,
             ClientConn {
                 state: ConnState::AwaitingConnect,
                 queue: VecDeque::new(),
+                ids: acl::connection_ids(client),
             },
         );
     }
@@ -308,8 +316,16 @@ impl ZkServer {
                     session,
                     timeout_ms,
                     last_zxid_seen,
+                    auth,
                 },
-            ) => self.on_connect(now, link, session, timeout_ms, last_zxid_seen),
+            ) => {
+                // Credentials the client had added before: they were accepted then, and
+                // are checked the same way now (one that fails is left out).
+                for info in &auth {
+                    let _ = self.add_auth(link, info);
+                }
+                self.on_connect(now, link, session, timeout_ms, last_zxid_seen)
+            }
             (ConnState::Attached { session }, ClientMessage::Request { xid, request }) => {
                 self.touch(session, now);
                 self.on_request(now, link, session, xid, request);
@@ -334,6 +350,17 @@ impl ZkServer {
     }
 
     // ----- Internals ----------------------------------------------------------------------
+
+    /// `addAuth` on a connection: the id it adds, or `AuthFailed`.
+    fn add_auth(&mut self, link: ClientLink, info: &AuthInfo) -> Result<ZkResponse, ZkError> {
+        let id = acl::authenticate(&info.scheme, &info.auth)?;
+        if let Some(conn) = self.clients.get_mut(&link)
+            && !conn.ids.contains(&id)
+        {
+            conn.ids = conn.ids.iter().cloned().chain([id]).collect();
+        }
+        Ok(ZkResponse::AuthAdded)
+    }
 
     fn pump(&mut self, now: LocalTime) {
         loop {
@@ -460,7 +487,8 @@ impl ZkServer {
                 session,
                 cxid,
                 request,
-            } => self.leader_process(now, from, session, cxid, request),
+                auth,
+            } => self.leader_process(now, from, session, cxid, request, &auth),
             ServerMessage::Touch { sessions } => {
                 if let Some(leader) = &mut self.leader {
                     for session in sessions {
@@ -556,11 +584,13 @@ impl ZkServer {
                 conn.state = ConnState::Creating { token };
                 self.creating.insert(token, link);
                 let origin = u16::try_from(self.core.me().ordinal()).unwrap_or(u16::MAX);
+                let ids = conn.ids.clone();
                 self.submit(
                     now,
                     0,
                     token,
                     LeaderRequest::CreateSession { timeout_ms, origin },
+                    ids,
                 );
             }
             Some(session) => {
@@ -624,6 +654,19 @@ impl ZkServer {
         xid: u64,
         request: ClientRequest,
     ) {
+        if let ClientRequest::AddAuth(info) = &request {
+            // Takes effect at once for the requests after it (ZooKeeper handles auth
+            // packets on arrival); the answer waits for the replies before it.
+            let result = self.add_auth(link, info);
+            let conn = self.clients.get_mut(&link).expect("known connection");
+            if conn.queue.is_empty() {
+                let zxid = self.core.last_applied().as_u64();
+                self.send_to_client(link, ClientMessage::Reply { xid, zxid, result });
+            } else {
+                conn.queue.push_back(Queued::Answer(xid, result));
+            }
+            return;
+        }
         let conn = self.clients.get_mut(&link).expect("known connection");
         if request.is_read() {
             if conn.queue.is_empty() {
@@ -634,6 +677,7 @@ impl ZkServer {
             return;
         }
         conn.queue.push_back(Queued::Forwarded(xid));
+        let ids = conn.ids.clone();
         let request = match request {
             ClientRequest::Write(op) => LeaderRequest::Write(op),
             ClientRequest::Multi(ops) => LeaderRequest::Multi(ops),
@@ -641,15 +685,24 @@ impl ZkServer {
             ClientRequest::CloseSession => LeaderRequest::CloseSession,
             ClientRequest::GetData { .. }
             | ClientRequest::Exists { .. }
-            | ClientRequest::GetChildren { .. } => unreachable!("reads handled above"),
+            | ClientRequest::GetChildren { .. }
+            | ClientRequest::GetAcl { .. }
+            | ClientRequest::AddAuth(_) => unreachable!("reads and auth handled above"),
         };
-        self.submit(now, session, xid, request);
+        self.submit(now, session, xid, request, ids);
     }
 
-    fn submit(&mut self, now: LocalTime, session: SessionId, cxid: u64, request: LeaderRequest) {
+    fn submit(
+        &mut self,
+        now: LocalTime,
+        session: SessionId,
+        cxid: u64,
+        request: LeaderRequest,
+        auth: AuthIds,
+    ) {
         if self.leader.is_some() {
             let me = self.core.me();
-            self.leader_process(now, me, session, cxid, request);
+            self.leader_process(now, me, session, cxid, request, &auth);
         } else {
             // Not in broadcast: the request is lost with the connection (the server closes
             // client connections when it stops serving).
@@ -657,15 +710,20 @@ impl ZkServer {
                 session,
                 cxid,
                 request,
+                auth,
             });
         }
     }
 
     fn answer_read(&mut self, link: ClientLink, xid: u64, request: &ClientRequest) {
         let tree = self.core.machine();
+        let Some(conn) = self.clients.get(&link) else {
+            return;
+        };
+        let ids = &conn.ids;
         let result = match request {
             ClientRequest::GetData { path, watch } => {
-                let result = tree.get_data(path);
+                let result = tree.get_data(path, ids);
                 if *watch && result.is_ok() {
                     self.watches.watch_data(path, link);
                 }
@@ -679,12 +737,13 @@ impl ZkServer {
                 result
             }
             ClientRequest::GetChildren { path, watch } => {
-                let result = tree.get_children(path);
+                let result = tree.get_children(path, ids);
                 if *watch && result.is_ok() {
                     self.watches.watch_children(path, link);
                 }
                 result
             }
+            ClientRequest::GetAcl { path } => tree.get_acl(path, ids),
             _ => Err(ZkError::BadArguments),
         };
         let zxid = self.core.last_applied().as_u64();
@@ -727,6 +786,12 @@ impl ZkServer {
                         unreachable!("front is a read")
                     };
                     self.answer_read(link, xid, &request);
+                }
+                Some(Queued::Answer(..)) => {
+                    let Some(Queued::Answer(xid, result)) = conn.queue.pop_front() else {
+                        unreachable!("front is an answer")
+                    };
+                    self.send_to_client(link, ClientMessage::Reply { xid, zxid, result });
                 }
                 _ => break,
             }
@@ -801,6 +866,7 @@ impl ZkServer {
         session: SessionId,
         cxid: u64,
         request: LeaderRequest,
+        ids: &AuthIds,
     ) {
         let sync_not_quorum = self.core.config().bugs.has(ZabBug::SyncNotQuorum);
         let width = self.sequence_width;
@@ -828,11 +894,10 @@ impl ZkServer {
             {
                 TxnBody::SessionMoved
             }
-            LeaderRequest::Write(op) => {
-                prep::prepare(&leader.prepared, session, &op, width).unwrap_or_else(TxnBody::Error)
-            }
+            LeaderRequest::Write(op) => prep::prepare(&leader.prepared, session, ids, &op, width)
+                .unwrap_or_else(TxnBody::Error),
             LeaderRequest::Multi(ops) => {
-                prep::prepare_multi(&leader.prepared, session, &ops, width)
+                prep::prepare_multi(&leader.prepared, session, ids, &ops, width)
             }
             LeaderRequest::Sync if sync_not_quorum => {
                 // ZOOKEEPER-1675: answered once earlier proposals commit, with no check that

@@ -1,11 +1,12 @@
 //! The znode tree every server applies committed transactions to (ZooKeeper's `DataTree`).
 
 use super::{
+    acl::{AuthId, NodeAcl},
     path,
-    txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, bump, full_stat},
+    txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, full_stat},
 };
 use crate::zab::{StateMachine, Zxid};
-use sim::history::zk::{Stat, WatchEventType, ZkError, ZkResponse};
+use sim::history::zk::{Perms, Stat, WatchEventType, ZkError, ZkResponse};
 use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
@@ -20,9 +21,23 @@ pub struct Znode {
     stat: Stat,
     /// Child names.
     children: BTreeSet<String>,
+    /// Who may do what (not inherited from the parent, as in ZooKeeper).
+    acl: NodeAcl,
+    /// How many times the ACL was set (ZooKeeper's `Stat.aversion`).
+    aversion: i32,
 }
 
 impl Znode {
+    /// The ACL.
+    pub fn acl(&self) -> &NodeAcl {
+        &self.acl
+    }
+
+    /// The ACL's version.
+    pub fn aversion(&self) -> i32 {
+        self.aversion
+    }
+
     /// The full stat.
     pub fn stat(&self) -> Stat {
         full_stat(&self.stat, self.children.len(), &self.data)
@@ -51,6 +66,8 @@ impl Default for DataTree {
                 data: String::new(),
                 stat: Stat::default(),
                 children: BTreeSet::new(),
+                acl: NodeAcl::Open,
+                aversion: 0,
             },
         );
         Self {
@@ -91,17 +108,18 @@ impl DataTree {
             .map(String::as_str)
     }
 
-    /// `getData`.
-    pub fn get_data(&self, path: &str) -> Result<ZkResponse, ZkError> {
+    /// `getData` by a session authenticated as `ids` (READ on the node).
+    pub fn get_data(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
         path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ, ids)?;
         Ok(ZkResponse::Data {
             data: node.data.clone(),
             stat: node.stat(),
         })
     }
 
-    /// `exists`.
+    /// `exists` (not ACL-controlled, as in ZooKeeper).
     pub fn exists(&self, path: &str) -> Result<ZkResponse, ZkError> {
         path::validate(path)?;
         Ok(ZkResponse::Exists {
@@ -109,12 +127,26 @@ impl DataTree {
         })
     }
 
-    /// `getChildren`.
-    pub fn get_children(&self, path: &str) -> Result<ZkResponse, ZkError> {
+    /// `getChildren` by a session authenticated as `ids` (READ on the node).
+    pub fn get_children(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
         path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ, ids)?;
         Ok(ZkResponse::Children {
             children: node.children.iter().cloned().collect(),
+            stat: node.stat(),
+        })
+    }
+
+    /// `getACL` by a session authenticated as `ids`: READ or ADMIN on the node, as in
+    /// ZooKeeper's `FinalRequestProcessor`; without ADMIN the digest hashes are hidden.
+    pub fn get_acl(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
+        path::validate(path)?;
+        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ.union(Perms::ADMIN), ids)?;
+        Ok(ZkResponse::Acl {
+            acl: node.acl.shown_to(ids),
+            aversion: node.aversion,
             stat: node.stat(),
         })
     }
@@ -165,12 +197,14 @@ impl DataTree {
                 data,
                 ephemeral_owner,
                 parent_cversion,
+                acl,
             } => match self.create_node(
                 zxid,
                 path,
                 data,
                 *ephemeral_owner,
                 *parent_cversion,
+                acl,
                 triggers,
             ) {
                 Ok(()) => TxnResult::Done(ZkResponse::Created { path: path.clone() }),
@@ -196,6 +230,22 @@ impl DataTree {
                 node.stat.mzxid = zxid;
                 triggers.push((path.clone(), WatchEventType::NodeDataChanged));
                 TxnResult::Done(ZkResponse::Stat { stat: node.stat() })
+            }
+            TxnBody::SetAcl {
+                path,
+                acl,
+                aversion,
+            } => {
+                // No watch fires for an ACL change, as in ZooKeeper.
+                let Some(node) = self.nodes.get_mut(path) else {
+                    return TxnResult::Failed(ZkError::NoNode);
+                };
+                node.acl = acl.clone();
+                node.aversion = *aversion;
+                TxnResult::Done(ZkResponse::AclSet {
+                    aversion: *aversion,
+                    stat: node.stat(),
+                })
             }
             TxnBody::Multi(bodies) => {
                 let mut results = Vec::with_capacity(bodies.len());
@@ -226,6 +276,7 @@ impl DataTree {
         data: &str,
         ephemeral_owner: SessionId,
         parent_cversion: i32,
+        acl: &NodeAcl,
         triggers: &mut Vec<(String, WatchEventType)>,
     ) -> Result<(), ZkError> {
         if self.nodes.contains_key(path) {
@@ -251,6 +302,8 @@ impl DataTree {
                     data_length: 0,
                 },
                 children: BTreeSet::new(),
+                acl: acl.clone(),
+                aversion: 0,
             },
         );
         if ephemeral_owner != 0 {
@@ -279,8 +332,9 @@ impl DataTree {
         }
         let parent_path = path::parent(path);
         if let Some(parent) = self.nodes.get_mut(parent_path) {
+            // As ZooKeeper's `DataTree.deleteNode`: the parent's pzxid moves, its cversion
+            // does not (only creates count; sequence numbers still never repeat).
             parent.children.remove(path::name(path));
-            parent.stat.cversion = bump(parent.stat.cversion);
             parent.stat.pzxid = zxid;
         }
         triggers.push((path.to_string(), WatchEventType::NodeDeleted));
@@ -309,5 +363,63 @@ impl StateMachine for DataTree {
 
     fn digest(txn: &Txn) -> u64 {
         txn.digest()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zk::acl::{AuthId, AuthScheme, NodeAcl};
+    use sim::history::zk::{Acl, Perms};
+
+    fn txn(body: TxnBody) -> Txn {
+        Txn {
+            session: 0,
+            cxid: 0,
+            body,
+        }
+    }
+
+    #[test]
+    fn acls_are_applied_snapshotted_and_hashed() {
+        let alice = AuthId {
+            scheme: AuthScheme::Digest,
+            id: "alice:hash".into(),
+        };
+        let only_alice = NodeAcl::from_entries(vec![Acl::new(Perms::ALL, "digest", &alice.id)]);
+        let create = |acl: NodeAcl| {
+            txn(TxnBody::Create {
+                path: "/a".into(),
+                data: "d".into(),
+                ephemeral_owner: 0,
+                parent_cversion: 1,
+                acl,
+            })
+        };
+        let mut tree = DataTree::default();
+        tree.apply(Zxid::new(1, 1), &create(only_alice.clone()));
+        let set = txn(TxnBody::SetAcl {
+            path: "/a".into(),
+            acl: NodeAcl::Open,
+            aversion: 1,
+        });
+        // Recovery (a snapshot restored, as SNAP and restarts do) keeps the ACL.
+        let restored = DataTree::restore(&tree.snapshot());
+        assert_eq!(restored, tree);
+        assert_eq!(restored.node("/a").map(Znode::acl), Some(&only_alice));
+        assert_eq!(restored.get_data("/a", &[]), Err(ZkError::NoAuth));
+        assert!(restored.get_data("/a", &[alice]).is_ok());
+        assert!(restored.exists("/a").is_ok());
+        // A setACL moves aversion; a tree with another ACL is another tree.
+        let mut opened = tree.clone();
+        opened.apply(Zxid::new(1, 2), &set);
+        assert_eq!(opened.node("/a").map(Znode::aversion), Some(1));
+        assert_ne!(opened, tree);
+        // Replica agreement compares digests: the ACL is part of them, the open one adds
+        // nothing (histories of runs without ACLs keep their digests).
+        assert_ne!(
+            DataTree::digest(&create(only_alice)),
+            DataTree::digest(&create(NodeAcl::Open))
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Messages: client ↔ server (one FIFO connection per session attachment) and server ↔
 //! server above ZAB (forwarded requests, session touches, revalidation).
 
-use super::{prep::WriteOp, txn::SessionId};
+use super::{acl::AuthIds, prep::WriteOp, txn::SessionId};
 use sim::history::zk::{WatchEventType, ZkError, ZkResponse};
 
 /// A client request on an established session.
@@ -32,6 +32,14 @@ pub enum ClientRequest {
         /// Set a watch.
         watch: bool,
     },
+    /// `getACL`: the node's ACL and stat.
+    GetAcl {
+        /// Path.
+        path: String,
+    },
+    /// `addAuth`: authenticate the connection as one more id (kept by the client and sent
+    /// again with every reconnection, as ZooKeeper's client does).
+    AddAuth(AuthInfo),
     /// Catch this server up with the leader.
     Sync {
         /// Path (unused, as in ZooKeeper).
@@ -49,8 +57,18 @@ impl ClientRequest {
             ClientRequest::GetData { .. }
                 | ClientRequest::Exists { .. }
                 | ClientRequest::GetChildren { .. }
+                | ClientRequest::GetAcl { .. }
         )
     }
+}
+
+/// Credentials for `addAuth` (ZooKeeper's `AuthPacket`): `digest` with `user:password`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthInfo {
+    /// The scheme.
+    pub scheme: String,
+    /// The credentials, in clear on the wire as in ZooKeeper; servers keep only the digest.
+    pub auth: String,
 }
 
 /// Why a server refused a connection.
@@ -76,6 +94,8 @@ pub enum ClientMessage {
         timeout_ms: u64,
         /// The newest zxid the client has seen.
         last_zxid_seen: u64,
+        /// Credentials the client added to its session (`addAuth`), to add again.
+        auth: Vec<AuthInfo>,
     },
     /// Client → server: a request.
     Request {
@@ -186,6 +206,9 @@ pub enum ServerMessage {
         cxid: u64,
         /// The write.
         request: LeaderRequest,
+        /// The ids the client's connection is authenticated as, for the leader's ACL
+        /// checks (ZooKeeper's `QuorumPacket.authinfo`).
+        auth: AuthIds,
     },
     /// Follower → leader: these sessions were active here.
     Touch {

@@ -1028,6 +1028,65 @@ mod zk_semantics {
         evidence(&report(&history(rows)));
     }
 
+    /// The children's Stat as ZooKeeper keeps it: two creates and a delete under `/p` leave
+    /// one child and cversion 2 (a delete moves pzxid, not cversion); a synced read showing
+    /// anything else is a violation.
+    #[test]
+    fn a_synced_read_checks_the_childrens_stat() {
+        let parent_read = |num_children: u32, cversion: i32| {
+            let created = |path: &str| ZkResponse::Created { path: path.into() };
+            let rows = vec![
+                (0, 0, 10, create("/p", "a"), Result_::Ok(created("/p"))),
+                (
+                    0,
+                    11,
+                    20,
+                    create("/p/c1", ""),
+                    Result_::Ok(created("/p/c1")),
+                ),
+                (
+                    0,
+                    21,
+                    30,
+                    create("/p/c2", ""),
+                    Result_::Ok(created("/p/c2")),
+                ),
+                (
+                    0,
+                    31,
+                    40,
+                    ZkOperation::Delete {
+                        path: "/p/c1".into(),
+                        version: None,
+                    },
+                    Result_::Ok(ZkResponse::Deleted),
+                ),
+                (1, 41, 45, sync(), Result_::Ok(ZkResponse::Synced)),
+                (
+                    1,
+                    50,
+                    55,
+                    get("/p"),
+                    Result_::Ok(ZkResponse::Data {
+                        data: "a".into(),
+                        stat: Stat {
+                            num_children,
+                            cversion,
+                            pzxid: 9,
+                            ..stat(0, 5, 5)
+                        },
+                    }),
+                ),
+            ];
+            report(&history(rows))
+        };
+        let report = parent_read(1, 2);
+        assert_eq!(report.verdict, Verdict::Ok, "{report}");
+        // The old model's count (a delete bumping cversion), and a child too many.
+        assert_eq!(evidence(&parent_read(1, 3)).partition, "path /p");
+        assert_eq!(evidence(&parent_read(2, 2)).partition, "path /p");
+    }
+
     /// A create needs its parent: a child created under a parent that a synced read shows
     /// missing, with nothing deleting it in between, is a violation.
     #[test]

@@ -4,7 +4,7 @@
 use super::{isolated, scenario, swarm, target};
 use crate::{
     scenario::{Scenario, Store, Tuning},
-    workload::{LockRecipe, Locks, Workload},
+    workload::{LockNodeAcl, LockRecipe, Locks, Workload},
 };
 use models::zk::SessionExpiry;
 use sim::fault::{
@@ -140,6 +140,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             )
         });
     }
+    scenarios.push(queue_lock_creator_all_acl());
     scenarios.push(queue_lock_crashes());
     scenarios.push(queue_lock_expiry_slow_resource());
     scenarios.push(queue_lock_curator_joiner_cut_off());
@@ -345,6 +346,33 @@ fn queue_lock_seq_wrap() -> Scenario {
             "the ZooKeeper queue lock, five clients, no faults, under a lock node whose \
              sequence counter is 6 bits wide: it wraps to negative names every 64 creates \
              and deletes, with a holder and waiters on both sides of the wrap",
+            Store::Zab,
+            3,
+            5,
+        )
+    }
+}
+
+/// The queue lock with its nodes under `CREATOR_ALL_ACL` (every client authenticated as the
+/// lock's digest user), under the server faults: ACLs go through the log, SNAP and
+/// recovery like every write, and the lock behaves as with open nodes.
+fn queue_lock_creator_all_acl() -> Scenario {
+    Scenario {
+        workload: Workload::Locks(Locks {
+            recipe: LockRecipe::ZkQueueLock,
+            node_acl: LockNodeAcl::CreatorAll,
+            ..Locks::default()
+        }),
+        faults: swarm(500, &SERVER_FAULTS),
+        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive),
+        fault_phase_ms: 8_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(
+            "zk_queue_lock_creator_acl",
+            "the ZooKeeper queue lock, its nodes made with CREATOR_ALL_ACL by clients that \
+             authenticate as one digest user, under partitions, loss, latency, server crashes \
+             and pauses",
             Store::Zab,
             3,
             5,

@@ -84,6 +84,31 @@ pub struct Locks {
     /// With the read/write lock: the share of turns, in percent, that take the write lock
     /// (the others take the read lock). The exclusive locks ignore it.
     pub writer_percent: u32,
+    /// The ACL of the ZooKeeper lock's nodes (`creator_all`: every client authenticates as
+    /// the lock's digest user and makes its nodes with `CREATOR_ALL_ACL`).
+    #[serde(skip_serializing_if = "is_open")]
+    pub node_acl: LockNodeAcl,
+}
+
+/// Who may touch a ZooKeeper lock's nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockNodeAcl {
+    /// `world:anyone` may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`).
+    #[default]
+    Open,
+    /// The lock's clients `addAuth digest` as one user, [`LOCK_USER`], and create the lock's
+    /// nodes (parents and waiters) with `CREATOR_ALL_ACL`: a client without those
+    /// credentials cannot read or delete them (`NoAuth`).
+    CreatorAll,
+}
+
+/// The digest credentials (`user:password`) of the lock's clients under
+/// [`LockNodeAcl::CreatorAll`].
+pub const LOCK_USER: &str = "locks:lock-secret";
+
+fn is_open(acl: &LockNodeAcl) -> bool {
+    *acl == LockNodeAcl::Open
 }
 
 fn is_told_by_server(expiry: &SessionExpiry) -> bool {
@@ -102,6 +127,7 @@ impl Default for Locks {
             fencing: Fencing::On,
             session_expiry: SessionExpiry::ToldByServer,
             writer_percent: 30,
+            node_acl: LockNodeAcl::Open,
         }
     }
 }
@@ -131,6 +157,11 @@ impl Locks {
                  100 ms and a patience above 0 ms, got {} processes, {} ms, {} ms",
                 self.processes_per_client, self.session_timeout_ms, self.patience_ms
             ));
+        }
+        if self.recipe == LockRecipe::EtcdMutex && self.node_acl != LockNodeAcl::Open {
+            return Err(
+                "expected node_acl = \"open\" with etcd's mutex (ACLs are ZooKeeper's)".into(),
+            );
         }
         Ok(())
     }
@@ -273,7 +304,8 @@ impl LockClient {
                 Duration::from_millis(locks.session_timeout_ms),
                 Duration::from_millis(locks.patience_ms),
             )
-            .with_expiry(locks.session_expiry),
+            .with_expiry(locks.session_expiry)
+            .with_node_acl(locks.node_acl),
             carried: (locks.session_expiry == SessionExpiry::AfterDisconnectedTimeout)
                 .then(CarriedJoin::default),
         }

@@ -37,7 +37,7 @@ pub use fifo_queue::{FifoQueue, QUEUE_PATH};
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
-pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
+pub use locks::{LOCK_NAME, LOCK_USER, LockNodeAcl, LockRecipe, Locks, RESOURCE_NAME};
 pub use pubsub::{PubSub, SUBSCRIBER_PROCESS};
 pub use ready_config::{CONFIG_PATH, ReadyConfig};
 pub use rendezvous::{RENDEZVOUS_PATH, Rendezvous};
@@ -192,7 +192,7 @@ impl Workload {
     /// queue lock and election are etcd's discovery, mutex and election, and back);
     /// `None` if it has none (the herd and read/write locks, and every store-specific
     /// workload). Parameters are kept; a ZooKeeper-only parameter (Curator's client-side
-    /// session expiry) means the workload has no etcd counterpart.
+    /// session expiry, the lock nodes' ACL) means the workload has no etcd counterpart.
     pub fn on_store(&self, store: Store) -> Option<Workload> {
         if self.store() == store {
             return Some(self.clone());
@@ -209,7 +209,8 @@ impl Workload {
             }
             (Workload::Locks(locks), Store::Raft)
                 if locks.recipe == LockRecipe::ZkQueueLock
-                    && locks.session_expiry == models::zk::SessionExpiry::ToldByServer =>
+                    && locks.session_expiry == models::zk::SessionExpiry::ToldByServer
+                    && locks.node_acl == LockNodeAcl::Open =>
             {
                 Some(Workload::Locks(Locks {
                     recipe: LockRecipe::EtcdMutex,

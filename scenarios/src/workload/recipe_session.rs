@@ -2,10 +2,11 @@
 //! store says it ended: a ZooKeeper session, or an etcd session (a lease kept alive) beside
 //! the process's one etcd client. The lock and election workloads share it.
 
+use super::locks::{LOCK_USER, LockNodeAcl};
 use models::{
     etcd::{EtcdClient, EtcdCluster},
     recipes::EtcdSession,
-    zk::{SessionExpiry, ZkClient, ZkEnsemble},
+    zk::{NodeAcl, SessionExpiry, ZkClient, ZkEnsemble, wire::AuthInfo},
 };
 use sim::NodeContext;
 use std::time::Duration;
@@ -32,6 +33,8 @@ pub(crate) struct RecipeSession {
     patience: Duration,
     /// Who ends a ZooKeeper session as the client sees it.
     expiry: SessionExpiry,
+    /// The ACL of the ZooKeeper nodes the recipe makes.
+    node_acl: LockNodeAcl,
     session: Option<Session>,
     /// The process's one etcd client, for all its sessions (it numbers the watches).
     etcd: Option<EtcdClient>,
@@ -54,6 +57,7 @@ impl RecipeSession {
             timeout,
             patience,
             expiry: SessionExpiry::ToldByServer,
+            node_acl: LockNodeAcl::Open,
             session: None,
             etcd: match store {
                 RecipeStore::Raft(cluster) => {
@@ -70,6 +74,12 @@ impl RecipeSession {
         self
     }
 
+    /// ZooKeeper sessions that authenticate and make their nodes as `node_acl` says.
+    pub(crate) fn with_node_acl(mut self, node_acl: LockNodeAcl) -> Self {
+        self.node_acl = node_acl;
+        self
+    }
+
     /// Opens a session if there is none; `false` if the store could not be reached.
     pub(crate) async fn ensure(&mut self) -> bool {
         if self.session.is_some() {
@@ -81,6 +91,13 @@ impl RecipeSession {
                 config.session_timeout = self.timeout;
                 config.connect_patience = self.patience;
                 config.expiry = self.expiry;
+                if self.node_acl == LockNodeAcl::CreatorAll {
+                    config.auth = vec![AuthInfo {
+                        scheme: "digest".into(),
+                        auth: LOCK_USER.into(),
+                    }];
+                    config.create_acl = NodeAcl::creator_all();
+                }
                 ensemble
                     .connect(&self.context, config)
                     .await

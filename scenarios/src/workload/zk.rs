@@ -265,6 +265,7 @@ async fn worker(
                             path: "/q/m-".into(),
                             data: value,
                             mode: CreateMode::PersistentSequential,
+                            acl: zk.create_acl(),
                         },
                     ])
                     .await;

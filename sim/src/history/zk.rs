@@ -72,6 +72,90 @@ pub enum ZkOperation {
         /// The operations.
         ops: Vec<ZkOperation>,
     },
+    /// Read a znode's ACL and stat.
+    GetAcl {
+        /// Path.
+        path: String,
+    },
+    /// Replace a znode's ACL, if its ACL version (`aversion`) matches.
+    SetAcl {
+        /// Path.
+        path: String,
+        /// The new ACL, as the client sent it (`auth` entries not yet expanded).
+        acl: Vec<Acl>,
+        /// Expected ACL version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<i32>,
+    },
+}
+
+/// ZooKeeper's permission bits (`ZooDefs.Perms`), as ZooKeeper numbers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Perms(pub u32);
+
+impl Perms {
+    /// `getData`, `getChildren` (and `getACL`'s stat) on the node.
+    pub const READ: Perms = Perms(1);
+    /// `setData` on the node.
+    pub const WRITE: Perms = Perms(2);
+    /// `create` of a child.
+    pub const CREATE: Perms = Perms(4);
+    /// `delete` of a child.
+    pub const DELETE: Perms = Perms(8);
+    /// `setACL` on the node.
+    pub const ADMIN: Perms = Perms(16);
+    /// All five.
+    pub const ALL: Perms = Perms(31);
+
+    /// Whether any bit of `wanted` is granted (ZooKeeper's `checkACL` test: `getACL` asks
+    /// for READ | ADMIN and either will do).
+    pub fn grants_any(self, wanted: Perms) -> bool {
+        self.0 & wanted.0 != 0
+    }
+
+    /// Both sets of bits.
+    pub const fn union(self, other: Perms) -> Perms {
+        Perms(self.0 | other.0)
+    }
+}
+
+/// One ACL entry (ZooKeeper's `ACL`: permissions for an `Id(scheme, id)`).
+///
+/// Schemes: `world` (id `anyone`), `digest` (id `user:base64(sha1(user:password))`, never the
+/// password), `ip` (an IPv4 address with optional `/prefix-bits`), and `auth` (only in a
+/// request: the server replaces it with the ids the session authenticated as).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Acl {
+    /// What the id may do.
+    pub perms: Perms,
+    /// The authentication scheme.
+    pub scheme: String,
+    /// The id within the scheme.
+    pub id: String,
+}
+
+impl Acl {
+    /// An entry granting `perms` to `scheme:id`.
+    pub fn new(perms: Perms, scheme: &str, id: &str) -> Self {
+        Self {
+            perms,
+            scheme: scheme.to_string(),
+            id: id.to_string(),
+        }
+    }
+
+    /// `world:anyone` with every permission: ZooKeeper's `OPEN_ACL_UNSAFE` entry, the ACL
+    /// of every node created without one.
+    pub fn open() -> Self {
+        Self::new(Perms::ALL, "world", "anyone")
+    }
+
+    /// `auth` with every permission: ZooKeeper's `CREATOR_ALL_ACL` entry (the creating
+    /// session's authenticated ids get everything).
+    pub fn creator_all() -> Self {
+        Self::new(Perms::ALL, "auth", "")
+    }
 }
 
 /// A znode's metadata.
@@ -137,6 +221,27 @@ pub enum ZkResponse {
         /// Responses.
         results: Vec<ZkResponse>,
     },
+    /// ACL read: the node's ACL, its version and the node's stat. (ZooKeeper's `Stat` holds
+    /// `aversion`; here it comes with the ACL responses only, so that histories without
+    /// ACLs are as they were.)
+    Acl {
+        /// The ACL (digest ids shown as `user:x` to a session without ADMIN, as ZooKeeper
+        /// does).
+        acl: Vec<Acl>,
+        /// The ACL's version: how many times it was set.
+        aversion: i32,
+        /// Stat.
+        stat: Stat,
+    },
+    /// Authentication added to the connection.
+    AuthAdded,
+    /// ACL replaced: its new version and the node's stat.
+    AclSet {
+        /// The ACL's new version.
+        aversion: i32,
+        /// Stat.
+        stat: Stat,
+    },
 }
 
 /// ZooKeeper's error kinds for a definite failure (the operation did not take effect).
@@ -167,6 +272,15 @@ pub enum ZkError {
         /// Its error.
         error: Box<ZkError>,
     },
+    // New kinds go last: histories hash variants by index.
+    /// The session's ids lack the permission the operation needs (`NoAuth`).
+    NoAuth,
+    /// The ACL is malformed: empty, an unknown scheme, an id the scheme rejects, or `auth`
+    /// from a session with no authenticated id (`InvalidACL`).
+    InvalidAcl,
+    /// `addAuth` with a scheme the server does not know, or malformed credentials
+    /// (`AuthFailed`).
+    AuthFailed,
 }
 
 /// Which one-shot watch a read set.

@@ -10,10 +10,19 @@
 //! own. A create also checks that its parent exists (on the parent's path); a `getChildren`
 //! checks the parent's stat and, for every checked path under it, whether it was listed.
 //! A path's state is whether it exists, its data, version, and the czxid / mzxid that the
-//! first read (or a setData's stat) shows. Children counts and `cversion` are not modelled
-//! (`zk_sequential_names` checks the sequence numbers).
+//! first read (or a setData's stat) shows, and its children's stat as ZooKeeper keeps it:
+//! `numChildren`, `cversion` (bumped by every child created, not by a delete, as in
+//! ZooKeeper's `DataTree`) and `pzxid` (bound where a stat shows it; a child created or
+//! deleted moves it to a zxid the checker learns from the next stat). A create adds a
+//! "child created" step on its parent's path and a delete a "child deleted" step, so the
+//! parent's counts follow its children's operations. A parent with a child the check leaves
+//! out (an ephemeral one, which session expiry deletes without a client operation, or an
+//! unknown sequential name) has its children's stat left out too; `zk_sequential_names`
+//! checks the sequence numbers.
 //!
-//! Left out (and counted): ephemeral nodes (session expiry deletes them without a client
+//! Left out (and counted): ACL operations (`getACL`, `setACL`: ACLs are not modelled; an
+//! operation refused with `NoAuth` failed definitely and is left out like other failures),
+//! ephemeral nodes (session expiry deletes them without a client
 //! operation; `zk_ephemeral_lifetime` checks them), sequential names that a create whose
 //! outcome is unknown may have produced (the name is unknown), failed multis, operations
 //! refused because the session had expired, and plain reads.
@@ -45,8 +54,10 @@ pub enum PathAction {
     Exists,
     /// Its parent's `getChildren` listed it (`true`) or not.
     Listed(bool),
-    /// A child was created under it (it must exist).
+    /// A child was created under it (it must exist; done: one more child, cversion + 1).
     HasChild,
+    /// A child under it was deleted (done: one child fewer, pzxid moved).
+    ChildDeleted,
 }
 
 /// A stat as a response showed it (the fields the model checks).
@@ -58,6 +69,19 @@ pub struct SeenStat {
     pub czxid: u64,
     /// Zxid of the last data change.
     pub mzxid: u64,
+    /// The children's stat, where the check follows the node's children.
+    pub children: Option<ChildrenStat>,
+}
+
+/// The children's part of a stat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChildrenStat {
+    /// Children created under the node (ZooKeeper's `cversion`).
+    pub cversion: i32,
+    /// Number of children.
+    pub num_children: u32,
+    /// Zxid of the last child created or deleted (the create's own zxid before any).
+    pub pzxid: u64,
 }
 
 impl From<&Stat> for SeenStat {
@@ -66,6 +90,21 @@ impl From<&Stat> for SeenStat {
             version: stat.version,
             czxid: stat.czxid,
             mzxid: stat.mzxid,
+            children: Some(ChildrenStat {
+                cversion: stat.cversion,
+                num_children: stat.num_children,
+                pzxid: stat.pzxid,
+            }),
+        }
+    }
+}
+
+impl SeenStat {
+    /// The stat without its children's part (for a node whose children are not followed).
+    fn without_children(self) -> Self {
+        Self {
+            children: None,
+            ..self
         }
     }
 }
@@ -121,6 +160,12 @@ pub struct Znode {
     pub czxid: Option<u64>,
     /// Last-modification zxid, once seen.
     pub mzxid: Option<u64>,
+    /// Children created under it (`cversion`), if known.
+    pub cversion: Option<i32>,
+    /// Number of children, if known.
+    pub num_children: Option<u32>,
+    /// Zxid of the last change to its children, once seen.
+    pub pzxid: Option<u64>,
 }
 
 impl Znode {
@@ -130,6 +175,9 @@ impl Znode {
         version: None,
         czxid: None,
         mzxid: None,
+        cversion: None,
+        num_children: None,
+        pzxid: None,
     };
 
     /// A node as a stat (and maybe its data) showed it.
@@ -139,6 +187,29 @@ impl Znode {
             version: Some(stat.version),
             czxid: Some(stat.czxid),
             mzxid: Some(stat.mzxid),
+            cversion: stat.children.map(|children| children.cversion),
+            num_children: stat.children.map(|children| children.num_children),
+            pzxid: stat.children.map(|children| children.pzxid),
+        }
+    }
+
+    /// The node after a child was created under it.
+    fn with_child_created(self) -> Znode {
+        Znode {
+            cversion: self.cversion.map(|cversion| cversion.wrapping_add(1)),
+            num_children: self.num_children.map(|count| count + 1),
+            pzxid: None,
+            ..self
+        }
+    }
+
+    /// The node after a child of unknown outcome was created or deleted under it.
+    fn with_children_unknown(self, cversion: Option<i32>) -> Znode {
+        Znode {
+            cversion,
+            num_children: None,
+            pzxid: None,
+            ..self
         }
     }
 }
@@ -170,16 +241,34 @@ fn bind(known: Option<u64>, seen: u64) -> Option<Option<u64>> {
     }
 }
 
+fn bind_exact<T: PartialEq + Copy>(known: Option<T>, seen: T) -> Option<Option<T>> {
+    match known {
+        Some(value) if value != seen => None,
+        _ => Some(Some(seen)),
+    }
+}
+
 /// Checks a stat against the node; the node with what the stat revealed bound.
 fn observe(node: Znode, stat: SeenStat) -> Option<Znode> {
     if node.version.is_some_and(|version| version != stat.version) {
         return None;
     }
+    let (cversion, num_children, pzxid) = match stat.children {
+        Some(children) => (
+            bind_exact(node.cversion, children.cversion)?,
+            bind_exact(node.num_children, children.num_children)?,
+            bind(node.pzxid, children.pzxid)?,
+        ),
+        None => (node.cversion, node.num_children, node.pzxid),
+    };
     Some(Znode {
         data: node.data,
         version: Some(stat.version),
         czxid: bind(node.czxid, stat.czxid)?,
         mzxid: bind(node.mzxid, stat.mzxid)?,
+        cversion,
+        num_children,
+        pzxid,
     })
 }
 
@@ -200,6 +289,9 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
         version: Some(0),
         czxid: None,
         mzxid: None,
+        cversion: Some(0),
+        num_children: Some(0),
+        pzxid: None,
     };
     match (action, result, state) {
         // An unknown outcome: the operation took effect (or failed) as the state dictates.
@@ -209,8 +301,8 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
             Some(true) => Some(Present(Znode {
                 data: Some(data),
                 version: node.version.map(|version| version + 1),
-                czxid: node.czxid,
                 mzxid: None,
+                ..node
             })),
             Some(false) => Some(state),
             // The version is unknown: so is the outcome, and the data.
@@ -221,17 +313,26 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
                 ..node
             })),
         },
+        (A::Delete(_), None, Present(node)) if node.num_children.is_some_and(|count| count > 0) => {
+            Some(state)
+        }
         (A::Delete(expected), None, Present(node)) => match version_matches(&node, expected) {
             Some(true) => Some(Absent),
             Some(false) => Some(state),
             // Deleted or not: unknown until observed.
             None => Some(ZkState::Unknown),
         },
+        // A child of unknown outcome: the counts are unknown (a delete leaves cversion).
+        (A::HasChild, None, Present(node)) => Some(Present(node.with_children_unknown(None))),
+        (A::ChildDeleted, None, Present(node)) => {
+            Some(Present(node.with_children_unknown(node.cversion)))
+        }
         (_, None, _) => Some(state),
 
         // An unknown state takes whatever a definite result shows.
         (action, Some(result), ZkState::Unknown) => Some(match (action, result) {
             (A::Create(data), R::Done) => Present(fresh(data)),
+            (A::HasChild | A::ChildDeleted, R::Done) => Present(Znode::UNKNOWN),
             (A::SetData(data, _), R::Stat(stat)) | (A::GetData, R::Data(data, stat)) => {
                 Present(Znode::seen(Some(data), stat))
             }
@@ -259,7 +360,18 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
             if node.czxid.is_some_and(|czxid| czxid != stat.czxid) {
                 return None;
             }
-            Some(Present(Znode::seen(Some(data), stat)))
+            let node = observe(
+                Znode {
+                    version: None,
+                    mzxid: None,
+                    ..node
+                },
+                stat,
+            )?;
+            Some(Present(Znode {
+                data: Some(data),
+                ..node
+            }))
         }
         (
             A::SetData(_, expected) | A::Delete(expected),
@@ -268,10 +380,13 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
         ) => (version_matches(&node, expected) != Some(true)).then_some(state),
         (A::SetData(..) | A::Delete(_), Some(R::Error(PathError::NoNode)), Absent) => Some(state),
         (A::Delete(expected), Some(R::Done), Present(node)) => {
-            (version_matches(&node, expected) != Some(false)).then_some(Absent)
+            (version_matches(&node, expected) != Some(false) && node.num_children.unwrap_or(0) == 0)
+                .then_some(Absent)
         }
-        // Children are not modelled: a NotEmpty delete only shows the node exists.
-        (A::Delete(_), Some(R::Error(PathError::NotEmpty)), Present(_)) => Some(state),
+        // A NotEmpty delete shows the node exists with children (if the count is followed).
+        (A::Delete(_), Some(R::Error(PathError::NotEmpty)), Present(node)) => {
+            (node.num_children != Some(0)).then_some(state)
+        }
         (A::GetData, Some(R::Data(data, stat)), Present(node)) => {
             if node.data.is_some_and(|known| known != data) {
                 return None;
@@ -289,7 +404,16 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
         }
         (A::Listed(true), Some(R::Done), Present(_))
         | (A::Listed(false), Some(R::Done), Absent) => Some(state),
-        (A::HasChild, Some(R::Done | R::Error(PathError::NodeExists)), Present(_)) => Some(state),
+        (A::HasChild, Some(R::Done), Present(node)) => Some(Present(node.with_child_created())),
+        (A::HasChild, Some(R::Error(PathError::NodeExists)), Present(_)) => Some(state),
+        (A::ChildDeleted, Some(R::Done), Present(node)) => match node.num_children {
+            Some(0) => None,
+            count => Some(Present(Znode {
+                num_children: count.map(|count| count - 1),
+                pzxid: None,
+                ..node
+            })),
+        },
         (A::HasChild, Some(R::Error(PathError::NoNode)), Absent) => Some(state),
         _ => None,
     }
@@ -325,10 +449,7 @@ impl Model for ZkModel {
         input.actions.iter().all(|action| {
             matches!(
                 action,
-                PathAction::GetData
-                    | PathAction::Exists
-                    | PathAction::Listed(_)
-                    | PathAction::HasChild
+                PathAction::GetData | PathAction::Exists | PathAction::Listed(_)
             )
         })
     }
@@ -353,8 +474,14 @@ impl Model for ZkModel {
         let data = |data: u32| self.data.name(data).to_string();
         let version = |version: Option<i32>| version.map_or("any".to_string(), |v| v.to_string());
         let stat = |stat: &SeenStat| {
+            let children = stat.children.map_or(String::new(), |children| {
+                format!(
+                    ", cversion {}, numChildren {}, pzxid {:#x}",
+                    children.cversion, children.num_children, children.pzxid
+                )
+            });
             format!(
-                "version {}, czxid {:#x}, mzxid {:#x}",
+                "version {}, czxid {:#x}, mzxid {:#x}{children}",
                 stat.version, stat.czxid, stat.mzxid
             )
         };
@@ -373,6 +500,7 @@ impl Model for ZkModel {
                     PathAction::Exists => format!("sync+exists({path})"),
                     PathAction::Listed(_) => format!("sync+getChildren(parent of {path})"),
                     PathAction::HasChild => format!("create(a child of {path})"),
+                    PathAction::ChildDeleted => format!("delete(a child of {path})"),
                 };
                 let result = match output.map(|results| &results[index]) {
                     None => "unknown".to_string(),
@@ -398,12 +526,15 @@ impl Model for ZkModel {
             ZkState::Absent => "absent".into(),
             ZkState::Unknown => "unknown".into(),
             ZkState::Present(node) => format!(
-                "{} (version {}, czxid {}, mzxid {})",
+                "{} (version {}, czxid {}, mzxid {}, cversion {}, numChildren {}, pzxid {})",
                 node.data
                     .map_or("?".to_string(), |d| self.data.name(d).to_string()),
                 node.version.map_or("?".to_string(), |v| v.to_string()),
                 node.czxid.map_or("?".to_string(), |z| format!("{z:#x}")),
                 node.mzxid.map_or("?".to_string(), |z| format!("{z:#x}")),
+                node.cversion.map_or("?".to_string(), |v| v.to_string()),
+                node.num_children.map_or("?".to_string(), |n| n.to_string()),
+                node.pzxid.map_or("?".to_string(), |z| format!("{z:#x}")),
             ),
         }
     }
@@ -513,7 +644,9 @@ fn op_path(operation: &ZkOperation) -> Option<&str> {
         | ZkOperation::GetData { path }
         | ZkOperation::Exists { path }
         | ZkOperation::GetChildren { path }
-        | ZkOperation::Sync { path } => Some(path),
+        | ZkOperation::Sync { path }
+        | ZkOperation::GetAcl { path }
+        | ZkOperation::SetAcl { path, .. } => Some(path),
         ZkOperation::Multi { .. } => None,
     }
 }
@@ -568,6 +701,16 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
         }
     }
     universe.retain(|path| !excluded.contains_key(path));
+    // Parents of a left-out child: their children's stat changes out of the check's sight.
+    let untracked_children: BTreeSet<&str> = excluded.keys().map(|path| parent_of(path)).collect();
+    let seen = |path: &str, stat: &Stat| {
+        let stat = SeenStat::from(stat);
+        if untracked_children.contains(path) {
+            stat.without_children()
+        } else {
+            stat
+        }
+    };
 
     for (index, op) in ops.iter().enumerate() {
         let id = op.op_id.0;
@@ -580,6 +723,13 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
         );
         if matches!(op.operation, ZkOperation::Sync { .. }) {
             continue; // checked through the reads it precedes
+        }
+        if matches!(
+            op.operation,
+            ZkOperation::GetAcl { .. } | ZkOperation::SetAcl { .. }
+        ) {
+            skip("ACL operation (ACLs and aversion are not modelled)");
+            continue;
         }
         let invoked_at = if is_read {
             match syncs[index] {
@@ -684,13 +834,8 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
                     }
                     let parent = parent_of(actual.unwrap_or(path));
                     if parent != "/" {
-                        let parent_result = match outcome {
-                            Some(ActionResult::Error(PathError::NodeExists)) => {
-                                Some(ActionResult::Done)
-                            }
-                            other => other,
-                        };
-                        add(parent, PathAction::HasChild, parent_result);
+                        // Done: a child more; NodeExists: the parent exists, no change.
+                        add(parent, PathAction::HasChild, outcome);
                     }
                 }
                 ZkOperation::SetData {
@@ -701,7 +846,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
                     let data = model.data.intern(data);
                     let outcome = match result {
                         Some(Ok(ZkResponse::Stat { stat })) => {
-                            Some(ActionResult::Stat(stat.into()))
+                            Some(ActionResult::Stat(seen(path, stat)))
                         }
                         Some(Ok(_)) => {
                             mismatch = true;
@@ -721,12 +866,18 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
                         other => error(other),
                     };
                     add(path, PathAction::Delete(*version), outcome);
+                    // A failed delete says nothing certain of the parent.
+                    let parent = parent_of(path);
+                    if parent != "/" && matches!(outcome, None | Some(ActionResult::Done)) {
+                        add(parent, PathAction::ChildDeleted, outcome);
+                    }
                 }
                 ZkOperation::GetData { path } => {
                     let outcome = match result {
-                        Some(Ok(ZkResponse::Data { data, stat })) => {
-                            Some(ActionResult::Data(model.data.intern(data), stat.into()))
-                        }
+                        Some(Ok(ZkResponse::Data { data, stat })) => Some(ActionResult::Data(
+                            model.data.intern(data),
+                            seen(path, stat),
+                        )),
                         Some(Ok(_)) => {
                             mismatch = true;
                             None
@@ -737,9 +888,9 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
                 }
                 ZkOperation::Exists { path } => {
                     let outcome = match result {
-                        Some(Ok(ZkResponse::Exists { stat })) => {
-                            Some(ActionResult::Exists(stat.as_ref().map(SeenStat::from)))
-                        }
+                        Some(Ok(ZkResponse::Exists { stat })) => Some(ActionResult::Exists(
+                            stat.as_ref().map(|stat| seen(path, stat)),
+                        )),
                         Some(Ok(_)) => {
                             mismatch = true;
                             None
@@ -753,7 +904,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
                         add(
                             path,
                             PathAction::Exists,
-                            Some(ActionResult::Exists(Some(stat.into()))),
+                            Some(ActionResult::Exists(Some(seen(path, stat)))),
                         );
                         let prefix = if path == "/" {
                             "/".to_string()
@@ -787,7 +938,10 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
                         error(other).map(|_| ActionResult::Exists(None)),
                     ),
                 },
-                ZkOperation::Sync { .. } | ZkOperation::Multi { .. } => mismatch = true,
+                ZkOperation::Sync { .. }
+                | ZkOperation::Multi { .. }
+                | ZkOperation::GetAcl { .. }
+                | ZkOperation::SetAcl { .. } => mismatch = true,
             }
         }
         if mismatch {

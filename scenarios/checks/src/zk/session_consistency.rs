@@ -311,6 +311,8 @@ fn operation_name(operation: &ZkOperation) -> &'static str {
         ZkOperation::GetChildren { .. } => "getChildren",
         ZkOperation::Sync { .. } => "sync",
         ZkOperation::Multi { .. } => "multi",
+        ZkOperation::GetAcl { .. } => "getACL",
+        ZkOperation::SetAcl { .. } => "setACL",
     }
 }
 
