@@ -443,10 +443,10 @@ fn detect(case: &KnownBugCase, scenario: &Scenario, config: &ShrinkConfig) -> Va
         format!(
             "coordsim replay --scenario {} --bug {name} --seed {seed}{}",
             case.scenario,
-            if shrink {
-                format!(" --shrink --shrink-check {}", case.check)
-            } else {
-                String::new()
+            match (shrink, case.shrink_check()) {
+                (true, Some(check)) => format!(" --shrink --shrink-check {check}"),
+                (true, None) => " --shrink".to_string(),
+                (false, _) => String::new(),
             }
         )
     };
@@ -458,7 +458,7 @@ fn detect(case: &KnownBugCase, scenario: &Scenario, config: &ShrinkConfig) -> Va
         let Some(failure) = run_one(&buggy, seed, replay(seed, false)) else {
             continue;
         };
-        if failure.checks_fired().contains(&case.check) {
+        if case.caught_in(&failure.outcome) {
             detecting = Some((index + 1, failure.outcome, started.elapsed()));
             break;
         }
@@ -504,7 +504,7 @@ fn shrink_detecting(
     config: &ShrinkConfig,
 ) -> Shrunk {
     let started = Instant::now();
-    let report = ShrinkTarget::of(outcome, Some(case.check))
+    let report = ShrinkTarget::of(outcome, case.shrink_check())
         .and_then(|target| shrink::shrink(buggy, outcome.seed, outcome, &target, config));
     match report {
         Ok(report) => Shrunk::Done {

@@ -28,6 +28,7 @@ const DEFAULT_SUBSET: &[&str] = &[
     "zab.ack_newleader_before_persist",
     "zab.sync_not_quorum",
     "zab.reconnect_ignores_last_zxid",
+    "zab.fle_nontransitive_order",
     "recipe.no_fencing",
     "recipe.trust_local_state_after_expiry",
     "etcd_election.no_postwait_check",
