@@ -48,7 +48,9 @@ pub use node::{NodeId, NodeIdParseError, NodeKind};
 pub use ratio::{Ratio, RatioParseError};
 pub use seed::{Seed, SeedParseError};
 pub use signal::Signal;
-pub use world::{HistoryRecorder, NodeContext, RunEnd, RunOutcome, Sim, World, WorldBuilder};
+pub use world::{
+    HistoryRecorder, NodeContext, RunEnd, RunOutcome, Sim, World, WorldBuilder, live_worlds,
+};
 
 /// Tasks on simulated nodes.
 pub mod task {

@@ -44,6 +44,13 @@ pub struct World {
     report: FailureReport,
 }
 
+/// How many worlds built on this thread are still in memory: 0 outside a run once every
+/// earlier run's world has been freed. A diagnostic for leaks (a world that outlives its
+/// run keeps its history buffers, network queues and tasks alive).
+pub fn live_worlds() -> usize {
+    state::live_worlds()
+}
+
 impl World {
     /// Starts describing a world.
     pub fn builder() -> WorldBuilder {
@@ -161,6 +168,7 @@ where
             state.counts.clone(),
         )
     };
+    world.stop_every_node();
     RunOutcome {
         seed,
         config,

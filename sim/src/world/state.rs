@@ -286,6 +286,25 @@ pub(crate) struct WorldShared {
     pub fault_phase_ended: Signal,
 }
 
+thread_local! {
+    /// How many worlds built on this thread are still in memory (see [`live_worlds`]).
+    static LIVE_WORLDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many worlds built on this thread are still in memory. A world lives on the thread
+/// that runs it and is freed there once its run is over, so after [`super::World::run`]
+/// returns this is back to what it was before; a world kept alive by a task that was never
+/// dropped (a reference cycle through madsim's queues) stays counted.
+pub(crate) fn live_worlds() -> usize {
+    LIVE_WORLDS.with(std::cell::Cell::get)
+}
+
+impl Drop for WorldShared {
+    fn drop(&mut self) {
+        LIVE_WORLDS.with(|live| live.set(live.get().saturating_sub(1)));
+    }
+}
+
 impl WorldShared {
     /// Builds the world inside a running madsim runtime: one madsim node per world node.
     pub fn create(seed: Seed, config: WorldConfig) -> Arc<Self> {
@@ -294,6 +313,7 @@ impl WorldShared {
         let node_ids: Vec<NodeId> = config.nodes().collect();
         let node_count = node_ids.len();
         let mut clock_rng = seed.stream("clocks");
+        LIVE_WORLDS.with(|live| live.set(live.get() + 1));
         Arc::new_cyclic(|weak: &Weak<WorldShared>| {
             let nodes = node_ids
                 .iter()
@@ -448,6 +468,21 @@ impl WorldShared {
     pub fn forget_programs(&self) {
         for slot in &self.nodes {
             slot.program.lock().take();
+        }
+    }
+
+    /// Kills every node's madsim tasks once the run is over (its history taken), so that
+    /// they are freed. madsim 0.2.34 never drops a task that is still pending when its
+    /// runtime is dropped: the task sits in a timer or in a waker list, or runnable in the
+    /// executor's queue, whose shared state (`utils::mpsc::Inner`, the timer heap) is held
+    /// by every `Handle` and `TimeHandle` clone; our tasks hold the world, and the world holds
+    /// both handles, so a task pending at the end would keep itself, the world (its network
+    /// queues, disks, history buffer) and the runtime alive forever. A killed node's tasks
+    /// are woken and dropped by the executor, which drains its whole ready queue before
+    /// `block_on` returns. Nothing is recorded any more: the history is already taken.
+    pub fn stop_every_node(&self) {
+        for slot in &self.nodes {
+            self.madsim.kill(slot.madsim_id);
         }
     }
 }
