@@ -451,7 +451,7 @@ fn detect(case: &KnownBugCase, scenario: &Scenario, config: &ShrinkConfig) -> Va
         )
     };
     let started = Instant::now();
-    let mut first_failure: Option<(Seed, String)> = None;
+    let mut first_failure: Option<OtherFailure> = None;
     let mut detecting: Option<(u64, Outcome, Duration)> = None;
     for index in 0..case.seeds {
         let seed = Seed::new(index);
@@ -463,10 +463,12 @@ fn detect(case: &KnownBugCase, scenario: &Scenario, config: &ShrinkConfig) -> Va
             break;
         }
         if first_failure.is_none() {
-            first_failure = Some((seed, failed_with(&failure)));
+            first_failure = Some(OtherFailure {
+                seed,
+                failed_with: failed_with(&failure),
+            });
         }
     }
-    let first_failure = first_failure.map(|(seed, failed_with)| OtherFailure { seed, failed_with });
     let (detection, replay) = match (detecting, first_failure) {
         (Some((seeds_run, outcome, wall)), earlier_failure) => (
             Detection::Caught {
