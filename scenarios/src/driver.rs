@@ -29,7 +29,7 @@ use models::{
     zk::{ZkEnsemble, ZkEnsembleConfig},
 };
 use sim::{
-    RunEnd, Seed, Sim, World,
+    NodeId, RunEnd, Seed, Sim, World,
     history::{Event, PhaseEvent},
 };
 use std::{
@@ -96,6 +96,14 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
             Store::Raft | Store::Ledger => checks::IndexKind::LogIndex,
         },
         sequence_counter_bits: scenario.sequence_width().bits(),
+        lease_timing: {
+            let servers: Vec<NodeId> = (0..scenario.servers).map(NodeId::server).collect();
+            let config = etcd_config(&servers, scenario);
+            checks::etcd::lease_expires_in_bound::LeaseTiming {
+                promotion_extension: config.raft.election_timeout_max,
+                checkpoint_interval: config.lease_checkpoint_interval,
+            }
+        },
         ..checks::CheckContext::default()
     };
     for check in scenario.check_set() {
@@ -184,29 +192,37 @@ async fn phases(sim: &Sim, scenario: &Scenario) -> Result<(), String> {
     verdict
 }
 
+/// The etcd store's configuration for `scenario`: the model's defaults, its known bugs and
+/// the scenario's tuning.
+fn etcd_config(servers: &[NodeId], scenario: &Scenario) -> EtcdConfig {
+    let tuning = &scenario.tuning;
+    let bugs = scenario.bugs.iter().filter_map(|bug| match bug {
+        KnownBug::Raft(bug) => Some(models::etcd::KnownBug::Raft(*bug)),
+        KnownBug::Etcd(bug) => Some(models::etcd::KnownBug::Etcd(*bug)),
+        KnownBug::Zab(_) | KnownBug::Recipe(_) => None,
+    });
+    let mut config = EtcdConfig::new(servers).with_bugs(bugs);
+    if let Some(entries) = tuning.max_entries_per_append {
+        config.raft.max_entries_per_append = entries;
+    }
+    if let Some(threshold) = tuning.snapshot_threshold {
+        config.raft.snapshot_threshold = Some(threshold);
+    }
+    if let Some((min, max)) = tuning.election_timeout_ms {
+        config.raft.election_timeout_min = Duration::from_millis(min);
+        config.raft.election_timeout_max = Duration::from_millis(max);
+    }
+    if let Some(interval) = tuning.lease_checkpoint_interval_ms {
+        config.lease_checkpoint_interval = Duration::from_millis(interval);
+    }
+    config
+}
+
 fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
     let tuning = &scenario.tuning;
     match scenario.store {
         Store::Raft => {
-            let bugs = scenario.bugs.iter().filter_map(|bug| match bug {
-                KnownBug::Raft(bug) => Some(models::etcd::KnownBug::Raft(*bug)),
-                KnownBug::Etcd(bug) => Some(models::etcd::KnownBug::Etcd(*bug)),
-                KnownBug::Zab(_) | KnownBug::Recipe(_) => None,
-            });
-            let mut config = EtcdConfig::new(&sim.servers()).with_bugs(bugs);
-            if let Some(entries) = tuning.max_entries_per_append {
-                config.raft.max_entries_per_append = entries;
-            }
-            if let Some(threshold) = tuning.snapshot_threshold {
-                config.raft.snapshot_threshold = Some(threshold);
-            }
-            if let Some((min, max)) = tuning.election_timeout_ms {
-                config.raft.election_timeout_min = Duration::from_millis(min);
-                config.raft.election_timeout_max = Duration::from_millis(max);
-            }
-            if let Some(interval) = tuning.lease_checkpoint_interval_ms {
-                config.lease_checkpoint_interval = Duration::from_millis(interval);
-            }
+            let config = etcd_config(&sim.servers(), scenario);
             RunningStore::Raft(EtcdCluster::start(sim, config))
         }
         Store::Zab => {

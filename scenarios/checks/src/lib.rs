@@ -46,6 +46,9 @@ pub struct CheckContext {
     pub watch_settle: Duration,
     /// How far apart two nodes' clock rates may be, for lease-expiry checks, ppm.
     pub lease_drift_allowance_ppm: u64,
+    /// The etcd store's lease timing, which `etcd.lease_expires_in_bound` replays. The run
+    /// driver sets it from the store's configuration.
+    pub lease_timing: etcd::lease_expires_in_bound::LeaseTiming,
     /// What the `index` of the store's `Applied` and `SnapshotInstalled` events is, so that
     /// `protocol.applied_in_order` knows which index comes next: a Raft log index (the etcd
     /// store, and the default) or a ZAB zxid (the ZooKeeper store). The run driver sets it
@@ -103,6 +106,7 @@ impl Default for CheckContext {
         Self {
             watch_settle: Duration::from_secs(1),
             lease_drift_allowance_ppm: 1_000,
+            lease_timing: Default::default(),
             index_kind: IndexKind::LogIndex,
             herd_bound_per_release: 2,
             sequence_counter_bits: 32,

@@ -65,8 +65,10 @@ pub fn check(history: &History, allowed_drift_ppm: u64) -> Vec<ExpiredEarly> {
             let latest = facts
                 .renewals
                 .iter()
-                .filter(|(at, acknowledged)| *acknowledged && *at <= expired_at)
-                .map(|(at, _)| *at)
+                .filter(|renewal| {
+                    renewal.acknowledged_at.is_some() && renewal.invoked_at <= expired_at
+                })
+                .map(|renewal| renewal.invoked_at)
                 .max();
             if let Some(renewed_at) = latest
                 && expired_at + slack < renewed_at + ttl

@@ -70,11 +70,6 @@ pub const OPTIONAL: &[Check] = &[
     Check {
         name: "etcd.lease_expires_in_bound",
         property: "lease expires in bound",
-        run: |history, _| {
-            boxed(lease_expires_in_bound::check(
-                history,
-                std::time::Duration::from_secs(5),
-            ))
-        },
+        run: |history, context| boxed(lease_expires_in_bound::check(history, context.lease_timing)),
     },
 ];

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 pub struct LeaseFacts {
     /// Time to live granted, milliseconds.
     pub ttl_ms: Option<u64>,
-    /// Invocation times of grants and keep-alives that may have renewed it (acknowledged or
-    /// unknown outcome), with whether they were acknowledged.
-    pub renewals: Vec<(SimTime, bool)>,
+    /// Grants and keep-alives that may have renewed it (acknowledged or unknown outcome),
+    /// in invocation order.
+    pub renewals: Vec<Renewal>,
     /// When replicas applied its committed expiry (`ProtocolEvent::SessionExpired`, one
     /// record per replica that applied it).
     pub expired_at: Vec<SimTime>,
@@ -37,6 +37,16 @@ impl LeaseFacts {
     }
 }
 
+/// A grant or keep-alive that may have renewed a lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Renewal {
+    /// When the client invoked it.
+    pub invoked_at: SimTime,
+    /// When the client got its acknowledgement (none: the outcome is unknown, so it may or
+    /// may not have renewed the lease, at any time after `invoked_at`).
+    pub acknowledged_at: Option<SimTime>,
+}
+
 /// Facts about every lease granted in `history`, by lease id.
 pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
     let mut leases: BTreeMap<u64, LeaseFacts> = BTreeMap::new();
@@ -45,7 +55,14 @@ pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
             continue;
         };
         let result = record.completion.map(|(_, result)| result);
-        let acknowledged = matches!(result, Some(OpResult::Ok { .. }));
+        let acknowledged_at = match record.completion {
+            Some((at, OpResult::Ok { .. })) => Some(at),
+            _ => None,
+        };
+        let renewal = Renewal {
+            invoked_at: record.invoked_at,
+            acknowledged_at,
+        };
         match (operation, result) {
             (
                 KvOperation::LeaseGrant { .. },
@@ -55,16 +72,12 @@ pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
             ) => {
                 let facts = leases.entry(*lease).or_default();
                 facts.ttl_ms = Some(*ttl_ms);
-                facts.renewals.push((record.invoked_at, true));
+                facts.renewals.push(renewal);
             }
             (KvOperation::LeaseKeepAlive { lease }, result)
                 if !matches!(result, Some(OpResult::Fail { .. })) =>
             {
-                leases
-                    .entry(*lease)
-                    .or_default()
-                    .renewals
-                    .push((record.invoked_at, acknowledged));
+                leases.entry(*lease).or_default().renewals.push(renewal);
             }
             (KvOperation::LeaseRevoke { lease }, Some(OpResult::Ok { .. })) => {
                 let (at, _) = record.completion.expect("a result has a completion");
