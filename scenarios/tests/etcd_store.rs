@@ -18,7 +18,7 @@ use checks::{
 };
 use scenarios::{
     Outcome, catalogue,
-    sweep::{Sweep, SweepSummary},
+    sweep::{Sweep, SweepSummary, run_seed},
     workload::{COUNTER_KEY, LEASE_PREFIX},
 };
 use sim::{
@@ -338,6 +338,49 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
             Ok(())
         },
     );
+}
+
+/// Seeds of `raft_leases_under_elections` on which an abandoned lease legitimately lives
+/// longer than its TTL plus 5 s (the check's old fixed bound, which called them false
+/// alarms): each new leader restarts its clock from the last committed checkpoint plus the
+/// election timeout, and the leader is cut off every two seconds. The check's replay of
+/// those promotions must accept them.
+#[test]
+fn leases_kept_by_many_leader_changes_are_not_false_alarms() {
+    let scenario = catalogue::get("raft_leases_under_elections").expect("a catalogue scenario");
+    let test_name = "leases_kept_by_many_leader_changes_are_not_false_alarms";
+    for seed in [0x141, 0x1cf, 0x314, 0x3c9].map(sim::Seed::new) {
+        let report = FailureReport::for_test(seed, "scenarios", TARGET, test_name);
+        let mut longest = Duration::ZERO;
+        let run = run_seed(&scenario, seed, report, test_name, |outcome| {
+            let history = outcome.history.as_ref().expect("a run keeps its history");
+            for facts in leases(history).values() {
+                // As the old bound counted: from the last renewal's invocation.
+                let renewed = facts
+                    .renewals
+                    .iter()
+                    .map(|renewal| renewal.invoked_at)
+                    .max();
+                if let (Some(renewed), Some(ended), Some(ttl_ms)) =
+                    (renewed, facts.ended_at(), facts.ttl_ms)
+                {
+                    let lived = ended.saturating_duration_since(renewed);
+                    longest = longest.max(lived.saturating_sub(Duration::from_millis(ttl_ms)));
+                }
+            }
+        });
+        assert!(run.failure.is_none(), "{}", run.failure.expect("failed"));
+        assert!(
+            run.outcome.metrics.acknowledged > 100,
+            "seed {seed} made little progress: {:?}",
+            run.outcome.metrics
+        );
+        assert!(
+            longest > Duration::from_secs(5),
+            "seed {seed} no longer has a lease outliving its TTL by more than 5 s \
+             (longest {longest:?}): it no longer tests the promotions' replay"
+        );
+    }
 }
 
 /// The leader is cut off four times while a lease is kept alive: no new leader expires it
