@@ -185,6 +185,7 @@ fn a_follower_cut_off_until_it_needs_a_snapshot_catches_up_and_agrees() {
         "a_follower_cut_off_until_it_needs_a_snapshot_catches_up_and_agrees",
         5,
     );
+    summary.assert_faults_fired();
     for outcome in &summary.outcomes {
         assert!(
             outcome.metrics.snapshots_installed > 0,
