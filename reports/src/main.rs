@@ -66,7 +66,20 @@ impl CliError {
     }
 }
 
+/// Lets a closed pipe end the process as it ends other Unix tools (`coordsim sweep … | head`),
+/// silently, instead of the panic of Rust's `println!` on `EPIPE`: Rust ignores `SIGPIPE`
+/// by default, so every write to a closed stdout fails, and `println!` panics on failure.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any thread exists; resetting a signal's
+    // disposition to its default has no other effect on the process's state.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

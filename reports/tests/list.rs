@@ -63,3 +63,33 @@ fn text_and_json_list_scenarios_variants_checks_and_fault_kinds() {
     assert_eq!(row["seeds"], case.seeds);
     assert_eq!(row["stores"], serde_json::json!(["raft"]));
 }
+
+/// `coordsim list | head` closes the pipe early: the process ends as Unix tools do (by
+/// `SIGPIPE`, silently), not with a panic. The listing is larger than a pipe's buffer
+/// (64 KiB on Linux), so some write finds the pipe closed however the two processes race.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_listing_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let listing = common::coordsim(&["list"]);
+    assert!(
+        listing.stdout.len() > 64 * 1024,
+        "the listing fits in a pipe's buffer"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coordsim runs");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("coordsim ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.signal(), Some(SIGPIPE), "{:?}", output.status);
+}
+
+/// `SIGPIPE`'s number on Linux and the BSDs.
+#[cfg(unix)]
+const SIGPIPE: i32 = 13;
