@@ -321,10 +321,7 @@ fn side_by_side(
                 println!("{store}: {failure}");
             }
             for violation in &outcome.violations {
-                println!(
-                    "{store}: violated {} ({}) [{}]: {}",
-                    violation.property, violation.check, violation.reference, violation.evidence
-                );
+                println!("{store}: {violation}");
             }
             println!("{store} replays with: {replay}");
         }

@@ -70,6 +70,18 @@ pub struct ViolationRecord {
     pub at_ms: Option<u64>,
 }
 
+impl fmt::Display for ViolationRecord {
+    /// `violated <property> (<check>) at <ms> ms [<reference>]: <evidence>`, the time left
+    /// out when the check names none.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "violated {} ({})", self.property, self.check)?;
+        if let Some(at_ms) = self.at_ms {
+            write!(f, " at {at_ms} ms")?;
+        }
+        write!(f, " [{}]: {}", self.reference, self.evidence)
+    }
+}
+
 /// What a run did, counted from the history (what clients and servers recorded).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metrics {
@@ -208,11 +220,7 @@ impl fmt::Display for Outcome {
         }
         write!(f, "faults fired:    {}", self.fault_counts)?;
         for violation in &self.violations {
-            write!(
-                f,
-                "\n  violated {} ({}) [{}]: {}",
-                violation.property, violation.check, violation.reference, violation.evidence
-            )?;
+            write!(f, "\n  {violation}")?;
         }
         Ok(())
     }
