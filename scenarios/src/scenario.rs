@@ -277,6 +277,26 @@ impl Scenario {
                 "0 ms (expected a positive bound for the liveness phase)",
             ));
         }
+        if self.observers > 0 && self.store != Store::Zab {
+            return Err(ScenarioError::new(
+                "observers",
+                format!(
+                    "{} on the {} store (expected 0: only the zab store has observers)",
+                    self.observers, self.store
+                ),
+            ));
+        }
+        if self.observers > 0 && self.observers >= self.servers {
+            return Err(ScenarioError::new(
+                "observers",
+                format!(
+                    "{} of {} servers (expected at least one voting server: at most {} observers)",
+                    self.observers,
+                    self.servers,
+                    self.servers.saturating_sub(1)
+                ),
+            ));
+        }
         if self.workload.store() != self.store {
             return Err(ScenarioError::new(
                 "workload.kind",
@@ -286,26 +306,6 @@ impl Scenario {
                     self.workload.store(),
                     self.store,
                     self.store
-                ),
-            ));
-        }
-        if self.observers > 0 && self.store != Store::Zab {
-            return Err(ScenarioError::new(
-                "observers",
-                format!(
-                    "{} observers on the {} store (expected 0: only the zab store has observers)",
-                    self.observers, self.store
-                ),
-            ));
-        }
-        if self.observers > 0 && self.observers >= self.servers {
-            return Err(ScenarioError::new(
-                "observers",
-                format!(
-                    "{} observers of {} servers (expected at least one voting server: at most {})",
-                    self.observers,
-                    self.servers,
-                    self.servers.saturating_sub(1)
                 ),
             ));
         }
