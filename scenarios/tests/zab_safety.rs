@@ -193,11 +193,16 @@ fn seven_servers_stay_safe_under_swarm_faults() {
     summary.assert_faults_fired();
 }
 
-/// Even ensembles: 2 voters (a quorum is both), 4 (three) and 6 (four, so two may fail),
-/// over fewer seeds than the odd sizes (`COORDSIM_SEEDS` raises them).
+/// Even ensembles: 2 voters (a quorum is both; this swarm may crash or pause one of them),
+/// 4 (three) and 6 (four, so two may fail), over fewer seeds than the odd sizes
+/// (`COORDSIM_SEEDS` raises them).
 #[test]
 fn two_servers_stay_safe_under_swarm_faults() {
-    let (summary, exercised) = sweep("zab_swarm_2", "two_servers_stay_safe_under_swarm_faults", 8);
+    let (summary, exercised) = sweep(
+        "zab_swarm_2",
+        "two_servers_stay_safe_under_swarm_faults",
+        20,
+    );
     assert!(exercised.acknowledged_writes > 0, "{exercised:?}");
     summary.assert_faults_fired();
 }
@@ -207,17 +212,21 @@ fn four_servers_stay_safe_under_swarm_faults() {
     let (summary, exercised) = sweep(
         "zab_swarm_4",
         "four_servers_stay_safe_under_swarm_faults",
-        8,
+        20,
     );
     assert!(exercised.acknowledged_writes > 0, "{exercised:?}");
     summary.assert_faults_fired();
 }
 
-/// Six voters need four: the swarm's crashes and partitions take up to half the servers
-/// away at once, and the runs stay safe and recover.
+/// Six voters need four: the swarm's crashes and pauses take up to two of them away at once
+/// (a minority, which the quorum of four survives), and the runs stay safe and recover.
 #[test]
 fn six_servers_stay_safe_under_swarm_faults() {
-    let (summary, exercised) = sweep("zab_swarm_6", "six_servers_stay_safe_under_swarm_faults", 6);
+    let (summary, exercised) = sweep(
+        "zab_swarm_6",
+        "six_servers_stay_safe_under_swarm_faults",
+        15,
+    );
     assert!(exercised.acknowledged_writes > 0, "{exercised:?}");
     summary.assert_faults_fired();
 }
@@ -272,7 +281,7 @@ fn observers_stay_safe_under_swarm_faults() {
     let (summary, _) = sweep_counting(
         "zab_observers",
         "observers_stay_safe_under_swarm_faults",
-        8,
+        20,
         |history, _| {
             let run = ObserverRun::of(history);
             assert!(
@@ -299,7 +308,7 @@ fn voters_keep_committing_with_every_observer_cut_off() {
     let (summary, _) = sweep_counting(
         "zab_observers_cut_off",
         "voters_keep_committing_with_every_observer_cut_off",
-        3,
+        5,
         |history, _| {
             let elected_while_away: Vec<_> = history
                 .records()
