@@ -117,8 +117,8 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             )
         },
     ];
-    scenarios.extend(zab_directed(&zk));
-    scenarios.extend(even_ensembles_and_observers(&zk, &ZAB_KINDS));
+    scenarios.extend(zab_directed(zk));
+    scenarios.extend(even_ensembles_and_observers(zk, &ZAB_KINDS));
     scenarios
 }
 
