@@ -334,7 +334,7 @@ kind = "kv_mix"
 /// `observers = 2` in a scenario file: the last two of five servers observe. The run is
 /// clean, s4 and s5 record that they observe, no observer leads, and the leader recorded
 /// the quorums it counted (voters only, or `protocol.observers_never_count` would fail the
-/// run). The scenario serializes with its observers, and without the field when there are
+/// run); the same seed gives the same history digest. The scenario serializes with its observers, and without the field when there are
 /// none (so the digests of scenarios without observers did not change).
 #[test]
 fn a_scenario_file_with_observers_runs_them() {
@@ -368,6 +368,8 @@ kind = "zk_mix"
 
     let outcome = scenarios::driver::run(&scenario, sim::Seed::new(3));
     assert!(outcome.is_clean(), "{outcome}");
+    let again = scenarios::driver::run(&scenario, sim::Seed::new(3));
+    assert_eq!(again.history_digest, outcome.history_digest);
     let history = outcome.history.expect("a clean run's history");
     let by = |wanted: fn(&ProtocolEvent) -> bool| -> Vec<sim::NodeId> {
         history
