@@ -353,6 +353,8 @@ struct Cluster {
     trace: Vec<(NodeId, NodeId, Message)>,
     held_disks: Vec<NodeId>,
     down: Vec<NodeId>,
+    /// Every protocol event recorded: (node, event).
+    records: Vec<(NodeId, ProtocolEvent)>,
 }
 
 enum Delivery {
@@ -373,6 +375,7 @@ impl Cluster {
             trace: Vec::new(),
             held_disks: Vec::new(),
             down: Vec::new(),
+            records: Vec::new(),
         };
         let nodes: Vec<NodeId> = cluster.cores.keys().copied().collect();
         for node in nodes {
@@ -427,6 +430,7 @@ impl Cluster {
                 Effect::Sync { token } if !self.held_disks.contains(&node) => {
                     self.queue.push_back(Delivery::Persisted(node, token));
                 }
+                Effect::Record(event) => self.records.push((node, event)),
                 _ => {}
             }
         }
@@ -665,10 +669,11 @@ fn late_follower_beyond_the_diff_window_is_snapped_and_then_broadcast_to() {
     }
 }
 
-/// Ensembles of 1, 3, 5 and 7 elect a leader of epoch 1 and commit on every server.
+/// Ensembles of every size from 1 to 7, even ones included, elect a leader of epoch 1 and
+/// commit on every server.
 #[test]
-fn ensembles_of_one_three_five_and_seven_commit() {
-    for size in [1usize, 3, 5, 7] {
+fn ensembles_of_one_to_seven_servers_commit() {
+    for size in 1usize..=7 {
         let cores: Vec<Core> = (0..size)
             .map(|i| Core::new(config(NodeId::server(i), size)).unwrap())
             .collect();
@@ -1124,4 +1129,333 @@ fn snap_zxid_below_log_tail_keeps_the_dead_entry_on_disk() {
         let zxids: Vec<Zxid> = restarted.log().iter().map(|e| e.zxid).collect();
         assert_eq!(zxids, expected, "bug: {buggy}");
     }
+}
+
+// ----- Even-sized ensembles and observers ---------------------------------------------------
+
+/// Cores for `alive` of an ensemble of `voters` voters (`s1..`) and `observers` observers
+/// (after them); servers not alive never start.
+fn ensemble(voters: usize, observers: usize, alive: &[usize]) -> Vec<Core> {
+    alive
+        .iter()
+        .map(|&index| Core::new(observer_config(NodeId::server(index), voters, observers)).unwrap())
+        .collect()
+}
+
+fn observer_config(me: NodeId, voters: usize, observers: usize) -> ZabConfig {
+    let mut config = config(me, voters);
+    config.observers = (voters..voters + observers).map(NodeId::server).collect();
+    config
+}
+
+/// Proposes `values` at the established leader and delivers everything.
+fn propose_all(cluster: &mut Cluster, leader: NodeId, values: impl IntoIterator<Item = u64>) {
+    let now = cluster.now;
+    for value in values {
+        cluster.core(leader).propose(now, value).unwrap();
+        cluster.collect(leader);
+    }
+    cluster.settle();
+}
+
+/// A quorum is a strict majority of the voters: 2 voters need both, 4 need 3, 6 need 4.
+/// With that many up they elect and commit; with one fewer nobody leads — 6 voters
+/// tolerate 2 failures, as 5 do.
+#[test]
+fn even_ensembles_need_a_strict_majority() {
+    for (size, quorum) in [(2usize, 2usize), (4, 3), (6, 4)] {
+        assert_eq!(config(S1, size).quorum(), quorum);
+        // The highest ids up, so that the highest live one leads.
+        let up: Vec<usize> = (size - quorum..size).collect();
+        let mut cluster = Cluster::new(ensemble(size, 0, &up));
+        cluster.run_for(400);
+        let leader = cluster
+            .leader()
+            .unwrap_or_else(|| panic!("{size} voters, {quorum} up: no leader"));
+        propose_all(&mut cluster, leader, [1, 2]);
+        for core in cluster.cores.values() {
+            assert_eq!(core.machine().applied, vec![1, 2], "{size} voters");
+        }
+        let short: Vec<usize> = (size - quorum + 1..size).collect();
+        let mut cluster = Cluster::new(ensemble(size, 0, &short));
+        cluster.run_for(2_000);
+        assert_eq!(cluster.leader(), None, "{size} voters, {} up", quorum - 1);
+        assert!(
+            !cluster
+                .records
+                .iter()
+                .any(|(_, event)| matches!(event, ProtocolEvent::BecameLeader { .. })),
+            "{size} voters, {} up: somebody was established",
+            quorum - 1
+        );
+    }
+}
+
+/// Six voters with two crashed after the election keep committing; a third crash stops
+/// commits and the leader steps down within sync_limit.
+#[test]
+fn six_voters_tolerate_two_crashes_not_three() {
+    let mut cluster = Cluster::new(ensemble(6, 0, &[0, 1, 2, 3, 4, 5]));
+    cluster.run_for(400);
+    let leader = cluster.leader().expect("a leader");
+    assert_eq!(leader, NodeId::server(5));
+    cluster.down = vec![S1, S2];
+    cluster.run_for(700);
+    assert_eq!(cluster.leader(), Some(leader), "two down: still leading");
+    propose_all(&mut cluster, leader, [7]);
+    assert_eq!(cluster.cores[&leader].machine().applied, vec![7]);
+    cluster.down.push(S3);
+    propose_all(&mut cluster, leader, [8]);
+    assert_eq!(
+        cluster.cores[&leader].machine().applied,
+        vec![7],
+        "three down: 8 cannot commit"
+    );
+    cluster.run_for(700);
+    assert_eq!(cluster.cores[&leader].role_name(), "looking");
+}
+
+const S4: NodeId = NodeId::server(3);
+const S5: NodeId = NodeId::server(4);
+
+/// `s1..s3` vote and `s4..s5` observe. The voters elect s3 (an observer never leads,
+/// though it has the highest ids); the observers ask the voters whom they follow and observe
+/// s3; their FOLLOWERINFO, ACKEPOCH and NEWLEADER ACK count in no quorum; in broadcast they
+/// get no PROPOSAL or COMMIT, only an INFORM per committed transaction, and ACK nothing;
+/// every QuorumCounted record names voters only.
+#[test]
+fn observers_learn_committed_transactions_and_never_vote() {
+    let mut cluster = Cluster::new(ensemble(3, 2, &[0, 1, 2, 3, 4]));
+    cluster.run_for(1_500);
+    assert_eq!(cluster.leader(), Some(S3));
+    for observer in [S4, S5] {
+        assert_eq!(cluster.cores[&observer].role_name(), "observing");
+        assert_eq!(
+            cluster.cores[&observer].serving(),
+            Serving::AsObserver {
+                leader: S3,
+                epoch: 1
+            }
+        );
+    }
+    assert_eq!(cluster.cores[&S1].role_name(), "following");
+    cluster.trace.clear();
+    cluster.records.clear();
+    propose_all(&mut cluster, S3, [10, 20]);
+    for node in [S1, S2, S3, S4, S5] {
+        assert_eq!(
+            cluster.cores[&node].machine().applied,
+            vec![10, 20],
+            "{node}"
+        );
+    }
+    let to_observers: Vec<&Message> = cluster
+        .trace
+        .iter()
+        .filter(|(_, to, _)| [S4, S5].contains(to))
+        .map(|(_, _, message)| message)
+        .collect();
+    assert_eq!(to_observers.len(), 4, "{to_observers:?}");
+    assert!(
+        to_observers
+            .iter()
+            .all(|message| matches!(message, Message::Inform(_))),
+        "{to_observers:?}"
+    );
+    assert!(
+        !cluster
+            .trace
+            .iter()
+            .any(|(from, _, message)| [S4, S5].contains(from)
+                && matches!(message, Message::Ack { .. })),
+        "an observer acknowledged a transaction"
+    );
+    // Each INFORM went out after the commit it reports: the followers' ACKs came first.
+    let first_inform = cluster
+        .trace
+        .iter()
+        .position(|(_, _, message)| matches!(message, Message::Inform(_)))
+        .unwrap();
+    let first_commit = cluster
+        .trace
+        .iter()
+        .position(|(_, _, message)| matches!(message, Message::Commit { .. }))
+        .unwrap();
+    assert!(first_commit < first_inform);
+}
+
+/// Every quorum the leader counted, from the election on, named voters only; the observers
+/// recorded that they observe.
+#[test]
+fn quorum_records_name_voters_only() {
+    let mut cluster = Cluster::new(ensemble(3, 2, &[0, 1, 2, 3, 4]));
+    cluster.run_for(1_500);
+    propose_all(&mut cluster, S3, [1]);
+    let observing: Vec<NodeId> = cluster
+        .records
+        .iter()
+        .filter(|(_, event)| *event == ProtocolEvent::StartedObserving)
+        .map(|(node, _)| *node)
+        .collect();
+    assert_eq!(observing, vec![S4, S5]);
+    let quorums: Vec<(sim::history::QuorumStage, Vec<NodeId>)> = cluster
+        .records
+        .iter()
+        .filter_map(|(node, event)| match event {
+            ProtocolEvent::QuorumCounted { stage, servers, .. } => {
+                assert_eq!(*node, S3);
+                Some((*stage, servers.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    use sim::history::QuorumStage::*;
+    let stages: Vec<_> = quorums.iter().map(|(stage, _)| *stage).collect();
+    assert_eq!(stages, vec![NewEpoch, AckEpoch, NewLeader, Commit]);
+    for (stage, servers) in &quorums {
+        assert!(servers.len() >= 2, "{stage:?}: {servers:?}");
+        assert!(
+            servers.iter().all(|server| [S1, S2, S3].contains(server)),
+            "{stage:?} counted {servers:?}"
+        );
+    }
+}
+
+/// Observers alone are no quorum: one voter and two observers up elect nobody.
+#[test]
+fn observers_make_no_quorum() {
+    let mut cluster = Cluster::new(ensemble(3, 2, &[0, 3, 4]));
+    cluster.run_for(3_000);
+    assert_eq!(cluster.leader(), None);
+    for node in [S1, S4, S5] {
+        assert_eq!(cluster.cores[&node].role_name(), "looking", "{node}");
+    }
+}
+
+/// With every observer gone (down from the start, or crashed later for longer than
+/// sync_limit) the voters elect, stay established and keep committing.
+#[test]
+fn voters_keep_committing_without_their_observers() {
+    let mut cluster = Cluster::new(ensemble(3, 2, &[0, 1, 2]));
+    cluster.run_for(400);
+    assert_eq!(cluster.leader(), Some(S3));
+    propose_all(&mut cluster, S3, [1]);
+    assert_eq!(cluster.cores[&S1].machine().applied, vec![1]);
+
+    let mut cluster = Cluster::new(ensemble(3, 2, &[0, 1, 2, 3, 4]));
+    cluster.run_for(1_500);
+    assert_eq!(cluster.leader(), Some(S3));
+    cluster.down = vec![S4, S5];
+    cluster.run_for(1_000);
+    assert_eq!(
+        cluster.leader(),
+        Some(S3),
+        "losing the observers cost the leader"
+    );
+    propose_all(&mut cluster, S3, [2, 3]);
+    assert_eq!(cluster.cores[&S2].machine().applied, vec![2, 3]);
+}
+
+/// An observer that comes back is synced as a follower would be: DIFF when its history is a
+/// prefix of the leader's, TRUNC when it holds an entry the leader lacks, SNAP when it is
+/// further behind than the DIFF window. Afterwards it applies what the leader commits.
+#[test]
+fn a_rejoining_observer_catches_up_by_the_right_sync_mode() {
+    // DIFF: the leader's history extends the observer's.
+    let leader_log = vec![entry(1, 1, 10), entry(1, 2, 20), entry(1, 3, 30)];
+    let s3 = Core::restore(observer_config(S3, 3, 1), disk(1, leader_log.clone())).unwrap();
+    let s2 = Core::restore(observer_config(S2, 3, 1), disk(1, leader_log.clone())).unwrap();
+    let s4 = Core::restore(observer_config(S4, 3, 1), disk(1, vec![entry(1, 1, 10)])).unwrap();
+    let mut cluster = Cluster::new(vec![s2, s3, s4]);
+    cluster.run_for(1_500);
+    assert_eq!(cluster.leader(), Some(S3));
+    assert_eq!(
+        cluster.sync_sent(S3, S4),
+        (SyncMode::Diff, vec![Zxid::new(1, 2), Zxid::new(1, 3)])
+    );
+    propose_all(&mut cluster, S3, [40]);
+    assert_eq!(cluster.cores[&S4].machine().applied, vec![10, 20, 30, 40]);
+
+    // TRUNC: the observer holds (1,3), which the voters' history of epoch 2 does not.
+    let voters_log = vec![entry(1, 1, 10), entry(1, 2, 20), entry(2, 1, 99)];
+    let s3 = Core::restore(observer_config(S3, 3, 1), disk(2, voters_log.clone())).unwrap();
+    let s2 = Core::restore(observer_config(S2, 3, 1), disk(2, voters_log)).unwrap();
+    let s4 = Core::restore(
+        observer_config(S4, 3, 1),
+        disk(1, vec![entry(1, 1, 10), entry(1, 2, 20), entry(1, 3, 666)]),
+    )
+    .unwrap();
+    let mut cluster = Cluster::new(vec![s2, s3, s4]);
+    cluster.run_for(1_500);
+    assert_eq!(cluster.leader(), Some(S3));
+    assert_eq!(
+        cluster.sync_sent(S3, S4),
+        (
+            SyncMode::Trunc {
+                to: Zxid::new(1, 2)
+            },
+            vec![Zxid::new(2, 1)]
+        )
+    );
+    assert_eq!(cluster.zxids(S4), cluster.zxids(S3));
+    assert_eq!(cluster.cores[&S4].machine().applied, vec![10, 20, 99]);
+
+    // SNAP: the observer is down while the voters commit more than the DIFF window.
+    let mut cores = ensemble(3, 1, &[0, 1, 2, 3]);
+    for core in &mut cores {
+        let mut config = core.config().clone();
+        config.diff_window = 2;
+        *core = Core::new(config).unwrap();
+    }
+    let mut cluster = Cluster::new(cores);
+    cluster.run_for(1_500);
+    assert_eq!(cluster.leader(), Some(S3));
+    cluster.down = vec![S4];
+    propose_all(&mut cluster, S3, 1..=5);
+    let mut config = observer_config(S4, 3, 1);
+    config.diff_window = 2;
+    cluster.cores.insert(S4, Core::new(config).unwrap());
+    cluster.down.clear();
+    let now = cluster.now;
+    cluster.core(S4).start(now);
+    cluster.collect(S4);
+    cluster.run_for(1_500);
+    let (mode, entries) = cluster.sync_sent(S3, S4);
+    assert!(
+        matches!(mode, SyncMode::Snap { zxid, .. } if zxid == Zxid::new(1, 5)),
+        "{mode:?}"
+    );
+    assert_eq!(entries, vec![]);
+    assert_eq!(cluster.cores[&S4].role_name(), "observing");
+    propose_all(&mut cluster, S3, [6]);
+    assert_eq!(cluster.cores[&S4].machine().applied, vec![1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn an_ensemble_of_observers_only_is_a_typed_error() {
+    use models::zab::ConfigError;
+    let mut config = ZabConfig::new(S4, vec![]);
+    config.observers = vec![S4];
+    assert_eq!(Core::new(config).unwrap_err(), ConfigError::NoVoters);
+    let mut config = observer_config(S4, 3, 1);
+    config.observers.push(S1);
+    assert_eq!(
+        Core::new(config).unwrap_err(),
+        ConfigError::Duplicate { server: S1 }
+    );
+}
+
+/// Observers do not keep a leader in power: with both other voters gone, a leader whose
+/// observers still answer its pings steps down within sync_limit, and nothing commits.
+#[test]
+fn observers_do_not_keep_a_leader_in_power() {
+    let mut cluster = Cluster::new(ensemble(3, 2, &[0, 1, 2, 3, 4]));
+    cluster.run_for(1_500);
+    assert_eq!(cluster.leader(), Some(S3));
+    cluster.down = vec![S1, S2];
+    propose_all(&mut cluster, S3, [1]);
+    assert_eq!(cluster.cores[&S3].committed(), Zxid::ZERO);
+    cluster.run_for(700);
+    assert_eq!(cluster.cores[&S3].role_name(), "looking");
+    assert!(cluster.cores[&S4].machine().applied.is_empty());
 }

@@ -645,3 +645,101 @@ fn a_foreign_client_cannot_delete_a_lock_node_made_with_creator_all_acl() {
         },
     ));
 }
+
+/// An ensemble of three voters (`s1..s3`) and two observers (`s4`, `s5`): a client whose
+/// only server is the observer s4 opens its session there, reads from its tree, has its
+/// writes forwarded to the leader (answered once s4 learns them committed, by INFORM), and
+/// gets its watches fired by another client's writes through a voter; `sync` then read on
+/// the observer sees a write acknowledged through the voter. No observer ever leads.
+#[test]
+fn a_client_of_an_observer_reads_writes_and_gets_its_watches() {
+    use sim::{NodeId, history::ProtocolEvent};
+    let (observer, voter) = (NodeId::server(3), NodeId::server(0));
+    let outcome = World::builder()
+        .seed(Seed::new(23))
+        .servers(5)
+        .clients(2)
+        .time_limit(Duration::from_secs(60))
+        .build()
+        .expect("a valid world")
+        .run(move |sim: Sim| async move {
+            let mut config = ZkEnsembleConfig::new(sim.servers());
+            config.observers = 2;
+            assert_eq!(config.voters(), &sim.servers()[..3]);
+            let ensemble = ZkEnsemble::new(&sim, config).unwrap();
+            ensemble.start(&sim);
+            let (c1, c2) = (sim.clients()[0], sim.clients()[1]);
+            let (context1, context2) = (sim.node(c1), sim.node(c2));
+            let mut config1 = ensemble.client_config(0);
+            config1.servers = vec![observer];
+            let mut config2 = ensemble.client_config(1);
+            config2.servers = vec![voter];
+            let other = ensemble.clone();
+            let writer = sim
+                .spawn(c2, async move { other.connect(&context2, config2).await })
+                .await
+                .unwrap()
+                .expect("c2 connects to s1");
+            sim.spawn(c1, async move {
+                let zk = ensemble
+                    .connect(&context1, config1)
+                    .await
+                    .expect("c1 connects to the observer");
+                // A write forwarded by the observer, then read back from its own tree.
+                let created = zk.create("/o", "1", CreateMode::Persistent).await.unwrap();
+                assert_eq!(created, "/o");
+                let stat = zk.set_data("/o", "2", None).await.unwrap();
+                let (data, read) = zk.get_data("/o").await.unwrap();
+                assert_eq!((data.as_str(), read.mzxid), ("2", stat.mzxid));
+                // Watches set on the observer fire for writes made through a voter.
+                let (none, created) = zk.exists_watch("/w").await.unwrap();
+                assert_eq!(none, None);
+                writer
+                    .create("/w", "a", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    created.fired().await.unwrap().event,
+                    WatchEventType::NodeCreated
+                );
+                let (_, changed) = zk.exists_watch("/w").await.unwrap();
+                let written = writer.set_data("/w", "b", None).await.unwrap();
+                assert_eq!(
+                    changed.fired().await.unwrap().event,
+                    WatchEventType::NodeDataChanged
+                );
+                // sync, then read: the observer has caught up with the acknowledged write.
+                zk.sync("/w").await.unwrap();
+                let (data, stat) = zk.get_data("/w").await.unwrap();
+                assert_eq!((data.as_str(), stat.mzxid), ("b", written.mzxid));
+            })
+            .await
+            .unwrap();
+        });
+    assert_finished(outcome.clone());
+    let records = outcome.history.records();
+    let c1 = NodeId::client(0);
+    assert!(
+        records.iter().any(|r| r.node == Some(c1)
+            && matches!(
+                r.event,
+                Event::Zk(sim::history::zk::ZkEvent::SessionEstablished { server, .. })
+                    if server == observer
+            )),
+        "c1's session was not established on the observer"
+    );
+    let leaders: Vec<NodeId> = records
+        .iter()
+        .filter(|r| matches!(r.event, Event::Protocol(ProtocolEvent::BecameLeader { .. })))
+        .filter_map(|r| r.node)
+        .collect();
+    assert!(!leaders.is_empty());
+    assert!(leaders.iter().all(|node| node.ordinal() < 3), "{leaders:?}");
+    let mut observing: Vec<NodeId> = records
+        .iter()
+        .filter(|r| matches!(r.event, Event::Protocol(ProtocolEvent::StartedObserving)))
+        .filter_map(|r| r.node)
+        .collect();
+    observing.sort();
+    assert_eq!(observing, vec![NodeId::server(3), NodeId::server(4)]);
+}

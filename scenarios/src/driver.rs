@@ -227,6 +227,7 @@ fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
         }
         Store::Zab => {
             let mut config = ZkEnsembleConfig::new(sim.servers());
+            config.observers = scenario.observers;
             config.bugs = scenario
                 .bugs
                 .iter()

@@ -4,6 +4,7 @@
 //! name = "kv_under_swarm"
 //! store = "raft"                 # raft | zab | ledger
 //! servers = 5
+//! observers = 0                  # zab: the last N servers observe (vote in nothing)
 //! clients = 2
 //! fault_phase_ms = 8000          # faults fire in this phase; then the world heals
 //! recovery_ms = 3000             # after the heal, the workers go on this long
@@ -110,6 +111,12 @@ pub struct Scenario {
     pub store: Store,
     /// Servers, `s1..sN`.
     pub servers: usize,
+    /// ZAB store: how many of the servers, the last ones, are observers (ZooKeeper's
+    /// `LearnerType.OBSERVER`): with `servers = 5` and `observers = 2`, `s1..s3` vote and
+    /// `s4..s5` observe — they serve clients, learn committed transactions from the leader
+    /// and count in no election or quorum. 0 (the default) is an ensemble of voters only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub observers: usize,
     /// Client nodes, `c1..cM`.
     pub clients: usize,
     /// What the clients do.
@@ -142,6 +149,10 @@ pub struct Scenario {
     /// Store timing.
     #[serde(default)]
     pub tuning: Tuning,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 fn default_checks() -> Vec<String> {
@@ -264,6 +275,26 @@ impl Scenario {
             return Err(ScenarioError::new(
                 "liveness_bound_ms",
                 "0 ms (expected a positive bound for the liveness phase)",
+            ));
+        }
+        if self.observers > 0 && self.store != Store::Zab {
+            return Err(ScenarioError::new(
+                "observers",
+                format!(
+                    "{} on the {} store (expected 0: only the zab store has observers)",
+                    self.observers, self.store
+                ),
+            ));
+        }
+        if self.observers > 0 && self.observers >= self.servers {
+            return Err(ScenarioError::new(
+                "observers",
+                format!(
+                    "{} of {} servers (expected at least one voting server: at most {} observers)",
+                    self.observers,
+                    self.servers,
+                    self.servers.saturating_sub(1)
+                ),
             ));
         }
         if self.workload.store() != self.store {

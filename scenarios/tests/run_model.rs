@@ -195,7 +195,7 @@ loss = "1/20"
 "#;
     let scenario = Scenario::parse(toml, Format::Toml).unwrap();
     assert_eq!(scenario.servers, 5);
-    assert_eq!(scenario.check_set().len(), 5 + 5 + 1);
+    assert_eq!(scenario.check_set().len(), 6 + 5 + 1);
     let json = serde_json::to_string(&scenario).unwrap();
     assert_eq!(Scenario::parse(&json, Format::Json).unwrap(), scenario);
     let path = std::env::temp_dir().join("coordsim-scenario-mine.toml");
@@ -215,7 +215,7 @@ liveness_bound_ms = 10000
 [workload]
 kind = "kv_mix"
 "#;
-    let cases: [(&str, &str, usize, &str, &str); 10] = [
+    let cases: [(&str, &str, usize, &str, &str); 12] = [
         (
             "store = \"raft\"",
             "store = \"cassandra\"",
@@ -282,6 +282,20 @@ kind = "kv_mix"
             "`leadr` is not a target",
         ),
         (
+            "servers = 3",
+            "servers = 3\nobservers = 1",
+            4,
+            "observers",
+            "1 on the raft store (expected 0: only the zab store has observers)",
+        ),
+        (
+            "store = \"raft\"\nservers = 3",
+            "store = \"zab\"\nservers = 3\nobservers = 3",
+            4,
+            "observers",
+            "3 of 3 servers (expected at least one voting server: at most 2 observers)",
+        ),
+        (
             "[workload]",
             "[tuning]\nsequence_counter_bits = 3\n[workload]",
             8,
@@ -315,4 +329,65 @@ kind = "kv_mix"
         (Some(2), "servers"),
         "{json}"
     );
+}
+
+/// `observers = 2` in a scenario file: the last two of five servers observe. The run is
+/// clean, s4 and s5 record that they observe, no observer leads, and the leader recorded
+/// the quorums it counted (voters only, or `protocol.observers_never_count` would fail the
+/// run); the same seed gives the same history digest. The scenario serializes with its observers, and without the field when there are
+/// none (so the digests of scenarios without observers did not change).
+#[test]
+fn a_scenario_file_with_observers_runs_them() {
+    use sim::history::{Event, ProtocolEvent};
+    let toml = r#"name = "observed"
+store = "zab"
+servers = 5
+observers = 2
+clients = 2
+fault_phase_ms = 2000
+liveness_bound_ms = 20000
+[workload]
+kind = "zk_mix"
+"#;
+    let path = std::env::temp_dir().join("coordsim-scenario-observers.toml");
+    std::fs::write(&path, toml).unwrap();
+    let scenario = Scenario::load(&path).unwrap();
+    assert_eq!((scenario.servers, scenario.observers), (5, 2));
+    let json = serde_json::to_string(&scenario).unwrap();
+    assert!(json.contains("\"observers\":2"), "{json}");
+    assert_eq!(Scenario::parse(&json, Format::Json).unwrap(), scenario);
+    let voters_only = Scenario {
+        observers: 0,
+        ..scenario.clone()
+    };
+    assert!(
+        !serde_json::to_string(&voters_only)
+            .unwrap()
+            .contains("observers")
+    );
+
+    let outcome = scenarios::driver::run(&scenario, sim::Seed::new(3));
+    assert!(outcome.is_clean(), "{outcome}");
+    let again = scenarios::driver::run(&scenario, sim::Seed::new(3));
+    assert_eq!(again.history_digest, outcome.history_digest);
+    let history = outcome.history.expect("a clean run's history");
+    let by = |wanted: fn(&ProtocolEvent) -> bool| -> Vec<sim::NodeId> {
+        history
+            .records()
+            .iter()
+            .filter_map(|record| match &record.event {
+                Event::Protocol(event) if wanted(event) => record.node,
+                _ => None,
+            })
+            .collect()
+    };
+    let mut observing = by(|event| *event == ProtocolEvent::StartedObserving);
+    observing.sort();
+    assert_eq!(
+        observing,
+        vec![sim::NodeId::server(3), sim::NodeId::server(4)]
+    );
+    let leaders = by(|event| matches!(event, ProtocolEvent::BecameLeader { .. }));
+    assert!(!leaders.is_empty() && leaders.iter().all(|node| node.ordinal() < 3));
+    assert!(!by(|event| matches!(event, ProtocolEvent::QuorumCounted { .. })).is_empty());
 }

@@ -193,6 +193,174 @@ fn seven_servers_stay_safe_under_swarm_faults() {
     summary.assert_faults_fired();
 }
 
+/// Even ensembles: 2 voters (a quorum is both; this swarm may crash or pause one of them),
+/// 4 (three) and 6 (four, so two may fail), over fewer seeds than the odd sizes
+/// (`COORDSIM_SEEDS` raises them).
+#[test]
+fn two_servers_stay_safe_under_swarm_faults() {
+    let (summary, exercised) = sweep(
+        "zab_swarm_2",
+        "two_servers_stay_safe_under_swarm_faults",
+        20,
+    );
+    assert!(exercised.acknowledged_writes > 0, "{exercised:?}");
+    summary.assert_faults_fired();
+}
+
+#[test]
+fn four_servers_stay_safe_under_swarm_faults() {
+    let (summary, exercised) = sweep(
+        "zab_swarm_4",
+        "four_servers_stay_safe_under_swarm_faults",
+        20,
+    );
+    assert!(exercised.acknowledged_writes > 0, "{exercised:?}");
+    summary.assert_faults_fired();
+}
+
+/// Six voters need four: the swarm's crashes and pauses take up to two of them away at once
+/// (a minority, which the quorum of four survives), and the runs stay safe and recover.
+#[test]
+fn six_servers_stay_safe_under_swarm_faults() {
+    let (summary, exercised) = sweep(
+        "zab_swarm_6",
+        "six_servers_stay_safe_under_swarm_faults",
+        15,
+    );
+    assert!(exercised.acknowledged_writes > 0, "{exercised:?}");
+    summary.assert_faults_fired();
+}
+
+/// What a run with observers (`s4`, `s5`) shows of them.
+#[derive(Debug, Default)]
+struct ObserverRun {
+    /// Records of a leader counting a quorum (`QuorumCounted`): there is something for
+    /// `protocol.observers_never_count` to judge.
+    quorums_counted: usize,
+    /// Transactions the observers applied.
+    observer_applies: usize,
+    /// Client sessions attached (new or resumed) through an observer.
+    observer_attachments: usize,
+}
+
+fn is_observer(node: sim::NodeId) -> bool {
+    node.is_server() && node.ordinal() >= 3
+}
+
+impl ObserverRun {
+    fn of(history: &sim::history::History) -> Self {
+        let mut run = ObserverRun::default();
+        for record in history.records() {
+            match (&record.event, record.node) {
+                (Event::Protocol(ProtocolEvent::QuorumCounted { .. }), _) => {
+                    run.quorums_counted += 1
+                }
+                (Event::Protocol(ProtocolEvent::Applied { .. }), Some(node))
+                    if is_observer(node) =>
+                {
+                    run.observer_applies += 1
+                }
+                _ => {}
+            }
+        }
+        run.observer_attachments = attachments(history)
+            .iter()
+            .filter(|attachment| is_observer(attachment.server))
+            .count();
+        run
+    }
+}
+
+/// Three voters and two observers under every fault kind: every check holds (the observer
+/// check among them: no observer leads or is counted in a quorum), and the observers did
+/// their part: clients attached through them, they applied what was committed, and the
+/// leaders recorded the quorums they counted.
+#[test]
+fn observers_stay_safe_under_swarm_faults() {
+    let mut total = ObserverRun::default();
+    let (summary, _) = sweep_counting(
+        "zab_observers",
+        "observers_stay_safe_under_swarm_faults",
+        20,
+        |history, _| {
+            let run = ObserverRun::of(history);
+            assert!(
+                run.quorums_counted > 0 && run.observer_applies > 0,
+                "{run:?}"
+            );
+            total.quorums_counted += run.quorums_counted;
+            total.observer_applies += run.observer_applies;
+            total.observer_attachments += run.observer_attachments;
+        },
+    );
+    println!("observers over the sweep: {total:?}");
+    assert!(total.observer_attachments > 0, "{total:?}");
+    summary.assert_faults_fired();
+}
+
+/// Both observers cut off from the voters from 1.5 s to 5.5 s: the voters keep their
+/// leader (nobody becomes leader while the observers are away) and commit writes; after the
+/// heal the observers rejoin and apply everything the voters applied.
+#[test]
+fn voters_keep_committing_with_every_observer_cut_off() {
+    use sim::time::SimTime;
+    let (from, until) = (SimTime::from_millis(1_500), SimTime::from_millis(5_500));
+    let (summary, _) = sweep_counting(
+        "zab_observers_cut_off",
+        "voters_keep_committing_with_every_observer_cut_off",
+        5,
+        |history, _| {
+            let elected_while_away: Vec<_> = history
+                .records()
+                .iter()
+                .filter(|r| {
+                    matches!(r.event, Event::Protocol(ProtocolEvent::BecameLeader { .. }))
+                        && r.at >= from
+                        && r.at <= until
+                })
+                .collect();
+            assert!(elected_while_away.is_empty(), "{elected_while_away:?}");
+            let committed_while_away = zk_operations(history)
+                .iter()
+                .filter(|op| {
+                    matches!(
+                        op.operation,
+                        ZkOperation::Create { .. }
+                            | ZkOperation::SetData { .. }
+                            | ZkOperation::Delete { .. }
+                    ) && op.ok_at().is_some_and(|at| {
+                        at > from + std::time::Duration::from_millis(500) && at < until
+                    })
+                })
+                .count();
+            assert!(
+                committed_while_away > 0,
+                "no write committed while the observers were away"
+            );
+            let mut last_applied: BTreeMap<sim::NodeId, u64> = BTreeMap::new();
+            for record in history.records() {
+                if let (Event::Protocol(ProtocolEvent::Applied { index, .. }), Some(node)) =
+                    (&record.event, record.node)
+                {
+                    last_applied.insert(node, *index);
+                }
+            }
+            let voters_last = (0..3)
+                .filter_map(|i| last_applied.get(&sim::NodeId::server(i)))
+                .max()
+                .copied();
+            for observer in [sim::NodeId::server(3), sim::NodeId::server(4)] {
+                assert_eq!(
+                    last_applied.get(&observer).copied(),
+                    voters_last,
+                    "{observer} did not catch up"
+                );
+            }
+        },
+    );
+    summary.assert_faults_fired();
+}
+
 #[test]
 fn a_single_server_serves_and_stays_safe() {
     let (summary, _) = sweep(

@@ -182,8 +182,14 @@ impl FromIterator<ZabBug> for KnownBugs {
 pub struct ZabConfig {
     /// This server.
     pub me: NodeId,
-    /// Every voting server, this one included.
+    /// Every voting server (this one included, unless it observes). Elections, the new
+    /// epoch, NEWLEADER and commits need a strict majority of these ([`Self::quorum`]).
     pub ensemble: Vec<NodeId>,
+    /// Every observer (ZooKeeper's `LearnerType.OBSERVER`; this one included if it
+    /// observes): a server that learns committed transactions from the leader (INFORM),
+    /// syncs like a follower and serves clients, but votes in no election, counts in no
+    /// quorum and never leads. Empty by default.
+    pub observers: Vec<NodeId>,
     /// The heartbeat period.
     pub tick: Duration,
     /// Liveness bound while broadcasting, in ticks.
@@ -212,6 +218,8 @@ pub struct ZabConfig {
 pub enum ConfigError {
     /// No servers.
     EmptyEnsemble,
+    /// Observers but no voting server: nobody could lead.
+    NoVoters,
     /// `me` is not in the ensemble.
     NotAMember {
         /// The server.
@@ -243,6 +251,10 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::EmptyEnsemble => write!(f, "the ensemble has no servers"),
+            ConfigError::NoVoters => write!(
+                f,
+                "the ensemble has only observers (expected at least one voting server)"
+            ),
             ConfigError::NotAMember { me } => write!(f, "{me} is not in the ensemble"),
             ConfigError::Duplicate { server } => write!(f, "{server} is listed twice"),
             ConfigError::NotAServer { node } => write!(f, "{node} is not a server node"),
@@ -260,6 +272,7 @@ impl ZabConfig {
         Self {
             me,
             ensemble,
+            observers: Vec::new(),
             tick: Duration::from_millis(100),
             sync_limit_ticks: 5,
             init_limit_ticks: 10,
@@ -275,10 +288,14 @@ impl ZabConfig {
     /// Checks membership and timing.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.ensemble.is_empty() {
-            return Err(ConfigError::EmptyEnsemble);
+            return Err(if self.observers.is_empty() {
+                ConfigError::EmptyEnsemble
+            } else {
+                ConfigError::NoVoters
+            });
         }
         let mut seen = BTreeSet::new();
-        for &server in &self.ensemble {
+        for &server in self.ensemble.iter().chain(&self.observers) {
             if !server.is_server() {
                 return Err(ConfigError::NotAServer { node: server });
             }
@@ -306,9 +323,27 @@ impl ZabConfig {
         Ok(())
     }
 
-    /// Servers needed for a quorum: a strict majority.
+    /// Voting servers needed for a quorum: a strict majority of the voters (observers do
+    /// not count, as ZooKeeper's `QuorumMaj` counts only the voting members). With an even
+    /// number of voters a strict majority is half plus one: 6 voters need 4 and tolerate 2
+    /// failures, no more than 5 voters do.
     pub fn quorum(&self) -> usize {
         self.ensemble.len() / 2 + 1
+    }
+
+    /// Whether `server` votes (is in [`Self::ensemble`]).
+    pub fn is_voter(&self, server: NodeId) -> bool {
+        self.ensemble.contains(&server)
+    }
+
+    /// Whether `server` observes (is in [`Self::observers`]).
+    pub fn is_observer(&self, server: NodeId) -> bool {
+        self.observers.contains(&server)
+    }
+
+    /// Whether this server observes.
+    pub fn observing(&self) -> bool {
+        self.is_observer(self.me)
     }
 
     /// `sync_limit_ticks` ticks.

@@ -221,8 +221,12 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     // ----- Inputs -------------------------------------------------------------------------
 
-    /// Boots the server: records its durable epoch and starts an election.
+    /// Boots the server: records its durable epoch (and, for an observer, that it observes)
+    /// and starts an election (an observer: looks for the leader).
     pub fn start(&mut self, now: LocalTime) {
+        if self.config.observing() {
+            self.record(ProtocolEvent::StartedObserving);
+        }
         if self.current_epoch > 0 {
             self.record(ProtocolEvent::TermChanged {
                 term: u64::from(self.current_epoch),
@@ -233,7 +237,27 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     /// An election notification arrived from `from`.
     pub fn on_notification(&mut self, now: LocalTime, from: NodeId, notification: Notification) {
-        if from == self.config.me || !self.config.ensemble.contains(&from) {
+        if from == self.config.me {
+            return;
+        }
+        if self.config.observing() {
+            // An observer answers nobody; while looking it learns the leader from voters.
+            if self.config.is_voter(from) && matches!(self.role, Role::Looking(_)) {
+                self.observer_receive(now, from, notification);
+            }
+            return;
+        }
+        if self.config.is_observer(from) {
+            // As ZooKeeper's `WorkerReceiver` answers a non-voter: with this server's
+            // current vote and state, counting nothing it sent.
+            let reply = self.my_notification();
+            self.effects.push(Effect::Notify {
+                to: from,
+                notification: reply,
+            });
+            return;
+        }
+        if !self.config.is_voter(from) {
             return;
         }
         match &self.role {
@@ -262,7 +286,9 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         match direction {
             LinkDirection::Outbound => self.follower_link_up(now, link, peer),
             LinkDirection::Inbound => {
-                if !self.config.ensemble.contains(&peer) || peer == self.config.me {
+                let learner = self.config.is_voter(peer) || self.config.is_observer(peer);
+                // An observer never leads, so nobody has reason to dial it.
+                if !learner || peer == self.config.me || self.config.observing() {
                     self.effects.push(Effect::Disconnect { link });
                     return;
                 }
@@ -431,6 +457,10 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             Role::Leading(_) => Serving::AsLeader {
                 epoch: self.current_epoch,
             },
+            Role::Following(follower) if self.config.observing() => Serving::AsObserver {
+                leader: follower.leader,
+                epoch: self.current_epoch,
+            },
             Role::Following(follower) => Serving::AsFollower {
                 leader: follower.leader,
                 epoch: self.current_epoch,
@@ -439,10 +469,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
     }
 
-    /// `"looking"`, `"following"` or `"leading"`.
+    /// `"looking"`, `"following"`, `"observing"` or `"leading"`.
     pub fn role_name(&self) -> &'static str {
         match self.role {
             Role::Looking(_) => "looking",
+            Role::Following(_) if self.config.observing() => "observing",
             Role::Following(_) => "following",
             Role::Leading(_) => "leading",
         }

@@ -62,6 +62,14 @@ pub enum Serving {
         /// The epoch.
         epoch: u32,
     },
+    /// Synchronized observer of `leader` in `epoch`: serves clients as a follower does
+    /// (reads here, writes forwarded) but votes in nothing.
+    AsObserver {
+        /// The leader.
+        leader: NodeId,
+        /// The epoch.
+        epoch: u32,
+    },
     /// Not serving (electing, discovering or synchronizing).
     Stopped,
 }

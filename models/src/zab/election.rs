@@ -6,7 +6,9 @@
 //! `finalize_wait` for a better vote and then decides: lead if the vote names it, else follow.
 //! Servers already following or leading answer a looking server with the vote that elected
 //! their leader, so a late server joins the established leader once a quorum of such answers
-//! agree and the leader itself says it leads.
+//! agree and the leader itself says it leads. An observer votes in no election: it sends
+//! notifications only to ask, voters answer it and count nothing it sent, and it observes the
+//! leader that a quorum of voters say they follow.
 
 use super::{
     config::ZabBug,
@@ -171,6 +173,10 @@ impl<S: StateMachine, A> ZabCore<S, A> {
     }
 
     fn check_election_quorum(&mut self, now: LocalTime) {
+        if self.config.observing() {
+            // An observer decides nothing from votes: it waits to be told who leads.
+            return;
+        }
         let (quorum, vote, finalize) = (self.quorum, self.vote, self.config.finalize_wait);
         let election = self.election_mut();
         let agree = election.received.values().filter(|v| **v == vote).count();
@@ -198,9 +204,37 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
     }
 
+    /// An observer looking for the leader heard from voter `from`. It takes part in no
+    /// vote (its own notifications only ask; voters count nothing an observer sends), so it
+    /// waits for what voters that already follow or lead say: once a quorum of them, in one
+    /// round, name the same leader and that leader itself says it leads, it observes that
+    /// leader (ZooKeeper's out-of-election path, which an observer also takes).
+    pub(super) fn observer_receive(&mut self, now: LocalTime, from: NodeId, n: Notification) {
+        if n.state == PeerState::Looking || !self.config.is_voter(n.vote.leader) {
+            return;
+        }
+        let (quorum, me, round) = (self.quorum, self.config.me, self.round);
+        let election = self.election_mut();
+        election
+            .out_of_election
+            .insert(from, (n.vote, n.round, n.state));
+        let agree = election
+            .out_of_election
+            .values()
+            .filter(|(vote, vote_round, _)| *vote == n.vote && *vote_round == n.round)
+            .count();
+        if agree >= quorum && check_leader(election, me, round, n.vote.leader, n.round) {
+            self.round = n.round;
+            self.finish_election(now, n.vote);
+        }
+    }
+
     fn finish_election(&mut self, now: LocalTime, vote: Vote) {
         self.vote = vote;
-        if vote.leader == self.config.me {
+        if self.config.observing() {
+            // Never leads: observes the voters' leader, as a follower would follow it.
+            self.become_following(now, vote.leader);
+        } else if vote.leader == self.config.me {
             self.become_leading(now);
         } else {
             self.become_following(now, vote.leader);

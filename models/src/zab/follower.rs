@@ -6,6 +6,11 @@
 //! - the synced history and the current epoch are durable before NEWLEADER is ACKed
 //!   (ZOOKEEPER-3911; the epoch taken only on UPTODATE is ZOOKEEPER-1282);
 //! - a proposal is durable before it is ACKed (ACKs are cumulative).
+//!
+//! An observer runs the same code up to UPTODATE (it is synced by DIFF, TRUNC or SNAP and
+//! ACKs NEWLEADER, which the leader does not count); in broadcast it gets no PROPOSAL or
+//! COMMIT but one INFORM per committed transaction, which it logs and applies, and it
+//! acknowledges nothing.
 
 use super::{
     Zxid,
@@ -142,15 +147,21 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 follower.deadline = now + sync_limit;
                 let leader = follower.leader;
                 self.serving = true;
-                self.effects.push(Effect::Serve(Serving::AsFollower {
-                    leader,
-                    epoch: self.current_epoch,
+                let epoch = self.current_epoch;
+                self.effects.push(Effect::Serve(if self.config.observing() {
+                    Serving::AsObserver { leader, epoch }
+                } else {
+                    Serving::AsFollower { leader, epoch }
                 }));
             }
             (
                 FollowerPhase::AwaitingUpToDate | FollowerPhase::Broadcast,
+                PeerMessage::Inform(entry),
+            ) if self.config.observing() => self.on_inform(now, entry),
+            (
+                FollowerPhase::AwaitingUpToDate | FollowerPhase::Broadcast,
                 PeerMessage::Proposal(entry),
-            ) => {
+            ) if !self.config.observing() => {
                 if entry.zxid <= self.last_logged() {
                     // Out of order: the leader and this follower disagree; start over.
                     self.start_election(now);
@@ -162,7 +173,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             (
                 FollowerPhase::AwaitingUpToDate | FollowerPhase::Broadcast,
                 PeerMessage::Commit { zxid },
-            ) => {
+            ) if !self.config.observing() => {
                 self.committed = self.committed.max(zxid);
                 self.apply_committed();
             }
@@ -360,7 +371,33 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
     }
 
+    /// Observer: a committed transaction (ZooKeeper's INFORM). One after the synced history
+    /// is logged, made durable (acknowledging nothing) and applied; one the sync already
+    /// brought (the leader's history was sent whole, committed or not) is only committed.
+    fn on_inform(&mut self, now: LocalTime, entry: LogEntry<S::Txn>) {
+        let zxid = entry.zxid;
+        if zxid > self.last_logged() {
+            self.append(entry);
+            self.sync_then(&[]);
+        } else if self
+            .log
+            .binary_search_by_key(&zxid, |logged| logged.zxid)
+            .is_err()
+            && zxid > self.snapshot_zxid()
+        {
+            // Not in the history the leader synced: the two disagree; start over.
+            self.start_election(now);
+            return;
+        }
+        self.committed = self.committed.max(zxid);
+        self.apply_committed();
+    }
+
     pub(super) fn follower_log_durable(&mut self, zxid: Zxid) {
+        if self.config.observing() {
+            // An observer acknowledges no transaction: it counts in no commit.
+            return;
+        }
         let follower = self.follower_mut();
         if !follower.newleader_acked || zxid <= follower.acked {
             return;

@@ -18,6 +18,15 @@
 //!
 //! Followers that connect later go through the same steps, one by one, while the leader
 //! broadcasts; every proposal after their sync is forwarded to them in order.
+//!
+//! Observers (ZooKeeper's `observingLearners`) go through the same steps, but nothing they
+//! send counts: their accepted epoch raises the new epoch (as in ZooKeeper's
+//! `getEpochToPropose`) without counting towards the quorum, their ACKEPOCH and NEWLEADER
+//! ACK count towards no quorum (and an observer ahead of the leader does not make it give
+//! up), they get no PROPOSAL or COMMIT but an INFORM of each transaction once committed
+//! (`sendObserverPacket`), and losing them never costs the leader its quorum. In an ensemble
+//! with observers the leader records whom it counted for each quorum
+//! (`ProtocolEvent::QuorumCounted`), so a checker can see that no observer ever was.
 
 use super::{
     Zxid,
@@ -27,7 +36,11 @@ use super::{
     message::{AckKind, LogEntry, PeerMessage, SyncMode},
     state_machine::StateMachine,
 };
-use sim::{NodeId, clock::LocalTime, history::ProtocolEvent};
+use sim::{
+    NodeId,
+    clock::LocalTime,
+    history::{ProtocolEvent, QuorumStage},
+};
 use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
@@ -66,8 +79,18 @@ enum LearnerStage {
     UpToDate,
 }
 
+/// What a connected learner is, by the ensemble's configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LearnerKind {
+    /// A voter: its ACKs count, it gets PROPOSALs and COMMITs.
+    Follower,
+    /// An observer: counted in nothing, it gets INFORMs of committed transactions.
+    Observer,
+}
+
 #[derive(Debug)]
 struct Learner {
+    kind: LearnerKind,
     link: Link,
     stage: LearnerStage,
     /// Cumulative ACK: every entry up to here is durable on the follower.
@@ -84,9 +107,14 @@ impl Learner {
         )
     }
 
-    /// ACKed NEWLEADER: its ACKs count towards commits.
+    /// ACKed NEWLEADER.
     fn synced(&self) -> bool {
         matches!(self.stage, LearnerStage::Synced | LearnerStage::UpToDate)
+    }
+
+    /// A synced voter: its ACKs count towards commits and it keeps the quorum.
+    fn counts(&self) -> bool {
+        self.kind == LearnerKind::Follower && self.synced()
     }
 }
 
@@ -96,8 +124,11 @@ pub(super) struct LeaderState<S: StateMachine> {
     phase: LeaderPhase,
     /// Discovery and synchronization must finish by then.
     init_deadline: LocalTime,
-    /// Accepted epochs reported in FOLLOWERINFO (the leader's own included).
+    /// Accepted epochs reported in FOLLOWERINFO by voters (the leader's own included).
     proposers: BTreeMap<NodeId, u32>,
+    /// The largest accepted epoch an observer reported during discovery: it raises the new
+    /// epoch but counts towards no quorum.
+    observers_epoch: u32,
     new_epoch: u32,
     /// The new accepted epoch is durable: NEWEPOCH may go out.
     epoch_announced: bool,
@@ -161,6 +192,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             phase: LeaderPhase::Discovery,
             init_deadline: now + self.config.init_limit(),
             proposers,
+            observers_epoch: 0,
             new_epoch: 0,
             epoch_announced: false,
             epoch_ackers: BTreeSet::new(),
@@ -187,11 +219,17 @@ impl<S: StateMachine, A> ZabCore<S, A> {
     }
 
     pub(super) fn leader_link_up(&mut self, now: LocalTime, link: Link, peer: NodeId) {
+        let kind = if self.config.is_observer(peer) {
+            LearnerKind::Observer
+        } else {
+            LearnerKind::Follower
+        };
         let leader = self.leader_mut();
         leader.departed.remove(&peer);
         let old = leader.learners.insert(
             peer,
             Learner {
+                kind,
                 link,
                 stage: LearnerStage::Connected,
                 acked: Zxid::ZERO,
@@ -211,7 +249,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         if let Some(peer) = leader.links.remove(&link)
             && leader.learners.get(&peer).is_some_and(|l| l.link == link)
             && let Some(learner) = leader.learners.remove(&peer)
-            && learner.synced()
+            && learner.counts()
         {
             leader.departed.insert(peer, learner.last_heard);
         }
@@ -230,6 +268,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             return;
         };
         learner.last_heard = now;
+        let learner_kind = learner.kind;
         match message {
             PeerMessage::FollowerInfo { accepted_epoch } => {
                 if learner.stage != LearnerStage::Connected {
@@ -238,7 +277,14 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 learner.stage = LearnerStage::InfoReceived;
                 let leader = self.leader_mut();
                 if leader.phase == LeaderPhase::Discovery {
-                    leader.proposers.insert(peer, accepted_epoch);
+                    match learner_kind {
+                        LearnerKind::Follower => {
+                            leader.proposers.insert(peer, accepted_epoch);
+                        }
+                        LearnerKind::Observer => {
+                            leader.observers_epoch = leader.observers_epoch.max(accepted_epoch);
+                        }
+                    }
                     self.maybe_decide_epoch();
                 } else if leader.epoch_announced {
                     self.send_new_epoch(peer);
@@ -253,9 +299,14 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                     return;
                 }
                 // ZooKeeper's waitForEpochAck: a follower more recent than the leader means
-                // the election went wrong; give up leading.
+                // the election went wrong; give up leading. Not for an observer: it voted
+                // in no election, and may hold the history a leader that never established
+                // synced to it (TRUNC brings it back); giving up would make it cost the
+                // voters their leader, again at every election.
                 let (leader_epoch, leader_last) = self.leader_state_summary();
-                if (current_epoch, last_zxid) > (leader_epoch, leader_last) {
+                if learner_kind == LearnerKind::Follower
+                    && (current_epoch, last_zxid) > (leader_epoch, leader_last)
+                {
                     self.start_election(now);
                     return;
                 }
@@ -270,8 +321,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 };
                 let leader = self.leader_mut();
                 if leader.phase == LeaderPhase::AwaitingEpochAcks {
-                    leader.epoch_ackers.insert(peer);
-                    self.check_epoch_quorum();
+                    // An observer is synced with the rest once a quorum of voters acked.
+                    if learner_kind == LearnerKind::Follower {
+                        leader.epoch_ackers.insert(peer);
+                        self.check_epoch_quorum();
+                    }
                 } else {
                     self.sync_learner(peer);
                 }
@@ -284,18 +338,20 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 if kind == AckKind::NewLeader && learner.stage == LearnerStage::Syncing {
                     learner.stage = LearnerStage::Synced;
                     let leader = self.leader_mut();
-                    match leader.phase {
-                        LeaderPhase::AwaitingNewLeaderAcks => {
+                    match (leader.phase, learner_kind) {
+                        (LeaderPhase::AwaitingNewLeaderAcks, LearnerKind::Follower) => {
                             leader.newleader_ackers.insert(peer);
                             self.check_establish(now);
                         }
-                        LeaderPhase::Established => {
+                        // Sent UPTODATE with the voters once the leader is established.
+                        (LeaderPhase::AwaitingNewLeaderAcks, LearnerKind::Observer) => {}
+                        (LeaderPhase::Established, _) => {
                             self.send_up_to_date(peer);
                             self.advance_commit();
                         }
                         _ => {}
                     }
-                } else if learner.synced() {
+                } else if learner.counts() {
                     self.advance_commit();
                 }
             }
@@ -310,7 +366,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             | PeerMessage::NewLeader { .. }
             | PeerMessage::UpToDate { .. }
             | PeerMessage::Proposal(_)
-            | PeerMessage::Commit { .. } => {}
+            | PeerMessage::Commit { .. }
+            | PeerMessage::Inform(_) => {}
         }
     }
 
@@ -326,7 +383,10 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             return;
         }
         let highest = leader.proposers.values().copied().max().unwrap_or(0);
+        let highest = highest.max(leader.observers_epoch);
+        let counted: Vec<NodeId> = leader.proposers.keys().copied().collect();
         let epoch = highest.max(self.accepted_epoch) + 1;
+        self.record_quorum(epoch, QuorumStage::NewEpoch, self.last_logged(), counted);
         let leader = self.leader_mut();
         leader.new_epoch = epoch;
         leader.phase = LeaderPhase::AwaitingEpochAcks;
@@ -371,7 +431,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
     }
 
     fn check_epoch_quorum(&mut self) {
-        let quorum = self.quorum;
+        let (quorum, me) = (self.quorum, self.config.me);
         let leader = self.leader_mut();
         if leader.phase != LeaderPhase::AwaitingEpochAcks
             || !leader.epoch_announced
@@ -381,6 +441,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
         leader.phase = LeaderPhase::AwaitingNewLeaderAcks;
         let epoch = leader.new_epoch;
+        let counted = with_me(me, &leader.epoch_ackers);
+        self.record_quorum(epoch, QuorumStage::AckEpoch, self.last_logged(), counted);
         self.current_epoch = epoch;
         if self.has_bug(ZabBug::EpochNotPersisted) {
             self.record(ProtocolEvent::TermChanged {
@@ -532,6 +594,13 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
         // The leader's whole history is now committed (a quorum holds it durably).
         let last_logged = self.last_logged();
+        let counted = with_me(self.config.me, &leader.newleader_ackers);
+        self.record_quorum(
+            self.current_epoch,
+            QuorumStage::NewLeader,
+            last_logged,
+            counted,
+        );
         let tick = self.config.tick;
         let leader = self.leader_mut();
         leader.phase = LeaderPhase::Established;
@@ -594,7 +663,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         acks[0] = leader.self_durable;
         let mut count = 1;
         for learner in leader.learners.values() {
-            if learner.synced() && count < acks.len() {
+            if learner.counts() && count < acks.len() {
                 acks[count] = learner.acked;
                 count += 1;
             }
@@ -610,18 +679,72 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         if candidate <= self.committed || candidate.epoch != self.current_epoch {
             return;
         }
+        let previous = self.committed;
         self.committed = candidate;
-        self.send_to_forwarding(|| PeerMessage::Commit { zxid: candidate });
+        if !self.config.observers.is_empty() {
+            let leader = self.leader();
+            let mut counted: Vec<NodeId> = leader
+                .learners
+                .iter()
+                .filter(|(_, learner)| learner.counts() && learner.acked >= candidate)
+                .map(|(peer, _)| *peer)
+                .collect();
+            if leader.self_durable >= candidate {
+                counted.push(self.config.me);
+            }
+            counted.sort_unstable();
+            self.record_quorum(self.current_epoch, QuorumStage::Commit, candidate, counted);
+        }
+        self.send_to_forwarding(LearnerKind::Follower, || PeerMessage::Commit {
+            zxid: candidate,
+        });
+        self.inform_observers(previous, candidate);
         self.apply_committed();
     }
 
-    /// Sends a message to every follower that receives proposals, in learner order.
-    fn send_to_forwarding(&mut self, message: impl Fn() -> PeerMessage<S, A>) {
+    /// Sends every forwarding observer an INFORM of each transaction in `(after, upto]`,
+    /// in zxid order (ZooKeeper's `Leader.inform`, once per committed proposal).
+    fn inform_observers(&mut self, after: Zxid, upto: Zxid) {
+        let Role::Leading(leader) = &self.role else {
+            return;
+        };
+        if !leader
+            .learners
+            .values()
+            .any(|learner| learner.kind == LearnerKind::Observer && learner.forwarding())
+        {
+            return;
+        }
+        let from = self.log.partition_point(|entry| entry.zxid <= after);
+        let to = self.log.partition_point(|entry| entry.zxid <= upto);
+        for index in from..to {
+            let entry = self.log[index].clone();
+            self.send_to_forwarding(LearnerKind::Observer, || PeerMessage::Inform(entry.clone()));
+        }
+    }
+
+    /// Records whom a quorum counted, in an ensemble with observers (see the module's
+    /// doc); an ensemble of voters only records nothing, as before observers existed.
+    fn record_quorum(&mut self, epoch: u32, stage: QuorumStage, index: Zxid, servers: Vec<NodeId>) {
+        if self.config.observers.is_empty() {
+            return;
+        }
+        self.record(ProtocolEvent::QuorumCounted {
+            term: u64::from(epoch),
+            stage,
+            index: index.as_u64(),
+            servers,
+        });
+    }
+
+    /// Sends a message to every learner of `kind` that receives the broadcast, in learner
+    /// order.
+    fn send_to_forwarding(&mut self, kind: LearnerKind, message: impl Fn() -> PeerMessage<S, A>) {
         let Role::Leading(leader) = &self.role else {
             return;
         };
         for learner in leader.learners.values() {
-            if learner.forwarding() {
+            if learner.kind == kind && learner.forwarding() {
                 self.effects.push(Effect::Send {
                     link: learner.link,
                     message: message(),
@@ -658,7 +781,9 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         };
         self.append(entry.clone());
         self.sync_then(&[]);
-        self.send_to_forwarding(|| PeerMessage::Proposal(entry.clone()));
+        self.send_to_forwarding(LearnerKind::Follower, || {
+            PeerMessage::Proposal(entry.clone())
+        });
         Ok(zxid)
     }
 
@@ -699,7 +824,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
         if now >= leader.next_ping_at {
             leader.next_ping_at = now + tick;
-            self.send_to_forwarding(|| PeerMessage::Ping);
+            self.send_to_forwarding(LearnerKind::Follower, || PeerMessage::Ping);
+            self.send_to_forwarding(LearnerKind::Observer, || PeerMessage::Ping);
         }
         let leader = self.leader_mut();
         if now >= leader.next_quorum_check_at {
@@ -711,7 +837,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 + leader
                     .learners
                     .values()
-                    .filter(|l| l.synced() && recent(l.last_heard))
+                    .filter(|l| l.counts() && recent(l.last_heard))
                     .count()
                 + leader.departed.len();
             if in_touch < quorum {
@@ -719,4 +845,12 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             }
         }
     }
+}
+
+/// `ackers` and the leader itself, ascending: whom a discovery or NEWLEADER quorum counted.
+fn with_me(me: NodeId, ackers: &BTreeSet<NodeId>) -> Vec<NodeId> {
+    let mut servers: Vec<NodeId> = ackers.iter().copied().collect();
+    servers.push(me);
+    servers.sort_unstable();
+    servers
 }

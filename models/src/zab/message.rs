@@ -1,5 +1,5 @@
 //! Messages between ZAB servers: election notifications (datagrams) and the peer protocol
-//! (FIFO connections between a follower and its leader).
+//! (FIFO connections between a follower or observer and its leader).
 
 use super::{StateMachine, Zxid};
 use sim::NodeId;
@@ -135,6 +135,9 @@ pub enum PeerMessage<S: StateMachine, A> {
         /// Cumulative commit point.
         zxid: Zxid,
     },
+    /// Leader → observer (broadcast, ZooKeeper's INFORM): this transaction is committed;
+    /// log and apply it. An observer is sent no PROPOSAL and acknowledges nothing.
+    Inform(LogEntry<S::Txn>),
     /// Heartbeat, both ways.
     Ping,
     /// A message of the server layer above ZAB (forwarded requests, session touches...),

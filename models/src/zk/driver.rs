@@ -33,8 +33,11 @@ use std::{
 /// How to run an ensemble.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZkEnsembleConfig {
-    /// The servers.
+    /// The servers, voters first: clients may connect to any of them.
     pub servers: Vec<NodeId>,
+    /// How many of `servers`, the last ones, are observers (ZooKeeper's `:observer`
+    /// servers): they serve clients but vote in nothing. 0 by default.
+    pub observers: usize,
     /// Heartbeat period (ZooKeeper's `tickTime`).
     pub tick: Duration,
     /// Liveness bound in ticks (ZooKeeper's `syncLimit`).
@@ -56,6 +59,7 @@ impl ZkEnsembleConfig {
     pub fn new(servers: Vec<NodeId>) -> Self {
         Self {
             servers,
+            observers: 0,
             tick: Duration::from_millis(100),
             sync_limit_ticks: 5,
             diff_window: 500,
@@ -65,9 +69,20 @@ impl ZkEnsembleConfig {
         }
     }
 
+    /// The voting servers: all but the last `observers`.
+    pub fn voters(&self) -> &[NodeId] {
+        &self.servers[..self.servers.len().saturating_sub(self.observers)]
+    }
+
+    /// The observers: the last `observers` servers.
+    pub fn observer_servers(&self) -> &[NodeId] {
+        &self.servers[self.servers.len().saturating_sub(self.observers)..]
+    }
+
     /// The configuration of server `me`.
     pub fn server_config(&self, me: NodeId) -> ZkServerConfig {
-        let mut zab = ZabConfig::new(me, self.servers.clone());
+        let mut zab = ZabConfig::new(me, self.voters().to_vec());
+        zab.observers = self.observer_servers().to_vec();
         zab.tick = self.tick;
         zab.sync_limit_ticks = self.sync_limit_ticks;
         zab.diff_window = self.diff_window;

@@ -393,7 +393,7 @@ impl ZkServer {
                     pending_syncs: Vec::new(),
                 });
             }
-            Serving::AsFollower { .. } => {}
+            Serving::AsFollower { .. } | Serving::AsObserver { .. } => {}
             Serving::Stopped => {
                 let links: Vec<ClientLink> = self.clients.keys().copied().collect();
                 for link in links {

@@ -60,6 +60,7 @@ pub(crate) fn scenario(
         description: description.into(),
         store,
         servers,
+        observers: 0,
         clients,
         workload,
         faults: FaultSource::None,

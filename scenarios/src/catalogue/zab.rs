@@ -5,9 +5,12 @@ use crate::{
     scenario::{Scenario, Store, Tuning},
     workload::{Workload, ZkMix, ZkWatches},
 };
-use sim::fault::{
-    ClientFaults, CutOffLeader, FaultKind, FaultSource, LeaderKiller, PauseClients, QuorumRestart,
-    RejoinCrash, SwarmConfig,
+use sim::{
+    NodeId,
+    fault::{
+        ClientFaults, CutOffLeader, Fault, FaultKind, FaultPlan, FaultSource, LeaderKiller,
+        PartitionShape, PauseClients, QuorumRestart, RejoinCrash, ScheduledFault, SwarmConfig,
+    },
 };
 
 /// The ZAB store's scenarios: sweeps of every size and the directed schedules.
@@ -115,7 +118,87 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         },
     ];
     scenarios.extend(zab_directed(zk));
+    scenarios.extend(even_ensembles_and_observers(zk, &ZAB_KINDS));
     scenarios
+}
+
+/// Ensembles of 2, 4 and 6 voters (a quorum is a strict majority: 2, 3 and 4), and five
+/// servers of which the last two observe, under swarms and with the observers cut off.
+fn even_ensembles_and_observers(
+    zk: impl Fn(&str, &str, usize, usize) -> Scenario,
+    kinds: &[FaultKind],
+) -> Vec<Scenario> {
+    let observers = |scenario: Scenario| Scenario {
+        observers: 2,
+        ..scenario
+    };
+    let voters = [NodeId::server(0), NodeId::server(1), NodeId::server(2)];
+    let observing = [NodeId::server(3), NodeId::server(4)];
+    vec![
+        Scenario {
+            // The default bound is a minority of the servers: none of two.
+            faults: FaultSource::Swarm(SwarmConfig {
+                mean_interval_ms: 700,
+                max_unavailable_servers: Some(1),
+                kinds: kinds.to_vec(),
+                ..SwarmConfig::default()
+            }),
+            ..zk(
+                "zab_swarm_2",
+                "two servers (a quorum is both: one crashed or paused stops commits until it \
+                 is back) under every fault kind but duplication",
+                2,
+                2,
+            )
+        },
+        zk(
+            "zab_swarm_4",
+            "four servers (a quorum is three) under every fault kind but duplication",
+            4,
+            3,
+        ),
+        zk(
+            "zab_swarm_6",
+            "six servers (a quorum is four: two may fail) under every fault kind but \
+             duplication",
+            6,
+            2,
+        ),
+        observers(Scenario {
+            faults: swarm(700, kinds),
+            ..zk(
+                "zab_observers",
+                "s1..s3 vote and s4..s5 observe (they serve clients, forward writes, learn \
+                 commits by INFORM and count in no quorum), under every fault kind but \
+                 duplication",
+                5,
+                3,
+            )
+        }),
+        observers(Scenario {
+            faults: FaultSource::Plan(FaultPlan::new(vec![
+                ScheduledFault::at(
+                    1_500,
+                    Fault::Partition {
+                        shape: PartitionShape::Groups {
+                            groups: vec![voters.to_vec(), observing.to_vec()],
+                        },
+                    },
+                )
+                .lasting(4_000),
+            ])),
+            fault_phase_ms: 7_000,
+            recovery_ms: 2_000,
+            ..zk(
+                "zab_observers_cut_off",
+                "both observers (s4, s5) cut off from the voters for four seconds (clients \
+                 reach everyone): the voters keep their leader and commit; the observers \
+                 stop serving, then rejoin and catch up",
+                5,
+                3,
+            )
+        }),
+    ]
 }
 
 /// The directed ZAB schedules the known-bug table uses: each aims at the moment one

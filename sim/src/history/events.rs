@@ -189,6 +189,25 @@ pub enum ProtocolEvent {
         /// Session or lease id.
         session: u64,
     },
+    /// This node started as a non-voting observer (ZAB: ZooKeeper's `LearnerType.OBSERVER`):
+    /// it must never lead nor be counted in a quorum. Recorded by an observer each time it
+    /// starts; a voting server records nothing of the kind.
+    StartedObserving,
+    /// A leader counted `servers` (itself included) towards a quorum of `term`: every server
+    /// whose part in `stage` it had when the quorum was reached (for a commit: every server
+    /// whose durable copy reached `index`). ZAB records these only in an ensemble with
+    /// observers, for the check that no observer is ever counted.
+    QuorumCounted {
+        /// The term or epoch.
+        term: u64,
+        /// What the quorum was for.
+        stage: QuorumStage,
+        /// For [`QuorumStage::Commit`], the zxid committed; otherwise the leader's last
+        /// logged zxid (or index) when the quorum was reached.
+        index: u64,
+        /// The servers counted, ascending.
+        servers: Vec<NodeId>,
+    },
     /// Anything else a protocol wants a checker or a human to see.
     Other {
         /// Event name.
@@ -197,6 +216,20 @@ pub enum ProtocolEvent {
         #[serde(default)]
         detail: serde_json::Value,
     },
+}
+
+/// What a quorum counted in [`ProtocolEvent::QuorumCounted`] was for (ZAB's phases).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuorumStage {
+    /// Discovery: the FOLLOWERINFOs from which the leader chose its new epoch.
+    NewEpoch,
+    /// Discovery: the ACKEPOCHs after which the epoch is the leader's current one.
+    AckEpoch,
+    /// Synchronization: the NEWLEADER ACKs that established the leader.
+    NewLeader,
+    /// Broadcast: the ACKs that committed a proposal.
+    Commit,
 }
 
 /// A fault the nemesis tried to apply and what came of it.

@@ -13,7 +13,7 @@ pub mod zk;
 
 pub use events::{
     Event, FaultOutcome, FaultRecord, OpError, OpId, OpResult, Operation, PhaseEvent,
-    ProtocolEvent, Response,
+    ProtocolEvent, QuorumStage, Response,
 };
 pub use recipe::{RecipeEvent, ResourceVerdict};
 

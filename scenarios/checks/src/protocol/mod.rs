@@ -13,6 +13,7 @@
 pub mod applied_in_order;
 pub mod leader_stability;
 pub mod leader_uniqueness;
+pub mod observers_never_count;
 pub mod replica_agreement;
 pub mod replica_prefix;
 pub mod term_monotonicity;
@@ -23,7 +24,8 @@ use std::time::Duration;
 
 /// The protocol checks every run of either store gets: leader uniqueness, term
 /// monotonicity, replica agreement and prefix agreement, in-order apply (which reads
-/// [`crate::CheckContext::index_kind`]: give ZAB runs [`crate::IndexKind::Zxid`]).
+/// [`crate::CheckContext::index_kind`]: give ZAB runs [`crate::IndexKind::Zxid`]), and that
+/// no observer leads or counts in a quorum (nothing to judge in a run without observers).
 pub const CHECKS: &[Check] = &[
     Check {
         name: "protocol.leader_uniqueness",
@@ -49,6 +51,11 @@ pub const CHECKS: &[Check] = &[
         name: "protocol.applied_in_order",
         property: "apply in log order",
         run: |history, context| boxed(applied_in_order::check(history, context.index_kind)),
+    },
+    Check {
+        name: "protocol.observers_never_count",
+        property: "observers never vote",
+        run: |history, _| boxed(observers_never_count::check(history)),
     },
 ];
 
