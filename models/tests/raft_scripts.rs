@@ -2,6 +2,7 @@
 //! of what the traces mean.
 
 mod interaction;
+mod script_runner;
 
 use interaction::run_script;
 

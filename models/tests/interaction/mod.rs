@@ -557,49 +557,7 @@ impl Transcript {
 
 /// Runs the script in `path` (relative to the crate), comparing every block's output.
 pub fn run_script(path: &str) -> Transcript {
-    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
-    let rewrite = std::env::var("REWRITE_SCRIPTS").is_ok();
     let mut interaction = Interaction::new();
-    let mut transcript = String::new();
-    let mut failures = Vec::new();
-    let mut blocks = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            transcript.push_str(line);
-            transcript.push('\n');
-            continue;
-        }
-        let command = line.trim();
-        let separator = lines.next().unwrap_or("");
-        assert_eq!(
-            separator, "----",
-            "{path}: `{command}` must be followed by ----"
-        );
-        let mut expected = String::new();
-        while let Some(next) = lines.peek() {
-            if next.trim().is_empty() {
-                break;
-            }
-            expected.push_str(lines.next().unwrap());
-            expected.push('\n');
-        }
-        let actual = interaction.run(command);
-        if actual != expected {
-            failures.push(format!(
-                "{path}: `{command}`\n--- expected\n{expected}--- actual\n{actual}"
-            ));
-        }
-        transcript.push_str(command);
-        transcript.push_str("\n----\n");
-        transcript.push_str(&actual);
-        blocks.push(actual);
-    }
-    if rewrite {
-        std::fs::write(&full, transcript).expect("rewrite script");
-    } else {
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
-    }
+    let blocks = crate::script_runner::run_script(path, |command| interaction.run(command));
     Transcript { blocks }
 }
