@@ -131,8 +131,9 @@ fn late_follower_beyond_the_diff_window_is_snapped_and_then_broadcast_to() {
         transcript.sent("s3", "s1", "SNAP"),
         ["zxid=0x100000005 state=[1, 2, 3, 4, 5] entries=[]"]
     );
-    assert!(
-        transcript.sent("s3", "s1", "DIFF").len() == 1,
+    assert_eq!(
+        transcript.sent("s3", "s1", "DIFF"),
+        ["entries=[]"],
         "only epoch 1's empty DIFF"
     );
     assert_eq!(

@@ -1,28 +1,21 @@
 //! A data-driven interaction harness for the ZAB core, in the style of the Raft harness
-//! (`tests/interaction/`) and etcd-io/raft's `rafttest` interaction files.
+//! (`tests/interaction/`) and etcd-io/raft's `rafttest` interaction files; scripts are in
+//! `tests/testdata/zab/`, in the format `tests/script_runner` reads (`REWRITE_SCRIPTS=1`
+//! writes the actual output into the script instead of failing: review the diff).
 //!
-//! A script is a list of blocks:
-//!
-//! ```text
-//! # comment
-//! command arg key=value
-//! ----
-//! expected output
-//! (blank line)
-//! ```
-//!
-//! The harness runs each command against in-memory cores s1..sN (over the [`Sequence`] state
-//! machine: transactions are numbers) and compares what they did, one rendered effect per
-//! line, with the expected output. Run with `REWRITE_SCRIPTS=1` to write the actual transcript
-//! into the script instead of failing (then review the diff).
+//! Each command runs against in-memory cores s1..sN over the [`Sequence`] state machine
+//! (transactions are numbers); its output is what the cores did, one rendered effect per
+//! line.
 //!
 //! The world it models: election notifications are datagrams, each delivered (or dropped)
 //! once; `CONNECT` asks for a FIFO connection to the leader, opened when delivered; messages
 //! on a connection arrive in order, and a dropped one breaks the connection (both ends are
 //! told, as TCP would). Each server's disk keeps what was synced: writes (`Persist` effects)
 //! are volatile until `persist`, which syncs them all and reports the last `Sync` token the
-//! core asked for; a crash loses what was not synced, and a restart loads what was. Every
-//! server has its own local clock, moved only by `tick`.
+//! core asked for; a crash loses what was not synced, and a restart loads what was. A crash
+//! drops what was in flight to the server; what it sent before crashing still arrives, and
+//! then each peer sees the connection close. Every server has its own local clock, moved
+//! only by `tick`.
 //!
 //! Rendering: zxids in ZooKeeper's hex form (`0x100000002` is epoch 1, counter 2); log
 //! entries as `zxid:txn`; a run of writes followed by the core's `Sync` as one `persist tN:`
