@@ -266,6 +266,11 @@ fn snap_ships_the_state_when_the_follower_is_behind_the_snapshot() {
         cluster.cores[&S1].machine().applied,
         vec![10, 20, 30, 40, 50]
     );
+    assert_eq!(
+        cluster.zxids(S1),
+        cluster.zxids(S3),
+        "the entries after the snapshot"
+    );
 }
 
 /// Ensembles of every size from 1 to 7, even ones included, elect a leader of epoch 1 and
