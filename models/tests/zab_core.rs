@@ -1,7 +1,7 @@
 //! Tests of the sans-IO ZAB core that the scripts in `tests/testdata/zab/` (run by
-//! `zab_scripts.rs`) do not cover: SNAP from a leader's snapshot, ensembles of 1 to 7,
-//! no commit without a quorum, a stale epoch refused, and configuration errors. The state
-//! machine is a plain sequence of numbers.
+//! `zab_scripts.rs`) do not cover: SNAP from a leader's snapshot, ensembles of 1 to 7, a
+//! stale epoch refused, and configuration errors. The state machine is a plain sequence of
+//! numbers.
 
 mod zab_sequence;
 
@@ -61,7 +61,7 @@ fn looking(round: u64, epoch: u32, zxid: Zxid, leader: NodeId) -> Notification {
 }
 
 /// Delivers effects between cores: notifications and connection messages in FIFO order,
-/// syncs completed at once unless a node's disk is held.
+/// syncs completed at once.
 struct Cluster {
     cores: BTreeMap<NodeId, Core>,
     now: LocalTime,
@@ -71,7 +71,6 @@ struct Cluster {
     queue: VecDeque<Delivery>,
     /// Every connection message delivered: (from, to, message).
     trace: Vec<(NodeId, NodeId, Message)>,
-    held_disks: Vec<NodeId>,
     down: Vec<NodeId>,
     /// Every protocol event recorded: (node, event).
     records: Vec<(NodeId, ProtocolEvent)>,
@@ -93,7 +92,6 @@ impl Cluster {
             links: BTreeMap::new(),
             queue: VecDeque::new(),
             trace: Vec::new(),
-            held_disks: Vec::new(),
             down: Vec::new(),
             records: Vec::new(),
         };
@@ -147,7 +145,7 @@ impl Cluster {
                         self.queue.push_back(Delivery::LinkDown(other, link));
                     }
                 }
-                Effect::Sync { token } if !self.held_disks.contains(&node) => {
+                Effect::Sync { token } => {
                     self.queue.push_back(Delivery::Persisted(node, token));
                 }
                 Effect::Record(event) => self.records.push((node, event)),
@@ -302,30 +300,6 @@ fn ensembles_of_one_to_seven_servers_commit() {
             assert_eq!(core.current_epoch(), 1);
         }
     }
-}
-
-/// Without a quorum of durable copies nothing commits; a leader that loses its quorum steps
-/// down within sync_limit.
-#[test]
-fn no_commit_without_a_quorum_and_the_leader_steps_down() {
-    let cores: Vec<Core> = (0..3)
-        .map(|i| Core::new(config(NodeId::server(i), 3)).unwrap())
-        .collect();
-    let mut cluster = Cluster::new(cores);
-    cluster.run_for(300);
-    let leader = cluster.leader().unwrap();
-    // Followers' disks stop syncing: they never ACK.
-    cluster.held_disks = vec![S1, S2];
-    let now = cluster.now;
-    cluster.core(leader).propose(now, 1).unwrap();
-    cluster.collect(leader);
-    cluster.settle();
-    assert_eq!(cluster.cores[&leader].committed(), Zxid::ZERO);
-    assert!(cluster.cores[&leader].machine().applied.is_empty());
-    // Followers go silent (crash): within sync_limit (500 ms) the leader gives up.
-    cluster.down = vec![S1, S2];
-    cluster.run_for(700);
-    assert_eq!(cluster.cores[&leader].role_name(), "looking");
 }
 
 /// A leader of a stale epoch is refused: a follower that accepted a newer epoch goes back

@@ -333,3 +333,29 @@ fn fle_nontransitive_order_keeps_changing_votes() {
         );
     }
 }
+
+/// With only the leader's copy of 1 durable nothing is committed; the leader keeps leading
+/// while its crashed followers are within sync_limit (at 300 ms) and steps down after (at
+/// 600 ms).
+#[test]
+fn no_commit_without_a_quorum_and_the_leader_steps_down() {
+    let transcript = script("leader_without_quorum");
+    assert!(transcript.applied().is_empty());
+    assert!(transcript.sent("s3", "s1", "COMMIT").is_empty());
+    let status = transcript
+        .lines()
+        .find(|(_, line)| line.starts_with("s3 leading"));
+    assert!(status.unwrap().1.contains(" committed=0x0 "), "{status:?}");
+    let stepped_down: Vec<usize> = transcript
+        .lines()
+        .filter(|(_, line)| *line == "s3 stepped down from epoch 1")
+        .map(|(block, _)| block)
+        .collect();
+    let second_tick = transcript.blocks.len() - 2;
+    assert_eq!(
+        stepped_down,
+        [second_tick],
+        "not at the first tick, at the second"
+    );
+    assert!(transcript.last_status("s3").starts_with("looking"));
+}
