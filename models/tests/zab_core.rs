@@ -1,7 +1,7 @@
 //! Tests of the sans-IO ZAB core that the scripts in `tests/testdata/zab/` (run by
-//! `zab_scripts.rs`) do not cover: SNAP from a leader's snapshot, ensembles of 1 to 7, a
-//! stale epoch refused, and configuration errors. The state machine is a plain sequence of
-//! numbers.
+//! `zab_scripts.rs`) do not cover: SNAP from a leader's snapshot, ensembles of 1 to 7 and the
+//! quorums of even ones, observers in elections, syncs and failures, a stale epoch refused,
+//! and configuration errors. The state machine is a plain sequence of numbers.
 
 mod zab_sequence;
 

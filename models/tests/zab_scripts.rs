@@ -359,3 +359,32 @@ fn no_commit_without_a_quorum_and_the_leader_steps_down() {
     );
     assert!(transcript.last_status("s3").starts_with("looking"));
 }
+
+/// The observer s4 is counted in no quorum, is sent INFORM and never PROPOSAL or COMMIT,
+/// acknowledges no proposal, never leads, and applies what the voters apply.
+#[test]
+fn observer_learns_committed_transactions_and_counts_in_no_quorum() {
+    let transcript = script("observer");
+    let quorums: Vec<&str> = transcript
+        .lines()
+        .map(|(_, line)| line)
+        .filter(|line| line.starts_with("s3 counted a quorum"))
+        .collect();
+    assert_eq!(quorums.len(), 4, "{quorums:?}");
+    assert!(
+        quorums.iter().all(|line| !line.contains("s4")),
+        "{quorums:?}"
+    );
+    assert_eq!(transcript.sent("s3", "s4", "INFORM"), ["0x100000001 txn=7"]);
+    assert!(transcript.sent("s3", "s4", "PROPOSAL").is_empty());
+    assert!(transcript.sent("s3", "s4", "COMMIT").is_empty());
+    assert!(transcript.sent("s4", "s3", "ACK zxid").is_empty());
+    assert!(
+        transcript
+            .lines()
+            .any(|(_, line)| line == "s4 serves as observer of s3 in epoch 1")
+    );
+    assert_eq!(transcript.leaders_of_epoch(1), ["s3"]);
+    assert_eq!(transcript.applied_by("s4"), transcript.applied_by("s1"));
+    assert_eq!(transcript.applied_by("s4"), [7]);
+}

@@ -23,8 +23,9 @@
 //! ZAB core (`next_deadline` is a query), so nothing about them is printed.
 //!
 //! Commands:
-//! - `add-nodes N [bugs=zab.a,zab.b] [diff-window=K]` — servers s1..sN with empty disks, not
-//!   started, with these known bugs and this DIFF window (`ZabConfig::diff_window`).
+//! - `add-nodes N [observers=M] [bugs=zab.a,zab.b] [diff-window=K]` — voting servers s1..sN
+//!   and observers s(N+1)..s(N+M) (`ZabConfig::observers`), with empty disks, not started,
+//!   with these known bugs and this DIFF window (`ZabConfig::diff_window`).
 //! - `start sX...` — boot (`ZabCore::start`): the server starts an election.
 //! - `tick sX... [ms=M]` — advance each server's clock by M ms (default: to its next
 //!   deadline: a re-sent notification, the end of `finalize_wait`, a heartbeat, a timeout)
@@ -45,7 +46,11 @@ use models::zab::{
     AckKind, Effect, Link, LinkDirection, LogEntry, Notification, PeerMessage, PeerState,
     PersistToken, PersistentState, Serving, SyncMode, Write, ZabBug, ZabConfig, ZabCore, Zxid,
 };
-use sim::{NodeId, clock::LocalTime, history::ProtocolEvent};
+use sim::{
+    NodeId,
+    clock::LocalTime,
+    history::{ProtocolEvent, QuorumStage},
+};
 use std::{
     collections::{BTreeMap, BTreeSet},
     fmt::Write as _,
@@ -147,7 +152,6 @@ fn render_notification(notification: &Notification) -> String {
 }
 
 fn render_message(message: &Message) -> String {
-    #[allow(unreachable_patterns)] // a variant added to PeerMessage renders by Debug
     match message {
         Message::FollowerInfo { accepted_epoch } => {
             format!("FOLLOWERINFO accepted_epoch={accepted_epoch}")
@@ -184,9 +188,9 @@ fn render_message(message: &Message) -> String {
         Message::UpToDate { committed } => format!("UPTODATE committed={}", hex(*committed)),
         Message::Proposal(entry) => format!("PROPOSAL {} txn={}", hex(entry.zxid), entry.txn),
         Message::Commit { zxid } => format!("COMMIT {}", hex(*zxid)),
+        Message::Inform(entry) => format!("INFORM {} txn={}", hex(entry.zxid), entry.txn),
         Message::Ping => "PING".to_string(),
         Message::App(()) => "APP".to_string(),
-        other => format!("{other:?}"),
     }
 }
 
@@ -259,19 +263,39 @@ fn render_record(event: &ProtocolEvent) -> Option<String> {
         ProtocolEvent::SnapshotInstalled { index, .. } => {
             format!("installed a snapshot at {index:#x}")
         }
+        ProtocolEvent::StartedObserving => "started as an observer".to_string(),
+        ProtocolEvent::QuorumCounted {
+            term,
+            stage,
+            index,
+            servers,
+        } => {
+            let stage = match stage {
+                QuorumStage::NewEpoch => "FOLLOWERINFO",
+                QuorumStage::AckEpoch => "ACKEPOCH",
+                QuorumStage::NewLeader => "NEWLEADER",
+                QuorumStage::Commit => "commit",
+            };
+            let servers: Vec<String> = servers.iter().map(NodeId::to_string).collect();
+            format!(
+                "counted a quorum for {stage} in epoch {term} at {index:#x}: {}",
+                servers.join(", ")
+            )
+        }
         other => format!("recorded {other:?}"),
     })
 }
 
 fn render_serving(serving: Serving) -> String {
-    #[allow(unreachable_patterns)] // a variant added to Serving renders by Debug
     match serving {
         Serving::AsLeader { epoch } => format!("serves as leader of epoch {epoch}"),
         Serving::AsFollower { leader, epoch } => {
             format!("serves as follower of {leader} in epoch {epoch}")
         }
+        Serving::AsObserver { leader, epoch } => {
+            format!("serves as observer of {leader} in epoch {epoch}")
+        }
         Serving::Stopped => "stops serving".to_string(),
-        other => format!("serves {other:?}"),
     }
 }
 
@@ -525,9 +549,15 @@ impl Interaction {
                             .collect()
                     })
                     .unwrap_or_default();
+                let observer_count: usize =
+                    keyed("observers").map_or(0, |text| text.parse().expect("an observer count"));
                 let ensemble: Vec<NodeId> = (0..count).map(NodeId::server).collect();
-                for &id in &ensemble {
+                let observers: Vec<NodeId> = (count..count + observer_count)
+                    .map(NodeId::server)
+                    .collect();
+                for &id in ensemble.iter().chain(&observers) {
                     let mut config = ZabConfig::new(id, ensemble.clone());
+                    config.observers = observers.clone();
                     config.bugs = bugs.iter().copied().collect();
                     if let Some(window) = keyed("diff-window") {
                         config.diff_window = window.parse().expect("a DIFF window");
