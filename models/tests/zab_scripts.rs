@@ -360,8 +360,9 @@ fn no_commit_without_a_quorum_and_the_leader_steps_down() {
     assert!(transcript.last_status("s3").starts_with("looking"));
 }
 
-/// The observer s4 is counted in no quorum, is sent INFORM and never PROPOSAL or COMMIT,
-/// acknowledges no proposal, never leads, and applies what the voters apply.
+/// The observer s4 is counted in no quorum, is sent INFORM (after the commit) and never
+/// PROPOSAL or COMMIT, acknowledges no proposal, never leads, and applies what the voters
+/// apply.
 #[test]
 fn observer_learns_committed_transactions_and_counts_in_no_quorum() {
     let transcript = script("observer");
@@ -379,6 +380,11 @@ fn observer_learns_committed_transactions_and_counts_in_no_quorum() {
     assert!(transcript.sent("s3", "s4", "PROPOSAL").is_empty());
     assert!(transcript.sent("s3", "s4", "COMMIT").is_empty());
     assert!(transcript.sent("s4", "s3", "ACK zxid").is_empty());
+    assert!(
+        line_index(&transcript, "s3->s1 COMMIT 0x100000001")
+            < line_index(&transcript, "s3->s4 INFORM 0x100000001 txn=7"),
+        "informed once committed"
+    );
     assert!(
         transcript
             .lines()
