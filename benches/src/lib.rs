@@ -2,3 +2,4 @@
 #![deny(missing_docs)]
 
 pub mod raw_madsim;
+pub mod standard_lock;
