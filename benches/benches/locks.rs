@@ -6,23 +6,11 @@
 //! Reported: simulated seconds per wall second and seeds per wall second. Target: at least
 //! 1,000× faster than real time.
 
+use coordsim_benches::standard_lock;
 use criterion::Criterion;
-use scenarios::{Scenario, catalogue, driver};
+use scenarios::{Scenario, driver};
 use sim::Seed;
 use std::time::{Duration, Instant};
-
-/// The standard lock scenario on top of a catalogue `_faults` lock scenario.
-fn standard(name: &str) -> Scenario {
-    let mut scenario = catalogue::get(name).expect("a catalogue lock scenario");
-    scenario.name = format!("{name}_standard");
-    scenario.servers = 5;
-    scenario.clients = 16;
-    scenario.fault_phase_ms = 60_000;
-    scenario
-        .validate()
-        .expect("the standard lock scenario is valid");
-    scenario
-}
 
 /// Runs one seed; its simulated length.
 fn one_seed(scenario: &Scenario, seed: u64) -> Duration {
@@ -33,10 +21,7 @@ fn one_seed(scenario: &Scenario, seed: u64) -> Duration {
 
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
-    let scenarios = [
-        standard("zk_queue_lock_faults"),
-        standard("etcd_mutex_faults"),
-    ];
+    let scenarios = standard_lock::BASES.map(standard_lock::scenario);
     let mut group = criterion.benchmark_group("standard_lock_scenario");
     group.sample_size(10);
     for scenario in &scenarios {

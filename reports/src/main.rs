@@ -16,6 +16,11 @@ mod zoo;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// mimalloc, not the system's malloc: a simulated run allocates and frees messages, effects
+/// and history records by the hundred thousand (the `locks` bench uses the same allocator).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Deterministic simulation testbed for distributed coordination.
 #[derive(Parser, Debug)]
 #[command(name = "coordsim", version, about)]

@@ -96,6 +96,44 @@ impl KeyRange {
     }
 }
 
+/// Ends the live value of `key` (whose versions are `versions`) with a tombstone at the
+/// open write transaction's revision (opened at `revision + 1` if it wrote nothing yet),
+/// and records the delete in `changes`; returns the value it ended, or `None` (and changes
+/// nothing) if `key` is not live. The fields of [`MvccStore`] it needs, passed apart so that
+/// a delete over a range tombstones each key where its scan finds it.
+fn tombstone(
+    key: &str,
+    versions: &mut Vec<KeyVersion>,
+    open_write: &mut Option<u64>,
+    revision: u64,
+    changes: &mut Vec<ChangeEvent>,
+) -> Option<KeyValue> {
+    let live = versions.last()?.value.clone()?;
+    let revision = *open_write.get_or_insert(revision + 1);
+    if versions
+        .last()
+        .is_some_and(|version| version.revision == revision)
+    {
+        versions.pop();
+    }
+    versions.push(KeyVersion {
+        revision,
+        value: None,
+    });
+    changes.push(ChangeEvent {
+        kind: ChangeKind::Delete,
+        kv: KeyValue {
+            key: key.to_string(),
+            value: String::new(),
+            create_revision: 0,
+            mod_revision: revision,
+            version: 0,
+            lease: None,
+        },
+    });
+    Some(live)
+}
+
 /// The end of the range of keys starting with `prefix` (etcd's `GetPrefixRangeEnd`).
 pub fn prefix_range_end(prefix: &str) -> String {
     let mut bytes = prefix.as_bytes().to_vec();
@@ -212,11 +250,11 @@ impl MvccStore {
     /// it had no lease).
     pub fn put(&mut self, key: &str, value: &str, lease: Option<u64>) -> Option<u64> {
         let revision = self.write_revision();
-        // Looked up first: a put to an existing key (the common case) allocates no key.
-        if !self.keys.contains_key(key) {
-            self.keys.insert(key.to_string(), Vec::new());
-        }
-        let versions = self.keys.get_mut(key).expect("inserted above");
+        // One search for an existing key (the common case), which allocates no key.
+        let versions = match self.keys.get_mut(key) {
+            Some(versions) => versions,
+            None => self.keys.entry(key.to_string()).or_default(),
+        };
         let previous = versions.last().and_then(|version| version.value.as_ref());
         let previous_lease = previous.and_then(|previous| previous.lease);
         let (create_revision, version) = match previous {
@@ -249,48 +287,35 @@ impl MvccStore {
         previous_lease
     }
 
-    /// Deletes every live key in `range` in the open transaction; returns what was deleted.
+    /// Deletes every live key in `range` in the open transaction; returns what was deleted,
+    /// in key order.
     pub fn delete_range(&mut self, range: &KeyRange) -> Vec<KeyValue> {
-        let live: Vec<String> = self
-            .keys
-            .range::<str, _>(range.bounds())
-            .filter(|(_, versions)| {
-                versions
-                    .last()
-                    .is_some_and(|version| version.value.is_some())
-            })
-            .map(|(key, _)| key.clone())
-            .collect();
-        live.iter().filter_map(|key| self.delete(key)).collect()
+        let mut deleted = Vec::new();
+        // One pass over the range, each live key tombstoned where it is found (no lookups).
+        for (key, versions) in self.keys.range_mut::<str, _>(range.bounds()) {
+            if let Some(live) = tombstone(
+                key,
+                versions,
+                &mut self.open_write,
+                self.revision,
+                &mut self.changes,
+            ) {
+                deleted.push(live);
+            }
+        }
+        deleted
     }
 
     /// Deletes `key` if it is live; returns its last value.
     pub fn delete(&mut self, key: &str) -> Option<KeyValue> {
-        let live = self.get(key).cloned()?;
-        let revision = self.write_revision();
-        let versions = self.keys.get_mut(key).expect("a live key has versions");
-        if versions
-            .last()
-            .is_some_and(|version| version.revision == revision)
-        {
-            versions.pop();
-        }
-        versions.push(KeyVersion {
-            revision,
-            value: None,
-        });
-        self.changes.push(ChangeEvent {
-            kind: ChangeKind::Delete,
-            kv: KeyValue {
-                key: key.to_string(),
-                value: String::new(),
-                create_revision: 0,
-                mod_revision: revision,
-                version: 0,
-                lease: None,
-            },
-        });
-        Some(live)
+        let versions = self.keys.get_mut(key)?;
+        tombstone(
+            key,
+            versions,
+            &mut self.open_write,
+            self.revision,
+            &mut self.changes,
+        )
     }
 
     /// Changes with revision ≥ `from` for keys in `range`, in revision order. Errors if

@@ -725,6 +725,11 @@ impl<C: Clone, S: Clone> RaftCore<C, S> {
     /// Hands out committed entries in order, then any reads they unblock.
     pub(super) fn apply_committed(&mut self) {
         let upto = self.commit_index.min(self.log.last_index());
+        // A restarted server applies its whole log again as it learns the commit index:
+        // room for every entry at once, not a doubling (and a copy of every effect) per
+        // power of two.
+        self.output
+            .reserve(usize::try_from(upto.saturating_sub(self.applied_index)).unwrap_or(0));
         while self.applied_index < upto {
             self.applied_index += 1;
             let entry = self

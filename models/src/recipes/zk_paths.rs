@@ -35,9 +35,20 @@ pub(crate) fn sequence_of(name: &str, prefix: &str) -> Option<i32> {
 }
 
 /// The text after the last `prefix` in `name`.
+///
+/// `str::rfind` would do, but sets up a substring searcher per call; the prefix ends only
+/// the sequence's width (about ten bytes) from the end, so candidate positions tried from
+/// the end find it after a few bytes. (A match of UTF-8 `prefix` starts on a character
+/// boundary, so the slice after it is one.)
 fn sequence_text<'n>(name: &'n str, prefix: &str) -> Option<&'n str> {
-    let start = name.rfind(prefix)? + prefix.len();
-    name.get(start..)
+    let (haystack, needle) = (name.as_bytes(), prefix.as_bytes());
+    let last_start = haystack.len().checked_sub(needle.len())?;
+    let start = (0..=last_start).rev().find(|&start| {
+        // The first byte alone rules out almost every position, without a comparison call.
+        needle.first().is_none_or(|&first| haystack[start] == first)
+            && haystack[start..].starts_with(needle)
+    })?;
+    name.get(start + needle.len()..)
 }
 
 /// The sequential nodes `names` (each with the prefix its recipe created it with), oldest
@@ -74,6 +85,31 @@ pub(crate) fn in_sequence_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sequence_text_is_the_text_after_the_last_prefix_as_rfind_finds_it() {
+        let rfind = |name: &str, prefix: &str| {
+            let start = name.rfind(prefix)? + prefix.len();
+            name.get(start..).map(str::to_string)
+        };
+        let cases = [
+            ("_c_ab-lock-0000000012", "lock-"),
+            ("lock-lock-0000000001", "lock-"),
+            ("lock-", "lock-"),
+            ("lock", "lock-"),
+            ("", "lock-"),
+            ("abc", ""),
+            ("x-élan-0000000003", "élan-"),
+            ("_c_ab-lock--000000005", "lock-"),
+        ];
+        for (name, prefix) in cases {
+            assert_eq!(
+                sequence_text(name, prefix).map(str::to_string),
+                rfind(name, prefix),
+                "{name:?} after {prefix:?}"
+            );
+        }
+    }
 
     #[test]
     fn sequence_numbers_follow_the_prefix_sign_and_all() {

@@ -531,6 +531,16 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     /// Applies committed entries that are in the log, in zxid order.
     pub(super) fn apply_committed(&mut self) {
+        // Room for a record and an effect per entry at once (a restarted server applies its
+        // whole log again), not a doubling and a copy of every effect per power of two.
+        let pending = self
+            .log
+            .partition_point(|entry| entry.zxid <= self.committed)
+            .saturating_sub(
+                self.log
+                    .partition_point(|entry| entry.zxid <= self.last_applied),
+            );
+        self.effects.reserve(2 * pending);
         while self.last_applied < self.committed {
             let position = self
                 .log

@@ -450,9 +450,9 @@ impl ZkServer {
                 session,
                 timeout_ms,
             } => {
-                let from_here = matches!(txn.body, TxnBody::CreateSession { origin, .. }
-                    if usize::from(origin) == self.core.me().ordinal());
-                if let (true, Some(link)) = (from_here, self.creating.remove(&txn.cxid)) {
+                let from_here = matches!(txn.body(), TxnBody::CreateSession { origin, .. }
+                    if usize::from(*origin) == self.core.me().ordinal());
+                if let (true, Some(link)) = (from_here, self.creating.remove(&txn.cxid())) {
                     self.attach(link, session, timeout_ms);
                 }
             }
@@ -462,7 +462,7 @@ impl ZkServer {
                 if let Some(&link) = self.attached.get(&session) {
                     match reason {
                         CloseReason::Closed => {
-                            self.send_to_client(link, ClientMessage::Closed { xid: txn.cxid })
+                            self.send_to_client(link, ClientMessage::Closed { xid: txn.cxid() })
                         }
                         CloseReason::Expired => {
                             self.send_to_client(link, ClientMessage::SessionExpired)
@@ -472,12 +472,12 @@ impl ZkServer {
                 }
             }
             TxnResult::Done(response) => {
-                self.answer_forwarded(txn.session, txn.cxid, zxid_value, Ok(response))
+                self.answer_forwarded(txn.session(), txn.cxid(), zxid_value, Ok(response))
             }
             TxnResult::Failed(error) => {
-                self.answer_forwarded(txn.session, txn.cxid, zxid_value, Err(error))
+                self.answer_forwarded(txn.session(), txn.cxid(), zxid_value, Err(error))
             }
-            TxnResult::SessionMoved => self.close_moved(txn.session, txn.cxid),
+            TxnResult::SessionMoved => self.close_moved(txn.session(), txn.cxid()),
         }
     }
 
@@ -920,14 +920,7 @@ impl ZkServer {
                 }
             }
         };
-        self.propose(
-            now,
-            Txn {
-                session,
-                cxid,
-                body,
-            },
-        );
+        self.propose(now, Txn::new(session, cxid, body));
     }
 
     fn propose(&mut self, now: LocalTime, txn: Txn) {
@@ -944,8 +937,8 @@ impl ZkServer {
             timeout_ms,
         } = outcome.result
         {
-            let owner = match entry.txn.body {
-                TxnBody::CreateSession { origin, .. } => Some(NodeId::server(origin.into())),
+            let owner = match entry.txn.body() {
+                TxnBody::CreateSession { origin, .. } => Some(NodeId::server((*origin).into())),
                 _ => None,
             };
             leader.tracker.add(session, timeout_ms, owner, now);
@@ -992,13 +985,13 @@ impl ZkServer {
                 leader.tracker.mark_closing(session);
                 self.propose(
                     now,
-                    Txn {
+                    Txn::new(
                         session,
-                        cxid: 0,
-                        body: TxnBody::CloseSession {
+                        0,
+                        TxnBody::CloseSession {
                             reason: CloseReason::Expired,
                         },
-                    },
+                    ),
                 );
             }
         } else if !self.touched.is_empty() && self.core.serving() != Serving::Stopped {

@@ -349,7 +349,7 @@ impl StateMachine for DataTree {
 
     fn apply(&mut self, zxid: Zxid, txn: &Txn) -> ApplyOutcome {
         let mut triggers = Vec::new();
-        let result = self.apply_body(zxid.as_u64(), txn.session, &txn.body, &mut triggers);
+        let result = self.apply_body(zxid.as_u64(), txn.session(), txn.body(), &mut triggers);
         ApplyOutcome { result, triggers }
     }
 
@@ -373,11 +373,7 @@ mod tests {
     use sim::history::zk::{Acl, Perms};
 
     fn txn(body: TxnBody) -> Txn {
-        Txn {
-            session: 0,
-            cxid: 0,
-            body,
-        }
+        Txn::new(0, 0, body)
     }
 
     #[test]

@@ -5,6 +5,7 @@ use sim::{
     digest::StableHasher,
     history::zk::{Stat, WatchEventType, ZkError, ZkResponse},
 };
+use std::sync::Arc;
 
 /// A session id: the zxid (as `u64`) of the transaction that created the session.
 pub type SessionId = u64;
@@ -19,15 +20,16 @@ pub enum CloseReason {
 }
 
 /// A transaction with the request it came from (ZooKeeper's `TxnHeader`: client id, cxid).
+///
+/// Immutable once made, and cheap to clone: the log, the disk, every follower's proposal
+/// and every replica's apply share one body, and its digest (which every replica records
+/// for every applied transaction) is computed once, here.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Txn {
-    /// The session that asked (0 for a session creation).
-    pub session: SessionId,
-    /// The client's request id within the session (for a session creation: the token of
-    /// the server connection that asked).
-    pub cxid: u64,
-    /// What to do.
-    pub body: TxnBody,
+    session: SessionId,
+    cxid: u64,
+    body: Arc<TxnBody>,
+    digest: u64,
 }
 
 /// The change itself. The leader has validated it against the state it will apply to, so
@@ -132,13 +134,40 @@ pub struct ApplyOutcome {
 }
 
 impl Txn {
+    /// The transaction asked for by request `cxid` of `session`: `session` is 0 for a
+    /// session creation, and `cxid` then the token of the server connection that asked.
+    pub fn new(session: SessionId, cxid: u64, body: TxnBody) -> Self {
+        let mut hasher = StableHasher::new();
+        hasher.write_u64(session);
+        hasher.write_u64(cxid);
+        hash_body(&mut hasher, &body);
+        Self {
+            session,
+            cxid,
+            body: Arc::new(body),
+            digest: hasher.finish().0,
+        }
+    }
+
+    /// The session that asked (0 for a session creation).
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// The client's request id within the session (for a session creation: the token of
+    /// the server connection that asked).
+    pub fn cxid(&self) -> u64 {
+        self.cxid
+    }
+
+    /// What to do.
+    pub fn body(&self) -> &TxnBody {
+        &self.body
+    }
+
     /// A stable digest of the whole transaction, to compare replicas.
     pub fn digest(&self) -> u64 {
-        let mut hasher = StableHasher::new();
-        hasher.write_u64(self.session);
-        hasher.write_u64(self.cxid);
-        hash_body(&mut hasher, &self.body);
-        hasher.finish().0
+        self.digest
     }
 }
 

@@ -324,8 +324,9 @@ impl WatchRecord {
     /// The record carried by `event`, if it is one.
     pub fn from_recipe_event(event: &crate::history::RecipeEvent) -> Option<Self> {
         match event {
+            // Read in place: `serde_json::from_value` would take a copy of the whole value.
             crate::history::RecipeEvent::Other { name, detail } if name == WATCH_EVENT_NAME => {
-                serde_json::from_value(detail.clone()).ok()
+                Self::deserialize(detail).ok()
             }
             _ => None,
         }

@@ -16,7 +16,7 @@ use sim::{
     history::{Event, History, ProtocolEvent},
     time::SimTime,
 };
-use std::{collections::BTreeMap, fmt};
+use std::fmt;
 
 /// One application of an entry: who, when, what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +77,7 @@ impl Violation for DivergentApply {
 
 /// Every index at which some application differs from the first one recorded.
 pub fn check(history: &History) -> Vec<DivergentApply> {
-    let mut first: BTreeMap<u64, Application> = BTreeMap::new();
+    let mut first = FirstApplications::default();
     let mut violations = Vec::new();
     for record in history.records() {
         let (
@@ -97,14 +97,12 @@ pub fn check(history: &History) -> Vec<DivergentApply> {
             term: *term,
             digest: *digest,
         };
-        match first.get(index) {
-            None => {
-                first.insert(*index, application);
-            }
+        match first.get_or_insert(*index, application) {
+            None => {}
             Some(existing) if (existing.term, existing.digest) != (*term, *digest) => {
                 violations.push(DivergentApply {
                     index: *index,
-                    first: *existing,
+                    first: existing,
                     conflicting: application,
                 });
             }
@@ -112,6 +110,36 @@ pub fn check(history: &History) -> Vec<DivergentApply> {
         }
     }
     violations
+}
+
+/// The first application of each index, sorted by index. Every node applies in index
+/// order, so an index is first applied after every lower one was (snapshots aside): a new
+/// index almost always goes at the end, and a repeated one is found by a binary search
+/// (cheaper, on the tens of thousands of applications of a run, than a map's search).
+#[derive(Default)]
+struct FirstApplications {
+    sorted: Vec<(u64, Application)>,
+}
+
+impl FirstApplications {
+    /// The first application of `index` if there was one; otherwise records `application`
+    /// as the first and returns `None`.
+    fn get_or_insert(&mut self, index: u64, application: Application) -> Option<Application> {
+        if self.sorted.last().is_none_or(|&(last, _)| last < index) {
+            self.sorted.push((index, application));
+            return None;
+        }
+        match self
+            .sorted
+            .binary_search_by_key(&index, |&(index, _)| index)
+        {
+            Ok(found) => Some(self.sorted[found].1),
+            Err(slot) => {
+                self.sorted.insert(slot, (index, application));
+                None
+            }
+        }
+    }
 }
 
 #[cfg(test)]
