@@ -155,20 +155,28 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                         return;
                     }
                 }
-                let election = self.election_mut();
-                election
-                    .out_of_election
-                    .insert(from, (n.vote, n.round, n.state));
-                let agree = election
-                    .out_of_election
-                    .values()
-                    .filter(|(vote, vote_round, _)| *vote == n.vote && *vote_round == n.round)
-                    .count();
-                if agree >= quorum && check_leader(election, me, round, n.vote.leader, n.round) {
-                    self.round = n.round;
-                    self.finish_election(now, n.vote);
-                }
+                self.out_of_election_receive(now, from, n);
             }
+        }
+    }
+
+    /// ZooKeeper's out-of-election path: `from` follows or leads already. Once a quorum of
+    /// such servers name the same leader in one round, and that leader itself says it leads,
+    /// this server joins it in that round.
+    fn out_of_election_receive(&mut self, now: LocalTime, from: NodeId, n: Notification) {
+        let (quorum, me, round) = (self.quorum, self.config.me, self.round);
+        let election = self.election_mut();
+        election
+            .out_of_election
+            .insert(from, (n.vote, n.round, n.state));
+        let agree = election
+            .out_of_election
+            .values()
+            .filter(|(vote, vote_round, _)| *vote == n.vote && *vote_round == n.round)
+            .count();
+        if agree >= quorum && check_leader(election, me, round, n.vote.leader, n.round) {
+            self.round = n.round;
+            self.finish_election(now, n.vote);
         }
     }
 
@@ -213,20 +221,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         if n.state == PeerState::Looking || !self.config.is_voter(n.vote.leader) {
             return;
         }
-        let (quorum, me, round) = (self.quorum, self.config.me, self.round);
-        let election = self.election_mut();
-        election
-            .out_of_election
-            .insert(from, (n.vote, n.round, n.state));
-        let agree = election
-            .out_of_election
-            .values()
-            .filter(|(vote, vote_round, _)| *vote == n.vote && *vote_round == n.round)
-            .count();
-        if agree >= quorum && check_leader(election, me, round, n.vote.leader, n.round) {
-            self.round = n.round;
-            self.finish_election(now, n.vote);
-        }
+        self.out_of_election_receive(now, from, n);
     }
 
     fn finish_election(&mut self, now: LocalTime, vote: Vote) {
