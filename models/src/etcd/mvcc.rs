@@ -96,6 +96,18 @@ impl KeyRange {
     }
 }
 
+/// Appends a key's version written at `revision` (`None`: a tombstone). Two writes to one
+/// key in one transaction share its revision: the later one replaces the earlier.
+fn record_version(versions: &mut Vec<KeyVersion>, revision: u64, value: Option<KeyValue>) {
+    if versions
+        .last()
+        .is_some_and(|version| version.revision == revision)
+    {
+        versions.pop();
+    }
+    versions.push(KeyVersion { revision, value });
+}
+
 /// Ends the live value of `key` (whose versions are `versions`) with a tombstone at the
 /// open write transaction's revision (opened at `revision + 1` if it wrote nothing yet),
 /// and records the delete in `changes`; returns the value it ended, or `None` (and changes
@@ -110,16 +122,7 @@ fn tombstone(
 ) -> Option<KeyValue> {
     let live = versions.last()?.value.clone()?;
     let revision = *open_write.get_or_insert(revision + 1);
-    if versions
-        .last()
-        .is_some_and(|version| version.revision == revision)
-    {
-        versions.pop();
-    }
-    versions.push(KeyVersion {
-        revision,
-        value: None,
-    });
+    record_version(versions, revision, None);
     changes.push(ChangeEvent {
         kind: ChangeKind::Delete,
         kv: KeyValue {
@@ -269,17 +272,7 @@ impl MvccStore {
             version,
             lease,
         };
-        // Two writes to one key in one transaction: the later one replaces the earlier.
-        if versions
-            .last()
-            .is_some_and(|version| version.revision == revision)
-        {
-            versions.pop();
-        }
-        versions.push(KeyVersion {
-            revision,
-            value: Some(kv.clone()),
-        });
+        record_version(versions, revision, Some(kv.clone()));
         self.changes.push(ChangeEvent {
             kind: ChangeKind::Put,
             kv,
