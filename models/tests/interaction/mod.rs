@@ -28,6 +28,7 @@
 //! - `crash sX` / `restart sX` — lose volatile state / restart from durable state.
 //! - `status sX...` — term, role, commit, applied, log.
 
+use crate::script_runner::node_id;
 use models::raft::{
     AppendOutcome, DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation,
     PersistId, RaftBug, RaftConfig, RaftCore, ReadRequestId, ScriptedTimeouts,
@@ -59,11 +60,6 @@ pub struct Interaction {
     nodes: BTreeMap<NodeId, Node>,
     in_flight: Vec<(NodeId, NodeId, Message<Command>)>,
     delayed: Vec<(NodeId, NodeId, Message<Command>)>,
-}
-
-fn node_id(text: &str) -> NodeId {
-    text.parse()
-        .unwrap_or_else(|error| panic!("bad node {text}: {error}"))
 }
 
 fn render_entry(entry: &Entry<Command>) -> String {

@@ -15,6 +15,12 @@
 //! output. With `REWRITE_SCRIPTS=1` the script is rewritten with the actual output instead of
 //! failing (review the diff).
 
+/// A node named in a script (`s1`, `c2`), as `NodeId` parses it.
+pub fn node_id(text: &str) -> sim::NodeId {
+    text.parse()
+        .unwrap_or_else(|error| panic!("bad node {text}: {error}"))
+}
+
 /// Runs the script in `path` (relative to the crate) through `run`, comparing every block's
 /// output; returns the output of each command, in order.
 pub fn run_script(path: &str, mut run: impl FnMut(&str) -> String) -> Vec<String> {

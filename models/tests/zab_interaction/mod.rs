@@ -41,7 +41,7 @@
 //! - `status sX...` — role, epochs, last logged, committed and applied zxids, log, state.
 //! - `disk sX...` — what sX's disk holds durably.
 
-use crate::zab_sequence::Sequence;
+use crate::{script_runner::node_id, zab_sequence::Sequence};
 use models::zab::{
     AckKind, Effect, Link, LinkDirection, LogEntry, Notification, PeerMessage, PeerState,
     PersistToken, PersistentState, Serving, SyncMode, Write, ZabBug, ZabConfig, ZabCore, Zxid,
@@ -106,11 +106,6 @@ pub struct Interaction {
     link_ends: BTreeMap<Link, (NodeId, NodeId)>,
     open_links: BTreeSet<Link>,
     next_link: u64,
-}
-
-fn node_id(text: &str) -> NodeId {
-    text.parse()
-        .unwrap_or_else(|error| panic!("bad node {text}: {error}"))
 }
 
 fn hex(zxid: Zxid) -> String {
