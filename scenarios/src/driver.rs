@@ -17,7 +17,7 @@
 
 use crate::{
     known_bug::KnownBug,
-    outcome::{Failure, Metrics, Outcome, ViolationRecord},
+    outcome::{CheckTally, Failure, Metrics, Outcome, ViolationRecord},
     scenario::{Scenario, Store},
     workload::{Pending, RunningStore},
 };
@@ -69,6 +69,8 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
         fault_counts: Default::default(),
         metrics: Metrics::default(),
         violations: Vec::new(),
+        checks: Vec::new(),
+        skipped_checks: scenario.skip_checks.clone(),
         failure: None,
         history: None,
     };
@@ -106,8 +108,17 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
         },
         ..checks::CheckContext::default()
     };
+    let relied_on = scenario.relied_on();
     for check in scenario.check_set() {
-        for violation in (check.run)(&history, &context) {
+        let verdict = (check.run)(&history, &context);
+        outcome.checks.push(CheckTally {
+            check: check.name.to_string(),
+            judged: verdict.judged,
+            judges: check.judges.to_string(),
+            relied_on: relied_on.contains(&check.name),
+            violations: verdict.violations.len() as u64,
+        });
+        for violation in verdict.violations {
             outcome.violations.push(ViolationRecord {
                 check: check.name.to_string(),
                 property: violation.property().to_string(),

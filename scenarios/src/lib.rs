@@ -19,5 +19,5 @@ pub mod sweep;
 pub mod workload;
 
 pub use known_bug::{KnownBug, KnownBugCase, UnknownBug, table as known_bug_table};
-pub use outcome::{Failure, Metrics, Outcome, ViolationRecord};
-pub use scenario::{Scenario, ScenarioError};
+pub use outcome::{CheckTally, Failure, Metrics, Outcome, ViolationRecord};
+pub use scenario::{Scenario, ScenarioError, SkippedCheck};

@@ -82,6 +82,47 @@ impl fmt::Display for ViolationRecord {
     }
 }
 
+/// What one check judged in a run: how many items, in its unit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckTally {
+    /// The check (`recipe.mutual_exclusion`).
+    pub check: String,
+    /// How many items it judged; 0 is vacuous.
+    pub judged: u64,
+    /// Its unit, plural (`holds`).
+    pub judges: String,
+    /// Whether the scenario relies on it ([`crate::Scenario::relied_on`]): a sweep fails if
+    /// such a check judged nothing in every seed.
+    pub relied_on: bool,
+    /// How many violations it found.
+    pub violations: u64,
+}
+
+impl CheckTally {
+    /// Whether the check judged nothing.
+    pub fn is_vacuous(&self) -> bool {
+        self.judged == 0
+    }
+}
+
+impl fmt::Display for CheckTally {
+    /// `recipe.mutual_exclusion: 212 holds`, `… 0 holds (vacuous)`, with the violations.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} {}", self.check, self.judged, self.judges)?;
+        if self.is_vacuous() {
+            write!(
+                f,
+                " (vacuous{})",
+                if self.relied_on { ", relied on" } else { "" }
+            )?;
+        }
+        if self.violations > 0 {
+            write!(f, ", {} violations", self.violations)?;
+        }
+        Ok(())
+    }
+}
+
 /// What a run did, counted from the history (what clients and servers recorded).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metrics {
@@ -159,6 +200,13 @@ pub struct Outcome {
     pub metrics: Metrics,
     /// Checkers' violations.
     pub violations: Vec<ViolationRecord>,
+    /// Every check that ran, with what it judged, in the order they ran. Empty for a run
+    /// that crashed before its final audit.
+    #[serde(default)]
+    pub checks: Vec<CheckTally>,
+    /// The checks of the store or workload the scenario does not run, with its reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_checks: Vec<crate::scenario::SkippedCheck>,
     /// Why the run failed, if it did.
     pub failure: Option<Failure>,
     /// The history (not serialized with the outcome: write it with `to_json_lines`).
@@ -170,6 +218,13 @@ impl Outcome {
     /// Whether the run is clean: completed, progressed, no violation.
     pub fn is_clean(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// The checks the scenario relies on that judged nothing in this run.
+    pub fn vacuous_relied_on(&self) -> impl Iterator<Item = &CheckTally> {
+        self.checks
+            .iter()
+            .filter(|tally| tally.relied_on && tally.is_vacuous())
     }
 
     /// Whether some violation is of `property`.
@@ -219,6 +274,15 @@ impl fmt::Display for Outcome {
             )?;
         }
         write!(f, "faults fired:    {}", self.fault_counts)?;
+        if !self.checks.is_empty() {
+            write!(f, "\nchecks:          {} ran", self.checks.len())?;
+            for tally in &self.checks {
+                write!(f, "\n  {tally}")?;
+            }
+        }
+        for skipped in &self.skipped_checks {
+            write!(f, "\n  {skipped}")?;
+        }
         for violation in &self.violations {
             write!(f, "\n  {violation}")?;
         }

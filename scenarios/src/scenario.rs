@@ -10,7 +10,10 @@
 //! recovery_ms = 3000             # after the heal, the workers go on this long
 //! liveness_bound_ms = 15000      # then the workload must finish within this
 //! bugs = ["raft.volatile_vote"]  # known-bug variants switched on
-//! checks = ["default"]           # the store's check set, plus any named check
+//! checks = ["etcd.lease_not_expired_early"]  # checks beyond the store's and the workload's
+//! # Taking away a check the store or the workload brings needs a reason, which every
+//! # outcome prints:
+//! # skip_checks = [{ check = "etcd.linearizable", reason = "..." }]
 //!
 //! [workload]
 //! kind = "kv_mix"                # kv_mix (raft) | zk_mix (zab) | ledger (ledger)
@@ -127,9 +130,15 @@ pub struct Scenario {
     /// Known-bug variants switched on.
     #[serde(default)]
     pub bugs: Vec<KnownBug>,
-    /// Checks by name (`checks::by_name`); `default` is the store's whole check set.
+    /// Checks to run besides those every scenario of its store and workload runs, by name
+    /// (`checks::by_name`). The store's checks and the workload's ([`Workload::checks`])
+    /// always run; `default` names them and adds nothing.
     #[serde(default = "default_checks")]
     pub checks: Vec<String>,
+    /// Checks of the store or the workload this scenario does not run, each with the
+    /// reason, which every outcome prints. The only way to take a check away.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_checks: Vec<SkippedCheck>,
     /// Faults fire during this phase; at its end the world heals everything.
     pub fault_phase_ms: u64,
     /// After the heal, the workers keep going this long (recovery under load) before they
@@ -149,6 +158,22 @@ pub struct Scenario {
     /// Store timing.
     #[serde(default)]
     pub tuning: Tuning,
+}
+
+/// A check a scenario does not run, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkippedCheck {
+    /// The check's name (`recipe.herd_effect`).
+    pub check: String,
+    /// Why this scenario cannot or need not run it, for the reader of its outcomes.
+    pub reason: String,
+}
+
+impl fmt::Display for SkippedCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} skipped: {}", self.check, self.reason)
+    }
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -338,6 +363,35 @@ impl Scenario {
                 ));
             }
         }
+        let brought = self.brought_checks();
+        for (index, skipped) in self.skip_checks.iter().enumerate() {
+            if !brought.iter().any(|check| check.name == skipped.check)
+                && !self.checks.contains(&skipped.check)
+            {
+                return Err(ScenarioError::new(
+                    format!("skip_checks[{index}].check"),
+                    format!(
+                        "`{}` is not among this scenario's checks (expected one of: {})",
+                        skipped.check,
+                        brought
+                            .iter()
+                            .map(|check| check.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            if skipped.reason.trim().is_empty() {
+                return Err(ScenarioError::new(
+                    format!("skip_checks[{index}].reason"),
+                    format!(
+                        "empty (expected why `{}` does not apply to this scenario: every \
+                         outcome prints it)",
+                        skipped.check
+                    ),
+                ));
+            }
+        }
         if let FaultSource::Swarm(swarm) = &self.faults
             && let Some(max) = swarm.max_unavailable_servers
             && max > self.servers
@@ -402,32 +456,82 @@ impl Scenario {
             .unwrap_or_default()
     }
 
-    /// The checks this scenario runs: the store's set for `default`, then the named ones.
-    pub fn check_set(&self) -> Vec<&'static checks::Check> {
-        let mut selected: Vec<&'static checks::Check> = Vec::new();
-        for name in &self.checks {
-            let add: Vec<&'static checks::Check> = if name == "default" {
-                match self.store {
-                    Store::Raft => checks::protocol::CHECKS
-                        .iter()
-                        .chain(checks::etcd::CHECKS)
-                        .collect(),
-                    Store::Zab => checks::protocol::CHECKS
-                        .iter()
-                        .chain(checks::zk::CHECKS)
-                        .collect(),
-                    Store::Ledger => Vec::new(),
-                }
-            } else {
-                checks::by_name(name).into_iter().collect()
-            };
-            for check in add {
-                if !selected.iter().any(|known| known.name == check.name) {
-                    selected.push(check);
-                }
+    /// The checks every scenario of this store and workload runs: the store's set, then
+    /// the workload's own ([`Workload::checks`]), each once.
+    fn brought_checks(&self) -> Vec<&'static checks::Check> {
+        let store: Vec<&'static checks::Check> = match self.store {
+            Store::Raft => checks::protocol::CHECKS
+                .iter()
+                .chain(checks::etcd::CHECKS)
+                .collect(),
+            Store::Zab => checks::protocol::CHECKS
+                .iter()
+                .chain(checks::zk::CHECKS)
+                .collect(),
+            Store::Ledger => Vec::new(),
+        };
+        let workload = self
+            .workload
+            .checks()
+            .into_iter()
+            .map(|name| checks::by_name(name).expect("a workload names known checks"));
+        let mut brought: Vec<&'static checks::Check> = Vec::new();
+        for check in store.into_iter().chain(workload) {
+            if !brought.iter().any(|known| known.name == check.name) {
+                brought.push(check);
             }
         }
+        brought
+    }
+
+    /// The checks this scenario runs: the store's and the workload's, then the named ones,
+    /// less those in `skip_checks`.
+    pub fn check_set(&self) -> Vec<&'static checks::Check> {
+        let mut selected = self.brought_checks();
+        for name in &self.checks {
+            if let Some(check) = checks::by_name(name)
+                && !selected.iter().any(|known| known.name == check.name)
+            {
+                selected.push(check);
+            }
+        }
+        selected.retain(|check| !self.skip_checks.iter().any(|s| s.check == check.name));
         selected
+    }
+
+    /// The checks of [`Scenario::check_set`] this scenario relies on: each must judge
+    /// something in some seed of a sweep, or the sweep fails (a check that judged nothing
+    /// anywhere has shown nothing). They are the workload's checks, the checks the scenario
+    /// names, the consensus checks of its store (every run elects leaders and applies
+    /// entries), and with observers the observer check. The store's other checks run on
+    /// every history and report what they judged; nothing in the workload promises them
+    /// material, so judging nothing is reported, not failed.
+    pub fn relied_on(&self) -> Vec<&'static str> {
+        let consensus = [
+            "protocol.leader_uniqueness",
+            "protocol.term_monotonicity",
+            "protocol.replica_agreement",
+            "protocol.applied_in_order",
+        ];
+        let mut names: Vec<&'static str> = Vec::new();
+        if self.store != Store::Ledger {
+            names.extend(consensus);
+        }
+        if self.observers > 0 {
+            names.push("protocol.observers_never_count");
+        }
+        names.extend(self.workload.checks());
+        names.extend(
+            self.checks
+                .iter()
+                .filter_map(|name| checks::by_name(name))
+                .map(|check| check.name),
+        );
+        self.check_set()
+            .into_iter()
+            .map(|check| check.name)
+            .filter(|name| names.contains(name))
+            .collect()
     }
 
     /// A stable digest of the whole description, so a report can say which scenario ran.
@@ -465,6 +569,12 @@ impl Scenario {
             Store::Zab => Some("zk."),
             Store::Ledger => None,
         };
+        let skip_checks = self
+            .skip_checks
+            .iter()
+            .filter(|skipped| !other_group.is_some_and(|group| skipped.check.starts_with(group)))
+            .cloned()
+            .collect();
         let mut checks: Vec<String> = Vec::new();
         for name in &self.checks {
             let name = match other_group {
@@ -488,6 +598,7 @@ impl Scenario {
             store,
             workload,
             checks,
+            skip_checks,
             ..self.clone()
         };
         moved.validate()?;

@@ -83,12 +83,45 @@ pub struct SweepSummary {
     pub sweeping: bool,
     /// The fault kinds the scenario turns on.
     pub enabled_kinds: Vec<FaultKind>,
+    /// The command that replays the sweep's first seed.
+    pub replay_first: String,
 }
 
 impl SweepSummary {
+    /// The checks the scenario relies on that judged nothing in any seed of the sweep
+    /// (runs that crashed before their audit do not count either way). A sweep with such a
+    /// check has shown nothing about its property, whatever its verdicts say.
+    pub fn vacuous_everywhere(&self) -> Vec<&str> {
+        let audited: Vec<&Outcome> = self
+            .outcomes
+            .iter()
+            .filter(|outcome| !outcome.checks.is_empty())
+            .collect();
+        let Some(first) = audited.first() else {
+            return Vec::new();
+        };
+        first
+            .checks
+            .iter()
+            .filter(|tally| tally.relied_on)
+            .map(|tally| tally.check.as_str())
+            .filter(|check| {
+                audited.iter().all(|outcome| {
+                    outcome
+                        .checks
+                        .iter()
+                        .all(|tally| tally.check != *check || tally.is_vacuous())
+                })
+            })
+            .collect()
+    }
+
     /// Panics with every failure report if any seed failed (a violation, a liveness stall,
-    /// a crash or a run that reached its time limit).
+    /// a crash or a run that reached its time limit), or if a check the scenario relies on
+    /// judged nothing in every seed ([`SweepSummary::vacuous_everywhere`]).
     pub fn assert_clean(&self) {
+        let vacuous = self.vacuous_everywhere();
+        assert!(vacuous.is_empty(), "{}", self.vacuity_failure(&vacuous));
         if self.failures.is_empty() {
             return;
         }
@@ -100,6 +133,20 @@ impl SweepSummary {
             self.scenario,
             reports.join("\n\n")
         );
+    }
+
+    fn vacuity_failure(&self, vacuous: &[&str]) -> String {
+        let first = self.seeds.first().copied().unwrap_or_default();
+        format!(
+            "`{}`: the checks it relies on judged nothing in any of its {} seeds (from seed \
+             {first}): {}. A check that judged nothing has shown nothing; the scenario must \
+             give them material, or skip them with a reason (`skip_checks`). Replay the first \
+             seed: {}",
+            self.scenario,
+            self.seeds.len(),
+            vacuous.join(", "),
+            self.replay_first
+        )
     }
 
     /// Panics unless each fault kind the scenario turns on fired, by its own counter,
@@ -215,6 +262,12 @@ impl Sweep {
             summary.fault_totals.accumulate(&run.outcome.fault_counts);
             summary.failures.extend(run.failure);
             summary.outcomes.push(run.outcome);
+        }
+        if let Some(&first) = seeds.first() {
+            summary.replay_first =
+                FailureReport::for_test(first, &self.package, &self.test_target, &self.test_name)
+                    .command
+                    .unwrap_or_default();
         }
         summary.seeds = seeds;
         summary

@@ -22,6 +22,7 @@
 //! `etcd.linearizable`, `zk.sync_then_read`, …), as scenario files name them.
 #![deny(missing_docs)]
 
+mod checked;
 pub mod etcd;
 pub mod history;
 pub mod linearizability;
@@ -32,6 +33,7 @@ mod test_history;
 mod violation;
 pub mod zk;
 
+pub use checked::{Checked, Verdict};
 pub use violation::{Violation, boxed};
 
 use sim::history::History;
@@ -121,8 +123,11 @@ pub struct Check {
     pub name: &'static str,
     /// The property its violations report (what [`Violation::property`] returns).
     pub property: &'static str,
+    /// What it counts as judged, plural (`holds`, `operations`, `watches`): an outcome
+    /// reports `recipe.mutual_exclusion: 212 holds`, and 0 of them as vacuous.
+    pub judges: &'static str,
     /// Runs it.
-    pub run: fn(&History, &CheckContext) -> Vec<Box<dyn Violation>>,
+    pub run: fn(&History, &CheckContext) -> Verdict,
 }
 
 impl std::fmt::Debug for Check {
@@ -130,6 +135,7 @@ impl std::fmt::Debug for Check {
         f.debug_struct("Check")
             .field("name", &self.name)
             .field("property", &self.property)
+            .field("judges", &self.judges)
             .finish_non_exhaustive()
     }
 }
@@ -154,15 +160,15 @@ pub fn by_name(name: &str) -> Option<&'static Check> {
     all().find(|check| check.name == name)
 }
 
-/// Runs `checks` on `history`; the violations of all of them, in the order given.
+/// Runs `checks` on `history`: each check with its verdict, in the order given.
 pub fn run<'a>(
     checks: impl IntoIterator<Item = &'a Check>,
     history: &History,
     context: &CheckContext,
-) -> Vec<Box<dyn Violation>> {
+) -> Vec<(&'a Check, Verdict)> {
     checks
         .into_iter()
-        .flat_map(|check| (check.run)(history, context))
+        .map(|check| (check, (check.run)(history, context)))
         .collect()
 }
 

@@ -66,6 +66,7 @@ pub(crate) fn scenario(
         faults: FaultSource::None,
         bugs: Vec::new(),
         checks: vec!["default".into()],
+        skip_checks: Vec::new(),
         fault_phase_ms: 8_000,
         recovery_ms: 0,
         liveness_bound_ms: 20_000,

@@ -90,6 +90,33 @@ pub struct Locks {
     pub node_acl: LockNodeAcl,
 }
 
+impl Locks {
+    /// What every scenario of this lock runs: exclusion as the clients believed it (the
+    /// read/write lock's: writers alone; readers share), the fenced resource's exclusion,
+    /// the herd bound (the read/write lock's form of it: readers wait only for writers,
+    /// since a writer's release wakes every reader behind it by design), and on ZooKeeper
+    /// the waiters' and holders' own nodes and the sequence names they are ordered by.
+    pub(crate) fn checks(&self) -> Vec<&'static str> {
+        let mut checks = vec!["recipe.fenced_writes"];
+        match self.recipe {
+            LockRecipe::ZkRwLock => checks.extend([
+                "recipe.rw_exclusion",
+                "recipe.rw_reader_waits_only_for_writers",
+            ]),
+            _ => checks.extend(["recipe.mutual_exclusion", "recipe.herd_effect"]),
+        }
+        match self.recipe {
+            LockRecipe::ZkQueueLock | LockRecipe::ZkRwLock => checks.extend([
+                "recipe.no_orphan_waiter",
+                "recipe.holder_owns_node",
+                "zk.sequential_names",
+            ]),
+            LockRecipe::ZkHerdLock | LockRecipe::EtcdMutex => {}
+        }
+        checks
+    }
+}
+
 /// Who may touch a ZooKeeper lock's nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -183,6 +183,45 @@ impl Workload {
         }
     }
 
+    /// The checks this workload brings to every scenario that runs it, by name: the
+    /// properties its recipe promises, judged from the records its clients write, and the
+    /// store checks it exercises. A scenario runs them all (`checks = ["default"]` or
+    /// not); taking one away needs `skip_checks` with a reason. A sweep relies on each of
+    /// them: one that judged nothing in every seed fails the sweep (see
+    /// [`crate::Scenario::relied_on`]).
+    pub fn checks(&self) -> Vec<&'static str> {
+        match self {
+            Workload::KvMix(_) => vec![
+                "etcd.linearizable",
+                "etcd.read_sees_prior_writes",
+                "etcd.acknowledged_write_durability",
+            ],
+            Workload::KvLeases(_) => vec!["etcd.lease_keys_removed"],
+            Workload::ZkMix(_) => vec![
+                "zk.linearizable",
+                "zk.write_durability",
+                "zk.session_consistency",
+            ],
+            Workload::ZkWatches(_) => vec!["zk.watch_delivery", "zk.watch_order"],
+            Workload::Ledger(_) | Workload::ZkScript(_) => Vec::new(),
+            Workload::Locks(locks) => locks.checks(),
+            Workload::LeaseKeeper(_) => vec!["etcd.lease_keys_removed"],
+            Workload::WatchResume(_) | Workload::CompactedWatch(_) => vec!["etcd.watch_delivery"],
+            Workload::CasCounter(_) => vec!["etcd.linearizable"],
+            Workload::ZkEphemeralHolders(_) => vec!["zk.ephemeral_lifetime"],
+            Workload::ZkSequentialCreates(_) => vec!["zk.sequential_names"],
+            Workload::ZkOutOfBandReads(_) => vec!["zk.sync_then_read"],
+            Workload::Elections(_) => vec!["recipe.leader_uniqueness", "recipe.fenced_writes"],
+            Workload::Discovery(_) => vec!["recipe.discovery_converges"],
+            Workload::PubSub(_) => vec!["recipe.pubsub_delivery", "etcd.watch_delivery"],
+            Workload::FifoQueue(_) => vec!["recipe.queue_semantics"],
+            Workload::SharedCounter(_) => vec!["recipe.counter"],
+            Workload::DoubleBarrier(_) => vec!["recipe.barrier"],
+            Workload::ReadyConfig(_) => vec!["recipe.config_versions", "recipe.config_fresh"],
+            Workload::Rendezvous(_) => vec!["recipe.rendezvous"],
+        }
+    }
+
     /// The workloads that run on both consensus stores, as [`Workload::on_store`] maps them.
     pub const ON_BOTH_STORES: &'static str = "discovery (zk_discovery <-> etcd_discovery), \
         locks with zk_queue_lock <-> etcd_mutex, elections (zk_election <-> etcd_election)";

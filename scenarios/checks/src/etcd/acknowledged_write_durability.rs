@@ -16,6 +16,7 @@
 //! recorded by the client library at the client node, and `PhaseEvent::FinalReads`, recorded by
 //! the run driver when the final reads start. No server event is trusted.
 
+use crate::Checked;
 use crate::{
     Violation,
     etcd::read_sees_prior_writes::{StaleRead, check_reads},
@@ -99,23 +100,26 @@ impl Violation for LostWrite {
 /// Checks the linearizable reads invoked at or after `final_reads_from` (the final reads,
 /// after the faults healed) against every write acknowledged before each of them, and that no two
 /// acknowledged writes share a revision.
-pub fn check(history: &History, final_reads_from: SimTime) -> Vec<LostWrite> {
+pub fn check(history: &History, final_reads_from: SimTime) -> Checked<LostWrite> {
     let kv = KvHistory::of(history);
-    let mut violations: Vec<LostWrite> = check_reads(&kv, |read| {
+    let final_reads = check_reads(&kv, |read| {
         read.invoked_at >= final_reads_from
             && read.consistency == sim::history::kv::ReadConsistency::Linearizable
-    })
-    .into_iter()
-    .map(|stale| LostWrite {
-        evidence: LostWriteEvidence::FinalRead(stale),
-    })
-    .collect();
+    });
+    let mut judged = final_reads.judged;
+    let mut violations: Vec<LostWrite> = final_reads
+        .into_iter()
+        .map(|stale| LostWrite {
+            evidence: LostWriteEvidence::FinalRead(stale),
+        })
+        .collect();
     let mut by_revision: BTreeMap<u64, (OpId, SimTime)> = BTreeMap::new();
     let mut acknowledged: Vec<_> = kv
         .acknowledged()
         .filter_map(|(write, revision)| write.completed_at.map(|at| (at, write.op_id, revision)))
         .collect();
     acknowledged.sort();
+    judged += acknowledged.len() as u64;
     for (completed_at, op_id, revision) in acknowledged {
         match by_revision.get(&revision) {
             None => {
@@ -134,7 +138,7 @@ pub fn check(history: &History, final_reads_from: SimTime) -> Vec<LostWrite> {
             }),
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@
 //! falsely would be a second leader in a term or a replica divergence, which
 //! `protocol.leader_uniqueness` and `protocol.replica_agreement` judge on the same events.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -229,9 +230,10 @@ fn bound(
 ///
 /// Leases whose last renewal or a revoke has an unknown outcome are left out: either may
 /// have taken effect at any later time.
-pub fn check(history: &History, timing: LeaseTiming) -> Vec<LeaseNeverExpired> {
+pub fn check(history: &History, timing: LeaseTiming) -> Checked<LeaseNeverExpired> {
     let leaders = leader_commits(history);
     let mut violations = Vec::new();
+    let mut judged = 0;
     for (lease, facts) in leases(history) {
         let Some(ttl_ms) = facts.ttl_ms else { continue };
         let Some(last) = facts
@@ -255,6 +257,7 @@ pub fn check(history: &History, timing: LeaseTiming) -> Vec<LeaseNeverExpired> {
         ) else {
             continue;
         };
+        judged += 1;
         let must_end_by = bound.committed_past_deadline_at + EXPIRY_ALLOWANCE;
         let ended_at = facts.ended_at();
         if ended_at.is_none_or(|at| at > must_end_by) {
@@ -269,7 +272,7 @@ pub fn check(history: &History, timing: LeaseTiming) -> Vec<LeaseNeverExpired> {
             });
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]
@@ -348,7 +351,7 @@ mod tests {
 
         fn check(mut self) -> Vec<LeaseNeverExpired> {
             self.records.sort_by_key(|record| record.at);
-            check(&History::from_records(self.records), LeaseTiming::default())
+            check(&History::from_records(self.records), LeaseTiming::default()).violations
         }
     }
 

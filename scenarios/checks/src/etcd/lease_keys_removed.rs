@@ -10,7 +10,7 @@
 //! expiry. An expiry that is committed ends the lease for every replica that applies it, so a
 //! read invoked after the first such record that still shows an attached key is the violation.
 
-use crate::{Violation, history::kv::KvHistory, history::leases::leases};
+use crate::{Checked, Violation, history::kv::KvHistory, history::leases::leases};
 use sim::{
     NodeId,
     history::{History, OpId, kv::ReadConsistency},
@@ -61,16 +61,18 @@ impl Violation for KeyOutlivedLease {
 }
 
 /// Every linearizable read that shows a key of a lease that ended before it was invoked.
-pub fn check(history: &History) -> Vec<KeyOutlivedLease> {
+pub fn check(history: &History) -> Checked<KeyOutlivedLease> {
     let leases = leases(history);
     let kv = KvHistory::of(history);
     let mut violations = Vec::new();
+    let mut judged = 0;
     for read in &kv.reads {
         if read.consistency != ReadConsistency::Linearizable {
             continue;
         }
         for found in read.kvs {
             let Some(lease) = found.lease else { continue };
+            judged += 1;
             let Some(ended_at) = leases.get(&lease).and_then(|facts| facts.ended_at()) else {
                 continue;
             };
@@ -86,7 +88,7 @@ pub fn check(history: &History) -> Vec<KeyOutlivedLease> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

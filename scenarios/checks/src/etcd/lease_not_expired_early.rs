@@ -12,7 +12,7 @@
 //! replica when it applies the committed expiry: the earliest replica's apply is compared with
 //! the latest renewal a client saw acknowledged.
 
-use crate::{Violation, history::leases::leases};
+use crate::{Checked, Violation, history::leases::leases};
 use sim::{history::History, time::SimTime};
 use std::{fmt, time::Duration};
 
@@ -55,13 +55,15 @@ impl Violation for ExpiredEarly {
 }
 
 /// Every expiry that comes less than a TTL (less drift) after an acknowledged renewal.
-pub fn check(history: &History, allowed_drift_ppm: u64) -> Vec<ExpiredEarly> {
+pub fn check(history: &History, allowed_drift_ppm: u64) -> Checked<ExpiredEarly> {
     let mut violations = Vec::new();
+    let mut judged = 0;
     for (lease, facts) in leases(history) {
         let Some(ttl_ms) = facts.ttl_ms else { continue };
         let ttl = Duration::from_millis(ttl_ms);
         let slack = ttl * u32::try_from(allowed_drift_ppm).unwrap_or(u32::MAX) / 1_000_000;
         for &expired_at in &facts.expired_at {
+            judged += 1;
             let latest = facts
                 .renewals
                 .iter()
@@ -82,7 +84,7 @@ pub fn check(history: &History, allowed_drift_ppm: u64) -> Vec<ExpiredEarly> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

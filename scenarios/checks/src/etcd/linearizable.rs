@@ -86,8 +86,17 @@ impl Violation for LinearizabilityUnknown {
     }
 }
 
+/// The report's verdict as violations (none when linearizable), with the operations it
+/// judged (none: vacuous, whatever the search says).
+pub(crate) fn verdict(report: Report, reference: &'static str) -> crate::Verdict {
+    crate::Verdict {
+        judged: report.operations as u64,
+        violations: violations(report, reference),
+    }
+}
+
 /// The report's verdict as violations (none when linearizable).
-pub(crate) fn violations(report: Report, reference: &'static str) -> Vec<Box<dyn Violation>> {
+fn violations(report: Report, reference: &'static str) -> Vec<Box<dyn Violation>> {
     match report.verdict {
         Verdict::Ok => Vec::new(),
         Verdict::Violation(evidence) => vec![Box::new(NotLinearizable {
@@ -102,9 +111,9 @@ pub(crate) fn violations(report: Report, reference: &'static str) -> Vec<Box<dyn
 }
 
 /// Checks the history's key-value operations.
-pub fn check_history(history: &History) -> Vec<Box<dyn Violation>> {
+pub fn check_history(history: &History) -> crate::Verdict {
     let (model, operations) = kv::from_history(history);
-    violations(
+    verdict(
         check(&model, &operations, &CheckOptions::default()),
         REFERENCE,
     )

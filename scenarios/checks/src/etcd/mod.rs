@@ -17,7 +17,7 @@ pub mod linearizable;
 pub mod read_sees_prior_writes;
 pub mod watch_delivery;
 
-use crate::{Check, boxed, history::final_reads_from};
+use crate::{Check, history::final_reads_from};
 use sim::time::SimTime;
 
 /// The etcd-store checks every run of the Raft store gets (add [`crate::protocol::CHECKS`]
@@ -25,32 +25,37 @@ use sim::time::SimTime;
 pub const CHECKS: &[Check] = &[
     Check {
         name: "etcd.read_sees_prior_writes",
+        judges: "linearizable reads",
         property: "read sees prior writes",
-        run: |history, _| boxed(read_sees_prior_writes::check(history)),
+        run: |history, _| read_sees_prior_writes::check(history).verdict(),
     },
     Check {
         name: "etcd.acknowledged_write_durability",
+        judges: "acknowledged writes and final reads",
         property: "acknowledged write durability",
         // Without final reads only the revision evidence applies.
         run: |history, _| {
             let from = final_reads_from(history).unwrap_or(SimTime::from_nanos(u64::MAX));
-            boxed(acknowledged_write_durability::check(history, from))
+            acknowledged_write_durability::check(history, from).verdict()
         },
     },
     Check {
         name: "etcd.linearizable",
+        judges: "operations",
         property: "linearizability",
         run: |history, _| linearizable::check_history(history),
     },
     Check {
         name: "etcd.watch_delivery",
+        judges: "delivered watch events",
         property: "watch delivery",
-        run: |history, _| boxed(watch_delivery::check(history)),
+        run: |history, _| watch_delivery::check(history).verdict(),
     },
     Check {
         name: "etcd.lease_keys_removed",
+        judges: "leased keys read",
         property: "lease keys removed",
-        run: |history, _| boxed(lease_keys_removed::check(history)),
+        run: |history, _| lease_keys_removed::check(history).verdict(),
     },
 ];
 
@@ -59,17 +64,18 @@ pub const CHECKS: &[Check] = &[
 pub const OPTIONAL: &[Check] = &[
     Check {
         name: "etcd.lease_not_expired_early",
+        judges: "lease expiries",
         property: "lease not expired early",
         run: |history, context| {
-            boxed(lease_not_expired_early::check(
-                history,
-                context.lease_drift_allowance_ppm,
-            ))
+            lease_not_expired_early::check(history, context.lease_drift_allowance_ppm).verdict()
         },
     },
     Check {
         name: "etcd.lease_expires_in_bound",
+        judges: "abandoned leases",
         property: "lease expires in bound",
-        run: |history, context| boxed(lease_expires_in_bound::check(history, context.lease_timing)),
+        run: |history, context| {
+            lease_expires_in_bound::check(history, context.lease_timing).verdict()
+        },
     },
 ];

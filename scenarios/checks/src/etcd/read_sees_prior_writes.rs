@@ -11,6 +11,7 @@
 //! recorded by the client library at the client node, with the revision each response carried).
 //! No server event is trusted.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::kv::{KvHistory, MissedWrite, Write, WriteEffect, missed_write},
@@ -71,7 +72,7 @@ impl Violation for StaleRead {
 
 /// Every linearizable read that misses a write acknowledged before it began (at most one
 /// violation per read: the latest such write).
-pub fn check(history: &History) -> Vec<StaleRead> {
+pub fn check(history: &History) -> Checked<StaleRead> {
     let kv = KvHistory::of(history);
     check_reads(&kv, |read| {
         read.consistency == ReadConsistency::Linearizable
@@ -82,7 +83,7 @@ pub fn check(history: &History) -> Vec<StaleRead> {
 pub(crate) fn check_reads(
     kv: &KvHistory,
     selected: impl Fn(&crate::history::kv::Read) -> bool,
-) -> Vec<StaleRead> {
+) -> Checked<StaleRead> {
     let mut acknowledged: Vec<_> = kv
         .acknowledged()
         .filter_map(|(write, revision)| write.completed_at.map(|at| (at, write, revision)))
@@ -90,6 +91,7 @@ pub(crate) fn check_reads(
     acknowledged.sort_by_key(|(at, write, _)| (*at, write.op_id));
     let mut reads: Vec<_> = kv.reads.iter().filter(|read| selected(read)).collect();
     reads.sort_by_key(|read| (read.invoked_at, read.op_id));
+    let judged = reads.len() as u64;
     let mut violations = Vec::new();
     let mut next = 0;
     // The latest acknowledged put per key, and the latest write overall, among writes
@@ -157,7 +159,7 @@ pub(crate) fn check_reads(
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

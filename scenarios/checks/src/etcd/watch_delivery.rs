@@ -14,6 +14,7 @@
 //! acknowledged writes (`Invoke`/`Complete`) they must match. What the client received is the
 //! fact judged; no server event is trusted.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::kv::{KeySpan, KvHistory, Write, WriteEffect},
@@ -150,9 +151,10 @@ struct WatchState {
 }
 
 /// Every broken watch guarantee.
-pub fn check(history: &History) -> Vec<WatchViolation> {
+pub fn check(history: &History) -> Checked<WatchViolation> {
     let mut watches: BTreeMap<WatchKey, WatchState> = BTreeMap::new();
     let mut violations = Vec::new();
+    let mut judged = 0;
     for record in history.records() {
         let (Some(client), Event::Recipe(event)) = (record.node, &record.event) else {
             continue;
@@ -199,6 +201,7 @@ pub fn check(history: &History) -> Vec<WatchViolation> {
             }
             WatchStep::Delivered { changes, .. } => {
                 for change in changes {
+                    judged += 1;
                     let id = (change.mod_revision, change.key.clone());
                     if let Some((start, range_end)) = &state.span
                         && !KeySpan::new(start, range_end.as_deref()).contains(&change.key)
@@ -238,7 +241,7 @@ pub fn check(history: &History) -> Vec<WatchViolation> {
         }
     }
     violations.extend(check_completeness(history, &watches));
-    violations
+    Checked::new(violations, judged)
 }
 
 /// No gap: every acknowledged write in range between the start and the last delivered

@@ -21,7 +21,7 @@
 //! `protocol.replica_agreement` and the client-side checks, which judge what the others applied
 //! and what clients read.
 
-use crate::{IndexKind, Violation};
+use crate::{Checked, IndexKind, Violation};
 use sim::{
     NodeId,
     history::{Event, History, ProtocolEvent},
@@ -122,11 +122,12 @@ impl Violation for AppliedOutOfOrder {
 
 /// Every apply that is not the successor of the node's previous apply or snapshot, within
 /// one incarnation of the node. `kind` says whether indexes are log indexes or zxids.
-pub fn check(history: &History, kind: IndexKind) -> Vec<AppliedOutOfOrder> {
+pub fn check(history: &History, kind: IndexKind) -> Checked<AppliedOutOfOrder> {
     // Per node: its state so far in this incarnation; absent after a crash (unknown).
     let mut state: BTreeMap<NodeId, Before> = BTreeMap::new();
     let mut crashed: BTreeSet<NodeId> = BTreeSet::new();
     let mut violations = Vec::new();
+    let mut judged = 0;
     for record in history.records() {
         match &record.event {
             Event::Fault(fault) => {
@@ -146,6 +147,7 @@ pub fn check(history: &History, kind: IndexKind) -> Vec<AppliedOutOfOrder> {
                     None if crashed.contains(&node) => None,
                     None => Some(Before::Start),
                 };
+                judged += u64::from(before.is_some());
                 if let Some(before) = before
                     && !kind.follows(before.index(), *index)
                 {
@@ -169,7 +171,7 @@ pub fn check(history: &History, kind: IndexKind) -> Vec<AppliedOutOfOrder> {
             _ => {}
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]
@@ -234,7 +236,7 @@ mod tests {
             .enumerate()
             .map(|(at, index)| applied(at as u64 + 1, S1, *index))
             .collect();
-        check(&History::from_records(records), kind)
+        check(&History::from_records(records), kind).violations
     }
 
     fn disorders(violations: &[AppliedOutOfOrder]) -> Vec<(u64, Disorder)> {

@@ -11,7 +11,7 @@
 //! itself cannot serve clients (the client-side checks would see that); counting the
 //! announcements is therefore a lower bound on disruption.
 
-use crate::Violation;
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{Event, History, ProtocolEvent},
@@ -70,7 +70,7 @@ pub fn check(
     from: SimTime,
     to: SimTime,
     max_elections: usize,
-) -> Option<LeaderChurn> {
+) -> Checked<LeaderChurn> {
     let elections: Vec<(NodeId, u64, SimTime)> = history
         .records()
         .iter()
@@ -82,12 +82,14 @@ pub fn check(
             _ => None,
         })
         .collect();
-    (elections.len() > max_elections).then_some(LeaderChurn {
+    let judged = elections.len() as u64;
+    let churn = (elections.len() > max_elections).then_some(LeaderChurn {
         from,
         to,
         max_elections,
         elections,
-    })
+    });
+    Checked::new(churn.into_iter().collect(), judged)
 }
 
 #[cfg(test)]
@@ -105,8 +107,8 @@ mod tests {
         let history = History::from_records(vec![elected(10, 1), elected(500, 2), elected(900, 3)]);
         let window = |from, to| (SimTime::from_millis(from), SimTime::from_millis(to));
         let (from, to) = window(0, 1_000);
-        assert_eq!(check(&history, from, to, 2).unwrap().elections.len(), 3);
+        assert_eq!(check(&history, from, to, 2)[0].elections.len(), 3);
         let (from, to) = window(100, 1_000);
-        assert!(check(&history, from, to, 2).is_none());
+        assert!(check(&history, from, to, 2).is_empty());
     }
 }

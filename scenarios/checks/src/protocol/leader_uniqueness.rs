@@ -12,7 +12,7 @@
 //! the client-side checks (linearizability, durability) judge the same runs without these
 //! events.
 
-use crate::Violation;
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{Event, History, ProtocolEvent},
@@ -55,7 +55,7 @@ impl Violation for TwoLeadersInOneTerm {
 }
 
 /// Every term with more than one distinct leader.
-pub fn check(history: &History) -> Vec<TwoLeadersInOneTerm> {
+pub fn check(history: &History) -> Checked<TwoLeadersInOneTerm> {
     let mut leaders: BTreeMap<u64, Vec<(NodeId, SimTime)>> = BTreeMap::new();
     for record in history.records() {
         let (Some(node), Event::Protocol(ProtocolEvent::BecameLeader { term })) =
@@ -69,11 +69,13 @@ pub fn check(history: &History) -> Vec<TwoLeadersInOneTerm> {
             entry.push((node, record.at));
         }
     }
-    leaders
+    let terms = leaders.len() as u64;
+    let violations = leaders
         .into_iter()
         .filter(|(_, nodes)| nodes.len() > 1)
         .map(|(term, leaders)| TwoLeadersInOneTerm { term, leaders })
-        .collect()
+        .collect();
+    Checked::new(violations, terms)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub mod replica_agreement;
 pub mod replica_prefix;
 pub mod term_monotonicity;
 
-use crate::{Check, CheckContext, Violation, boxed};
+use crate::{Check, CheckContext, Checked, Verdict};
 use sim::{history::History, time::SimTime};
 use std::time::Duration;
 
@@ -29,33 +29,39 @@ use std::time::Duration;
 pub const CHECKS: &[Check] = &[
     Check {
         name: "protocol.leader_uniqueness",
+        judges: "terms",
         property: "leader uniqueness",
-        run: |history, _| boxed(leader_uniqueness::check(history)),
+        run: |history, _| leader_uniqueness::check(history).verdict(),
     },
     Check {
         name: "protocol.term_monotonicity",
+        judges: "term records",
         property: "term monotonicity",
-        run: |history, _| boxed(term_monotonicity::check(history)),
+        run: |history, _| term_monotonicity::check(history).verdict(),
     },
     Check {
         name: "protocol.replica_agreement",
+        judges: "applications",
         property: "replica agreement",
-        run: |history, _| boxed(replica_agreement::check(history)),
+        run: |history, _| replica_agreement::check(history).verdict(),
     },
     Check {
         name: "protocol.replica_prefix",
+        judges: "neighbouring applications",
         property: "replica prefix agreement",
-        run: |history, _| boxed(replica_prefix::check(history)),
+        run: |history, _| replica_prefix::check(history).verdict(),
     },
     Check {
         name: "protocol.applied_in_order",
+        judges: "applications",
         property: "apply in log order",
-        run: |history, context| boxed(applied_in_order::check(history, context.index_kind)),
+        run: |history, context| applied_in_order::check(history, context.index_kind).verdict(),
     },
     Check {
         name: "protocol.observers_never_count",
+        judges: "leaderships and quorums",
         property: "observers never vote",
-        run: |history, _| boxed(observers_never_count::check(history)),
+        run: |history, _| observers_never_count::check(history).verdict(),
     },
 ];
 
@@ -65,10 +71,11 @@ pub const CHECKS: &[Check] = &[
 pub const OPTIONAL: &[Check] = &[Check {
     name: "protocol.leader_stability",
     property: "leader stability",
+    judges: "elections after the first",
     run: stability,
 }];
 
-fn stability(history: &History, _: &CheckContext) -> Vec<Box<dyn Violation>> {
+fn stability(history: &History, _: &CheckContext) -> Verdict {
     use sim::history::{Event, ProtocolEvent};
     let first = history.records().iter().find_map(|record| {
         matches!(
@@ -78,11 +85,8 @@ fn stability(history: &History, _: &CheckContext) -> Vec<Box<dyn Violation>> {
         .then_some(record.at)
     });
     let Some(first) = first else {
-        return Vec::new();
+        return Checked::<leader_stability::LeaderChurn>::new(Vec::new(), 0).verdict();
     };
     let until = crate::history::final_reads_from(history).unwrap_or(SimTime::from_nanos(u64::MAX));
-    leader_stability::check(history, first + Duration::from_millis(1), until, 1)
-        .map(|churn| Box::new(churn) as Box<dyn Violation>)
-        .into_iter()
-        .collect()
+    leader_stability::check(history, first + Duration::from_millis(1), until, 1).verdict()
 }

@@ -17,7 +17,7 @@
 //! the client-side checks too (linearizability, durability of acknowledged writes), which a
 //! quorum without intersection breaks whatever was recorded.
 
-use crate::Violation;
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{Event, History, ProtocolEvent, QuorumStage},
@@ -97,7 +97,7 @@ impl Violation for ObserverCounted {
 /// Every leadership of, and every quorum count including, a server that recorded
 /// `StartedObserving` at any time in the run (a server's role is fixed by the ensemble's
 /// configuration, so an observer's record covers the records before it too).
-pub fn check(history: &History) -> Vec<ObserverCounted> {
+pub fn check(history: &History) -> Checked<ObserverCounted> {
     let observers: BTreeSet<NodeId> = history
         .records()
         .iter()
@@ -109,14 +109,22 @@ pub fn check(history: &History) -> Vec<ObserverCounted> {
         })
         .filter_map(|record| record.node)
         .collect();
+    // Without observers there is nothing to judge: the check is vacuous, not passed.
     if observers.is_empty() {
-        return Vec::new();
+        return Checked::new(Vec::new(), 0);
     }
     let mut violations = Vec::new();
+    let mut judged = 0;
     for record in history.records() {
         let (Some(node), Event::Protocol(event)) = (record.node, &record.event) else {
             continue;
         };
+        if matches!(
+            event,
+            ProtocolEvent::BecameLeader { .. } | ProtocolEvent::QuorumCounted { .. }
+        ) {
+            judged += 1;
+        }
         match event {
             ProtocolEvent::BecameLeader { term } if observers.contains(&node) => {
                 violations.push(ObserverCounted {
@@ -147,7 +155,7 @@ pub fn check(history: &History) -> Vec<ObserverCounted> {
             _ => {}
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! replica's driver about what it applied. The digest is computed from the entry the replica
 //! applied, so two replicas disagreeing is visible whatever either believes.
 
-use crate::Violation;
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{Event, History, ProtocolEvent},
@@ -76,9 +76,10 @@ impl Violation for DivergentApply {
 }
 
 /// Every index at which some application differs from the first one recorded.
-pub fn check(history: &History) -> Vec<DivergentApply> {
+pub fn check(history: &History) -> Checked<DivergentApply> {
     let mut first = FirstApplications::default();
     let mut violations = Vec::new();
+    let mut judged = 0;
     for record in history.records() {
         let (
             Some(node),
@@ -91,6 +92,7 @@ pub fn check(history: &History) -> Vec<DivergentApply> {
         else {
             continue;
         };
+        judged += 1;
         let application = Application {
             node,
             at: record.at,
@@ -109,7 +111,7 @@ pub fn check(history: &History) -> Vec<DivergentApply> {
             Some(_) => {}
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 /// The first application of each index, sorted by index. Every node applies in index

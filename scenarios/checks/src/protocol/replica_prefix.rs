@@ -13,8 +13,8 @@
 //! as for `protocol.replica_agreement`, the entries' digests are compared, not any server's
 //! claim of agreement.
 
-use crate::Violation;
 use crate::history::applied_runs::applied_runs;
+use crate::{Checked, Violation};
 use sim::{NodeId, history::History, time::SimTime};
 use std::fmt;
 
@@ -79,15 +79,17 @@ impl Violation for DivergentSequence {
 ///
 /// Each replica's neighbours of an index are compared with those of the first run that
 /// applied it (in the order [`applied_runs`] lists the runs).
-pub fn check(history: &History) -> Vec<DivergentSequence> {
+pub fn check(history: &History) -> Checked<DivergentSequence> {
     let mut next = FirstSeen::default();
     let mut previous = FirstSeen::default();
     let mut violations = Vec::new();
+    let mut judged = 0;
     for run in applied_runs(history) {
         next.start_run();
         previous.start_run();
         for pair in run.entries.windows(2) {
             let (a, b) = (pair[0], pair[1]);
+            judged += 1;
             for (first_seen, key, value, neighbour) in [
                 (&mut next, a.index, b.index, Neighbour::Next),
                 (&mut previous, b.index, a.index, Neighbour::Previous),
@@ -106,7 +108,7 @@ pub fn check(history: &History) -> Vec<DivergentSequence> {
         next.end_run();
         previous.end_run();
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 /// The first neighbour seen of each index on one side, sorted by index, with whether a

@@ -10,7 +10,7 @@
 //! a server's own state, so its own record is the fact judged; a restart that lost the term
 //! shows as a later, lower record of the same node.
 
-use crate::Violation;
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{Event, History, ProtocolEvent},
@@ -57,9 +57,10 @@ impl Violation for TermWentBackwards {
 /// Every point where a node's recorded term decreased.
 ///
 /// Looks at `TermChanged` (recorded when the term is durable) and `BecameLeader`.
-pub fn check(history: &History) -> Vec<TermWentBackwards> {
+pub fn check(history: &History) -> Checked<TermWentBackwards> {
     let mut highest: BTreeMap<NodeId, (u64, SimTime)> = BTreeMap::new();
     let mut violations = Vec::new();
+    let mut judged = 0;
     for record in history.records() {
         let term = match (&record.node, &record.event) {
             (Some(_), Event::Protocol(ProtocolEvent::TermChanged { term }))
@@ -67,6 +68,7 @@ pub fn check(history: &History) -> Vec<TermWentBackwards> {
             _ => continue,
         };
         let node = record.node.expect("matched Some");
+        judged += 1;
         match highest.get(&node) {
             Some(&(previous, at)) if term < previous => violations.push(TermWentBackwards {
                 node,
@@ -79,7 +81,7 @@ pub fn check(history: &History) -> Vec<TermWentBackwards> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -23,7 +23,23 @@ pub mod rendezvous;
 pub mod rw_exclusion;
 pub mod rw_reader_waits;
 
-use crate::{Check, boxed};
+use crate::{Check, Checked, Verdict, Violation};
+use sim::history::{Event, History};
+
+// TEMPORARY (issue 22 in progress): the recipe checkers being rewritten on other branches
+// still return plain violation lists; until they count what they judge themselves, the
+// count is what the history holds for them. Replaced when those branches merge.
+fn placeholder_count<V: Violation + 'static>(violations: Vec<V>, judged: u64) -> Verdict {
+    Checked::new(violations, judged).verdict()
+}
+
+fn recipe_records(history: &History) -> usize {
+    history
+        .records()
+        .iter()
+        .filter(|record| matches!(record.event, Event::Recipe(_)))
+        .count()
+}
 
 /// The lock checks every lock scenario gets. `recipe.mutual_exclusion` is among them: a
 /// scenario that pauses holders past their session timeout expects it to fire.
@@ -32,23 +48,47 @@ use crate::{Check, boxed};
 pub const LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.mutual_exclusion",
+        judges: "holds",
         property: "mutual exclusion (as believed)",
-        run: |history, _| boxed(mutual_exclusion::check(history)),
+        run: |history, _| {
+            placeholder_count(
+                mutual_exclusion::check(history),
+                crate::history::locks::holds(history).len() as u64,
+            )
+        },
     },
     Check {
         name: "recipe.fenced_writes",
+        judges: "resource writes",
         property: "mutual exclusion at the resource",
-        run: |history, _| boxed(fenced_writes::check(history)),
+        run: |history, _| {
+            placeholder_count(
+                fenced_writes::check(history),
+                crate::history::locks::resource_writes(history).len() as u64,
+            )
+        },
     },
     Check {
         name: "recipe.no_orphan_waiter",
+        judges: "holds",
         property: "no waiter behind its own session's node",
-        run: |history, _| boxed(no_orphan_waiter::check(history)),
+        run: |history, _| {
+            placeholder_count(
+                no_orphan_waiter::check(history),
+                crate::history::locks::holds(history).len() as u64,
+            )
+        },
     },
     Check {
         name: "recipe.holder_owns_node",
+        judges: "holds",
         property: "a holder holds by its own session's node",
-        run: |history, _| boxed(holder_owns_node::check(history)),
+        run: |history, _| {
+            placeholder_count(
+                holder_owns_node::check(history),
+                crate::history::locks::holds(history).len() as u64,
+            )
+        },
     },
 ];
 
@@ -58,18 +98,36 @@ pub const LOCK_CHECKS: &[Check] = &[
 pub const OPTIONAL: &[Check] = &[
     Check {
         name: "recipe.herd_effect",
+        judges: "holds",
         property: "no herd effect",
-        run: |history, context| boxed(herd_effect::check(history, context.herd_bound_per_release)),
+        run: |history, context| {
+            placeholder_count(
+                herd_effect::check(history, context.herd_bound_per_release),
+                crate::history::locks::holds(history).len() as u64,
+            )
+        },
     },
     Check {
         name: "recipe.discovery_converges",
+        judges: "discoverers",
         property: "discovery converges",
-        run: |history, context| boxed(discovery_converges::check(history, context.watch_settle)),
+        run: |history, context| {
+            placeholder_count(
+                discovery_converges::check(history, context.watch_settle),
+                crate::history::membership::discoverers(history).len() as u64,
+            )
+        },
     },
     Check {
         name: "recipe.pubsub_delivery",
+        judges: "subscriptions",
         property: "pub/sub delivery",
-        run: |history, context| boxed(pubsub_delivery::check(history, context.watch_settle)),
+        run: |history, context| {
+            placeholder_count(
+                pubsub_delivery::check(history, context.watch_settle),
+                crate::history::pubsub::subscriptions(history).len() as u64,
+            )
+        },
     },
 ];
 
@@ -79,13 +137,20 @@ pub const OPTIONAL: &[Check] = &[
 pub const RW_LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.rw_exclusion",
+        judges: "holds",
         property: "read/write exclusion (as believed)",
-        run: |history, _| boxed(rw_exclusion::check(history)),
+        run: |history, _| rw_exclusion::check(history).verdict(),
     },
     Check {
         name: "recipe.rw_reader_waits_only_for_writers",
+        judges: "holds",
         property: "readers wait only for writers",
-        run: |history, _| boxed(rw_reader_waits::check(history)),
+        run: |history, _| {
+            placeholder_count(
+                rw_reader_waits::check(history),
+                crate::history::locks::holds(history).len() as u64,
+            )
+        },
     },
 ];
 
@@ -94,8 +159,14 @@ pub const RW_LOCK_CHECKS: &[Check] = &[
 /// pauses leaders past their session timeout expects it to fire.
 pub const ELECTION_CHECKS: &[Check] = &[Check {
     name: "recipe.leader_uniqueness",
+    judges: "leaderships",
     property: "leader uniqueness (as believed)",
-    run: |history, _| boxed(leader_uniqueness::check(history)),
+    run: |history, _| {
+        placeholder_count(
+            leader_uniqueness::check(history),
+            crate::history::elections::leaderships(history).len() as u64,
+        )
+    },
 }];
 
 /// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration
@@ -104,32 +175,59 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
 pub const PRIMITIVE_CHECKS: &[Check] = &[
     Check {
         name: "recipe.queue_semantics",
+        judges: "queue records",
         property: "queue semantics",
-        run: |history, _| boxed(queue_semantics::check(history)),
+        run: |history, _| {
+            placeholder_count(
+                queue_semantics::check(history),
+                recipe_records(history) as u64,
+            )
+        },
     },
     Check {
         name: "recipe.counter",
+        judges: "counter records",
         property: "counter",
-        run: |history, _| boxed(counter::check(history)),
+        run: |history, _| {
+            placeholder_count(counter::check(history), recipe_records(history) as u64)
+        },
     },
     Check {
         name: "recipe.barrier",
+        judges: "barrier records",
         property: "double barrier",
-        run: |history, _| boxed(barrier::check(history)),
+        run: |history, _| {
+            placeholder_count(barrier::check(history), recipe_records(history) as u64)
+        },
     },
     Check {
         name: "recipe.config_versions",
+        judges: "config records",
         property: "configuration versions",
-        run: |history, _| boxed(config_versions::check(history)),
+        run: |history, _| {
+            placeholder_count(
+                config_versions::check(history),
+                recipe_records(history) as u64,
+            )
+        },
     },
     Check {
         name: "recipe.config_fresh",
+        judges: "config records",
         property: "configuration reads are fresh",
-        run: |history, _| boxed(config_fresh::check(history)),
+        run: |history, _| {
+            placeholder_count(config_fresh::check(history), recipe_records(history) as u64)
+        },
     },
     Check {
         name: "recipe.rendezvous",
+        judges: "rendezvous records",
         property: "rendezvous",
-        run: |history, context| boxed(rendezvous::check(history, context.watch_settle)),
+        run: |history, context| {
+            placeholder_count(
+                rendezvous::check(history, context.watch_settle),
+                recipe_records(history) as u64,
+            )
+        },
     },
 ];

@@ -15,6 +15,7 @@
 //! itself, and client crashes from the fault records ([`crate::history::locks`]). No server
 //! event is read.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -82,9 +83,11 @@ impl Violation for WriterNotAlone {
 
 /// Every pair of overlapping holds of one lock by different clients of which at least one
 /// is a writer's (each later hold reported once, against the earliest hold it overlaps).
-pub fn check(history: &History) -> Vec<WriterNotAlone> {
-    first_overlaps(
-        holds(history),
+pub fn check(history: &History) -> Checked<WriterNotAlone> {
+    let holds = holds(history);
+    let judged = holds.len() as u64;
+    let violations = first_overlaps(
+        holds,
         |hold| &hold.lock,
         |hold| hold.holder,
         |earlier, later| {
@@ -94,7 +97,8 @@ pub fn check(history: &History) -> Vec<WriterNotAlone> {
     )
     .into_iter()
     .map(|(first, second)| WriterNotAlone { first, second })
-    .collect()
+    .collect();
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@
 //! 1 stricter; the one server claim involved is a committed transaction that
 //! `protocol.replica_agreement` holds every replica to.
 
-use crate::Violation;
 use crate::history::zk::{ZkOp, preceding_syncs, session_ends, zk_operations};
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{
@@ -128,11 +128,12 @@ fn deleted_possibly(ops: &[ZkOp<'_>], path: &str, after: SimTime, before: SimTim
 }
 
 /// Every synced read that contradicts an ephemeral node's session.
-pub fn check(history: &History) -> Vec<EphemeralViolation> {
+pub fn check(history: &History) -> Checked<EphemeralViolation> {
     let ops = zk_operations(history);
     let syncs = preceding_syncs(&ops);
     let ends = session_ends(history);
     let mut violations = Vec::new();
+    let mut judged = 0;
     // Ephemeral creates that were acknowledged, with their session.
     let creates: Vec<(&ZkOp<'_>, String, u64, SimTime)> = ops
         .iter()
@@ -179,6 +180,7 @@ pub fn check(history: &History) -> Vec<EphemeralViolation> {
             },
             _ => continue,
         };
+        judged += 1;
         // 1. No ephemeral node of an ended session.
         if let Some(stat) = seen
             && stat.ephemeral_owner != 0
@@ -213,7 +215,7 @@ pub fn check(history: &History) -> Vec<EphemeralViolation> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

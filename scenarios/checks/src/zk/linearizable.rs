@@ -10,11 +10,8 @@
 //! **Reads:** client operations only (`Invoke`/`Complete` of `sim::history::zk` operations,
 //! recorded by the client library at the client node). No server event is trusted.
 
-use crate::etcd::linearizable::violations;
-use crate::{
-    Violation,
-    linearizability::{CheckOptions, check, zk},
-};
+use crate::etcd::linearizable::verdict;
+use crate::linearizability::{CheckOptions, check, zk};
 use sim::history::History;
 
 /// What a ZooKeeper-store linearizability violation cites.
@@ -23,9 +20,9 @@ pub const REFERENCE: &str = "linearizability (Herlihy & Wing, TOPLAS 1990); ZooK
      ZOOKEEPER-3911; ZOOKEEPER-1675";
 
 /// Checks the history's ZooKeeper operations.
-pub fn check_history(history: &History) -> Vec<Box<dyn Violation>> {
+pub fn check_history(history: &History) -> crate::Verdict {
     let (model, operations) = zk::from_history(history);
-    violations(
+    verdict(
         check(&model, &operations, &CheckOptions::default()),
         REFERENCE,
     )

@@ -15,53 +15,58 @@ pub mod watch_delivery;
 pub mod watch_order;
 pub mod write_durability;
 
-use crate::{Check, boxed};
+use crate::Check;
 
 /// The ZooKeeper-store checks every run of the ZAB store gets (add
 /// [`crate::protocol::CHECKS`] for the consensus level).
 pub const CHECKS: &[Check] = &[
     Check {
         name: "zk.write_durability",
+        judges: "acknowledged writes",
         property: "acknowledged write durability",
-        run: |history, _| boxed(write_durability::check(history)),
+        run: |history, _| write_durability::check(history).verdict(),
     },
     Check {
         name: "zk.sync_then_read",
+        judges: "reads after a sync",
         property: "sync then read sees prior acknowledged writes",
-        run: |history, _| boxed(sync_then_read::check(history)),
+        run: |history, _| sync_then_read::check(history).verdict(),
     },
     Check {
         name: "zk.session_consistency",
+        judges: "session operations",
         property: "session consistency",
-        run: |history, _| boxed(session_consistency::check(history)),
+        run: |history, _| session_consistency::check(history).verdict(),
     },
     Check {
         name: "zk.ephemeral_lifetime",
+        judges: "reads after a sync",
         property: "ephemeral exists iff session alive",
-        run: |history, _| boxed(ephemeral_lifetime::check(history)),
+        run: |history, _| ephemeral_lifetime::check(history).verdict(),
     },
     Check {
         name: "zk.sequential_names",
+        judges: "sequential creates",
         property: "sequential names unique and increasing",
         run: |history, context| {
-            boxed(sequential_names::check(
-                history,
-                context.sequence_counter_bits,
-            ))
+            sequential_names::check(history, context.sequence_counter_bits).verdict()
         },
     },
     Check {
         name: "zk.watch_delivery",
+        judges: "watch registrations",
         property: "watch fires exactly once",
-        run: |history, context| boxed(watch_delivery::check(history, context.watch_settle)),
+        run: |history, context| watch_delivery::check(history, context.watch_settle).verdict(),
     },
     Check {
         name: "zk.watch_order",
+        judges: "watch registrations and deliveries",
         property: "watch order",
-        run: |history, _| boxed(watch_order::check(history)),
+        run: |history, _| watch_order::check(history).verdict(),
     },
     Check {
         name: "zk.linearizable",
+        judges: "operations",
         property: "linearizability",
         run: |history, _| linearizable::check_history(history),
     },

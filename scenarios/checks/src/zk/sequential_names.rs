@@ -17,8 +17,8 @@
 //! **Reads:** client operations only (the names `create` returned to clients, from
 //! `Invoke`/`Complete`). No server event is trusted.
 
-use crate::Violation;
 use crate::history::zk::{parent_of, sequence_appended, zk_operations};
+use crate::{Checked, Violation};
 use sim::{
     history::{
         History, OpId,
@@ -97,7 +97,7 @@ fn unwrap_after(previous: i64, sequence: i32, bits: u32) -> i64 {
 }
 
 /// Every duplicate or out-of-order sequential name, over a counter of `counter_bits` bits.
-pub fn check(history: &History, counter_bits: u32) -> Vec<SequenceViolation> {
+pub fn check(history: &History, counter_bits: u32) -> Checked<SequenceViolation> {
     let counter_bits = counter_bits.clamp(1, 32);
     let mut by_parent: BTreeMap<String, Vec<(i32, String, OpId, SimTime, SimTime)>> =
         BTreeMap::new();
@@ -146,6 +146,7 @@ pub fn check(history: &History, counter_bits: u32) -> Vec<SequenceViolation> {
             (parent, unwrapped)
         })
         .collect();
+    let judged = by_parent.values().map(|creates| creates.len() as u64).sum();
     let mut violations = Vec::new();
     for creates in by_parent.values() {
         let mut names: BTreeMap<(&str, i64), OpId> = BTreeMap::new();
@@ -168,7 +169,7 @@ pub fn check(history: &History, counter_bits: u32) -> Vec<SequenceViolation> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

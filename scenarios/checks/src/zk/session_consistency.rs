@@ -59,6 +59,7 @@
 //! `WatchDelivered`), all recorded by the client library at the client node. No server event is
 //! trusted.
 
+use crate::Checked;
 use crate::Violation;
 use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};
 use sim::{
@@ -859,7 +860,7 @@ impl<'h> Walk<'h> {
 }
 
 /// Every read that went back behind what its own session had observed.
-pub fn check(history: &History) -> Vec<SessionWentBack> {
+pub fn check(history: &History) -> Checked<SessionWentBack> {
     let ops = zk_operations(history);
     let index: BTreeMap<OpId, usize> = ops
         .iter()
@@ -928,7 +929,9 @@ pub fn check(history: &History) -> Vec<SessionWentBack> {
             _ => {}
         }
     }
-    walk.violations
+    // Every operation of a session is judged against what that session saw before it.
+    let judged = ops.iter().filter(|op| op.session.is_some()).count() as u64;
+    Checked::new(walk.violations, judged)
 }
 
 #[cfg(test)]

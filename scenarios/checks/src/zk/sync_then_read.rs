@@ -20,8 +20,8 @@
 //! the Stats the responses carried, recorded by the client library). No server event is
 //! trusted.
 
-use crate::Violation;
 use crate::history::zk::{ZkOp, parent_of, preceding_syncs, zk_operations};
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{
@@ -222,7 +222,7 @@ fn acknowledged_before<'w>(
 }
 
 /// Every read after a sync that missed a write acknowledged before that sync.
-pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
+pub fn check(history: &History) -> Checked<StaleReadAfterSync> {
     let ops = zk_operations(history);
     let syncs = preceding_syncs(&ops);
     let writes = acknowledged_writes(&ops);
@@ -248,6 +248,7 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
     }
     let (ephemeral, ephemeral_parents) = maybe_ephemeral(&ops);
     let mut violations = Vec::new();
+    let mut judged = 0;
     for (op, sync) in ops.iter().zip(&syncs) {
         let Some(sync_invoked_at) = *sync else {
             continue;
@@ -283,6 +284,7 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
             _ => None,
         };
         let Some(node_stat) = node_stat else { continue };
+        judged += 1;
         let mut report = |write: &Write, problem: String| {
             violations.push(StaleReadAfterSync {
                 read: op.op_id,
@@ -393,7 +395,7 @@ pub fn check(history: &History) -> Vec<StaleReadAfterSync> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

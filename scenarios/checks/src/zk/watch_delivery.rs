@@ -14,8 +14,8 @@
 //! when the client sets a watch, receives a notification, or loses its connection. No server
 //! event is trusted.
 
-use crate::Violation;
 use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{
@@ -133,7 +133,7 @@ fn fires(kind: WatchKind, watched: &str, operation: &ZkOperation, response: &ZkR
 /// Every watch delivered twice, and every watch not delivered although a change it watches
 /// was acknowledged at least `settle` before the history ends, its session never ended and
 /// its client never crashed.
-pub fn check(history: &History, settle: Duration) -> Vec<WatchDeliveryViolation> {
+pub fn check(history: &History, settle: Duration) -> Checked<WatchDeliveryViolation> {
     let ops: Vec<ZkOp<'_>> = zk_operations(history);
     let ends = session_ends(history);
     let end = history
@@ -181,6 +181,7 @@ pub fn check(history: &History, settle: Duration) -> Vec<WatchDeliveryViolation>
             _ => {}
         }
     }
+    let judged = registrations.len() as u64;
     let mut violations = Vec::new();
     for (registration, times) in &deliveries {
         if times.len() > 1 {
@@ -229,7 +230,7 @@ pub fn check(history: &History, settle: Duration) -> Vec<WatchDeliveryViolation>
             });
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

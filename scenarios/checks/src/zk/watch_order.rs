@@ -14,6 +14,7 @@
 //! `WatchDelivered`), recorded by the client library at the client node in the order the client
 //! received them. No server event is trusted.
 
+use crate::Checked;
 use crate::Violation;
 use crate::history::zk::zk_operations;
 use sim::{
@@ -117,7 +118,7 @@ fn observed<'a>(
 }
 
 /// Every out-of-order or late watch event.
-pub fn check(history: &History) -> Vec<WatchOrderViolation> {
+pub fn check(history: &History) -> Checked<WatchOrderViolation> {
     let ops = zk_operations(history);
     let by_id: BTreeMap<OpId, usize> = ops
         .iter()
@@ -167,6 +168,9 @@ pub fn check(history: &History) -> Vec<WatchOrderViolation> {
             _ => {}
         }
     }
+    // Each delivery is judged against the session's earlier ones, each registration
+    // against the session's later reads.
+    let judged = (delivered.len() + registrations.len()) as u64;
     for (client, registration, path, kind, registered_at) in registrations {
         let Some(&index) = by_id.get(&registration) else {
             continue;
@@ -213,7 +217,7 @@ pub fn check(history: &History) -> Vec<WatchOrderViolation> {
             });
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

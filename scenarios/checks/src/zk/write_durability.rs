@@ -15,8 +15,8 @@
 //! its zxid; a replica that never recorded its applies could hide, but then
 //! `protocol.replica_prefix` sees it diverge from the others.
 
-use crate::Violation;
 use crate::history::{applied_runs::applied_runs, zk::zk_operations};
+use crate::{Checked, Violation};
 use sim::{
     NodeId,
     history::{
@@ -74,7 +74,7 @@ impl Violation for AcknowledgedWriteLost {
 }
 
 /// Every (acknowledged write, replica) where the replica skipped the write.
-pub fn check(history: &History) -> Vec<AcknowledgedWriteLost> {
+pub fn check(history: &History) -> Checked<AcknowledgedWriteLost> {
     let mut acknowledged: Vec<(OpId, u64, SimTime)> = Vec::new();
     for op in zk_operations(history) {
         let (Some(response), Some(at)) = (op.ok(), op.ok_at()) else {
@@ -95,6 +95,7 @@ pub fn check(history: &History) -> Vec<AcknowledgedWriteLost> {
             _ => {}
         }
     }
+    let judged = acknowledged.len() as u64;
     let mut violations = Vec::new();
     let mut reported = BTreeSet::new();
     for run in applied_runs(history) {
@@ -117,7 +118,7 @@ pub fn check(history: &History) -> Vec<AcknowledgedWriteLost> {
             });
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]
