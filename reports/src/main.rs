@@ -6,6 +6,7 @@
 mod check_history;
 mod compare_locks;
 mod demo;
+mod evidence_table;
 mod list;
 mod replay;
 mod run;

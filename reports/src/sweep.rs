@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::{
     Outcome,
+    evidence::Evidence,
     sweep::{OnFailure, Parallel, SeedRun},
 };
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,9 @@ use std::{
 
 /// The exit code of a sweep stopped by Ctrl-C before any seed failed (128 + SIGINT).
 const INTERRUPTED_CODE: u8 = 130;
+/// Every seed ran clean, but a check the scenario relies on judged nothing in any seed, or
+/// a mark it declares was reached in none.
+const NO_EVIDENCE_CODE: u8 = 7;
 
 /// How often, at most, plain progress lines are printed when stderr is not a terminal.
 const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -48,8 +52,10 @@ Ctrl-C quits at once. Progress goes to stderr: a bar on a terminal, otherwise a 
 few seconds.
 
 Exit codes: as `coordsim run`'s for the first failing seed (1 safety violation, 3 liveness \
-failure, 4 a model panicked, 5 time limit), 0 if every seed ran clean, 2 bad input, 130 \
-interrupted by Ctrl-C before any seed failed.
+failure, 4 a model panicked, 5 time limit), 0 if every seed ran clean and showed its evidence, 7 if every seed ran clean \
+but a check the scenario relies on judged nothing in any seed or a mark it declares was \
+reached in none (the tables say which), 2 bad input, 130 interrupted by Ctrl-C before any \
+seed failed.
 
 Examples:
   coordsim sweep --scenario raft_swarm_3 --seeds 200 --keep-going --out raft.json
@@ -224,6 +230,12 @@ struct SweepResults {
     seeds: SeedRange,
     shard: Option<Shard>,
     interrupted: bool,
+    /// The coverage marks the scenario declares.
+    #[serde(default)]
+    declared_marks: Vec<sim::coverage::Mark>,
+    /// What the runs judged and reached (recomputed from `runs` on merge).
+    #[serde(default)]
+    evidence: Evidence,
     runs: Vec<Outcome>,
 }
 
@@ -339,7 +351,13 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
         seeds: range,
         shard,
         interrupted,
+        declared_marks: scenario.marks.clone(),
+        evidence: Evidence::default(),
         runs: runs.into_iter().map(|run: SeedRun| run.outcome).collect(),
+    };
+    let results = SweepResults {
+        evidence: Evidence::of(&results.runs, &results.declared_marks),
+        ..results
     };
     print_summary(&results, seeds.len());
     if let Some(path) = &args.out {
@@ -354,6 +372,7 @@ fn exit_code(results: &SweepResults) -> ExitCode {
     match first_failure {
         Some(failure) => ExitCode::from(failure_code(Some(failure))),
         None if results.interrupted => ExitCode::from(INTERRUPTED_CODE),
+        None if !results.evidence.problems().is_empty() => ExitCode::from(NO_EVIDENCE_CODE),
         None => ExitCode::SUCCESS,
     }
 }
@@ -405,6 +424,7 @@ fn print_summary(results: &SweepResults, planned: usize) {
         println!("failing seeds:   {}", failing.join(", "));
     }
     println!("faults fired:    {totals}");
+    crate::evidence_table::print(&results.evidence);
 }
 
 fn write_results(path: &Path, results: &SweepResults) -> Result<(), CliError> {
@@ -630,6 +650,7 @@ fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
     let scenario = first.scenario.clone();
     let scenario_digest = first.scenario_digest;
     let interrupted = parts.iter().any(|(_, part)| part.interrupted);
+    let declared_marks = first.declared_marks.clone();
     let mut runs: Vec<Outcome> = parts.into_iter().flat_map(|(_, part)| part.runs).collect();
     runs.sort_by_key(|run| range.index_of(run.seed));
     let merged = SweepResults {
@@ -638,6 +659,8 @@ fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
         seeds: range,
         shard: None,
         interrupted,
+        evidence: Evidence::of(&runs, &declared_marks),
+        declared_marks,
         runs,
     };
     println!(

@@ -70,6 +70,7 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
         metrics: Metrics::default(),
         violations: Vec::new(),
         checks: Vec::new(),
+        marks: Default::default(),
         skipped_checks: scenario.skip_checks.clone(),
         failure: None,
         history: None,
@@ -90,6 +91,7 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
     let history = world_outcome.history;
     outcome.history_digest = Some(history.digest());
     outcome.fault_counts = world_outcome.fault_counts;
+    outcome.marks = world_outcome.marks;
     outcome.metrics = Metrics::of(&history, ended_at_ms);
     // The final audit: every check reads the history, even of a run that failed otherwise.
     let context = checks::CheckContext {
@@ -108,6 +110,9 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
         },
         ..checks::CheckContext::default()
     };
+    for (mark, count) in checks::coverage::reached(&history, context.index_kind) {
+        *outcome.marks.entry(mark).or_default() += count;
+    }
     let relied_on = scenario.relied_on();
     for check in scenario.check_set() {
         let verdict = (check.run)(&history, &context);

@@ -10,6 +10,7 @@
 
 pub mod catalogue;
 pub mod driver;
+pub mod evidence;
 mod known_bug;
 mod outcome;
 pub mod scenario;

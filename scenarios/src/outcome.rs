@@ -204,6 +204,9 @@ pub struct Outcome {
     /// that crashed before its final audit.
     #[serde(default)]
     pub checks: Vec<CheckTally>,
+    /// The coverage marks the run reached, with how often ([`sim::coverage`]).
+    #[serde(default)]
+    pub marks: sim::coverage::Marks,
     /// The checks of the store or workload the scenario does not run, with its reasons.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_checks: Vec<crate::scenario::SkippedCheck>,
@@ -279,6 +282,14 @@ impl fmt::Display for Outcome {
             for tally in &self.checks {
                 write!(f, "\n  {tally}")?;
             }
+        }
+        if !self.marks.is_empty() {
+            let reached: Vec<String> = self
+                .marks
+                .iter()
+                .map(|(mark, count)| format!("{mark} ×{count}"))
+                .collect();
+            write!(f, "\nmarks reached:   {}", reached.join(", "))?;
         }
         for skipped in &self.skipped_checks {
             write!(f, "\n  {skipped}")?;

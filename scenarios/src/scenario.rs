@@ -135,6 +135,10 @@ pub struct Scenario {
     /// always run; `default` names them and adds nothing.
     #[serde(default = "default_checks")]
     pub checks: Vec<String>,
+    /// The coverage marks ([`sim::coverage::Mark`]) this scenario exists to reach: a sweep
+    /// of it fails when one of them was reached in no seed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<sim::coverage::Mark>,
     /// Checks of the store or the workload this scenario does not run, each with the
     /// reason, which every outcome prints. The only way to take a check away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -622,6 +626,16 @@ impl Scenario {
     /// This scenario with `bugs` switched on instead of its own.
     pub fn with_bugs(mut self, bugs: impl IntoIterator<Item = KnownBug>) -> Self {
         self.bugs = bugs.into_iter().collect();
+        self
+    }
+
+    /// This scenario running the check `name` as well, even if it skipped it: a test
+    /// that shows a skipped check fire (paused holders break believed exclusion).
+    pub fn with_check(mut self, name: &str) -> Self {
+        self.skip_checks.retain(|skipped| skipped.check != name);
+        if !self.checks.iter().any(|known| known == name) {
+            self.checks.push(name.to_string());
+        }
         self
     }
 

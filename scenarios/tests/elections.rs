@@ -287,8 +287,8 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     let seeds = 10;
     // The scenario judges safety at the resource only; here believed uniqueness is checked
     // too, to show it break.
-    let mut believed = get(name);
-    believed.checks.push("recipe.leader_uniqueness".into());
+    let believed = get(name);
+    let believed = believed.with_check("recipe.leader_uniqueness");
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
     let broken_belief = summary.assert_only_violations_of("recipe.leader_uniqueness");

@@ -113,7 +113,7 @@ fn the_herd_lock_is_exclusive_but_wakes_the_herd() {
     assert!(mean(&exercised.wakeups_per_release) >= 2.5, "{exercised:?}");
     // And the bound the queue lock meets is broken: the check fires on the herd lock.
     let mut scenario = get("zk_herd_lock");
-    scenario.checks.push("recipe.herd_effect".into());
+    scenario = scenario.with_check("recipe.herd_effect");
     let (summary, _) = sweep(scenario, "the_herd_lock_is_exclusive_but_wakes_the_herd", 2);
     assert_eq!(summary.failures.len(), summary.seeds.len());
     summary.assert_only_violations_of("recipe.herd_effect");
@@ -187,7 +187,7 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     // The scenario judges safety at the resource only; here believed exclusion is checked
     // too, to show it break.
     let mut believed = get(name);
-    believed.checks.push("recipe.mutual_exclusion".into());
+    believed = believed.with_check("recipe.mutual_exclusion");
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
     for outcome in &summary.outcomes {

@@ -176,7 +176,7 @@ fn a_paused_rw_lock_holder_breaks_belief_and_fencing_saves_the_resource() {
     // The scenario judges writers' safety at the resource only; here believed exclusion is
     // checked too, to show it break.
     let mut believed = get("zk_rw_lock_expiry");
-    believed.checks.push("recipe.rw_exclusion".into());
+    believed = believed.with_check("recipe.rw_exclusion");
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
     let broken_belief = summary.assert_only_violations_of("recipe.rw_exclusion");

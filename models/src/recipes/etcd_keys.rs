@@ -52,6 +52,9 @@ pub(crate) async fn put_if_absent(
     value: &str,
     lease: u64,
 ) -> Result<KeyInLine, LeaseGone> {
+    // Whether an earlier attempt's answer was lost: the next answer tells whether it took
+    // effect (the key is there) or not (this attempt made it), a coverage mark either way.
+    let mut answer_lost = false;
     loop {
         let result = client
             .txn(
@@ -78,6 +81,11 @@ pub(crate) async fn put_if_absent(
                     }),
             } => {
                 if *succeeded {
+                    if answer_lost {
+                        context
+                            .history()
+                            .reach(sim::coverage::Mark::IndeterminateWriteLost);
+                    }
                     return Ok(KeyInLine {
                         create_revision: *revision,
                         value: value.to_string(),
@@ -86,6 +94,11 @@ pub(crate) async fn put_if_absent(
                 if let Some(KvResponse::Get { kvs, .. }) = responses.first()
                     && let Some(kv) = kvs.first()
                 {
+                    if answer_lost {
+                        context
+                            .history()
+                            .reach(sim::coverage::Mark::IndeterminateWriteCommitted);
+                    }
                     return Ok(KeyInLine {
                         create_revision: kv.create_revision,
                         value: kv.value.clone(),
@@ -96,6 +109,7 @@ pub(crate) async fn put_if_absent(
                 error: OpError::Kv(KvError::LeaseNotFound { .. }),
             } => return Err(LeaseGone),
             // Unknown: the put may have happened; the compare makes the retry safe.
+            OpResult::Unknown { .. } => answer_lost = true,
             _ => {}
         }
         backoff(context).await;

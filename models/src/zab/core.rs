@@ -498,6 +498,10 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         self.effects.push(Effect::Record(event));
     }
 
+    pub(super) fn reach(&mut self, mark: sim::coverage::Mark) {
+        self.effects.push(Effect::Reach(mark));
+    }
+
     pub(super) fn persist(&mut self, write: Write<S>) {
         self.effects.push(Effect::Persist(write));
     }

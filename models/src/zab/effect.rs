@@ -5,7 +5,7 @@ use super::{
     message::{LogEntry, Notification, PeerMessage},
     state_machine::StateMachine,
 };
-use sim::{NodeId, history::ProtocolEvent};
+use sim::{NodeId, coverage::Mark, history::ProtocolEvent};
 use std::sync::Arc;
 
 /// A FIFO connection between two servers, as the driver numbers them (sim's connection id).
@@ -111,6 +111,8 @@ pub enum Effect<S: StateMachine, A> {
     },
     /// Record a protocol event in the run's history.
     Record(ProtocolEvent),
+    /// Count a coverage mark (outside the history: see `sim::coverage`).
+    Reach(Mark),
     /// The server starts or stops serving clients.
     Serve(Serving),
     /// A committed transaction was applied to the state machine.

@@ -245,6 +245,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 }
             }
             SyncMode::Trunc { to } => {
+                self.reach(sim::coverage::Mark::ZabTruncSync);
                 let base = self.snapshot_zxid();
                 if to < base {
                     // Cannot truncate into a snapshot.
@@ -271,6 +272,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 self.committed = self.committed.min(to);
             }
             SyncMode::Snap { zxid, snapshot } => {
+                self.reach(sim::coverage::Mark::ZabSnapSync);
                 self.machine = S::restore(&snapshot);
                 self.last_applied = zxid;
                 self.committed = zxid;

@@ -938,9 +938,17 @@ impl ZkClient {
                     .find_protected(&create.marker, &parent, ephemeral, found)
                     .await?
                 {
+                    self.shared
+                        .context
+                        .history()
+                        .reach(sim::coverage::Mark::IndeterminateWriteCommitted);
                     create.outcome = CreateOutcome::Made;
                     return Ok(node);
                 }
+                self.shared
+                    .context
+                    .history()
+                    .reach(sim::coverage::Mark::IndeterminateWriteLost);
                 create.outcome = CreateOutcome::NotMade;
             }
             match self.create(&protected, data, mode).await {

@@ -296,6 +296,7 @@ impl Node {
                 Effect::Persist(write) => self.files.write(write),
                 Effect::Sync { token } => self.request_sync(token),
                 Effect::Record(event) => self.context.history().protocol(event),
+                Effect::Reach(mark) => self.context.history().reach(mark),
                 // The server layer consumes these itself.
                 Effect::Serve(_) | Effect::Applied { .. } | Effect::App { .. } => {}
             },

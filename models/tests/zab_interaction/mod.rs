@@ -397,6 +397,8 @@ impl Interaction {
                     writeln!(out, "{id} closes link {} to {to}", link.0).unwrap();
                     self.close_link(link, &[to]);
                 }
+                // Coverage marks count runs' reach; the scripts show the sync itself.
+                Effect::Reach(_) => {}
                 Effect::Record(event) => {
                     if let Some(text) = render_record(&event) {
                         writeln!(out, "{id} {text}").unwrap();

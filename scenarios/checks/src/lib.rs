@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 mod checked;
+pub mod coverage;
 pub mod etcd;
 pub mod history;
 pub mod linearizability;

@@ -67,6 +67,7 @@ pub(crate) fn scenario(
         bugs: Vec::new(),
         checks: vec!["default".into()],
         skip_checks: Vec::new(),
+        marks: Vec::new(),
         fault_phase_ms: 8_000,
         recovery_ms: 0,
         liveness_bound_ms: 20_000,

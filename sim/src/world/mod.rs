@@ -161,11 +161,12 @@ where
     };
     nemesis_task.abort();
     world.forget_programs();
-    let (history, fault_counts) = {
+    let (history, fault_counts, marks) = {
         let mut state = world.state.lock();
         (
             History::from_records(std::mem::take(&mut state.history)),
             state.counts.clone(),
+            std::mem::take(&mut state.marks),
         )
     };
     world.stop_every_node();
@@ -175,6 +176,7 @@ where
         fault_plan: plan,
         history,
         fault_counts,
+        marks,
         end,
     }
 }
@@ -320,6 +322,9 @@ pub struct RunOutcome {
     pub history: History,
     /// Faults that actually fired.
     pub fault_counts: FaultCounts,
+    /// Coverage marks reached in model code ([`crate::coverage`]).
+    #[serde(default)]
+    pub marks: crate::coverage::Marks,
     /// How the run ended.
     pub end: RunEnd,
 }

@@ -291,6 +291,12 @@ impl HistoryRecorder {
         self.record(Event::Complete { op_id, result });
     }
 
+    /// Counts that this run reached `mark` (a coverage mark: not in the history, so the
+    /// history digest does not depend on it).
+    pub fn reach(&self, mark: crate::coverage::Mark) {
+        *self.world.state.lock().marks.entry(mark).or_default() += 1;
+    }
+
     /// Records a protocol event.
     pub fn protocol(&self, event: ProtocolEvent) {
         self.record(Event::Protocol(event));

@@ -130,6 +130,8 @@ pub(crate) struct WorldState {
     pub network_rng: ChaCha8Rng,
     pub nemesis_rng: ChaCha8Rng,
     pub counts: FaultCounts,
+    /// Coverage marks reached in model code (the rest are read off the history).
+    pub marks: crate::coverage::Marks,
     pub history: Vec<Record>,
     pub next_op_id: u64,
     pub next_connection_id: u64,
@@ -361,6 +363,7 @@ impl WorldShared {
                 network_rng: seed.stream("network"),
                 nemesis_rng: seed.stream("nemesis"),
                 counts: FaultCounts::default(),
+                marks: Default::default(),
                 history: Vec::with_capacity(history_capacity(&config)),
                 next_op_id: 0,
                 next_connection_id: 0,

@@ -71,7 +71,7 @@ pub const CHECKS: &[Check] = &[
 pub const OPTIONAL: &[Check] = &[Check {
     name: "protocol.leader_stability",
     property: "leader stability",
-    judges: "elections after the first",
+    judges: "leader elections",
     run: stability,
 }];
 
