@@ -39,3 +39,17 @@ fn every_catalogue_scenario_is_swept_by_some_suite() {
          seeds): {uncovered:?}"
     );
 }
+
+#[test]
+fn the_situations_the_catalogue_exists_for_are_declared_as_marks() {
+    use sim::coverage::Mark;
+    // Each of these is a situation some catalogue scenario must be seen to reach (issue 22):
+    // a sweep of a declaring scenario fails when it reaches none.
+    let declared: std::collections::BTreeSet<Mark> = catalogue::all()
+        .iter()
+        .flat_map(|scenario| scenario.marks.clone())
+        .collect();
+    for mark in Mark::ALL {
+        assert!(declared.contains(&mark), "no scenario declares {mark}");
+    }
+}

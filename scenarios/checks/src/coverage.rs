@@ -24,7 +24,7 @@ use sim::{
     coverage::{Mark, Marks},
     history::{
         Event, History, Operation, ProtocolEvent, ResourceVerdict, kv::KvOperation,
-        register::RegisterOperation, zk::ZkEvent, zk::ZkOperation,
+        recipe::LockMode, register::RegisterOperation, zk::ZkEvent, zk::ZkOperation,
     },
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -78,7 +78,8 @@ pub fn reached(history: &History, index_kind: IndexKind) -> Marks {
 
 /// Holds that began while, or right after, another holder's hold of the same lock ended
 /// without a release (lost with its session or lease, or its client crashed, or still
-/// believed): the store gave the lock away without being asked.
+/// believed): the store gave the lock away without being asked. Readers of a read/write
+/// lock share it: a reader joining a reader is no hand-over.
 fn locks_handed_over_without_release(history: &History) -> u64 {
     let mut by_lock: BTreeMap<String, Vec<_>> = BTreeMap::new();
     for hold in holds(history) {
@@ -91,7 +92,8 @@ fn locks_handed_over_without_release(history: &History) -> u64 {
             let (previous, next) = (&pair[0], &pair[1]);
             let unreleased = previous.until.is_none_or(|until| until > next.from)
                 || previous.end != HoldEnd::Released;
-            if previous.holder != next.holder && unreleased {
+            let shared = previous.mode == LockMode::Shared && next.mode == LockMode::Shared;
+            if previous.holder != next.holder && unreleased && !shared {
                 count += 1;
             }
         }
