@@ -21,9 +21,18 @@ enum Leaders {
 }
 
 /// The checks an election scenario runs besides the store's: the leaders' writes are judged
-/// at the fenced resource by `recipe.fenced_writes` (a later leader's token is higher).
+/// at the fenced resource by `recipe.fenced_writes` (a later leader's token is higher) and
+/// `recipe.holder_not_refused` (a leader is not refused while its token is the newest);
+/// each leader's going wakes only its successor (`recipe.herd_effect`); no candidate begins
+/// to lead while it believes it leads (`recipe.no_acquire_while_held`).
 fn election_checks(leaders: Leaders) -> Vec<String> {
-    let mut checks = vec!["default".to_string(), "recipe.fenced_writes".into()];
+    let mut checks = vec![
+        "default".to_string(),
+        "recipe.fenced_writes".into(),
+        "recipe.holder_not_refused".into(),
+        "recipe.herd_effect".into(),
+        "recipe.no_acquire_while_held".into(),
+    ];
     if leaders == Leaders::Unique {
         checks.push("recipe.leader_uniqueness".into());
     }

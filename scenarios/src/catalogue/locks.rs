@@ -37,8 +37,11 @@ fn lock_checks(recipe: LockRecipe, belief: Belief) -> Vec<String> {
     let mut checks = vec![
         "default".to_string(),
         "recipe.fenced_writes".into(),
+        "recipe.holder_not_refused".into(),
         "recipe.no_orphan_waiter".into(),
         "recipe.holder_owns_node".into(),
+        "recipe.no_lost_wakeup".into(),
+        "recipe.no_acquire_while_held".into(),
     ];
     // Readers of the read/write lock overlap by design: its exclusion is writers' only.
     let exclusion = match recipe {
@@ -142,6 +145,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
     }
     scenarios.push(queue_lock_creator_all_acl());
     scenarios.push(queue_lock_crashes());
+    scenarios.push(queue_lock_quick_turns());
     scenarios.push(queue_lock_expiry_slow_resource());
     scenarios.push(queue_lock_curator_joiner_cut_off());
     scenarios.push(queue_lock_seq_wrap());
@@ -268,6 +272,36 @@ fn queue_lock_crashes() -> Scenario {
     // Slow syncs keep creates in flight longer, so more crashes catch one.
     super::slow_disks(&mut crashes.world);
     crashes
+}
+
+/// The queue lock with two clients taking quick turns (5 ms in the critical section, 5 ms
+/// between turns), no faults: a client that joins while the other holds often finds, with
+/// `exists`, that the holder's node went after its `getChildren` listed it — the race in
+/// which a waiter must list the children again instead of waiting on a watch for the
+/// node's creation (`recipe.no_relist_on_gone_predecessor`, judged by
+/// `recipe.no_lost_wakeup`). With five clients and 50 ms holds the line is long and the
+/// race rare.
+fn queue_lock_quick_turns() -> Scenario {
+    Scenario {
+        workload: Workload::Locks(Locks {
+            recipe: LockRecipe::ZkQueueLock,
+            hold_ms: 5,
+            think_ms: 5,
+            ..Locks::default()
+        }),
+        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive),
+        fault_phase_ms: 8_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(
+            "zk_queue_lock_quick_turns",
+            "the ZooKeeper queue lock, two clients taking quick turns (5 ms holds, 5 ms \
+             between): a joiner's predecessor often goes between its listing and its exists",
+            Store::Zab,
+            3,
+            2,
+        )
+    }
 }
 
 /// Curator's clients on the queue lock (a session given up after a session timeout without

@@ -13,9 +13,12 @@ pub mod counter;
 pub mod discovery_converges;
 pub mod fenced_writes;
 pub mod herd_effect;
+pub mod holder_not_refused;
 pub mod holder_owns_node;
 pub mod leader_uniqueness;
 pub mod mutual_exclusion;
+pub mod no_acquire_while_held;
+pub mod no_lost_wakeup;
 pub mod no_orphan_waiter;
 pub mod pubsub_delivery;
 pub mod queue_semantics;
@@ -50,6 +53,22 @@ pub const LOCK_CHECKS: &[Check] = &[
         property: "a holder holds by its own session's node",
         run: |history, _| boxed(holder_owns_node::check(history)),
     },
+    Check {
+        name: "recipe.no_lost_wakeup",
+        property: "no lost wake-up",
+        run: |history, _| boxed(no_lost_wakeup::check(history)),
+    },
+    // The election scenarios name these two as well (as they name `recipe.fenced_writes`).
+    Check {
+        name: "recipe.holder_not_refused",
+        property: "the resource refuses only stale writers",
+        run: |history, _| boxed(holder_not_refused::check(history)),
+    },
+    Check {
+        name: "recipe.no_acquire_while_held",
+        property: "no acquisition while held",
+        run: |history, _| boxed(no_acquire_while_held::check(history)),
+    },
 ];
 
 /// Checks a scenario names to use them: the herd-effect bound, which the herd lock breaks by
@@ -59,7 +78,7 @@ pub const OPTIONAL: &[Check] = &[
     Check {
         name: "recipe.herd_effect",
         property: "no herd effect",
-        run: |history, context| boxed(herd_effect::check(history, context.herd_bound_per_release)),
+        run: |history, _| boxed(herd_effect::check(history)),
     },
     Check {
         name: "recipe.discovery_converges",
