@@ -88,7 +88,7 @@ fn the_queue_lock_is_exclusive_and_wakes_one_waiter_per_release() {
         "the_queue_lock_is_exclusive_and_wakes_one_waiter_per_release",
         5,
     );
-    // recipe.herd_effect (bound 2 per release) ran clean; the mean is about one.
+    // recipe.herd_effect (one waiter per node's going) ran clean; the mean is about one.
     assert!(mean(&exercised.wakeups_per_release) <= 1.5, "{exercised:?}");
 }
 
