@@ -322,7 +322,8 @@ pub fn departures(history: &History) -> Vec<Departure> {
 /// The positions of the `Woken` records (of locks and elections) after which the waiter's
 /// next step on that line, other wake-ups aside, is `GaveUp`.
 fn gave_up_after_waking_any(history: &History) -> BTreeSet<usize> {
-    let mut pending: BTreeMap<(NodeId, u32, (LineKind, &str)), Vec<usize>> = BTreeMap::new();
+    type WaiterInLine<'a> = (NodeId, u32, (LineKind, &'a str));
+    let mut pending: BTreeMap<WaiterInLine<'_>, Vec<usize>> = BTreeMap::new();
     let mut gave_up = BTreeSet::new();
     for (index, record) in history.records().iter().enumerate() {
         let (Event::Recipe(event), Some(node)) = (&record.event, record.node) else {

@@ -21,8 +21,11 @@
 //! within the session timeout, and a client that reconnects re-registers its watches, which
 //! fire at once for nodes that went meanwhile (ZooKeeper's `SetWatches`). The bound starts
 //! again whenever the waiter's own connection is disturbed — it was disconnected or
-//! reconnected, its session changed or expired, or a fault hit its node — since a waiter
-//! that cannot reach the store cannot be woken; that is availability, not a lost wake-up.
+//! reconnected, its session changed or expired, or a fault hit its node — and does not run
+//! while the waiter is disconnected (it starts again when the waiter is back), since a
+//! waiter that cannot reach the store cannot be woken; that is availability, not a lost
+//! wake-up. (A leader change gives every session a fresh timeout, so a client may stay
+//! disconnected for longer than its session timeout and come back to the same session.)
 //!
 //! The line is the lock node's children with a sequence suffix, in sequence order. A line
 //! whose parent's counter wrapped (a negative sequence, or a node created after another
@@ -269,11 +272,23 @@ impl Nodes {
     }
 }
 
+/// What happened to a client's connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Disturbance {
+    /// It lost its connection (`Disconnected`).
+    Down,
+    /// It has a connection again, or knows its session is over (`SessionResumed`,
+    /// `SessionEstablished`, `SessionExpired`, `SessionAbandoned`).
+    Up,
+    /// A fault hit its node (a pause, a partition cutting its links, ...).
+    Fault,
+}
+
 /// Per client process: its session timeouts (from each `SessionEstablished`), and the
 /// times its connection was disturbed.
 struct Connections {
     timeouts: BTreeMap<(NodeId, u32), Vec<(SimTime, u64)>>,
-    disturbed: BTreeMap<NodeId, Vec<(u32, SimTime)>>,
+    disturbed: BTreeMap<NodeId, Vec<(u32, SimTime, Disturbance)>>,
 }
 
 /// Any process of the node.
@@ -282,7 +297,7 @@ const WHOLE_NODE: u32 = u32::MAX;
 impl Connections {
     fn read(history: &History) -> Self {
         let mut timeouts: BTreeMap<(NodeId, u32), Vec<(SimTime, u64)>> = BTreeMap::new();
-        let mut disturbed: BTreeMap<NodeId, Vec<(u32, SimTime)>> = BTreeMap::new();
+        let mut disturbed: BTreeMap<NodeId, Vec<(u32, SimTime, Disturbance)>> = BTreeMap::new();
         for record in history.records() {
             match (&record.event, record.node) {
                 (
@@ -300,20 +315,25 @@ impl Connections {
                     disturbed
                         .entry(node)
                         .or_default()
-                        .push((*process, record.at));
+                        .push((*process, record.at, Disturbance::Up));
                 }
+                (Event::Zk(ZkEvent::Disconnected { process, .. }), Some(node)) => disturbed
+                    .entry(node)
+                    .or_default()
+                    .push((*process, record.at, Disturbance::Down)),
                 (
                     Event::Zk(
-                        ZkEvent::Disconnected { process, .. }
-                        | ZkEvent::SessionResumed { process, .. }
+                        ZkEvent::SessionResumed { process, .. }
                         | ZkEvent::SessionExpired { process, .. }
                         | ZkEvent::SessionAbandoned { process, .. },
                     ),
                     Some(node),
-                ) => disturbed
-                    .entry(node)
-                    .or_default()
-                    .push((*process, record.at)),
+                ) => {
+                    disturbed
+                        .entry(node)
+                        .or_default()
+                        .push((*process, record.at, Disturbance::Up))
+                }
                 (Event::Fault(fault), _) => {
                     let FaultOutcome::Applied { cut_links, .. } = &fault.outcome else {
                         continue;
@@ -323,10 +343,11 @@ impl Connections {
                     hit.sort();
                     hit.dedup();
                     for node in hit {
-                        disturbed
-                            .entry(node)
-                            .or_default()
-                            .push((WHOLE_NODE, record.at));
+                        disturbed.entry(node).or_default().push((
+                            WHOLE_NODE,
+                            record.at,
+                            Disturbance::Fault,
+                        ));
                     }
                 }
                 _ => {}
@@ -349,30 +370,55 @@ impl Connections {
     }
 
     /// When the bound passes for `waiter` if it starts at `from`: it starts again at each
-    /// disturbance of the waiter's connection before it passes.
-    fn bound_passes(&self, waiter: (NodeId, u32), from: SimTime, bound: Duration) -> SimTime {
-        let mut start = from;
-        let disturbances: Vec<SimTime> = self
+    /// disturbance of the waiter's connection before it passes, and it does not pass while
+    /// the waiter is disconnected (it starts again when the waiter is back). `None`: the
+    /// waiter never came back.
+    fn bound_passes(
+        &self,
+        waiter: (NodeId, u32),
+        from: SimTime,
+        bound: Duration,
+    ) -> Option<SimTime> {
+        let disturbances: Vec<(SimTime, Disturbance)> = self
             .disturbed
             .get(&waiter.0)
             .map(|times| {
                 times
                     .iter()
-                    .filter(|(process, _)| *process == waiter.1 || *process == WHOLE_NODE)
-                    .map(|(_, at)| *at)
+                    .filter(|(process, ..)| *process == waiter.1 || *process == WHOLE_NODE)
+                    .map(|(_, at, what)| (*at, *what))
                     .collect()
             })
             .unwrap_or_default();
+        let mut start = from;
         loop {
             let passes = start + bound;
-            match disturbances
+            if let Some(later) = disturbances
                 .iter()
-                .filter(|at| **at > start && **at <= passes)
+                .map(|(at, _)| *at)
+                .filter(|at| *at > start && *at <= passes)
                 .max()
             {
-                Some(later) => start = *later,
-                None => return passes,
+                start = later;
+                continue;
             }
+            // Still disconnected when it would pass: it starts again once the waiter is back.
+            let connection =
+                |(at, what): &&(SimTime, Disturbance)| *at <= passes && *what != Disturbance::Fault;
+            if disturbances
+                .iter()
+                .rev()
+                .find(connection)
+                .map(|(_, what)| *what)
+                == Some(Disturbance::Down)
+            {
+                start = disturbances
+                    .iter()
+                    .find(|(at, what)| *at > passes && *what == Disturbance::Up)?
+                    .0;
+                continue;
+            }
+            return Some(passes);
         }
     }
 }
@@ -402,7 +448,7 @@ fn judge(
     }
     let timeout = connections.timeout_at(wait.waiter, line_clear_at)?;
     let bound = timeout * 2 + SETTLE;
-    let bound_passed_at = connections.bound_passes(wait.waiter, line_clear_at, bound);
+    let bound_passed_at = connections.bound_passes(wait.waiter, line_clear_at, bound)?;
     // Its own node gone before the bound passed: its session ended; it is not through.
     if nodes
         .gone_at
@@ -559,11 +605,51 @@ mod tests {
                 server: NodeId::server(0),
             }),
         ));
+        records.push(record(
+            2_100,
+            C1,
+            Event::Zk(ZkEvent::SessionResumed {
+                process: 0,
+                session: 7,
+                server: NodeId::server(1),
+            }),
+        ));
+        // The bound starts again at 2.1 s: it passes at 5.1 s.
         records.push(gave_up(4_500));
         assert_eq!(check(&History::from_records(records.clone())), vec![]);
         records.pop();
         records.push(gave_up(5_500));
         assert_eq!(check(&History::from_records(records)).len(), 1);
+    }
+
+    #[test]
+    fn a_waiter_disconnected_for_longer_than_the_bound_is_judged_from_its_return() {
+        let mut records = behind_a_gone_holder();
+        let connection = |ms, event| record(ms, C1, Event::Zk(event));
+        records.push(connection(
+            1_000,
+            ZkEvent::Disconnected {
+                process: 0,
+                session: 7,
+                server: NodeId::server(0),
+            },
+        ));
+        records.push(connection(
+            7_000,
+            ZkEvent::SessionResumed {
+                process: 0,
+                session: 7,
+                server: NodeId::server(1),
+            },
+        ));
+        records.push(lock_step(7_050, C1, exclusive(11)));
+        assert_eq!(check(&History::from_records(records.clone())), vec![]);
+        // Back at 7 s, and still asleep 3 s later: lost.
+        records.pop();
+        records.push(gave_up(10_100));
+        let violations = check(&History::from_records(records));
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].bound_passed_at, SimTime::from_millis(10_000));
     }
 
     #[test]
