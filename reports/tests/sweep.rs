@@ -159,13 +159,18 @@ fn the_results_file_has_the_documented_shape_and_runs_are_outcomes() {
     assert_eq!(value["shard"], serde_json::json!({"index": 1, "count": 3}));
     assert_eq!(value["interrupted"], false);
     // What the runs judged: every check that ran, with its seeds and its amount.
-    let checks = value["evidence"]["checks"].as_array().expect("evidence.checks");
+    let checks = value["evidence"]["checks"]
+        .as_array()
+        .expect("evidence.checks");
     let linearizable = checks
         .iter()
         .find(|check| check["check"] == "etcd.linearizable")
         .expect("etcd.linearizable ran");
     assert_eq!(linearizable["seeds_run"], 4);
-    assert!(linearizable["judged"].as_u64().unwrap() > 0, "{linearizable}");
+    assert!(
+        linearizable["judged"].as_u64().unwrap() > 0,
+        "{linearizable}"
+    );
     // Shard 1 of 3 runs the seeds whose index (seed - from) is 1 mod 3.
     assert_eq!(seeds_of(&value), [6, 9, 12, 15]);
     for run in value["runs"].as_array().unwrap() {

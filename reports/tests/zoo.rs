@@ -37,6 +37,7 @@ const DEFAULT_SUBSET: &[&str] = &[
     "recipe.unprotected_seq_create",
     "recipe.protection_without_session_check",
     "recipe.herd_watch_all",
+    "recipe.no_relist_on_gone_predecessor",
 ];
 
 /// Variants of the subset where, at the time of writing, another check fires at an earlier

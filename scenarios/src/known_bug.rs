@@ -59,7 +59,9 @@ impl KnownBug {
                 | RecipeBug::UnprotectedSeqCreate
                 | RecipeBug::ProtectionWithoutSessionCheck
                 | RecipeBug::HerdWatchAll
-                | RecipeBug::SeqOverflowCompare,
+                | RecipeBug::SeqOverflowCompare
+                | RecipeBug::ElectionWatchesLeader
+                | RecipeBug::NoRelistOnGonePredecessor,
             ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
@@ -435,6 +437,22 @@ pub fn table() -> Vec<KnownBugCase> {
             "zk_queue_lock_seq_wrap",
             "recipe.mutual_exclusion",
             3,
+        ),
+        // Every candidate watches the leader's node: each resignation wakes them all.
+        recipe(
+            RecipeBug::ElectionWatchesLeader,
+            "zk_election",
+            "recipe.herd_effect",
+            5,
+        ),
+        // Two clients take quick turns: a joiner's predecessor goes between its listing and
+        // its `exists`, and it sleeps on a creation watch until its patience runs out, with
+        // the lock free.
+        recipe(
+            RecipeBug::NoRelistOnGonePredecessor,
+            "zk_queue_lock_quick_turns",
+            "recipe.no_lost_wakeup",
+            5,
         ),
     ]
 }

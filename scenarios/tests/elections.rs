@@ -17,10 +17,13 @@
 //!   cut off past its session still leads when the next one is elected:
 //!   `recipe.leader_uniqueness` catches it.
 
-use checks::history::{
-    elections::{leaderships, observations},
-    final_reads_from,
-    locks::{HoldEnd, resource_writes},
+use checks::{
+    history::{
+        elections::{leaderships, observations},
+        final_reads_from,
+        locks::{HoldEnd, resource_writes},
+    },
+    recipes::herd_effect,
 };
 use models::recipes::{Fencing, RecipeBug};
 use scenarios::{
@@ -49,6 +52,8 @@ struct Exercised {
     observations: usize,
     accepted_writes: usize,
     rejected_writes: usize,
+    /// Nodes' goings that woke a candidate (what `recipe.herd_effect` judged).
+    departures_judged: usize,
     /// Runs whose finishing step elected no leader, or in which some client node's observer
     /// never reported that leader (read from the history, not from the workload's word).
     finishes_without_agreement: usize,
@@ -75,6 +80,7 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
                 }
             }
             exercised.observations += observations(history).len();
+            exercised.departures_judged += herd_effect::departures(history).len();
             exercised.campaigns_ended_by_session += history
                 .records()
                 .iter()
@@ -155,6 +161,12 @@ fn assert_unique_and_busy(name: &str, test: &str) {
     assert_eq!(
         exercised.rejected_writes, 0,
         "{name}: no leader is deposed without faults"
+    );
+    // Candidates record their wake-ups: `recipe.herd_effect` judged a leader's going (or a
+    // candidate's) in every run, most of the terms.
+    assert!(
+        exercised.departures_judged >= 10 * runs,
+        "{name}: the herd check judged too few wake-ups: {exercised:?}"
     );
     assert_eq!(
         exercised.finishes_without_agreement, 0,

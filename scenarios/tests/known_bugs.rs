@@ -133,4 +133,6 @@ known_bug_tests! {
     resource_check_not_atomic => "resource.check_not_atomic",
     recipe_herd_watch_all => "recipe.herd_watch_all",
     recipe_seq_overflow_compare => "recipe.seq_overflow_compare",
+    recipe_election_watches_leader => "recipe.election_watches_leader",
+    recipe_no_relist_on_gone_predecessor => "recipe.no_relist_on_gone_predecessor",
 }

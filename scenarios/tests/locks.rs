@@ -88,7 +88,7 @@ fn the_queue_lock_is_exclusive_and_wakes_one_waiter_per_release() {
         "the_queue_lock_is_exclusive_and_wakes_one_waiter_per_release",
         5,
     );
-    // recipe.herd_effect (bound 2 per release) ran clean; the mean is about one.
+    // recipe.herd_effect (one waiter per node's going) ran clean; the mean is about one.
     assert!(mean(&exercised.wakeups_per_release) <= 1.5, "{exercised:?}");
 }
 
@@ -378,4 +378,59 @@ fn a_curator_queue_lock_client_deletes_the_node_its_given_up_session_made() {
         "{name}: {abandoned} sessions given up, {deleted} old-session nodes deleted"
     );
     println!("{name}: {abandoned} sessions given up, {deleted} old-session nodes deleted");
+}
+
+/// `exists` replies, in the lock waits of `history`, that found the node asked for gone.
+fn predecessors_found_gone(history: &sim::history::History) -> usize {
+    use sim::history::{Event, OpResult, Response, zk::ZkResponse};
+    history
+        .records()
+        .iter()
+        .filter(|record| {
+            matches!(
+                &record.event,
+                Event::Complete {
+                    result: OpResult::Ok {
+                        response: Response::Zk(ZkResponse::Exists { stat: None }),
+                    },
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+/// Two clients taking quick turns reach the race of a lost wake-up: a joiner's `exists`
+/// finds that its predecessor went after its listing. The correct queue lock lists again,
+/// and `recipe.no_lost_wakeup` stays clean; a waiter that sleeps on the creation watch
+/// instead (`recipe.no_relist_on_gone_predecessor`) is caught on every seed.
+#[test]
+fn a_zk_queue_lock_joiner_whose_predecessor_just_went_lists_again() {
+    let name = "zk_queue_lock_quick_turns";
+    let test = "a_zk_queue_lock_joiner_whose_predecessor_just_went_lists_again";
+    let mut races = Vec::new();
+    let mut acquisitions = 0;
+    let summary =
+        Sweep::new(get(name), "scenarios", TARGET, test, 5).run_inspecting(|outcome: &Outcome| {
+            let history = outcome
+                .history
+                .as_ref()
+                .expect("the driver keeps the history");
+            races.push(predecessors_found_gone(history));
+            acquisitions += holds(history).len();
+        });
+    summary.assert_clean();
+    let runs = summary.seeds.len();
+    println!("{name}: predecessors found gone per run {races:?}, {acquisitions} acquisitions");
+    assert!(
+        races.iter().all(|found| *found >= 1) && acquisitions >= 100 * runs,
+        "{name}: the race was not reached in every run ({races:?}), or too little work \
+         ({acquisitions} acquisitions)"
+    );
+    let buggy = get(name).with_bugs(["recipe.no_relist_on_gone_predecessor"
+        .parse()
+        .expect("a known bug")]);
+    let (summary, _) = sweep(buggy, test, 3);
+    assert_eq!(summary.failures.len(), summary.seeds.len());
+    summary.assert_only_violations_of("recipe.no_lost_wakeup");
 }

@@ -8,19 +8,18 @@
 //! - with holders paused past their session timeout, exclusion *as believed* breaks, and the
 //!   fenced resource refuses the stale writers' writes.
 
-use checks::history::locks::{Hold, holds, resource_writes};
+use checks::{
+    history::locks::{Hold, holds, resource_writes},
+    recipes::rw_reader_waits,
+};
 use scenarios::{
     Outcome, Scenario, catalogue,
     sweep::{Sweep, SweepSummary},
 };
 use sim::{
     fault::FaultKind,
-    history::{
-        Event, History, RecipeEvent, ResourceVerdict,
-        recipe::{LockMode, LockStep},
-    },
+    history::{ResourceVerdict, recipe::LockMode},
 };
-use std::collections::BTreeMap;
 
 const TARGET: &str = "rw_locks";
 
@@ -33,10 +32,13 @@ struct Exercised {
     rejected_writes: usize,
     /// Runs in which two readers held the lock at the same instant.
     runs_with_overlapping_readers: usize,
-    /// Readers woken by a watch (they waited for a writer).
+    /// Readers woken by a watch (they waited for a writer): what
+    /// `recipe.rw_reader_waits_only_for_writers` judged.
     readers_woken: usize,
-    /// Readers woken by a node that is not a writer's (`recipe.rw_reader_waits_only_for_writers`
-    /// reports these; counted here too so the test states it directly).
+    /// Runs in which that check judged nothing (no reader waited).
+    runs_without_waiting_readers: usize,
+    /// Readers woken by a node that is not a writer's (what the check reports; counted
+    /// here too so the test states it directly).
     readers_woken_by_non_writers: usize,
 }
 
@@ -50,34 +52,6 @@ fn readers_overlapped(holds: &[Hold]) -> bool {
             .iter()
             .any(|earlier| earlier.holder != later.holder && earlier.overlaps(later))
     })
-}
-
-/// Wake-ups of waiting readers: how many, and how many by a node not a writer's.
-fn reader_wakeups(history: &History) -> (usize, usize) {
-    let mut waiting_mode = BTreeMap::new();
-    let (mut woken, mut by_non_writer) = (0, 0);
-    for record in history.records() {
-        let Event::Recipe(RecipeEvent::Lock { process, step, .. }) = &record.event else {
-            continue;
-        };
-        let who = (record.node, *process);
-        match step {
-            LockStep::Requested { mode } => {
-                waiting_mode.insert(who, *mode);
-            }
-            LockStep::Woken { watched } if waiting_mode.get(&who) == Some(&LockMode::Shared) => {
-                woken += 1;
-                if !watched.contains("write-") {
-                    by_non_writer += 1;
-                }
-            }
-            LockStep::Acquired { .. } | LockStep::GaveUp { .. } => {
-                waiting_mode.remove(&who);
-            }
-            _ => {}
-        }
-    }
-    (woken, by_non_writer)
 }
 
 fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised) {
@@ -104,9 +78,12 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
                     ResourceVerdict::RejectedStaleToken => exercised.rejected_writes += 1,
                 }
             }
-            let (woken, by_non_writer) = reader_wakeups(history);
+            let woken = rw_reader_waits::readers_woken(history);
             exercised.readers_woken += woken;
-            exercised.readers_woken_by_non_writers += by_non_writer;
+            if woken == 0 {
+                exercised.runs_without_waiting_readers += 1;
+            }
+            exercised.readers_woken_by_non_writers += rw_reader_waits::check(history).len();
         },
     );
     println!("exercised: {exercised:?}");
@@ -138,7 +115,10 @@ fn readers_share_the_rw_lock_and_writers_hold_it_alone() {
         exercised.runs_with_overlapping_readers, runs,
         "{exercised:?}"
     );
-    // Readers did wait (for writers), and never behind a reader.
+    // Readers did wait (for writers), and never behind a reader: in every run the check
+    // judged at least one reader's wake-up (it passes vacuously in a run where no reader
+    // waited).
+    assert_eq!(exercised.runs_without_waiting_readers, 0, "{exercised:?}");
     assert!(exercised.readers_woken >= runs, "{exercised:?}");
     assert_eq!(exercised.readers_woken_by_non_writers, 0, "{exercised:?}");
 }
@@ -165,6 +145,12 @@ fn the_rw_lock_stays_exclusive_for_writers_under_server_faults() {
     );
     assert!(
         exercised.runs_with_overlapping_readers >= 1,
+        "{exercised:?}"
+    );
+    // Readers waited for writers under faults too: the check judged something in most
+    // runs (a run's faults may keep the store away long enough that no reader waits).
+    assert!(
+        exercised.runs_without_waiting_readers * 2 <= runs,
         "{exercised:?}"
     );
 }

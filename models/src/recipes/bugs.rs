@@ -58,11 +58,22 @@ pub enum RecipeBug {
     /// name sorts before the holder's positive one (and of two negatives the newer first),
     /// so the newest waiter finds itself first while the lock is held.
     SeqOverflowCompare,
+    /// `recipe.election_watches_leader`: a ZooKeeper election candidate that is not first
+    /// in line watches the leader's node (the first) instead of its immediate predecessor,
+    /// as many home-grown election recipes do: the leader's going wakes every candidate,
+    /// and each lists the line again (the herd effect the recipe exists to avoid).
+    ElectionWatchesLeader,
+    /// `recipe.no_relist_on_gone_predecessor`: a waiter in a ZooKeeper line whose
+    /// predecessor vanished between its `getChildren` and its `exists` keeps the watch the
+    /// `exists` left (a watch for the node's *creation*, which never comes) and waits on it
+    /// instead of listing the children again: it sleeps until its patience runs out while
+    /// the lock is free, and every waiter behind it waits too (a lost wake-up).
+    NoRelistOnGonePredecessor,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 11] = [
+    pub const ALL: [RecipeBug; 13] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
@@ -74,6 +85,8 @@ impl RecipeBug {
         RecipeBug::CheckNotAtomic,
         RecipeBug::HerdWatchAll,
         RecipeBug::SeqOverflowCompare,
+        RecipeBug::ElectionWatchesLeader,
+        RecipeBug::NoRelistOnGonePredecessor,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -90,6 +103,8 @@ impl RecipeBug {
             RecipeBug::CheckNotAtomic => "resource.check_not_atomic",
             RecipeBug::HerdWatchAll => "recipe.herd_watch_all",
             RecipeBug::SeqOverflowCompare => "recipe.seq_overflow_compare",
+            RecipeBug::ElectionWatchesLeader => "recipe.election_watches_leader",
+            RecipeBug::NoRelistOnGonePredecessor => "recipe.no_relist_on_gone_predecessor",
         }
     }
 
@@ -124,6 +139,15 @@ impl RecipeBug {
                 "python-zk/kazoo#730 (text order), go-zookeeper/zk#65 (the sign dropped); \
                  ZOOKEEPER-2944 (the counter wraps to -2147483648)"
             }
+            RecipeBug::ElectionWatchesLeader => {
+                "ZooKeeper Recipes, Leader Election (watch the next znode down, to avoid the \
+                 herd effect); misha_cafex 0.0.6 Cafex.ZK.Leader (non-leaders watch the leader)"
+            }
+            RecipeBug::NoRelistOnGonePredecessor => {
+                "ZooKeeper Recipes, Locks (if exists() returns null, go to step 2); \
+                 apache/helix#44; shayhatsor/zookeeper#26 (ZooKeeper's WriteLock recipe); \
+                 kazoo#490"
+            }
             RecipeBug::ReadWithoutSync => {
                 "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \
                  needs the latest)"
@@ -140,7 +164,7 @@ impl fmt::Display for RecipeBug {
 
 /// The recipe bugs switched on for a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecipeBugs(u16);
+pub struct RecipeBugs(u32);
 
 impl RecipeBugs {
     /// Whether `bug` is on.

@@ -77,6 +77,12 @@ impl ElectionRecorder {
             }));
     }
 
+    pub(crate) fn woken(&self, watched: &str) {
+        self.record(ElectionStep::Woken {
+            watched: watched.to_string(),
+        });
+    }
+
     pub(crate) fn gave_up(&self, error: &ElectionError) {
         self.record(ElectionStep::GaveUp {
             why: error.to_string(),

@@ -120,7 +120,10 @@ impl EtcdElection {
             // Our key from an earlier campaign of this session, announcing something else.
             self.replace_value(client, my_revision, identity).await?;
         }
-        wait_for_deletes(client, &self.context, &self.prefix, my_revision, |_| {}).await;
+        wait_for_deletes(client, &self.context, &self.prefix, my_revision, |key| {
+            self.recorder.woken(key)
+        })
+        .await;
         if self.bugs.has(RecipeBug::EtcdElectionNoPostwaitCheck) {
             return Ok(my_revision);
         }

@@ -79,7 +79,7 @@ impl ZkElection {
         self.recorder.record(ElectionStep::Campaigned);
         match self
             .line()
-            .wait_to_be_first(identity, patience, |_| {})
+            .wait_to_be_first(identity, patience, |watched| self.recorder.woken(watched))
             .await
         {
             Ok(first) => {

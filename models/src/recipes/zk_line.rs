@@ -17,7 +17,8 @@
 //!   `recipe.herd_watch_all` every waiter watches the first node, so its going wakes them
 //!   all);
 //! - if the predecessor vanished before the watch was set, the client lists the children
-//!   again instead of waiting for a notification that will never come.
+//!   again instead of waiting for a notification that will never come (with
+//!   `recipe.no_relist_on_gone_predecessor` it waits on, until its patience runs out).
 //!
 //! The read/write lock (ZooKeeper recipes, "Shared Locks") waits in a line of two kinds of
 //! node: a writer waits for its immediate predecessor of either kind, as above, but a reader
@@ -164,6 +165,9 @@ impl Line<'_> {
             let predecessor = self.path_of(blocker);
             let watch = match self.zk.exists_watch(&predecessor).await {
                 Ok((Some(_), watch)) => watch,
+                // The bug: gone before the watch was set, and the client waits anyway, on a
+                // watch for the node's creation.
+                Ok((None, watch)) if self.bugs.has(RecipeBug::NoRelistOnGonePredecessor) => watch,
                 // Gone before the watch was set: list again.
                 Ok((None, _)) | Err(ZkClientError::ConnectionLoss) => continue,
                 Err(error) => return Err(store_error(error)),
@@ -178,12 +182,18 @@ impl Line<'_> {
     }
 
     /// The node to watch, given the nodes `before` the client's own (first to last); `None`
-    /// if it is through. With `recipe.herd_watch_all`, a client that waits behind its
+    /// if it is through. With `recipe.herd_watch_all` (a lock) or
+    /// `recipe.election_watches_leader` (an election), a client that waits behind its
     /// predecessor watches the first node in line instead, as every herd-lock waiter
     /// watches the one lock node.
     fn watched<'n>(&self, before: &'n [String]) -> Option<&'n String> {
         match self.waits {
-            Waits::BehindPredecessor if self.bugs.has(RecipeBug::HerdWatchAll) => before.first(),
+            Waits::BehindPredecessor
+                if self.bugs.has(RecipeBug::HerdWatchAll)
+                    || self.bugs.has(RecipeBug::ElectionWatchesLeader) =>
+            {
+                before.first()
+            }
             _ => self.waits.blocker(before),
         }
     }

@@ -57,8 +57,6 @@ pub struct CheckContext {
     /// store, and the default) or a ZAB zxid (the ZooKeeper store). The run driver sets it
     /// from the store.
     pub index_kind: IndexKind,
-    /// `recipe.herd_effect` fires when one lock release wakes more waiters than this.
-    pub herd_bound_per_release: u64,
     /// How many bits the ZooKeeper store's sequence counter has (32, ZooKeeper's, unless a
     /// scenario narrows it so that it wraps within the run): `zk.sequential_names` follows
     /// the sequence numbers round its wrap. The run driver sets it from the scenario.
@@ -111,7 +109,6 @@ impl Default for CheckContext {
             lease_drift_allowance_ppm: 1_000,
             lease_timing: Default::default(),
             index_kind: IndexKind::LogIndex,
-            herd_bound_per_release: 2,
             sequence_counter_bits: 32,
         }
     }

@@ -34,16 +34,6 @@ fn election_skips(leaders: Leaders) -> Vec<SkippedCheck> {
     }
 }
 
-/// The checks an election scenario runs besides the store's: the leaders' writes are judged
-/// at the fenced resource by `recipe.fenced_writes` (a later leader's token is higher).
-fn election_checks(leaders: Leaders) -> Vec<String> {
-    let mut checks = vec!["default".to_string(), "recipe.fenced_writes".into()];
-    if leaders == Leaders::Unique {
-        checks.push("recipe.leader_uniqueness".into());
-    }
-    checks
-}
-
 /// Every election scenario.
 pub(super) fn scenarios() -> Vec<Scenario> {
     let recipes = [
@@ -67,7 +57,6 @@ pub(super) fn scenarios() -> Vec<Scenario> {
                 recipe,
                 ..Elections::default()
             }),
-            checks: election_checks(Leaders::Unique),
             skip_checks: election_skips(Leaders::Unique),
             fault_phase_ms: 8_000,
             recovery_ms: 1_000,
@@ -97,7 +86,6 @@ pub(super) fn scenarios() -> Vec<Scenario> {
                 term: LeaderTerm::UntilLost,
                 ..Elections::default()
             }),
-            checks: election_checks(Leaders::PausedLeadersOverlap),
             skip_checks: election_skips(Leaders::PausedLeadersOverlap),
             faults: FaultSource::PauseClients(PauseClients {
                 interval_ms: 500,
@@ -133,7 +121,6 @@ fn cut_off(recipe: ElectionRecipe, name: &str, store: Store) -> Vec<Scenario> {
             work_ms: 1_000,
             ..Elections::default()
         }),
-        checks: election_checks(Leaders::Unique),
         skip_checks: election_skips(Leaders::Unique),
         faults: FaultSource::Plan(FaultPlan::new(vec![
             isolate(role, 2_000),

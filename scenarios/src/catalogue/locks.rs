@@ -32,33 +32,6 @@ enum Belief {
     PausedHoldersOverlap,
 }
 
-/// The checks a lock scenario runs besides the store's.
-fn lock_checks(recipe: LockRecipe, belief: Belief) -> Vec<String> {
-    let mut checks = vec![
-        "default".to_string(),
-        "recipe.fenced_writes".into(),
-        "recipe.no_orphan_waiter".into(),
-        "recipe.holder_owns_node".into(),
-    ];
-    // Readers of the read/write lock overlap by design: its exclusion is writers' only.
-    let exclusion = match recipe {
-        LockRecipe::ZkRwLock => "recipe.rw_exclusion",
-        _ => "recipe.mutual_exclusion",
-    };
-    if belief == Belief::Exclusive {
-        checks.push(exclusion.into());
-    }
-    match recipe {
-        // The herd lock wakes every waiter by design: its herd is measured, not bounded.
-        LockRecipe::ZkHerdLock => {}
-        // A writer's release wakes every reader that waits for it, by design: they all hold
-        // next. What is bounded instead is whom a reader waits for.
-        LockRecipe::ZkRwLock => checks.push("recipe.rw_reader_waits_only_for_writers".into()),
-        _ => checks.push("recipe.herd_effect".into()),
-    }
-    checks
-}
-
 /// The checks of the lock workload a lock scenario does not run, and why.
 fn lock_skips(recipe: LockRecipe, belief: Belief) -> Vec<SkippedCheck> {
     let mut skipped = Vec::new();
@@ -121,7 +94,6 @@ pub(super) fn scenarios() -> Vec<Scenario> {
                 recipe,
                 ..Locks::default()
             }),
-            checks: lock_checks(recipe, Belief::Exclusive),
             skip_checks: lock_skips(recipe, Belief::Exclusive),
             fault_phase_ms: 8_000,
             recovery_ms: 1_000,
@@ -143,7 +115,6 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             )
         });
         scenarios.push(Scenario {
-            checks: lock_checks(recipe, Belief::PausedHoldersOverlap),
             skip_checks: lock_skips(recipe, Belief::PausedHoldersOverlap),
             // Three pauses of whoever holds the lock then (a pause that finds nobody holding
             // is skipped, and recorded as such).
@@ -171,6 +142,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
     }
     scenarios.push(queue_lock_creator_all_acl());
     scenarios.push(queue_lock_crashes());
+    scenarios.push(queue_lock_quick_turns());
     scenarios.push(queue_lock_expiry_slow_resource());
     scenarios.push(queue_lock_curator_joiner_cut_off());
     scenarios.push(queue_lock_seq_wrap());
@@ -195,7 +167,6 @@ fn cut_off(recipe: LockRecipe, name: &str, store: Store) -> Vec<Scenario> {
             hold_ms: 4_000,
             ..Locks::default()
         }),
-        checks: lock_checks(recipe, Belief::Exclusive),
         skip_checks: lock_skips(recipe, Belief::Exclusive),
         faults: FaultSource::Plan(FaultPlan::new(vec![
             isolate(role, 2_000),
@@ -235,7 +206,6 @@ fn queue_lock_expiry_slow_resource() -> Scenario {
             hold_ms: 60,
             ..Locks::default()
         }),
-        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::PausedHoldersOverlap),
         skip_checks: lock_skips(LockRecipe::ZkQueueLock, Belief::PausedHoldersOverlap),
         // 2.2 s: found by sweeping the pause (2.05 to 2.45 s) over 30–40 seeds; the stale
         // write meets the new holder's most often just past the 2 s session timeout.
@@ -272,17 +242,9 @@ fn queue_lock_crashes() -> Scenario {
             recipe: LockRecipe::ZkQueueLock,
             ..Locks::default()
         }),
-        // The store's checks but `zk.linearizable`, whose search budget the many crashes'
-        // unknown outcomes on the one lock path can exhaust (inconclusive, at seed 60 of
-        // 100); the `zab` scenarios judge the store's linearizability.
-        checks: super::primitives::store_checks()
-            .into_iter()
-            .chain(
-                lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive)
-                    .into_iter()
-                    .filter(|check| check != "default"),
-            )
-            .collect(),
+        // `zk.linearizable`'s search budget the many crashes' unknown outcomes on the one lock
+        // path can exhaust (inconclusive, at seed 60 of 100); the `zab` scenarios judge the
+        // store's linearizability.
         skip_checks: super::primitives::linearizable_skipped(),
         faults: swarm(250, &[FaultKind::Crash]),
         fault_phase_ms: 8_000,
@@ -300,6 +262,35 @@ fn queue_lock_crashes() -> Scenario {
     // Slow syncs keep creates in flight longer, so more crashes catch one.
     super::slow_disks(&mut crashes.world);
     crashes
+}
+
+/// The queue lock with two clients taking quick turns (5 ms in the critical section, 5 ms
+/// between turns), no faults: a client that joins while the other holds often finds, with
+/// `exists`, that the holder's node went after its `getChildren` listed it — the race in
+/// which a waiter must list the children again instead of waiting on a watch for the
+/// node's creation (`recipe.no_relist_on_gone_predecessor`, judged by
+/// `recipe.no_lost_wakeup`). With five clients and 50 ms holds the line is long and the
+/// race rare.
+fn queue_lock_quick_turns() -> Scenario {
+    Scenario {
+        workload: Workload::Locks(Locks {
+            recipe: LockRecipe::ZkQueueLock,
+            hold_ms: 5,
+            think_ms: 5,
+            ..Locks::default()
+        }),
+        fault_phase_ms: 8_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(
+            "zk_queue_lock_quick_turns",
+            "the ZooKeeper queue lock, two clients taking quick turns (5 ms holds, 5 ms \
+             between): a joiner's predecessor often goes between its listing and its exists",
+            Store::Zab,
+            3,
+            2,
+        )
+    }
 }
 
 /// Curator's clients on the queue lock (a session given up after a session timeout without
@@ -330,7 +321,6 @@ fn queue_lock_curator_joiner_cut_off() -> Scenario {
             session_expiry: SessionExpiry::AfterDisconnectedTimeout,
             ..Locks::default()
         }),
-        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive),
         skip_checks: lock_skips(LockRecipe::ZkQueueLock, Belief::Exclusive),
         faults: FaultSource::Plan(FaultPlan::new(
             [2_000, 6_000, 10_000].into_iter().flat_map(round).collect(),
@@ -366,7 +356,6 @@ fn queue_lock_seq_wrap() -> Scenario {
             recipe: LockRecipe::ZkQueueLock,
             ..Locks::default()
         }),
-        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive),
         skip_checks: lock_skips(LockRecipe::ZkQueueLock, Belief::Exclusive),
         fault_phase_ms: 8_000,
         recovery_ms: 1_000,
@@ -398,7 +387,6 @@ fn queue_lock_creator_all_acl() -> Scenario {
             ..Locks::default()
         }),
         faults: swarm(500, &SERVER_FAULTS),
-        checks: lock_checks(LockRecipe::ZkQueueLock, Belief::Exclusive),
         skip_checks: lock_skips(LockRecipe::ZkQueueLock, Belief::Exclusive),
         fault_phase_ms: 8_000,
         recovery_ms: 1_000,

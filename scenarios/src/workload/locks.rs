@@ -92,12 +92,17 @@ pub struct Locks {
 
 impl Locks {
     /// What every scenario of this lock runs: exclusion as the clients believed it (the
-    /// read/write lock's: writers alone; readers share), the fenced resource's exclusion,
-    /// the herd bound (the read/write lock's form of it: readers wait only for writers,
-    /// since a writer's release wakes every reader behind it by design), and on ZooKeeper
-    /// the waiters' and holders' own nodes and the sequence names they are ordered by.
+    /// read/write lock's: writers alone; readers share), the fenced resource's exclusion and
+    /// that it refuses only stale writers, no acquisition while held, the herd bound (the
+    /// read/write lock's form of it: readers wait only for writers, since a writer's release
+    /// wakes every reader behind it by design), and on ZooKeeper's lines the waiters' and
+    /// holders' own nodes, no lost wake-up, and the sequence names they are ordered by.
     pub(crate) fn checks(&self) -> Vec<&'static str> {
-        let mut checks = vec!["recipe.fenced_writes"];
+        let mut checks = vec![
+            "recipe.fenced_writes",
+            "recipe.holder_not_refused",
+            "recipe.no_acquire_while_held",
+        ];
         match self.recipe {
             LockRecipe::ZkRwLock => checks.extend([
                 "recipe.rw_exclusion",
@@ -109,6 +114,7 @@ impl Locks {
             LockRecipe::ZkQueueLock | LockRecipe::ZkRwLock => checks.extend([
                 "recipe.no_orphan_waiter",
                 "recipe.holder_owns_node",
+                "recipe.no_lost_wakeup",
                 "zk.sequential_names",
             ]),
             LockRecipe::ZkHerdLock | LockRecipe::EtcdMutex => {}

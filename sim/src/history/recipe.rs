@@ -99,6 +99,12 @@ pub enum LockStep {
 pub enum ElectionStep {
     /// The client entered the election.
     Campaigned,
+    /// A watch notification reached the waiting candidate (the herd-effect checker counts
+    /// these per departure, as it does a lock's `Woken`).
+    Woken {
+        /// The path or key whose watch fired.
+        watched: String,
+    },
     /// The client believes it leads (`OnStartedLeading`), with this fencing token.
     Gained {
         /// The fencing token.

@@ -533,7 +533,7 @@ fn holding_change(recipe: &RecipeEvent) -> Option<(u32, &str, HoldingChange)> {
                 ElectionStep::Resigned { .. } | ElectionStep::Lost { .. } => {
                     HoldingChange::StoppedHolding
                 }
-                ElectionStep::Observed { .. } => return None,
+                ElectionStep::Observed { .. } | ElectionStep::Woken { .. } => return None,
             };
             (*process, election.as_str(), change)
         }

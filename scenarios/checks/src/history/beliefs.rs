@@ -29,6 +29,15 @@ pub enum HoldEnd {
     Lost(LossReason),
     /// The client's node crashed.
     Crashed,
+    /// The client recorded that it acquired (or began to lead) again, by this token,
+    /// without having let go of this belief or learned that it lost it. The recipes are not
+    /// re-entrant, so this is a violation (`recipe.no_acquire_while_held`), not an end the
+    /// readers may assume: the belief is closed here only so that the intervals stay
+    /// disjoint per process.
+    BeganAgain {
+        /// The token of the new belief.
+        token: u64,
+    },
     /// The run ended while the client still believed.
     StillHeld,
 }
@@ -122,9 +131,15 @@ pub(crate) fn beliefs(
                 let key = ((node, process), name.to_string());
                 match change {
                     BeliefChange::Began { token, mode } => {
-                        // A second start without an end replaces the first belief.
+                        // A second start without an end is reported, not taken as a
+                        // release (`HoldEnd::BeganAgain`).
                         if let Some(index) = open.remove(&key) {
-                            close(&mut beliefs, index, record.at, HoldEnd::Released);
+                            close(
+                                &mut beliefs,
+                                index,
+                                record.at,
+                                HoldEnd::BeganAgain { token },
+                            );
                         }
                         open.insert(key, beliefs.len());
                         beliefs.push(Belief {

@@ -58,7 +58,10 @@ pub(crate) fn election_change(recipe: &RecipeEvent) -> Option<(u32, &str, Belief
         },
         ElectionStep::Resigned { .. } => BeliefChange::LetGo,
         ElectionStep::Lost { why, .. } => BeliefChange::Lost(*why),
-        ElectionStep::Campaigned | ElectionStep::GaveUp { .. } | ElectionStep::Observed { .. } => {
+        ElectionStep::Campaigned
+        | ElectionStep::Woken { .. }
+        | ElectionStep::GaveUp { .. }
+        | ElectionStep::Observed { .. } => {
             return None;
         }
     };

@@ -1,14 +1,18 @@
 //! The waits of lock clients, from request to acquisition, with (ZooKeeper's) lock nodes
-//! they learned of meanwhile: which nodes their `exists` calls read (with the owner the
-//! server named) and which their creates returned. The ownership checks
+//! they learned of meanwhile: which nodes their reads revealed with the node's `Stat` (with
+//! the owner the server named) and which their creates returned. Any read whose reply
+//! carries the node's `Stat` reveals it: `exists`, `getData` (Curator's `LockInternals`
+//! watches its predecessor with `getData`), a `setData`'s reply, `getACL`. A `getChildren`
+//! reply carries the parent's `Stat`, not the children's: a listing says a node is there,
+//! not who owns it. The ownership checks
 //! (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) judge these waits; `coordsim
 //! compare-locks` measures acquisition latency from them (any store's: the wait's times
 //! come from the lock steps every lock recipe records).
 //!
 //! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
 //! (which session a process runs in from then on); its `Invoke`/`Complete` records of
-//! `exists` calls (the path asked, and the `Stat` the server returned, with the node's
-//! `czxid` and `ephemeral_owner`) and of `create` calls (the path a successful create
+//! `exists`, `getData`, `setData` and `getACL` calls (the path asked, and the `Stat` the
+//! server returned, with the node's `czxid` and `ephemeral_owner`) and of `create` calls (the path a successful create
 //! returned); and the lock recipes' `Requested`, `Acquired { token }` and `GaveUp` steps. A
 //! process waits from `Requested` to the next `Acquired` or `GaveUp`. All of it is what the
 //! client observed; the owner is the server's word in its reply, not a model's event.
@@ -18,13 +22,13 @@ use sim::{
     history::{
         Event, History, OpId, OpResult, Operation, RecipeEvent, Response,
         recipe::LockStep,
-        zk::{ZkEvent, ZkOperation, ZkResponse},
+        zk::{Stat, ZkEvent, ZkOperation, ZkResponse},
     },
     time::SimTime,
 };
 use std::collections::BTreeMap;
 
-/// A node a waiter read with `exists`.
+/// A node a waiter read (`exists`, `getData`, `setData`, `getACL`: a reply with its `Stat`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRead {
     /// Its path.
@@ -74,18 +78,24 @@ pub struct LockWait {
     pub waiter: (NodeId, u32),
     /// When the waiter recorded its request (`LockStep::Requested`).
     pub requested_at: SimTime,
-    /// The nodes it read with `exists` (in a known session), in order.
+    /// The nodes its reads revealed with their `Stat` (in a known session), in order.
     pub reads: Vec<NodeRead>,
     /// The nodes its successful creates returned, in order.
     pub created: Vec<String>,
+    /// When the last of them returned.
+    pub joined_at: Option<SimTime>,
     /// How it ended.
     pub end: WaitEnd,
+    /// When it ended: it acquired or gave up, it asked again, or (still waiting) the
+    /// history's last record.
+    pub until: SimTime,
 }
 
 /// A call in flight that can tell a waiter of a lock node.
 enum Asked {
-    /// `exists` of this path, by this process, in this session.
-    Exists(String, (NodeId, u32), u64),
+    /// A read of this path whose reply carries its `Stat`, by this process, in this
+    /// session.
+    Read(String, (NodeId, u32), u64),
     /// `create`, by this process.
     Create((NodeId, u32)),
 }
@@ -110,11 +120,14 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                 op_id,
                 operation: Operation::Zk(operation),
             } => match operation {
-                ZkOperation::Exists { path } => {
+                ZkOperation::Exists { path }
+                | ZkOperation::GetData { path }
+                | ZkOperation::SetData { path, .. }
+                | ZkOperation::GetAcl { path } => {
                     if let Some(&session) = sessions.get(&(*client, *process)) {
                         asked.insert(
                             *op_id,
-                            Asked::Exists(path.clone(), (*client, *process), session),
+                            Asked::Read(path.clone(), (*client, *process), session),
                         );
                     }
                 }
@@ -128,12 +141,10 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                     continue;
                 };
                 match (asked, response) {
-                    (
-                        Asked::Exists(path, waiter, session),
-                        Response::Zk(ZkResponse::Exists {
-                            stat: Some(stat), ..
-                        }),
-                    ) => {
+                    (Asked::Read(path, waiter, session), Response::Zk(response)) => {
+                        let Some(stat) = node_stat(response) else {
+                            continue;
+                        };
                         if let Some(wait) = open.get_mut(&waiter) {
                             wait.reads.push(NodeRead {
                                 path,
@@ -147,6 +158,7 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                     (Asked::Create(waiter), Response::Zk(ZkResponse::Created { path })) => {
                         if let Some(wait) = open.get_mut(&waiter) {
                             wait.created.push(path.clone());
+                            wait.joined_at = Some(record.at);
                         }
                     }
                     _ => {}
@@ -160,7 +172,8 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                 let waiter = (node, *process);
                 let end = match step {
                     LockStep::Requested { .. } => {
-                        if let Some(wait) = open.remove(&waiter) {
+                        if let Some(mut wait) = open.remove(&waiter) {
+                            wait.until = record.at;
                             ended.push(wait);
                         }
                         open.insert(
@@ -171,7 +184,9 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                                 requested_at: record.at,
                                 reads: Vec::new(),
                                 created: Vec::new(),
+                                joined_at: None,
                                 end: WaitEnd::Unfinished,
+                                until: record.at,
                             },
                         );
                         continue;
@@ -187,12 +202,28 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                 };
                 if let Some(mut wait) = open.remove(&waiter) {
                     wait.end = end;
+                    wait.until = record.at;
                     ended.push(wait);
                 }
             }
             _ => {}
         }
     }
-    ended.extend(open.into_values());
+    let last_at = history.records().last().map(|record| record.at);
+    ended.extend(open.into_values().map(|mut wait| {
+        wait.until = last_at.unwrap_or(wait.requested_at);
+        wait
+    }));
     ended
+}
+
+/// The node's own `Stat` in a reply, if the reply carries it.
+fn node_stat(response: &ZkResponse) -> Option<&Stat> {
+    match response {
+        ZkResponse::Exists { stat } => stat.as_ref(),
+        ZkResponse::Data { stat, .. }
+        | ZkResponse::Stat { stat }
+        | ZkResponse::Acl { stat, .. } => Some(stat),
+        _ => None,
+    }
 }

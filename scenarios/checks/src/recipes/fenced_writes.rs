@@ -22,6 +22,7 @@
 //! writes without a token, the writers' own lock and election records
 //! ([`crate::history::locks`], [`crate::history::elections`]).
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -99,10 +100,11 @@ fn token_of(write: &ResourceWrite, believed: &[Belief]) -> Option<u64> {
 }
 
 /// Every accepted write whose token is lower than that of a write accepted before it.
-pub fn check(history: &History) -> Vec<StaleWriteAccepted> {
+pub fn check(history: &History) -> Checked<StaleWriteAccepted> {
     let believed = tokens_believed(history);
     let mut newest: BTreeMap<String, (u64, ResourceWrite)> = BTreeMap::new();
     let mut violations = Vec::new();
+    let mut judged = 0;
     for write in resource_writes(history) {
         if write.verdict != ResourceVerdict::Accepted {
             continue;
@@ -110,6 +112,7 @@ pub fn check(history: &History) -> Vec<StaleWriteAccepted> {
         let Some(token) = token_of(&write, &believed) else {
             continue;
         };
+        judged += 1;
         match newest.get(&write.resource) {
             Some((newer_token, newer)) if token < *newer_token => {
                 violations.push(StaleWriteAccepted {
@@ -124,7 +127,7 @@ pub fn check(history: &History) -> Vec<StaleWriteAccepted> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

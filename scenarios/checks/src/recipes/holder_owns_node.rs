@@ -9,14 +9,16 @@
 //! it and its successor, and the fenced resource refuses the stale token.
 //!
 //! **Reads:** the lock waits of [`crate::history::lock_waits`] (the clients' own records:
-//! their sessions, their `exists` replies with the server's `czxid` and `ephemeral_owner`,
-//! their lock steps). The queue lock reads its own node with `exists` once it is first in
-//! line and takes the lock with that node's `czxid` as its token, so the last read of the
-//! wait whose `czxid` is the acquired token is the server's own word on the node the holder
-//! holds by; its owner is compared with the session the read ran in. An acquisition with
-//! no such read (the herd lock, which holds by the node its create returned; etcd) is not
-//! judged.
+//! their sessions, the replies of their reads that carry a node's `Stat` — `exists`,
+//! `getData`, `setData`, `getACL` — with the server's `czxid` and `ephemeral_owner`, their
+//! lock steps). The queue lock reads its own node with `exists` once it is first in line,
+//! Curator's with `getData`, and takes the lock with that node's `czxid` as its token, so
+//! the last read of the wait whose `czxid` is the acquired token, whichever call made it,
+//! is the server's own word on the node the holder holds by; its owner is compared with the
+//! session the read ran in. An acquisition with no such read (the herd lock, which holds by
+//! the node its create returned, a reply without a `czxid`; etcd) is not judged.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::lock_waits::{WaitEnd, lock_waits},
@@ -39,7 +41,7 @@ pub struct HolderNotOwner {
     pub token: u64,
     /// The session that owns the node, as the server said.
     pub owner: u64,
-    /// When the holder's `exists` returned the node.
+    /// When the holder's read returned the node.
     pub read_at: SimTime,
     /// When it acquired.
     pub acquired_at: SimTime,
@@ -81,14 +83,18 @@ impl Violation for HolderNotOwner {
 }
 
 /// Every acquisition by a node the server said another session owns.
-pub fn check(history: &History) -> Vec<HolderNotOwner> {
-    lock_waits(history)
+pub fn check(history: &History) -> Checked<HolderNotOwner> {
+    // Acquisitions whose node a read showed: the others (the herd lock's; etcd's) are not
+    // judged, and counted as such.
+    let mut judged = 0;
+    let violations = lock_waits(history)
         .into_iter()
         .filter_map(|wait| {
             let WaitEnd::Acquired { token, at } = wait.end else {
                 return None;
             };
             let read = wait.reads.iter().rev().find(|read| read.czxid == token)?;
+            judged += 1;
             (!read.owned_by_reader()).then(|| HolderNotOwner {
                 lock: wait.lock.clone(),
                 holder: wait.waiter,
@@ -100,7 +106,8 @@ pub fn check(history: &History) -> Vec<HolderNotOwner> {
                 acquired_at: at,
             })
         })
-        .collect()
+        .collect();
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]
@@ -172,5 +179,46 @@ mod tests {
             vec![lock_step(9, C1, exclusive(12))],
         ]);
         assert_eq!(check(&history), vec![]);
+    }
+
+    #[test]
+    fn a_node_read_with_get_data_is_judged_as_one_read_with_exists() {
+        use crate::test_history::{get_data, invoke, ok};
+        use sim::history::zk::{Stat, ZkResponse};
+        // As Curator's LockInternals reads: getData of the node, its Stat in the reply.
+        let get_data_owned = |ms, op, path: &str, owner, czxid| {
+            vec![
+                invoke(ms, C1, op, get_data(path)),
+                ok(
+                    ms + 1,
+                    C1,
+                    op,
+                    ZkResponse::Data {
+                        data: String::new(),
+                        stat: Stat {
+                            czxid,
+                            ephemeral_owner: owner,
+                            ..Stat::default()
+                        },
+                    },
+                ),
+            ]
+        };
+        let bad = history(vec![
+            vec![established(3_000, C1, NEW)],
+            vec![lock_step(3_001, C1, requested())],
+            get_data_owned(3_010, 1, "/lock/_c_1-lock-1", OLD, 10),
+            vec![lock_step(3_012, C1, exclusive(10))],
+        ]);
+        let violations = check(&bad);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!((violations[0].owner, violations[0].session), (OLD, NEW));
+        let good = history(vec![
+            vec![established(3_000, C1, NEW)],
+            vec![lock_step(3_001, C1, requested())],
+            get_data_owned(3_010, 1, "/lock/_c_1-lock-5", NEW, 20),
+            vec![lock_step(3_012, C1, exclusive(20))],
+        ]);
+        assert_eq!(check(&good), vec![]);
     }
 }

@@ -24,6 +24,7 @@
 //! crashes from the fault records ([`crate::history::elections`]). No server event is read:
 //! what the store thinks of the candidates' keys or nodes is not what the clients act on.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -87,16 +88,19 @@ impl Violation for TwoLeaders {
 
 /// Every pair of overlapping leaderships of one election by different clients (each later
 /// leadership reported once, against the earliest one it overlaps).
-pub fn check(history: &History) -> Vec<TwoLeaders> {
-    first_overlaps(
-        leaderships(history),
+pub fn check(history: &History) -> Checked<TwoLeaders> {
+    let leaderships = leaderships(history);
+    let judged = leaderships.len() as u64;
+    let violations = first_overlaps(
+        leaderships,
         |leadership| &leadership.election,
         |leadership| leadership.leader,
         Leadership::overlaps,
     )
     .into_iter()
     .map(|(first, second)| TwoLeaders { first, second })
-    .collect()
+    .collect();
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -13,9 +13,12 @@ pub mod counter;
 pub mod discovery_converges;
 pub mod fenced_writes;
 pub mod herd_effect;
+pub mod holder_not_refused;
 pub mod holder_owns_node;
 pub mod leader_uniqueness;
 pub mod mutual_exclusion;
+pub mod no_acquire_while_held;
+pub mod no_lost_wakeup;
 pub mod no_orphan_waiter;
 pub mod pubsub_delivery;
 pub mod queue_semantics;
@@ -48,47 +51,46 @@ fn recipe_records(history: &History) -> usize {
 pub const LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.mutual_exclusion",
-        judges: "holds",
+        judges: "exclusive holds",
         property: "mutual exclusion (as believed)",
-        run: |history, _| {
-            placeholder_count(
-                mutual_exclusion::check(history),
-                crate::history::locks::holds(history).len() as u64,
-            )
-        },
+        run: |history, _| mutual_exclusion::check(history).verdict(),
     },
     Check {
         name: "recipe.fenced_writes",
-        judges: "resource writes",
+        judges: "accepted writes with a token",
         property: "mutual exclusion at the resource",
-        run: |history, _| {
-            placeholder_count(
-                fenced_writes::check(history),
-                crate::history::locks::resource_writes(history).len() as u64,
-            )
-        },
+        run: |history, _| fenced_writes::check(history).verdict(),
     },
     Check {
         name: "recipe.no_orphan_waiter",
-        judges: "holds",
+        judges: "waits that saw their own node",
         property: "no waiter behind its own session's node",
-        run: |history, _| {
-            placeholder_count(
-                no_orphan_waiter::check(history),
-                crate::history::locks::holds(history).len() as u64,
-            )
-        },
+        run: |history, _| no_orphan_waiter::check(history).verdict(),
     },
     Check {
         name: "recipe.holder_owns_node",
-        judges: "holds",
+        judges: "acquisitions read back",
         property: "a holder holds by its own session's node",
-        run: |history, _| {
-            placeholder_count(
-                holder_owns_node::check(history),
-                crate::history::locks::holds(history).len() as u64,
-            )
-        },
+        run: |history, _| holder_owns_node::check(history).verdict(),
+    },
+    Check {
+        name: "recipe.no_lost_wakeup",
+        judges: "waits whose line cleared",
+        property: "no lost wake-up",
+        run: |history, _| no_lost_wakeup::check(history).verdict(),
+    },
+    // The election scenarios name these two as well (as they name `recipe.fenced_writes`).
+    Check {
+        name: "recipe.holder_not_refused",
+        judges: "resource writes with a token",
+        property: "the resource refuses only stale writers",
+        run: |history, _| holder_not_refused::check(history).verdict(),
+    },
+    Check {
+        name: "recipe.no_acquire_while_held",
+        judges: "holds and leaderships",
+        property: "no acquisition while held",
+        run: |history, _| no_acquire_while_held::check(history).verdict(),
     },
 ];
 
@@ -98,14 +100,9 @@ pub const LOCK_CHECKS: &[Check] = &[
 pub const OPTIONAL: &[Check] = &[
     Check {
         name: "recipe.herd_effect",
-        judges: "holds",
+        judges: "departures from a line",
         property: "no herd effect",
-        run: |history, context| {
-            placeholder_count(
-                herd_effect::check(history, context.herd_bound_per_release),
-                crate::history::locks::holds(history).len() as u64,
-            )
-        },
+        run: |history, _| herd_effect::check(history).verdict(),
     },
     Check {
         name: "recipe.discovery_converges",
@@ -143,14 +140,9 @@ pub const RW_LOCK_CHECKS: &[Check] = &[
     },
     Check {
         name: "recipe.rw_reader_waits_only_for_writers",
-        judges: "holds",
+        judges: "reader wake-ups",
         property: "readers wait only for writers",
-        run: |history, _| {
-            placeholder_count(
-                rw_reader_waits::check(history),
-                crate::history::locks::holds(history).len() as u64,
-            )
-        },
+        run: |history, _| rw_reader_waits::check(history).verdict(),
     },
 ];
 
@@ -161,12 +153,7 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
     name: "recipe.leader_uniqueness",
     judges: "leaderships",
     property: "leader uniqueness (as believed)",
-    run: |history, _| {
-        placeholder_count(
-            leader_uniqueness::check(history),
-            crate::history::elections::leaderships(history).len() as u64,
-        )
-    },
+    run: |history, _| leader_uniqueness::check(history).verdict(),
 }];
 
 /// The checks of the other ZooKeeper recipes (queue, counter, barrier, configuration

@@ -18,6 +18,7 @@
 //! written at the client node by the recipe, which is the client's belief itself, and client
 //! crashes from the fault records ([`crate::history::locks`]). No server event is read.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -83,12 +84,13 @@ impl Violation for OverlappingHolds {
 
 /// Every pair of overlapping exclusive holds of one lock by different clients (each later
 /// hold reported once, against the earliest hold it overlaps).
-pub fn check(history: &History) -> Vec<OverlappingHolds> {
-    let exclusive = holds(history)
+pub fn check(history: &History) -> Checked<OverlappingHolds> {
+    let exclusive: Vec<Hold> = holds(history)
         .into_iter()
         .filter(|hold| hold.mode == LockMode::Exclusive)
         .collect();
-    first_overlaps(
+    let judged = exclusive.len() as u64;
+    let violations = first_overlaps(
         exclusive,
         |hold| &hold.lock,
         |hold| hold.holder,
@@ -96,7 +98,8 @@ pub fn check(history: &History) -> Vec<OverlappingHolds> {
     )
     .into_iter()
     .map(|(first, second)| OverlappingHolds { first, second })
-    .collect()
+    .collect();
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -8,15 +8,18 @@
 //! it waits too (`recipe.unprotected_seq_create`).
 //!
 //! **Reads:** the lock waits of [`crate::history::lock_waits`] (the clients' own records:
-//! their sessions, their `exists` replies with the server's `ephemeral_owner`, their
-//! creates' replies, their lock steps). A node is the waiter's own if its create returned it
-//! during the wait, or if an `exists` in session *s* returned it with owner *s*. A waiter has
+//! their sessions, the replies of their reads that carry a node's `Stat` — `exists`,
+//! `getData` as Curator watches its predecessor, `setData`, `getACL` — with the server's
+//! `ephemeral_owner`, their creates' replies, their lock steps). A node is the waiter's own
+//! if its create returned it during the wait, or if a read in session *s* returned it with
+//! owner *s*, whichever call read it. A waiter has
 //! one node in the line; so a wait violates the property when it knew two own nodes (the
 //! orphan is the one it read, behind which it waited), or when it acquired with a token
 //! other than the `czxid` of an own node it read. One own node read, in a wait that timed out
 //! or was still under way when the history ended, is the waiter's own place in line (found
 //! again by its GUID after a lost reply, or read when it came first), not an orphan.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::lock_waits::{NodeRead, WaitEnd, lock_waits},
@@ -37,7 +40,7 @@ pub struct OrphanWaiter {
     pub node: String,
     /// That node's `czxid`.
     pub czxid: u64,
-    /// When the `exists` returned it.
+    /// When the read returned it.
     pub found_at: SimTime,
     /// How the wait ended: the token it acquired with, or `None` (gave up, or still waiting
     /// at the end of the history).
@@ -82,8 +85,11 @@ impl Violation for OrphanWaiter {
 
 /// Every lock waiter that waited behind a node of its own session, or took the lock through
 /// another node than the own node it found.
-pub fn check(history: &History) -> Vec<OrphanWaiter> {
+pub fn check(history: &History) -> Checked<OrphanWaiter> {
     let mut orphans = Vec::new();
+    // Waits in which the waiter's own node was seen (read back or created): the others
+    // say nothing about whose node it waited behind.
+    let mut judged = 0;
     for wait in lock_waits(history) {
         let own: Vec<&NodeRead> = wait
             .reads
@@ -97,6 +103,7 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
             .collect();
         own_paths.sort_unstable();
         own_paths.dedup();
+        judged += u64::from(!own_paths.is_empty());
         let acquired = match wait.end {
             WaitEnd::Acquired { token, .. } => Some(token),
             WaitEnd::GaveUp { .. } | WaitEnd::Unfinished => None,
@@ -119,7 +126,7 @@ pub fn check(history: &History) -> Vec<OrphanWaiter> {
             }
         }
     }
-    orphans
+    Checked::new(orphans, judged)
 }
 
 #[cfg(test)]
@@ -223,5 +230,36 @@ mod tests {
             exists_owned(2, 1, "/members/c1", SESSION, 10).to_vec(),
         ]);
         assert_eq!(check(&history), vec![]);
+    }
+
+    #[test]
+    fn an_orphan_read_with_get_data_is_reported() {
+        use crate::test_history::get_data;
+        use sim::history::zk::Stat;
+        // Curator's waiter reads its predecessor with getData: the orphan is its own.
+        let bad = history(vec![
+            vec![established(0, C1, SESSION)],
+            vec![lock_step(1, C1, requested())],
+            created(2, 3, "/lock/lock-2"),
+            vec![
+                invoke(4, C1, 1, get_data("/lock/lock-1")),
+                ok(
+                    5,
+                    C1,
+                    1,
+                    ZkResponse::Data {
+                        data: String::new(),
+                        stat: Stat {
+                            czxid: 10,
+                            ephemeral_owner: SESSION,
+                            ..Stat::default()
+                        },
+                    },
+                ),
+            ],
+        ]);
+        let violations = check(&bad);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].node, "/lock/lock-1");
     }
 }

@@ -14,6 +14,7 @@
 //! with the watched path, acquired, gave up), written at the client node by the recipe as it
 //! waits: the client's own account of what it waited for. No server event is read.
 
+use crate::Checked;
 use crate::{Violation, history::locks::Holder};
 use sim::{
     history::{
@@ -67,7 +68,21 @@ impl Violation for ReaderWokenByNonWriter {
 }
 
 /// Every wake-up of a waiting reader by a watch on a node that is not a writer's.
-pub fn check(history: &History) -> Vec<ReaderWokenByNonWriter> {
+pub fn check(history: &History) -> Checked<ReaderWokenByNonWriter> {
+    let (judged, violations) = judge(history);
+    Checked::new(violations, judged as u64)
+}
+
+/// How many wake-ups of waiting readers the check judged. A run with none judged nothing:
+/// no reader waited, and the check passes vacuously there (the suites assert that readers
+/// do wait).
+pub fn readers_woken(history: &History) -> usize {
+    judge(history).0
+}
+
+/// The wake-ups of waiting readers judged, and those by a node that is not a writer's.
+fn judge(history: &History) -> (usize, Vec<ReaderWokenByNonWriter>) {
+    let mut judged = 0;
     // The mode each client process is waiting in, per lock.
     let mut waiting: BTreeMap<(Holder, String), LockMode> = BTreeMap::new();
     let mut violations = Vec::new();
@@ -93,8 +108,9 @@ pub fn check(history: &History) -> Vec<ReaderWokenByNonWriter> {
             }
             LockStep::Woken { watched } => {
                 let name = watched.rsplit('/').next().unwrap_or_default();
-                if waiting.get(&key) == Some(&LockMode::Shared) && !name.contains(WRITER_NODE_MARK)
-                {
+                let reader_waiting = waiting.get(&key) == Some(&LockMode::Shared);
+                judged += usize::from(reader_waiting);
+                if reader_waiting && !name.contains(WRITER_NODE_MARK) {
                     violations.push(ReaderWokenByNonWriter {
                         lock: lock.clone(),
                         reader: key.0,
@@ -106,7 +122,7 @@ pub fn check(history: &History) -> Vec<ReaderWokenByNonWriter> {
             LockStep::Released { .. } | LockStep::Lost { .. } => {}
         }
     }
-    violations
+    (judged, violations)
 }
 
 #[cfg(test)]
@@ -135,6 +151,18 @@ mod tests {
             lock_step(301, C2, exclusive(8)),
         ]);
         assert_eq!(check(&history), vec![]);
+        // It judged the reader's one wake-up (the writer's is not a reader's).
+        assert_eq!(readers_woken(&history), 1);
+    }
+
+    #[test]
+    fn a_history_where_no_reader_waited_judges_nothing() {
+        let history = History::from_records(vec![
+            lock_step(100, C1, requested(LockMode::Shared)),
+            lock_step(101, C1, shared(7)),
+        ]);
+        assert_eq!(check(&history), vec![]);
+        assert_eq!(readers_woken(&history), 0);
     }
 
     #[test]
