@@ -61,6 +61,10 @@ impl KnownBug {
                 | RecipeBug::HerdWatchAll
                 | RecipeBug::SeqOverflowCompare,
             ) => store == Store::Zab,
+            KnownBug::Recipe(RecipeBug::PubsubResumeFromLastReceived) => store == Store::Raft,
+            KnownBug::Recipe(
+                RecipeBug::BarrierEnterOnWakeup | RecipeBug::CounterRetryAfterConnectionLoss,
+            ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
     }
@@ -434,6 +438,31 @@ pub fn table() -> Vec<KnownBugCase> {
             RecipeBug::SeqOverflowCompare,
             "zk_queue_lock_seq_wrap",
             "recipe.mutual_exclusion",
+            3,
+        ),
+        // A participant that counts too few goes through when the next one arrives, without
+        // `ready` and without a full listing: every round, no faults needed.
+        recipe(
+            RecipeBug::BarrierEnterOnWakeup,
+            "zk_double_barrier",
+            "recipe.barrier",
+            3,
+        ),
+        // A server crash or a partition loses the reply to a conditional write that
+        // committed; the counter reads again and writes again, and the version sequence shows
+        // one increment moving the counter twice.
+        recipe(
+            RecipeBug::CounterRetryAfterConnectionLoss,
+            "zk_counter_faults",
+            "recipe.counter",
+            6,
+        ),
+        // Every resubscription starts at the last revision delivered: a new subscription that
+        // begins one revision early, every 2.5 s, no faults needed.
+        recipe(
+            RecipeBug::PubsubResumeFromLastReceived,
+            "etcd_pubsub",
+            "recipe.pubsub_delivery",
             3,
         ),
     ]

@@ -133,4 +133,7 @@ known_bug_tests! {
     resource_check_not_atomic => "resource.check_not_atomic",
     recipe_herd_watch_all => "recipe.herd_watch_all",
     recipe_seq_overflow_compare => "recipe.seq_overflow_compare",
+    recipe_barrier_enter_on_wakeup => "recipe.barrier_enter_on_wakeup",
+    recipe_counter_retry_after_connection_loss => "recipe.counter_retry_after_connection_loss",
+    recipe_pubsub_resume_from_last_received => "recipe.pubsub_resume_from_last_received",
 }

@@ -1,16 +1,28 @@
 //! A counter's promise: no increment lost, none counted twice. Two acknowledged increments
 //! never report the same value (two read-modify-writes from one value would be a lost
-//! update); and a read after every increment ended sees the acknowledged increments plus some
-//! of those whose outcome is unknown: between the two. No read ever sees more than every
-//! increment attempted.
+//! update); one increment never moves the counter twice (a conditional write retried after
+//! its reply was lost, when the lost one had taken effect); and a read after every
+//! increment ended sees the acknowledged increments plus some of those whose outcome is
+//! unknown: between the two. No read ever sees more than every increment attempted.
+//!
+//! Counted twice is judged on the version sequence of the counter's node, whatever the final
+//! read: the write that moved the node from each version is the acknowledged one that
+//! expected it, or the only one that may have taken effect; an increment that made two such
+//! moves counted twice. A write whose reply was lost must be resolved (it may have happened:
+//! ZooKeeper Programmer's Guide, ConnectionLoss), not sent again as a new read-modify-write.
 //!
 //! **Reads:** the counter recipe's `RecipeEvent::Counter` records, written at the client
 //! node: `Incremented` when the conditional write was acknowledged (with the value it
 //! wrote), `Unknown` when its reply was lost, `Read` after a synced read. A read is judged
 //! final when no increment step is recorded after it (the workloads read only once every
-//! incrementer stopped). No server event is read.
+//! incrementer stopped). And ([`crate::history::counter`]) the clients' own conditional
+//! writes of the counter's node and the versions the store reported for it, recorded by the
+//! client library. No server event is read.
 
-use crate::{Violation, history::locks::Holder};
+use crate::{
+    Violation,
+    history::{counter, locks::Holder},
+};
 use sim::{
     history::{Event, History, RecipeEvent, recipe::CounterStep},
     time::SimTime,
@@ -28,6 +40,18 @@ pub enum CounterViolation {
         value: i64,
         /// Who wrote it.
         writers: Vec<Holder>,
+    },
+    /// One increment moved the counter twice: it wrote again after a write of its that
+    /// took effect.
+    CountedTwice {
+        /// The counter.
+        counter: String,
+        /// Who incremented.
+        incrementer: Holder,
+        /// When its increment ended (`None`: it never did).
+        ended_at: Option<SimTime>,
+        /// The versions its writes moved the counter's node from.
+        from_versions: Vec<i32>,
     },
     /// A read saw a value outside what the increments allow.
     OutOfBounds {
@@ -66,6 +90,23 @@ impl fmt::Display for CounterViolation {
                     writers.join(", ")
                 )
             }
+            CounterViolation::CountedTwice {
+                counter,
+                incrementer,
+                ended_at,
+                from_versions,
+            } => {
+                let ended =
+                    ended_at.map_or("never ended".to_string(), |at| format!("ended at {at}"));
+                write!(
+                    f,
+                    "one increment of `{counter}` by {}/{} ({ended}) moved it {} times, from \
+                     versions {from_versions:?}: counted more than once",
+                    incrementer.0,
+                    incrementer.1,
+                    from_versions.len()
+                )
+            }
             CounterViolation::OutOfBounds {
                 counter,
                 reader,
@@ -93,9 +134,11 @@ impl Violation for CounterViolation {
     }
 
     fn at(&self) -> Option<SimTime> {
-        // The out-of-bounds read; unknown for a lost update.
+        // The out-of-bounds read, or the end of the increment counted twice; unknown for a lost
+        // update.
         match self {
             CounterViolation::OutOfBounds { at, .. } => Some(*at),
+            CounterViolation::CountedTwice { ended_at, .. } => *ended_at,
             CounterViolation::LostUpdate { .. } => None,
         }
     }
@@ -143,7 +186,7 @@ pub fn check(history: &History) -> Vec<CounterViolation> {
             }
         }
     }
-    let mut violations = Vec::new();
+    let mut violations = counted_twice(history);
     for (counter, tally) in counters {
         for (value, writers) in &tally.written {
             if writers.len() > 1 {
@@ -173,11 +216,39 @@ pub fn check(history: &History) -> Vec<CounterViolation> {
     violations
 }
 
+/// Every increment that moved its counter's node more than once.
+fn counted_twice(history: &History) -> Vec<CounterViolation> {
+    let records = counter::read(history);
+    let mut moves: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
+    for ((_, version), mover) in records.movers() {
+        moves.entry(mover).or_default().push(version);
+    }
+    moves
+        .into_iter()
+        .filter(|(_, versions)| versions.len() > 1)
+        .map(|(index, from_versions)| {
+            let increment = &records.increments[index];
+            CounterViolation::CountedTwice {
+                counter: increment.counter.clone(),
+                incrementer: increment.incrementer,
+                ended_at: increment.ended.map(|(at, _)| at),
+                from_versions,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_history::{C1, C2, record};
-    use sim::{NodeId, history::Record};
+    use crate::test_history::{C1, C2, invoke, ok, record, stat};
+    use sim::{
+        NodeId,
+        history::{
+            OpId, OpResult, Record,
+            zk::{ZkOperation, ZkResponse},
+        },
+    };
 
     fn step(ms: u64, node: NodeId, step: CounterStep) -> Record {
         record(
@@ -236,5 +307,115 @@ mod tests {
             "{violations:?}"
         );
         assert!(violations[0].to_string().contains("an update was lost"));
+    }
+
+    /// `node`'s read of `/n` (op `op`): `value` at `version`.
+    fn read_at(ms: u64, node: NodeId, op: u64, version: i32) -> [Record; 2] {
+        [
+            invoke(ms, node, op, ZkOperation::GetData { path: "/n".into() }),
+            ok(
+                ms + 1,
+                node,
+                op,
+                ZkResponse::Data {
+                    data: version.to_string(),
+                    stat: stat(0, version, 0),
+                },
+            ),
+        ]
+    }
+
+    /// `node`'s write of `/n` expecting `version` (op `op`), invoked at `ms`.
+    fn write(ms: u64, node: NodeId, op: u64, version: i32) -> Record {
+        invoke(
+            ms,
+            node,
+            op,
+            ZkOperation::SetData {
+                path: "/n".into(),
+                data: (version + 1).to_string(),
+                version: Some(version),
+            },
+        )
+    }
+
+    fn acknowledged(ms: u64, node: NodeId, op: u64, version: i32) -> Record {
+        ok(
+            ms,
+            node,
+            op,
+            ZkResponse::Stat {
+                stat: stat(0, version + 1, 0),
+            },
+        )
+    }
+
+    fn lost(ms: u64, node: NodeId, op: u64) -> Record {
+        record(
+            ms,
+            node,
+            Event::Complete {
+                op_id: OpId(op),
+                result: OpResult::Unknown {
+                    reason: "connection loss".into(),
+                },
+            },
+        )
+    }
+
+    /// c1's write from version 0 loses its reply; c1 reads version 1 (its own write) and
+    /// writes again from it: one increment, two moves.
+    fn retried_after_a_lost_reply(resolved: bool) -> Vec<Record> {
+        let mut records = vec![];
+        records.extend(read_at(10, C1, 1, 0));
+        records.push(write(12, C1, 2, 0));
+        records.push(lost(14, C1, 2));
+        if resolved {
+            records.push(step(15, C1, CounterStep::Unknown));
+        }
+        records.extend(read_at(16, C1, 3, 1));
+        records.push(write(18, C1, 4, 1));
+        records.push(acknowledged(20, C1, 4, 1));
+        records.push(step(21, C1, CounterStep::Incremented { value: 2 }));
+        records
+    }
+
+    #[test]
+    fn an_increment_that_moves_the_counter_twice_is_reported_without_a_final_read() {
+        let violations = check(&History::from_records(retried_after_a_lost_reply(false)));
+        assert_eq!(
+            violations,
+            vec![CounterViolation::CountedTwice {
+                counter: "/n".into(),
+                incrementer: (C1, 0),
+                ended_at: Some(SimTime::from_millis(21)),
+                from_versions: vec![0, 1],
+            }]
+        );
+        assert!(violations[0].to_string().contains("counted more than once"));
+    }
+
+    #[test]
+    fn a_lost_reply_settled_as_unknown_then_a_new_increment_passes() {
+        assert_eq!(
+            check(&History::from_records(retried_after_a_lost_reply(true))),
+            vec![]
+        );
+    }
+
+    /// The lost write may have been beaten by another's write from the same version: then
+    /// the history cannot tell that it took effect, and judges nothing.
+    #[test]
+    fn a_lost_write_beside_another_acknowledged_from_its_version_is_not_counted() {
+        let mut records = retried_after_a_lost_reply(false);
+        records.splice(3..3, [write(13, C2, 9, 0), acknowledged(13, C2, 9, 0)]);
+        records.push(step(22, C2, CounterStep::Incremented { value: 1 }));
+        let violations = check(&History::from_records(records));
+        assert!(
+            !violations
+                .iter()
+                .any(|violation| matches!(violation, CounterViolation::CountedTwice { .. })),
+            "{violations:?}"
+        );
     }
 }
