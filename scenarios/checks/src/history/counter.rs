@@ -12,7 +12,7 @@
 //! A node's version moves from `k` to `k + 1` only by a write that expected `k`, and at most
 //! one write expecting `k` succeeds. So when the node is seen at a version above `k`, the
 //! move from `k` was made by the write expecting `k` that was acknowledged, or, if none was,
-//! by the only one that may have taken effect (not refused) — if there is only one.
+//! by one of those that may have taken effect (not refused).
 
 use super::locks::Holder;
 use sim::{
@@ -70,11 +70,19 @@ pub struct CounterRecords {
     pub highest_version: BTreeMap<String, i32>,
 }
 
+/// Who moved a counter's node from a version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mover {
+    /// This increment (by its position in [`CounterRecords::increments`]).
+    Known(usize),
+    /// One of these increments, the history cannot tell which: several writes expecting
+    /// the version may have taken effect, and none was acknowledged.
+    OneOf(BTreeSet<usize>),
+}
+
 impl CounterRecords {
-    /// Per counter and version `k` below the highest seen: the write (by the position of
-    /// its increment in [`CounterRecords::increments`]) that moved the node from `k`, if the
-    /// history tells which.
-    pub fn movers(&self) -> BTreeMap<(String, i32), usize> {
+    /// Per counter and version `k` below the highest seen: who moved the node from `k`.
+    pub fn movers(&self) -> BTreeMap<(String, i32), Mover> {
         // Per (counter, expected version): the writes that may have taken effect.
         let mut candidates: BTreeMap<(String, i32), Vec<(usize, WriteOutcome)>> = BTreeMap::new();
         for (index, increment) in self.increments.iter().enumerate() {
@@ -94,16 +102,15 @@ impl CounterRecords {
                     .get(counter)
                     .is_some_and(|highest| highest > version)
             })
-            .filter_map(|(key, writes)| {
+            .map(|(key, writes)| {
                 let acknowledged = writes
                     .iter()
                     .find(|(_, outcome)| *outcome == WriteOutcome::Acknowledged);
                 let mover = match (acknowledged, &writes[..]) {
-                    (Some((index, _)), _) => *index,
-                    (None, [(index, _)]) => *index,
-                    (None, _) => return None,
+                    (Some((index, _)), _) | (None, [(index, _)]) => Mover::Known(*index),
+                    (None, _) => Mover::OneOf(writes.iter().map(|(index, _)| *index).collect()),
                 };
-                Some((key, mover))
+                (key, mover)
             })
             .collect()
     }

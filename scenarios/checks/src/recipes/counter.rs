@@ -21,7 +21,10 @@
 
 use crate::{
     Violation,
-    history::{counter, locks::Holder},
+    history::{
+        counter::{self, Mover},
+        locks::Holder,
+    },
 };
 use sim::{
     history::{Event, History, RecipeEvent, recipe::CounterStep},
@@ -42,16 +45,16 @@ pub enum CounterViolation {
         writers: Vec<Holder>,
     },
     /// One increment moved the counter twice: it wrote again after a write of its that
-    /// took effect.
+    /// took effect. When several increments' writes may have made the move from
+    /// `from_version` and each of them made another move too, one of them counted twice.
     CountedTwice {
         /// The counter.
         counter: String,
-        /// Who incremented.
-        incrementer: Holder,
-        /// When its increment ended (`None`: it never did).
-        ended_at: Option<SimTime>,
-        /// The versions its writes moved the counter's node from.
-        from_versions: Vec<i32>,
+        /// The increment (or those among which the history cannot tell) that moved the
+        /// counter from `from_version` and from another version too, with when each ended.
+        incrementers: Vec<(Holder, Option<SimTime>)>,
+        /// The version of the move too many.
+        from_version: i32,
     },
     /// A read saw a value outside what the increments allow.
     OutOfBounds {
@@ -92,19 +95,26 @@ impl fmt::Display for CounterViolation {
             }
             CounterViolation::CountedTwice {
                 counter,
-                incrementer,
-                ended_at,
-                from_versions,
+                incrementers,
+                from_version,
             } => {
-                let ended =
-                    ended_at.map_or("never ended".to_string(), |at| format!("ended at {at}"));
+                let who: Vec<String> = incrementers
+                    .iter()
+                    .map(|((node, process), ended)| {
+                        let ended =
+                            ended.map_or("never ended".to_string(), |at| format!("ended at {at}"));
+                        format!("{node}/{process} ({ended})")
+                    })
+                    .collect();
+                let whom = if who.len() == 1 {
+                    format!("the increment by {}", who[0])
+                } else {
+                    format!("one of the increments by {}", who.join(", "))
+                };
                 write!(
                     f,
-                    "one increment of `{counter}` by {}/{} ({ended}) moved it {} times, from \
-                     versions {from_versions:?}: counted more than once",
-                    incrementer.0,
-                    incrementer.1,
-                    from_versions.len()
+                    "{whom} moved `{counter}` from version {from_version} and from another \
+                     version too: counted more than once"
                 )
             }
             CounterViolation::OutOfBounds {
@@ -138,7 +148,9 @@ impl Violation for CounterViolation {
         // update.
         match self {
             CounterViolation::OutOfBounds { at, .. } => Some(*at),
-            CounterViolation::CountedTwice { ended_at, .. } => *ended_at,
+            CounterViolation::CountedTwice { incrementers, .. } => {
+                incrementers.iter().filter_map(|(_, ended)| *ended).min()
+            }
             CounterViolation::LostUpdate { .. } => None,
         }
     }
@@ -216,26 +228,49 @@ pub fn check(history: &History) -> Vec<CounterViolation> {
     violations
 }
 
-/// Every increment that moved its counter's node more than once.
+/// Every move of a counter's node made by an increment that made another move too.
 fn counted_twice(history: &History) -> Vec<CounterViolation> {
     let records = counter::read(history);
-    let mut moves: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
-    for ((_, version), mover) in records.movers() {
-        moves.entry(mover).or_default().push(version);
+    let movers = records.movers();
+    let mut known: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
+    for ((_, version), mover) in &movers {
+        if let Mover::Known(index) = mover {
+            known.entry(*index).or_default().push(*version);
+        }
     }
-    moves
-        .into_iter()
-        .filter(|(_, versions)| versions.len() > 1)
-        .map(|(index, from_versions)| {
-            let increment = &records.increments[index];
-            CounterViolation::CountedTwice {
-                counter: increment.counter.clone(),
-                incrementer: increment.incrementer,
-                ended_at: increment.ended.map(|(at, _)| at),
-                from_versions,
-            }
-        })
-        .collect()
+    let who = |index: usize| {
+        let increment = &records.increments[index];
+        (increment.incrementer, increment.ended.map(|(at, _)| at))
+    };
+    let mut violations = Vec::new();
+    for (index, versions) in &known {
+        // Every move after its first is one too many.
+        for from_version in versions.iter().skip(1) {
+            violations.push(CounterViolation::CountedTwice {
+                counter: records.increments[*index].counter.clone(),
+                incrementers: vec![who(*index)],
+                from_version: *from_version,
+            });
+        }
+    }
+    for ((counter, version), mover) in &movers {
+        let Mover::OneOf(indices) = mover else {
+            continue;
+        };
+        let each_moved_elsewhere = indices.iter().all(|index| {
+            known
+                .get(index)
+                .is_some_and(|versions| versions.iter().any(|other| other != version))
+        });
+        if each_moved_elsewhere {
+            violations.push(CounterViolation::CountedTwice {
+                counter: counter.clone(),
+                incrementers: indices.iter().map(|index| who(*index)).collect(),
+                from_version: *version,
+            });
+        }
+    }
+    violations
 }
 
 #[cfg(test)]
@@ -387,9 +422,8 @@ mod tests {
             violations,
             vec![CounterViolation::CountedTwice {
                 counter: "/n".into(),
-                incrementer: (C1, 0),
-                ended_at: Some(SimTime::from_millis(21)),
-                from_versions: vec![0, 1],
+                incrementers: vec![((C1, 0), Some(SimTime::from_millis(21)))],
+                from_version: 1,
             }]
         );
         assert!(violations[0].to_string().contains("counted more than once"));
@@ -416,6 +450,36 @@ mod tests {
                 .iter()
                 .any(|violation| matches!(violation, CounterViolation::CountedTwice { .. })),
             "{violations:?}"
+        );
+    }
+
+    /// Two increments' writes from version 0 both lose their replies, and each writes
+    /// again, acknowledged, from a later version: whichever made the move from 0 counted
+    /// twice.
+    #[test]
+    fn a_move_one_of_two_retried_increments_made_is_reported() {
+        let records = vec![
+            write(12, C1, 1, 0),
+            write(12, C2, 2, 0),
+            lost(14, C1, 1),
+            lost(14, C2, 2),
+            write(16, C1, 3, 1),
+            acknowledged(17, C1, 3, 1),
+            step(18, C1, CounterStep::Incremented { value: 2 }),
+            write(19, C2, 4, 2),
+            acknowledged(20, C2, 4, 2),
+            step(21, C2, CounterStep::Incremented { value: 3 }),
+        ];
+        let violations = check(&History::from_records(records));
+        assert!(
+            matches!(&violations[..], [CounterViolation::CountedTwice { from_version: 0, incrementers, .. }]
+                if incrementers.len() == 2),
+            "{violations:?}"
+        );
+        assert!(
+            violations[0]
+                .to_string()
+                .contains("one of the increments by c1/0")
         );
     }
 }
