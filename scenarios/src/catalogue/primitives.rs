@@ -119,6 +119,7 @@ pub(super) fn scenarios() -> Vec<Scenario> {
             pause(2, 2_000, 4_500),
         ],
     ));
+    scenarios.push(counter_replies_lost());
     scenarios.extend(fault_free_and_faulty(
         "zk_double_barrier",
         "the ZooKeeper double barrier: five clients enter together, work, and leave \
@@ -188,6 +189,61 @@ pub(super) fn scenarios() -> Vec<Scenario> {
     ));
     scenarios
 }
+
+/// The counter with no server fault: each client in turn, twice, hears nothing from any
+/// server for 2.5 s (its links from the servers clogged, its own requests still delivered), so its
+/// conditional write in flight commits and its reply is lost; the client's read timeout (2 s)
+/// turns that into a connection loss, with the outcome unknown, and it reconnects when the
+/// links clear (its pings kept its session alive). `recipe.counter` judges that no increment
+/// moved the counter twice and that the final read counts each acknowledged one once.
+fn counter_replies_lost() -> Scenario {
+    let servers = 3;
+    let clients = 5;
+    let mut faults = Vec::new();
+    // Twice each, in turn; two clients at a time overlap.
+    for turn in 0..2 * clients {
+        let (client, at_ms) = (turn % clients, 500 + 700 * turn as u64);
+        for server in 0..servers {
+            faults.push(
+                ScheduledFault::at(
+                    at_ms,
+                    Fault::Clog {
+                        from: NodeId::server(server),
+                        to: NodeId::client(client),
+                    },
+                )
+                .lasting(REPLIES_LOST_MS),
+            );
+        }
+    }
+    let last_end = faults.iter().map(ScheduledFault::end_ms).max();
+    Scenario {
+        workload: Workload::SharedCounter(SharedCounter::default()),
+        checks: store_checks()
+            .into_iter()
+            .chain(["recipe.counter".to_string()])
+            .collect(),
+        faults: FaultSource::Plan(FaultPlan::new(faults)),
+        fault_phase_ms: last_end.unwrap_or(0) + 1_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(
+            "zk_counter_replies_lost",
+            "the ZooKeeper counter, no server faults: each of five clients in turn, twice, \
+             hears nothing from the servers for 2.5 s (its requests still arrive), so the reply to \
+             the write it has in flight is lost after the write commits; a connection loss \
+             must be settled as an unknown outcome, never counted twice",
+            Store::Zab,
+            servers,
+            clients,
+        )
+    }
+}
+
+/// How long a client hears nothing from the servers in `zk_counter_replies_lost`,
+/// milliseconds: past its read timeout (two thirds of the 3 s session timeout), so that it
+/// declares the connection lost.
+const REPLIES_LOST_MS: u64 = 2_500;
 
 /// Work inside the double barrier in its `_expiry` scenario, milliseconds: long, so that a
 /// pause mostly finds its participant inside (entered, not yet leaving), where the loss of
