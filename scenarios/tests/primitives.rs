@@ -53,14 +53,28 @@ fn sweep(
     seeds: u64,
     count: impl Fn(&History) -> usize,
 ) -> (SweepSummary, usize) {
-    let mut fewest = usize::MAX;
+    let (summary, (fewest, _)) = sweep_fewest(name, test, seeds, count);
+    (summary, fewest)
+}
+
+/// As [`sweep`], with the seed of the run that counted the fewest.
+fn sweep_fewest(
+    name: &str,
+    test: &str,
+    seeds: u64,
+    count: impl Fn(&History) -> usize,
+) -> (SweepSummary, (usize, Option<u64>)) {
+    let mut fewest = (usize::MAX, None);
     let summary = Sweep::new(get(name), "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
             let history = outcome
                 .history
                 .as_ref()
                 .expect("the driver keeps the history");
-            fewest = fewest.min(count(history));
+            let counted = count(history);
+            if counted < fewest.0 {
+                fewest = (counted, Some(outcome.seed.value()));
+            }
         },
     );
     (summary, fewest)
@@ -74,14 +88,16 @@ fn assert_clean_and_busy(
     least: usize,
     count: impl Fn(&History) -> usize,
 ) {
-    let (summary, fewest) = sweep(name, test, seeds, count);
+    let (summary, (fewest, seed)) = sweep_fewest(name, test, seeds, count);
     summary.assert_clean();
     if name.ends_with("_faults") {
         summary.assert_fired(&SERVER_FAULTS);
     }
     assert!(
         fewest >= least,
-        "{name}: a run made too little progress: {fewest} < {least}"
+        "{name}: seed {seed:?} made too little progress: {fewest} < {least} (rerun it with \
+         COORDSIM_SEED={})",
+        seed.unwrap_or_default()
     );
 }
 
@@ -673,8 +689,10 @@ fn configuration_reads_behind_ready_see_one_version_under_server_faults() {
         "zk_ready_config_faults",
         "configuration_reads_behind_ready_see_one_version_under_server_faults",
         6,
-        // Outages stall the readers, and every publish restarts the reads under way.
-        10,
+        // Outages stall the readers, and every publish restarts the reads under way: the
+        // fewest over seeds 0-299 was 9 (seed 227), so the floor, which only keeps the
+        // checks from judging nothing, is half that.
+        4,
         config_reads,
     );
 }
