@@ -428,24 +428,42 @@ fn unknown_increments(history: &History) -> usize {
         .count()
 }
 
-/// No server fault; each client's replies lost for 2.5 s, twice: its write in flight commits
-/// and it hears a connection loss. Clean, busy, the clogs fired, and replies to writes were
-/// lost (increments with an unknown outcome) in every run.
+/// No server fault; each client's replies lost for 2.5 s, twice: a write in flight commits
+/// and its client hears a connection loss. Clean, busy, the clogs fired, and in most runs
+/// (the bound stated: at least half) an increment's reply was lost — a clog can find every
+/// client between writes.
 #[test]
 fn the_counter_counts_every_acknowledged_increment_once_when_replies_are_lost() {
     let name = "zk_counter_replies_lost";
     let test = "the_counter_counts_every_acknowledged_increment_once_when_replies_are_lost";
-    let (summary, fewest) = sweep(name, test, 6, increments);
+    let mut lost_replies = Vec::new();
+    let mut fewest = (usize::MAX, 0);
+    let summary =
+        Sweep::new(get(name), "scenarios", TARGET, test, 6).run_inspecting(|outcome: &Outcome| {
+            let history = outcome
+                .history
+                .as_ref()
+                .expect("the driver keeps the history");
+            fewest = fewest.min((increments(history), outcome.seed.value()));
+            lost_replies.push(unknown_increments(history) > 0);
+        });
     summary.assert_clean();
     summary.assert_fired(&[FaultKind::Clog]);
     assert!(
-        fewest >= 20,
-        "{name}: a run made too little progress: {fewest}"
+        fewest.0 >= 20,
+        "{name}: seed {} made too little progress: {} increments",
+        fewest.1,
+        fewest.0
     );
-    let (_, fewest_unknown) = sweep(name, test, 6, unknown_increments);
+    let lost = lost_replies.iter().filter(|lost| **lost).count();
+    println!(
+        "{name}: a reply to an increment's write lost in {lost} of {} runs",
+        lost_replies.len()
+    );
     assert!(
-        fewest_unknown >= 1,
-        "{name}: a run lost no reply to an increment's write"
+        2 * lost >= lost_replies.len(),
+        "{name}: a reply to an increment's write was lost in only {lost} of {} runs",
+        lost_replies.len()
     );
 }
 

@@ -3,6 +3,8 @@
 //! clients are not paused, so sessions of live, connected clients survive), and with
 //! clients paused or cut off mid-recipe past their session timeout (`_expiry`): each comes
 //! back to a session the store ended, with its ephemeral nodes, and carries on in a new one.
+//! The counter also runs with replies lost and no server fault (`zk_counter_replies_lost`):
+//! connection losses with a write in flight are what a counter must settle.
 
 use super::{isolated, scenario, swarm};
 use crate::{
