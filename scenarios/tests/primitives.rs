@@ -46,18 +46,7 @@ fn get(name: &str) -> Scenario {
 }
 
 /// Sweeps `name` over `seeds`, counting with `count` in each run's history; the summary and
-/// the fewest counted in any run.
-fn sweep(
-    name: &str,
-    test: &str,
-    seeds: u64,
-    count: impl Fn(&History) -> usize,
-) -> (SweepSummary, usize) {
-    let (summary, (fewest, _)) = sweep_fewest(name, test, seeds, count);
-    (summary, fewest)
-}
-
-/// As [`sweep`], with the seed of the run that counted the fewest.
+/// the fewest counted in any run, with that run's seed.
 fn sweep_fewest(
     name: &str,
     test: &str,
