@@ -38,6 +38,9 @@ const DEFAULT_SUBSET: &[&str] = &[
     "recipe.protection_without_session_check",
     "recipe.herd_watch_all",
     "recipe.no_relist_on_gone_predecessor",
+    "recipe.barrier_enter_on_wakeup",
+    "recipe.counter_retry_after_connection_loss",
+    "recipe.pubsub_resume_from_last_received",
 ];
 
 /// Variants of the subset where, at the time of writing, another check fires at an earlier

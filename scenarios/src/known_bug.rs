@@ -63,6 +63,10 @@ impl KnownBug {
                 | RecipeBug::ElectionWatchesLeader
                 | RecipeBug::NoRelistOnGonePredecessor,
             ) => store == Store::Zab,
+            KnownBug::Recipe(RecipeBug::PubsubResumeFromLastReceived) => store == Store::Raft,
+            KnownBug::Recipe(
+                RecipeBug::BarrierEnterOnWakeup | RecipeBug::CounterRetryAfterConnectionLoss,
+            ) => store == Store::Zab,
             KnownBug::Recipe(_) => store != Store::Ledger,
         }
     }
@@ -453,6 +457,32 @@ pub fn table() -> Vec<KnownBugCase> {
             "zk_queue_lock_quick_turns",
             "recipe.no_lost_wakeup",
             5,
+        ),
+        // A participant that counts too few goes through when the next one arrives, without
+        // `ready` and without a full listing: every round, no faults needed.
+        recipe(
+            RecipeBug::BarrierEnterOnWakeup,
+            "zk_double_barrier",
+            "recipe.barrier",
+            3,
+        ),
+        // A client's replies are lost while its conditional write commits; the counter reads
+        // again and writes again, and the version sequence shows one increment moving the
+        // counter twice (97 of seeds 0-99; under server faults, `zk_counter_faults`, 85 of
+        // 0-199, as `primitives.rs` shows).
+        recipe(
+            RecipeBug::CounterRetryAfterConnectionLoss,
+            "zk_counter_replies_lost",
+            "recipe.counter",
+            3,
+        ),
+        // Every resubscription starts at the last revision delivered: a new subscription that
+        // begins one revision early, every 2.5 s, no faults needed.
+        recipe(
+            RecipeBug::PubsubResumeFromLastReceived,
+            "etcd_pubsub",
+            "recipe.pubsub_delivery",
+            3,
         ),
     ]
 }

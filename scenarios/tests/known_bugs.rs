@@ -135,4 +135,7 @@ known_bug_tests! {
     recipe_seq_overflow_compare => "recipe.seq_overflow_compare",
     recipe_election_watches_leader => "recipe.election_watches_leader",
     recipe_no_relist_on_gone_predecessor => "recipe.no_relist_on_gone_predecessor",
+    recipe_barrier_enter_on_wakeup => "recipe.barrier_enter_on_wakeup",
+    recipe_counter_retry_after_connection_loss => "recipe.counter_retry_after_connection_loss",
+    recipe_pubsub_resume_from_last_received => "recipe.pubsub_resume_from_last_received",
 }

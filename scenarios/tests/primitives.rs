@@ -7,7 +7,8 @@
 //! leader expired (counted from the history) and carries on in a new one; the queue, the
 //! counter, the configuration and rendezvous stay clean, and the double barrier keeps its
 //! entry and leaves nobody behind, while its exit may let the others out before a
-//! participant whose node went with its session (shown on some seed).
+//! participant whose node went with its session (excused by `recipe.barrier`, shown on some
+//! seed).
 
 use checks::{
     history::sessions::{committed_expiries, told_expired},
@@ -45,21 +46,24 @@ fn get(name: &str) -> Scenario {
 }
 
 /// Sweeps `name` over `seeds`, counting with `count` in each run's history; the summary and
-/// the fewest counted in any run.
-fn sweep(
+/// the fewest counted in any run, with that run's seed.
+fn sweep_fewest(
     name: &str,
     test: &str,
     seeds: u64,
     count: impl Fn(&History) -> usize,
-) -> (SweepSummary, usize) {
-    let mut fewest = usize::MAX;
+) -> (SweepSummary, (usize, Option<u64>)) {
+    let mut fewest = (usize::MAX, None);
     let summary = Sweep::new(get(name), "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
             let history = outcome
                 .history
                 .as_ref()
                 .expect("the driver keeps the history");
-            fewest = fewest.min(count(history));
+            let counted = count(history);
+            if counted < fewest.0 {
+                fewest = (counted, Some(outcome.seed.value()));
+            }
         },
     );
     (summary, fewest)
@@ -73,14 +77,16 @@ fn assert_clean_and_busy(
     least: usize,
     count: impl Fn(&History) -> usize,
 ) {
-    let (summary, fewest) = sweep(name, test, seeds, count);
+    let (summary, (fewest, seed)) = sweep_fewest(name, test, seeds, count);
     summary.assert_clean();
     if name.ends_with("_faults") {
         summary.assert_fired(&SERVER_FAULTS);
     }
     assert!(
         fewest >= least,
-        "{name}: a run made too little progress: {fewest} < {least}"
+        "{name}: seed {seed:?} made too little progress: {fewest} < {least} (rerun it with \
+         COORDSIM_SEED={})",
+        seed.unwrap_or_default()
     );
 }
 
@@ -393,6 +399,115 @@ fn the_counter_counts_every_acknowledged_increment_once_under_server_faults() {
     );
 }
 
+/// Increments with an unknown outcome (a connection loss or an expiry with the write in
+/// flight), if the run read the counter at the end.
+fn unknown_increments(history: &History) -> usize {
+    history
+        .records()
+        .iter()
+        .filter(|record| {
+            matches!(
+                &record.event,
+                Event::Recipe(RecipeEvent::Counter {
+                    step: CounterStep::Unknown,
+                    ..
+                })
+            )
+        })
+        .count()
+}
+
+/// No server fault; each client's replies lost for 2.5 s, twice: a write in flight commits
+/// and its client hears a connection loss. Clean, busy, the clogs fired, and in most runs
+/// (the bound stated: at least half) an increment's reply was lost — a clog can find every
+/// client between writes.
+#[test]
+fn the_counter_counts_every_acknowledged_increment_once_when_replies_are_lost() {
+    let name = "zk_counter_replies_lost";
+    let test = "the_counter_counts_every_acknowledged_increment_once_when_replies_are_lost";
+    let mut lost_replies = Vec::new();
+    let mut fewest = (usize::MAX, 0);
+    let summary =
+        Sweep::new(get(name), "scenarios", TARGET, test, 6).run_inspecting(|outcome: &Outcome| {
+            let history = outcome
+                .history
+                .as_ref()
+                .expect("the driver keeps the history");
+            fewest = fewest.min((increments(history), outcome.seed.value()));
+            lost_replies.push(unknown_increments(history) > 0);
+        });
+    summary.assert_clean();
+    summary.assert_fired(&[FaultKind::Clog]);
+    assert!(
+        fewest.0 >= 20,
+        "{name}: seed {} made too little progress: {} increments",
+        fewest.1,
+        fewest.0
+    );
+    let lost = lost_replies.iter().filter(|lost| **lost).count();
+    println!(
+        "{name}: a reply to an increment's write lost in {lost} of {} runs",
+        lost_replies.len()
+    );
+    assert!(
+        2 * lost >= lost_replies.len(),
+        "{name}: a reply to an increment's write was lost in only {lost} of {} runs",
+        lost_replies.len()
+    );
+}
+
+/// Sweeps `name` with `bug` on over `seeds`: the seeds on which `check` fired with a
+/// violation whose evidence says `evidence`.
+fn caught_by(
+    name: &str,
+    bug: &str,
+    test: &str,
+    seeds: u64,
+    check: &str,
+    evidence: &str,
+) -> Vec<u64> {
+    let bug: scenarios::KnownBug = bug.parse().expect("a known-bug variant");
+    Sweep::new(get(name).with_bugs([bug]), "scenarios", TARGET, test, seeds)
+        .run()
+        .failures
+        .iter()
+        .filter(|failure| {
+            failure
+                .outcome
+                .violations
+                .iter()
+                .any(|v| v.check == check && v.evidence.contains(evidence))
+        })
+        .map(|failure| failure.outcome.seed.value())
+        .collect()
+}
+
+/// `recipe.counter_retry_after_connection_loss` (kazoo's `Counter`): a retried write after a
+/// lost reply counts an increment twice, and `recipe.counter` sees it on the version sequence
+/// (not only in the final read) under server faults and with replies lost alone. Measured
+/// over seeds 0–199 of `zk_counter_faults`: 85 caught (42%); over 0–99 of
+/// `zk_counter_replies_lost`: 97.
+#[test]
+fn a_counter_that_retries_after_a_connection_loss_is_caught_with_and_without_server_faults() {
+    let test =
+        "a_counter_that_retries_after_a_connection_loss_is_caught_with_and_without_server_faults";
+    for name in ["zk_counter_faults", "zk_counter_replies_lost"] {
+        let caught = caught_by(
+            name,
+            "recipe.counter_retry_after_connection_loss",
+            test,
+            6,
+            "recipe.counter",
+            "counted more than once",
+        );
+        println!("{name}: counted twice on seeds {caught:?}");
+        assert!(
+            !caught.is_empty(),
+            "{name}: the retried increment was not caught"
+        );
+    }
+}
+
 /// Three incrementers paused past their sessions, with increments in flight: the versioned
 /// write of a paused one may or may not have happened (an unknown outcome the check
 /// allows), and each carries on in a new session; the final read counts every acknowledged
@@ -445,14 +560,14 @@ fn the_double_barrier_lets_everyone_through_together_under_server_faults() {
 /// Two participants paused past their sessions inside the barriers: each one's node goes
 /// with its session, and it goes on through the same barrier in a new session (entering
 /// again if it was entering, leaving if it was inside). Expected, judged by
-/// `recipe.barrier`'s own function on every run: nobody through the entry before everyone
-/// began to enter (a paused participant's vanished node keeps the count short until it
-/// enters again), and nobody left behind; every round passed by every participant. The
-/// exit's promise cannot hold for a participant whose node vanished while it was inside:
-/// to the others it left, and they leave before it begins to — a paused process cannot
-/// tell anyone. So an exit violation is allowed, and must name a participant whose session
-/// expired; it shows on some seed (the scenario does not run the check; the fault-free and
-/// server-fault barrier tests above show it clean when no session expires).
+/// `recipe.barrier`, which the scenario runs: nobody through the entry without having seen
+/// everyone (a paused participant's vanished node keeps the count short until it enters
+/// again), nobody through the exit while another's node is listed, and nobody left behind;
+/// every round passed by every participant. The exit's clock promise cannot hold for a
+/// participant whose node vanished while it was inside: to the others it left, and they
+/// leave before it begins to — a paused process cannot tell anyone. The check excuses such
+/// an exit when a session in which the late one made its node had ended; each excused exit
+/// must name a participant whose session expired mid-recipe, and one shows on some seed.
 #[test]
 fn the_double_barrier_keeps_its_entry_when_sessions_expire_inside() {
     let name = "zk_double_barrier_expiry";
@@ -496,14 +611,16 @@ fn the_double_barrier_keeps_its_entry_when_sessions_expire_inside() {
                     outcome.seed
                 );
             }
-            for violation in barrier::check(history) {
+            // The scenario runs `recipe.barrier`, which excuses these and only these: each
+            // must name a participant whose session expired mid-recipe.
+            for violation in barrier::excused_exits(history) {
                 match &violation {
                     BarrierViolation::ThroughTooEarly {
                         gate: Gate::Exit,
                         late: (late, _),
                         ..
                     } if expired.contains(&late.0) => early_exits += 1,
-                    other => panic!("seed {}: {other}", outcome.seed),
+                    other => panic!("seed {}: excused, but {other}", outcome.seed),
                 }
             }
         },
@@ -514,6 +631,36 @@ fn the_double_barrier_keeps_its_entry_when_sessions_expire_inside() {
         early_exits >= 1,
         "{name}: no seed showed the others leaving before an expired participant"
     );
+}
+
+/// `recipe.barrier_enter_on_wakeup` (Curator GH-1290): a participant through the entry on a
+/// wake-up, without a full listing or `ready`, without faults, under server faults and with
+/// sessions expiring: measured on 20 of 20 seeds of each.
+#[test]
+fn a_barrier_entered_on_a_wakeup_is_caught_with_and_without_faults() {
+    let test = "a_barrier_entered_on_a_wakeup_is_caught_with_and_without_faults";
+    for name in [
+        "zk_double_barrier",
+        "zk_double_barrier_faults",
+        "zk_double_barrier_expiry",
+    ] {
+        let seeds = 3;
+        let caught = caught_by(
+            name,
+            "recipe.barrier_enter_on_wakeup",
+            test,
+            seeds,
+            "recipe.barrier",
+            "was through the entry",
+        );
+        // The bound stated: caught on at least half the seeds swept (every one measured).
+        let swept = sim::env::test_seeds(seeds).len();
+        assert!(
+            2 * caught.len() >= swept,
+            "{name}: caught on only {} of {swept} seeds: {caught:?}",
+            caught.len()
+        );
+    }
 }
 
 fn config_reads(history: &History) -> usize {
@@ -549,8 +696,10 @@ fn configuration_reads_behind_ready_see_one_version_under_server_faults() {
         "zk_ready_config_faults",
         "configuration_reads_behind_ready_see_one_version_under_server_faults",
         6,
-        // Outages stall the readers, and every publish restarts the reads under way.
-        10,
+        // Outages stall the readers, and every publish restarts the reads under way: the
+        // fewest over seeds 0-299 was 9 (seed 227), so the floor, which only keeps the
+        // checks from judging nothing, is half that.
+        4,
         config_reads,
     );
 }

@@ -69,11 +69,26 @@ pub enum RecipeBug {
     /// instead of listing the children again: it sleeps until its patience runs out while
     /// the lock is free, and every waiter behind it waits too (a lost wake-up).
     NoRelistOnGonePredecessor,
+    /// `recipe.barrier_enter_on_wakeup`: a double-barrier participant that finds fewer
+    /// participants than the barrier's size waits for a change under the barrier (a child
+    /// watch, as the ZooKeeper tutorial's `Barrier` does) and, woken, goes through the entry
+    /// without counting again, as Curator's `DistributedDoubleBarrier` did on any wake-up
+    /// (apache/curator GH-1290): it lets a participant in when the second one arrives.
+    BarrierEnterOnWakeup,
+    /// `recipe.counter_retry_after_connection_loss`: the counter retries its conditional
+    /// write after a connection loss, re-reading the value and writing value + 1 again, as a
+    /// retry loop around the whole read-modify-write does (kazoo's `Counter` runs it under
+    /// `client.retry`); if the lost write had been applied, the increment counts twice.
+    CounterRetryAfterConnectionLoss,
+    /// `recipe.pubsub_resume_from_last_received`: a subscriber resumes from the revision of
+    /// the last message it delivered instead of the one after it, and delivers that
+    /// message again on the new subscription.
+    PubsubResumeFromLastReceived,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 13] = [
+    pub const ALL: [RecipeBug; 16] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
@@ -87,6 +102,9 @@ impl RecipeBug {
         RecipeBug::SeqOverflowCompare,
         RecipeBug::ElectionWatchesLeader,
         RecipeBug::NoRelistOnGonePredecessor,
+        RecipeBug::BarrierEnterOnWakeup,
+        RecipeBug::CounterRetryAfterConnectionLoss,
+        RecipeBug::PubsubResumeFromLastReceived,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -105,6 +123,11 @@ impl RecipeBug {
             RecipeBug::SeqOverflowCompare => "recipe.seq_overflow_compare",
             RecipeBug::ElectionWatchesLeader => "recipe.election_watches_leader",
             RecipeBug::NoRelistOnGonePredecessor => "recipe.no_relist_on_gone_predecessor",
+            RecipeBug::BarrierEnterOnWakeup => "recipe.barrier_enter_on_wakeup",
+            RecipeBug::CounterRetryAfterConnectionLoss => {
+                "recipe.counter_retry_after_connection_loss"
+            }
+            RecipeBug::PubsubResumeFromLastReceived => "recipe.pubsub_resume_from_last_received",
         }
     }
 
@@ -151,6 +174,19 @@ impl RecipeBug {
             RecipeBug::ReadWithoutSync => {
                 "ZooKeeper Programmer's Guide, Consistency Guarantees (sync before a read that \
                  needs the latest)"
+            }
+            RecipeBug::BarrierEnterOnWakeup => {
+                "apache/curator GH-1290 (fixed by #1291: DistributedDoubleBarrier returned from \
+                 enter on any wake-up); ZOOKEEPER-1011 (the tutorial's Barrier races)"
+            }
+            RecipeBug::CounterRetryAfterConnectionLoss => {
+                "python-zk/kazoo kazoo/recipe/counter.py (Counter._change runs the read and the \
+                 versioned set under client.retry, which retries ConnectionLoss); ZooKeeper \
+                 Programmer's Guide (ConnectionLoss: the operation may or may not have succeeded)"
+            }
+            RecipeBug::PubsubResumeFromLastReceived => {
+                "etcd clientv3 watch.go (resume from the last revision + 1); \
+                 shubhamranjan/dotnet-etcd#310, etcd-io/jetcd#946, kragniz/python-etcd3#729"
             }
         }
     }

@@ -9,9 +9,12 @@
 //!   message). The watch stream resumes after a reconnect from the revision after the last
 //!   one it received, and the subscriber also drops anything at or below the last revision
 //!   it delivered, so a replay after a reconnect delivers nothing twice. To go on after
-//!   closing, subscribe again from [`EtcdSubscriber::resume_revision`].
+//!   closing, subscribe again from [`EtcdSubscriber::resume_revision`] — the revision after
+//!   the last one delivered, as etcd's clientv3 resumes a watch (`lastRev + 1`). With
+//!   [`RecipeBug::PubsubResumeFromLastReceived`] it is the last one delivered itself, and
+//!   the new subscription delivers that message again.
 
-use super::etcd_session::EtcdSession;
+use super::{RecipeBug, RecipeBugs, etcd_session::EtcdSession};
 use crate::etcd::{ChangeKind, EtcdClient, WatchItem, WatchStream, kv_response, prefix_range_end};
 use sim::{
     NodeContext,
@@ -197,6 +200,7 @@ pub struct EtcdSubscriber {
     /// The revision of the last message handed to the caller (0: none yet).
     delivered_up_to: u64,
     ready: VecDeque<Message>,
+    bugs: RecipeBugs,
 }
 
 impl EtcdSubscriber {
@@ -227,7 +231,14 @@ impl EtcdSubscriber {
             from_revision,
             delivered_up_to: 0,
             ready: VecDeque::new(),
+            bugs: RecipeBugs::default(),
         }
+    }
+
+    /// The same subscription with the known-bug variants `bugs` switched on.
+    pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
+        self.bugs = bugs;
+        self
     }
 
     /// Subscribes to `topic` from now: reads the topic (linearizable, retried until
@@ -252,6 +263,9 @@ impl EtcdSubscriber {
     /// The revision a new subscription should start from to continue this one: the one
     /// after the last message delivered.
     pub fn resume_revision(&self) -> u64 {
+        if self.bugs.has(RecipeBug::PubsubResumeFromLastReceived) {
+            return self.from_revision.max(self.delivered_up_to);
+        }
         self.from_revision.max(self.delivered_up_to + 1)
     }
 

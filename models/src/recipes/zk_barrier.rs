@@ -8,8 +8,12 @@
 //! - Leave: if only the own child is left, delete it and go; if the own child is the
 //!   lowest, wait for the highest to go; otherwise delete the own child and wait for the
 //!   lowest to go. The lowest leaves last, when everyone else has.
+//!
+//! With [`RecipeBug::BarrierEnterOnWakeup`] a participant that counts too few waits for a
+//! change of the children instead of `ready`, and goes through on the first one without
+//! counting again (apache/curator GH-1290).
 
-use super::zk_paths::ensure_parents;
+use super::{RecipeBug, RecipeBugs, zk_paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
@@ -61,6 +65,7 @@ pub struct ZkDoubleBarrier {
     size: usize,
     me: String,
     context: NodeContext,
+    bugs: RecipeBugs,
 }
 
 impl ZkDoubleBarrier {
@@ -72,7 +77,14 @@ impl ZkDoubleBarrier {
             size,
             me: name.to_string(),
             context: context.clone(),
+            bugs: RecipeBugs::default(),
         }
+    }
+
+    /// The same participant with the known-bug variants `bugs` switched on.
+    pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
+        self.bugs = bugs;
+        self
     }
 
     fn record(&self, step: BarrierStep) {
@@ -130,6 +142,17 @@ impl ZkDoubleBarrier {
             if self.participants().await?.len() >= self.size {
                 match self.zk.create(&ready, "", CreateMode::Persistent).await {
                     Ok(_) | Err(ZkClientError::Api(ZkError::NodeExists)) => break,
+                    Err(ZkClientError::ConnectionLoss) => continue,
+                    Err(error) => return Err(barrier_error(error)),
+                }
+            }
+            if self.bugs.has(RecipeBug::BarrierEnterOnWakeup) {
+                // Woken by any change under the barrier, and through without counting again.
+                match self.zk.get_children_watch(&self.path).await {
+                    Ok((_, _, children_changed)) => {
+                        self.wait(children_changed, deadline).await?;
+                        break;
+                    }
                     Err(ZkClientError::ConnectionLoss) => continue,
                     Err(error) => return Err(barrier_error(error)),
                 }

@@ -4,9 +4,10 @@
 //!
 //! A lost reply to the conditional write leaves the increment's outcome unknown: the recipe
 //! says so ([`CounterStep::Unknown`]) instead of retrying, since a retry of a write that
-//! did happen would count twice.
+//! did happen would count twice. [`RecipeBug::CounterRetryAfterConnectionLoss`] retries it
+//! all the same, reading the value again and writing value + 1 (kazoo's `Counter`).
 
-use super::zk_paths::ensure_parents;
+use super::{RecipeBug, RecipeBugs, zk_paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
@@ -53,6 +54,7 @@ pub struct ZkCounter {
     zk: ZkClient,
     path: String,
     context: NodeContext,
+    bugs: RecipeBugs,
 }
 
 impl ZkCounter {
@@ -62,7 +64,14 @@ impl ZkCounter {
             zk: zk.clone(),
             path: path.to_string(),
             context: context.clone(),
+            bugs: RecipeBugs::default(),
         }
+    }
+
+    /// The same counter with the known-bug variants `bugs` switched on.
+    pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
+        self.bugs = bugs;
+        self
     }
 
     fn record(&self, step: CounterStep) {
@@ -90,6 +99,12 @@ impl ZkCounter {
                     return Ok(next);
                 }
                 Err(ZkClientError::Api(ZkError::BadVersion)) => continue,
+                // The whole read-modify-write again, as if the lost write had not happened.
+                Err(ZkClientError::ConnectionLoss)
+                    if self.bugs.has(RecipeBug::CounterRetryAfterConnectionLoss) =>
+                {
+                    continue;
+                }
                 // Sent, and no answer: it may have been applied.
                 Err(ZkClientError::ConnectionLoss | ZkClientError::SessionExpired) => {
                     self.record(CounterStep::Unknown);

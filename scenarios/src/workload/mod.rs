@@ -354,7 +354,7 @@ impl Workload {
         match (self, store) {
             (Workload::Discovery(discovery), store) => discovery.start(sim, store, bugs, stop),
             (Workload::PubSub(pubsub), RunningStore::Raft(cluster)) => {
-                pubsub.start(sim, cluster, stop)
+                pubsub.start(sim, cluster, bugs, stop)
             }
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => mix.start(sim, cluster, stop),
             (Workload::KvLeases(leases), RunningStore::Raft(cluster)) => {
@@ -395,10 +395,10 @@ impl Workload {
                 queue.start(sim, ensemble, stop)
             }
             (Workload::SharedCounter(counter), RunningStore::Zab(ensemble)) => {
-                counter.start(sim, ensemble, stop)
+                counter.start(sim, ensemble, bugs, stop)
             }
             (Workload::DoubleBarrier(barrier), RunningStore::Zab(ensemble)) => {
-                barrier.start(sim, ensemble, stop)
+                barrier.start(sim, ensemble, bugs, stop)
             }
             (Workload::ReadyConfig(config), RunningStore::Zab(ensemble)) => {
                 config.start(sim, ensemble, bugs, stop)

@@ -18,7 +18,7 @@ use super::{Pending, Workers};
 use checks::recipes::pubsub_delivery::{self, DeliveryProblem, DeliveryViolation};
 use models::{
     etcd::{EtcdClient, EtcdCluster},
-    recipes::{EtcdPublisher, EtcdSession, EtcdSubscriber, PubSubError},
+    recipes::{EtcdPublisher, EtcdSession, EtcdSubscriber, PubSubError, RecipeBugs},
 };
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, Sim, time::SimTime};
@@ -82,6 +82,7 @@ impl PubSub {
         &self,
         sim: &Sim,
         cluster: &EtcdCluster,
+        bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
         let mut workers = Vec::new();
@@ -95,7 +96,7 @@ impl PubSub {
             let context = sim.node(node);
             // Not a worker: it receives to the end of the run (its handle detaches).
             drop(sim.spawn(node, async move {
-                subscribe(&parameters, &store, &context).await;
+                subscribe(&parameters, &store, &context, bugs).await;
             }));
         }
         workers
@@ -203,15 +204,22 @@ async fn publish(
 
 /// A subscriber, to the end of the run: receives, and subscribes again from where it left
 /// off every `resubscribe_every_ms`.
-async fn subscribe(parameters: &PubSub, cluster: &EtcdCluster, context: &NodeContext) {
+async fn subscribe(
+    parameters: &PubSub,
+    cluster: &EtcdCluster,
+    context: &NodeContext,
+    bugs: RecipeBugs,
+) {
     let clock = context.clock().clone();
     let every = Duration::from_millis(parameters.resubscribe_every_ms);
     let mut client = EtcdClient::new(cluster, context.clone(), SUBSCRIBER_PROCESS);
     let mut subscription = if context.id().ordinal().is_multiple_of(2) {
         // c1, c3, …: every message ever published.
-        EtcdSubscriber::subscribe(&mut client, context, TOPIC, 1)
+        EtcdSubscriber::subscribe(&mut client, context, TOPIC, 1).with_bugs(bugs)
     } else {
-        EtcdSubscriber::subscribe_from_now(&mut client, context, TOPIC).await
+        EtcdSubscriber::subscribe_from_now(&mut client, context, TOPIC)
+            .await
+            .with_bugs(bugs)
     };
     let mut resubscribe_at = clock.now() + every;
     loop {
@@ -221,13 +229,15 @@ async fn subscribe(parameters: &PubSub, cluster: &EtcdCluster, context: &NodeCon
             // Messages were compacted away: nothing to resume from; start from now.
             Ok(Err(_)) => {
                 subscription.close();
-                subscription =
-                    EtcdSubscriber::subscribe_from_now(&mut client, context, TOPIC).await;
+                subscription = EtcdSubscriber::subscribe_from_now(&mut client, context, TOPIC)
+                    .await
+                    .with_bugs(bugs);
             }
             Err(_) => {
                 let from = subscription.resume_revision();
                 subscription.close();
-                subscription = EtcdSubscriber::subscribe(&mut client, context, TOPIC, from);
+                subscription =
+                    EtcdSubscriber::subscribe(&mut client, context, TOPIC, from).with_bugs(bugs);
                 resubscribe_at = clock.now() + every;
             }
         }

@@ -4,7 +4,10 @@
 //! `recipe.counter` judges against the acknowledged and unknown increments.
 
 use super::{Pending, Workers, zk_sessions::Sessions};
-use models::{recipes::ZkCounter, zk::ZkEnsemble};
+use models::{
+    recipes::{RecipeBugs, ZkCounter},
+    zk::ZkEnsemble,
+};
 use serde::{Deserialize, Serialize};
 use sim::Sim;
 use std::{
@@ -56,6 +59,7 @@ impl SharedCounter {
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
+        bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
         sim.clients()
@@ -69,6 +73,7 @@ impl SharedCounter {
                             continue;
                         };
                         let _ = ZkCounter::new(&zk, &context, COUNTER_PATH)
+                            .with_bugs(bugs)
                             .increment()
                             .await;
                         context

@@ -3,7 +3,9 @@
 //! Each reader documents which events it reads and who records them.
 
 pub mod applied_runs;
+pub mod barrier;
 pub(crate) mod beliefs;
+pub mod counter;
 pub mod elections;
 pub mod faults;
 pub mod kv;

@@ -6,11 +6,18 @@
 //! subscriber's `Subscribed` when it subscribed from a revision and `Received` for each
 //! message it handed its caller. A `Subscribed` by a process that already had a
 //! subscription to the topic replaces it (a resubscription from a later revision). Reads
-//! client crashes from the fault records: a crashed subscriber receives nothing more.
+//! client crashes from the fault records: a crashed subscriber receives nothing more. Reads
+//! the subscriber's watch records (`kv_watch`, recorded by the etcd client for its process):
+//! a watch the server cancelled because the revision it needed was compacted ends the
+//! subscription, which cannot go on from where it was.
 
 use super::membership::Process;
 use sim::{
-    history::{Event, History, RecipeEvent, recipe::PubSubStep},
+    history::{
+        Event, History, RecipeEvent,
+        kv::{WatchRecord, WatchStep},
+        recipe::PubSubStep,
+    },
     time::SimTime,
 };
 use std::collections::BTreeMap;
@@ -50,6 +57,8 @@ pub enum SubscriptionEnd {
     Replaced(SimTime),
     /// Its node crashed, at this time.
     Crashed(SimTime),
+    /// Its watch was cancelled at this time: the revision it needed next was compacted.
+    Compacted(SimTime),
 }
 
 /// One subscription of a process to a topic.
@@ -134,6 +143,22 @@ pub fn subscriptions(history: &History) -> Vec<Subscription> {
                         }
                     }
                     PubSubStep::Published { .. } => {}
+                }
+            }
+            (Event::Recipe(event), Some(node)) => {
+                if let Some(WatchRecord {
+                    process,
+                    step: WatchStep::Compacted { .. },
+                    ..
+                }) = WatchRecord::from_recipe_event(event)
+                {
+                    open.retain(|(subscriber, _), index| {
+                        let compacted = *subscriber == (node, process);
+                        if compacted {
+                            subscriptions[*index].end = SubscriptionEnd::Compacted(record.at);
+                        }
+                        !compacted
+                    });
                 }
             }
             (Event::Fault(fault), _) => {

@@ -9,12 +9,19 @@
 //! skipped it; a subscription still open at the end must have received every message
 //! acknowledged at least a settle time before (a later one may still be in flight). A
 //! subscription replaced by a new one (a resubscription from a later revision) or ended by
-//! its node's crash owes nothing after its last receipt.
+//! its node's crash owes nothing after its last receipt: the new one takes over, and must
+//! start exactly after the last revision the old one delivered (from the old one's own
+//! start if it delivered nothing) — earlier, and it delivers a message again; later, and
+//! the messages between are lost to the subscriber (etcd clientv3 resumes a watch from the
+//! last revision + 1). Only a subscription whose watch was cancelled because its next
+//! revision was compacted may be followed by one from anywhere: it lost messages, and said
+//! so.
 //!
 //! **Reads:** ([`crate::history::pubsub`]) the pub/sub recipe's records at the client
 //! node: `Published` once the store acknowledged a message (with the revision the store
 //! gave it), `Subscribed` with the revision asked for, `Received` for each message handed
-//! to the subscriber's caller; and client crashes from the fault records. A message whose
+//! to the subscriber's caller; client crashes from the fault records; and the subscriber's
+//! watch cancelled by a compaction (its `kv_watch` record). A message whose
 //! publish was never acknowledged is not owed to anyone (its publish may or may not have
 //! happened), and may be received.
 
@@ -77,6 +84,16 @@ pub enum DeliveryProblem {
         revision: u64,
         /// The next revision the subscription did receive.
         next_received: u64,
+    },
+    /// A resubscription that did not start right after the last revision the subscription
+    /// it replaced had delivered.
+    Discontinuous {
+        /// Where it should have started.
+        expected_revision: u64,
+        /// Where the subscription it replaced had started.
+        replaced_from: u64,
+        /// The last revision that subscription delivered, if any.
+        last_delivered: Option<u64>,
     },
     /// Not received by an open subscription, though acknowledged well before the end.
     NotDelivered {
@@ -153,6 +170,20 @@ impl fmt::Display for DeliveryViolation {
                 "{message} (revision {revision}) was skipped: revision {next_received} arrived \
                  and it never did"
             ),
+            DeliveryProblem::Discontinuous {
+                expected_revision,
+                replaced_from,
+                last_delivered,
+            } => {
+                let delivered = last_delivered.map_or("nothing".to_string(), |last| {
+                    format!("up to revision {last}")
+                });
+                write!(
+                    f,
+                    "it replaced one from revision {replaced_from} that had delivered \
+                     {delivered}: it should have started at {expected_revision}"
+                )
+            }
             DeliveryProblem::NotDelivered {
                 message,
                 revision,
@@ -201,7 +232,17 @@ pub fn check_at(history: &History, at: SimTime, settle: Duration) -> Vec<Deliver
             .push(publication);
     }
     let mut violations = Vec::new();
-    for subscription in subscriptions(history) {
+    let subscriptions = subscriptions(history);
+    for (subscription, problem) in discontinuities(&subscriptions) {
+        violations.push(DeliveryViolation {
+            topic: subscription.topic.clone(),
+            subscriber: subscription.subscriber,
+            from_revision: subscription.from_revision,
+            subscribed_at: subscription.subscribed_at,
+            problem,
+        });
+    }
+    for subscription in subscriptions {
         let published = by_topic
             .get(subscription.topic.as_str())
             .map(Vec::as_slice)
@@ -225,6 +266,36 @@ pub fn check(history: &History, settle: Duration) -> Vec<DeliveryViolation> {
         Some(last) => check_at(history, last.at, settle),
         None => Vec::new(),
     }
+}
+
+/// Each resubscription that did not start right after its predecessor's last delivery.
+fn discontinuities(subscriptions: &[Subscription]) -> Vec<(&Subscription, DeliveryProblem)> {
+    let mut previous: BTreeMap<(Process, &str), &Subscription> = BTreeMap::new();
+    let mut found = Vec::new();
+    for subscription in subscriptions {
+        let key = (subscription.subscriber, subscription.topic.as_str());
+        if let Some(replaced) = previous.insert(key, subscription)
+            && matches!(replaced.end, SubscriptionEnd::Replaced(_))
+        {
+            let last_delivered = replaced
+                .received
+                .iter()
+                .map(|receipt| receipt.revision)
+                .max();
+            let expected_revision = last_delivered.map_or(replaced.from_revision, |last| last + 1);
+            if subscription.from_revision != expected_revision {
+                found.push((
+                    subscription,
+                    DeliveryProblem::Discontinuous {
+                        expected_revision,
+                        replaced_from: replaced.from_revision,
+                        last_delivered,
+                    },
+                ));
+            }
+        }
+    }
+    found
 }
 
 fn problems(
@@ -459,5 +530,71 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_resubscription_from_the_last_delivered_revision_or_past_the_next_is_caught() {
+        for (resumed_from, expected) in [(5, 6), (7, 6)] {
+            let mut problems = problems_of(vec![
+                subscribed(0, 3),
+                published(100, "a", 5),
+                received(110, "a", 5),
+                subscribed(250, resumed_from),
+                pubsub_step(5_000, C1, 0, PubSubStep::Subscribed { revision: 1 }),
+            ]);
+            // From 5, `a` is owed again (and not delivered): judged on its own.
+            problems.retain(|problem| matches!(problem, DeliveryProblem::Discontinuous { .. }));
+            assert_eq!(
+                problems,
+                vec![DeliveryProblem::Discontinuous {
+                    expected_revision: expected,
+                    replaced_from: 3,
+                    last_delivered: Some(5),
+                }],
+                "resumed from {resumed_from}"
+            );
+        }
+        // Nothing delivered: it goes on from where the replaced one started.
+        let problems = problems_of(vec![subscribed(0, 3), subscribed(250, 4)]);
+        assert_eq!(
+            problems,
+            vec![DeliveryProblem::Discontinuous {
+                expected_revision: 3,
+                replaced_from: 3,
+                last_delivered: None,
+            }]
+        );
+        assert!(
+            check(
+                &History::from_records(vec![subscribed(0, 3), subscribed(250, 4)]),
+                SETTLE
+            )[0]
+            .to_string()
+            .contains("had delivered nothing: it should have started at 3")
+        );
+    }
+
+    #[test]
+    fn a_resubscription_after_a_compaction_may_start_anywhere() {
+        use sim::history::kv::{WatchRecord, WatchStep};
+        let compacted = WatchRecord {
+            process: SUBSCRIBER,
+            watch: 1,
+            step: WatchStep::Compacted {
+                compact_revision: 9,
+            },
+        };
+        let problems = problems_of(vec![
+            subscribed(0, 3),
+            published(100, "a", 5),
+            received(110, "a", 5),
+            crate::test_history::record(
+                200,
+                C2,
+                sim::history::Event::Recipe(compacted.to_recipe_event()),
+            ),
+            subscribed(250, 12),
+        ]);
+        assert_eq!(problems, vec![]);
     }
 }
