@@ -191,4 +191,18 @@ mod tests {
         }
         assert!(by_name("zk.nonexistent").is_none());
     }
+
+    #[test]
+    fn every_check_on_an_empty_history_judged_nothing_and_says_so() {
+        // A check's count is what it looked at, never a constant: on a history with
+        // nothing in it every check is vacuous (and finds nothing), which an outcome
+        // reports as such instead of as a pass.
+        let empty = History::from_records(Vec::new());
+        for check in all() {
+            let verdict = (check.run)(&empty, &CheckContext::default());
+            assert!(verdict.is_vacuous(), "{} judged {}", check.name, verdict.judged);
+            assert!(verdict.violations.is_empty(), "{}", check.name);
+            assert!(!check.judges.is_empty(), "{} names no unit", check.name);
+        }
+    }
 }

@@ -27,6 +27,7 @@
 //! expired, or its close). The clock ordering is judged on the global clock, which a real
 //! test lacks.
 
+use crate::Checked;
 pub use crate::history::barrier::Gate;
 use crate::{
     Violation,
@@ -212,8 +213,10 @@ impl Violation for BarrierViolation {
 }
 
 /// Every broken promise of every barrier in `history`.
-pub fn check(history: &History) -> Vec<BarrierViolation> {
-    judge(history).0
+pub fn check(history: &History) -> Checked<BarrierViolation> {
+    // Every gate attempt a participant made, through or not.
+    let judged = barrier::read(history).attempts.len() as u64;
+    Checked::new(judge(history).0, judged)
 }
 
 /// The exits through before a participant had begun to leave that the check excuses,

@@ -17,6 +17,7 @@
 //! publish recorded before a read began truly completed before it. No server event is
 //! read.
 
+use crate::Checked;
 use crate::{Violation, history::locks::Holder};
 use sim::{
     history::{Event, History, RecipeEvent, recipe::ConfigStep},
@@ -78,13 +79,15 @@ impl Violation for StaleRead {
 }
 
 /// Every read that returned an older version than one published before it began.
-pub fn check(history: &History) -> Vec<StaleRead> {
+pub fn check(history: &History) -> Checked<StaleRead> {
     // Per configuration: the newest version published so far, and when.
     let mut published: BTreeMap<&str, (u64, SimTime)> = BTreeMap::new();
     // Per configuration and reader: when its read under way began, and what was published
     // by then.
     let mut reading: BTreeMap<(&str, Holder), (SimTime, Option<(u64, SimTime)>)> = BTreeMap::new();
     let mut stale = Vec::new();
+    // Reads that began after some version was published: the others owe nothing.
+    let mut judged = 0;
     for record in history.records() {
         let (
             Event::Recipe(RecipeEvent::Config {
@@ -116,6 +119,7 @@ pub fn check(history: &History) -> Vec<StaleRead> {
                 else {
                     continue;
                 };
+                judged += u64::from(at < began);
                 // A publish recorded at the very instant the read began is not before it.
                 if at < began && parts.iter().any(|part| *part < version) {
                     stale.push(StaleRead {
@@ -131,7 +135,7 @@ pub fn check(history: &History) -> Vec<StaleRead> {
             }
         }
     }
-    stale
+    Checked::new(stale, judged)
 }
 
 #[cfg(test)]

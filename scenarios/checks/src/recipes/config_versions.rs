@@ -6,6 +6,7 @@
 //! the client node once the reader believes its read complete, with each part's version
 //! as read. No server event is read.
 
+use crate::Checked;
 use crate::{Violation, history::locks::Holder};
 use sim::{
     history::{Event, History, RecipeEvent, recipe::ConfigStep},
@@ -52,8 +53,18 @@ impl Violation for MixedRead {
 }
 
 /// Every completed read that mixed versions.
-pub fn check(history: &History) -> Vec<MixedRead> {
-    history
+pub fn check(history: &History) -> Checked<MixedRead> {
+    let reads = history.records().iter().filter(|record| {
+        matches!(
+            record.event,
+            Event::Recipe(RecipeEvent::Config {
+                step: ConfigStep::Read { .. },
+                ..
+            })
+        )
+    });
+    let judged = reads.count() as u64;
+    let violations = history
         .records()
         .iter()
         .filter_map(|record| match (&record.event, record.node) {
@@ -72,7 +83,8 @@ pub fn check(history: &History) -> Vec<MixedRead> {
             }),
             _ => None,
         })
-        .collect()
+        .collect();
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! writes of the counter's node and the versions the store reported for it, recorded by the
 //! client library. No server event is read.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -167,7 +168,7 @@ struct Tally {
 }
 
 /// Every broken promise of every counter in `history`.
-pub fn check(history: &History) -> Vec<CounterViolation> {
+pub fn check(history: &History) -> Checked<CounterViolation> {
     let mut counters: BTreeMap<String, Tally> = BTreeMap::new();
     for record in history.records() {
         let (
@@ -198,6 +199,11 @@ pub fn check(history: &History) -> Vec<CounterViolation> {
             }
         }
     }
+    // Every increment (acknowledged or not) and every read of every counter.
+    let judged = counters
+        .values()
+        .map(|tally| tally.steps as u64 + tally.reads.len() as u64)
+        .sum();
     let mut violations = counted_twice(history);
     for (counter, tally) in counters {
         for (value, writers) in &tally.written {
@@ -225,7 +231,7 @@ pub fn check(history: &History) -> Vec<CounterViolation> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 /// Every move of a counter's node made by an increment that made another move too.

@@ -29,6 +29,7 @@
 //! records. A discoverer is live unless its node crashed, or its ZooKeeper session ended
 //! (as it was told), after its last view.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -136,19 +137,21 @@ pub fn behind(history: &History, at: SimTime, settle: Duration) -> Vec<ViewNotCo
 /// Every live discoverer whose last view at the end of the run is wrong, if the run healed
 /// at least `settle` before its end, or no fault ever fired in it (otherwise there is
 /// nothing to judge).
-pub fn check(history: &History, settle: Duration) -> Vec<ViewNotConverged> {
+pub fn check(history: &History, settle: Duration) -> Checked<ViewNotConverged> {
     let no_faults = !history
         .records()
         .iter()
         .any(|record| matches!(record.event, Event::Fault(_)));
     let healed = healed_at(history).or(no_faults.then_some(SimTime::ZERO));
+    // A run that did not heal, or ended too soon after, judges nobody's view.
     let (Some(healed), Some(last)) = (healed, history.records().last()) else {
-        return Vec::new();
+        return Checked::new(Vec::new(), 0);
     };
     if earlier(last.at, settle) < healed {
-        return Vec::new();
+        return Checked::new(Vec::new(), 0);
     }
-    behind(history, last.at, settle)
+    let judged = crate::history::membership::discoverers(history).len() as u64;
+    Checked::new(behind(history, last.at, settle), judged)
 }
 
 /// `by` before `at` (the start, if that is earlier).

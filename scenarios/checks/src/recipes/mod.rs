@@ -26,23 +26,7 @@ pub mod rendezvous;
 pub mod rw_exclusion;
 pub mod rw_reader_waits;
 
-use crate::{Check, Checked, Verdict, Violation};
-use sim::history::{Event, History};
-
-// TEMPORARY (issue 22 in progress): the recipe checkers being rewritten on other branches
-// still return plain violation lists; until they count what they judge themselves, the
-// count is what the history holds for them. Replaced when those branches merge.
-fn placeholder_count<V: Violation + 'static>(violations: Vec<V>, judged: u64) -> Verdict {
-    Checked::new(violations, judged).verdict()
-}
-
-fn recipe_records(history: &History) -> usize {
-    history
-        .records()
-        .iter()
-        .filter(|record| matches!(record.event, Event::Recipe(_)))
-        .count()
-}
+use crate::Check;
 
 /// The lock checks every lock scenario gets. `recipe.mutual_exclusion` is among them: a
 /// scenario that pauses holders past their session timeout expects it to fire.
@@ -106,25 +90,15 @@ pub const OPTIONAL: &[Check] = &[
     },
     Check {
         name: "recipe.discovery_converges",
-        judges: "discoverers",
+        judges: "discoverers' views after the heal",
         property: "discovery converges",
-        run: |history, context| {
-            placeholder_count(
-                discovery_converges::check(history, context.watch_settle),
-                crate::history::membership::discoverers(history).len() as u64,
-            )
-        },
+        run: |history, context| discovery_converges::check(history, context.watch_settle).verdict(),
     },
     Check {
         name: "recipe.pubsub_delivery",
         judges: "subscriptions",
         property: "pub/sub delivery",
-        run: |history, context| {
-            placeholder_count(
-                pubsub_delivery::check(history, context.watch_settle),
-                crate::history::pubsub::subscriptions(history).len() as u64,
-            )
-        },
+        run: |history, context| pubsub_delivery::check(history, context.watch_settle).verdict(),
     },
 ];
 
@@ -162,59 +136,38 @@ pub const ELECTION_CHECKS: &[Check] = &[Check {
 pub const PRIMITIVE_CHECKS: &[Check] = &[
     Check {
         name: "recipe.queue_semantics",
-        judges: "queue records",
+        judges: "queue items",
         property: "queue semantics",
-        run: |history, _| {
-            placeholder_count(
-                queue_semantics::check(history),
-                recipe_records(history) as u64,
-            )
-        },
+        run: |history, _| queue_semantics::check(history).verdict(),
     },
     Check {
         name: "recipe.counter",
-        judges: "counter records",
+        judges: "increments and reads",
         property: "counter",
-        run: |history, _| {
-            placeholder_count(counter::check(history), recipe_records(history) as u64)
-        },
+        run: |history, _| counter::check(history).verdict(),
     },
     Check {
         name: "recipe.barrier",
-        judges: "barrier records",
+        judges: "gate attempts",
         property: "double barrier",
-        run: |history, _| {
-            placeholder_count(barrier::check(history), recipe_records(history) as u64)
-        },
+        run: |history, _| barrier::check(history).verdict(),
     },
     Check {
         name: "recipe.config_versions",
-        judges: "config records",
+        judges: "configuration reads",
         property: "configuration versions",
-        run: |history, _| {
-            placeholder_count(
-                config_versions::check(history),
-                recipe_records(history) as u64,
-            )
-        },
+        run: |history, _| config_versions::check(history).verdict(),
     },
     Check {
         name: "recipe.config_fresh",
-        judges: "config records",
+        judges: "reads after a publish",
         property: "configuration reads are fresh",
-        run: |history, _| {
-            placeholder_count(config_fresh::check(history), recipe_records(history) as u64)
-        },
+        run: |history, _| config_fresh::check(history).verdict(),
     },
     Check {
         name: "recipe.rendezvous",
-        judges: "rendezvous records",
+        judges: "rendezvous steps",
         property: "rendezvous",
-        run: |history, context| {
-            placeholder_count(
-                rendezvous::check(history, context.watch_settle),
-                recipe_records(history) as u64,
-            )
-        },
+        run: |history, context| rendezvous::check(history, context.watch_settle).verdict(),
     },
 ];

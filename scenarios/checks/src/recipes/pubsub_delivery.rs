@@ -25,6 +25,7 @@
 //! publish was never acknowledged is not owed to anyone (its publish may or may not have
 //! happened), and may be received.
 
+use crate::Checked;
 use crate::{
     Violation,
     history::{
@@ -261,11 +262,14 @@ pub fn check_at(history: &History, at: SimTime, settle: Duration) -> Vec<Deliver
 }
 
 /// Every delivery problem at the end of the run, allowing `settle` for messages in flight.
-pub fn check(history: &History, settle: Duration) -> Vec<DeliveryViolation> {
-    match history.records().last() {
+pub fn check(history: &History, settle: Duration) -> Checked<DeliveryViolation> {
+    // Every subscription: what it owed, and where it resumed its predecessor.
+    let judged = subscriptions(history).len() as u64;
+    let violations = match history.records().last() {
         Some(last) => check_at(history, last.at, settle),
         None => Vec::new(),
-    }
+    };
+    Checked::new(violations, judged)
 }
 
 /// Each resubscription that did not start right after its predecessor's last delivery.

@@ -18,6 +18,7 @@
 //! read. A client crash between its take and its record would lose an item here; the queue
 //! scenarios do not crash clients.
 
+use crate::Checked;
 use crate::{Violation, history::locks::Holder};
 use sim::{
     history::{Event, History, RecipeEvent, recipe::QueueStep},
@@ -149,7 +150,7 @@ struct Item {
 }
 
 /// Every broken promise of every queue in `history`.
-pub fn check(history: &History) -> Vec<QueueViolation> {
+pub fn check(history: &History) -> Checked<QueueViolation> {
     let mut items: BTreeMap<(String, String), Item> = BTreeMap::new();
     let mut puts: BTreeMap<Holder, usize> = BTreeMap::new();
     // Per queue and consumer, the items it took, in order.
@@ -255,7 +256,9 @@ pub fn check(history: &History) -> Vec<QueueViolation> {
             }
         }
     }
-    violations
+    // Every item any producer offered or any consumer took.
+    let judged = items.len() as u64;
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! with what it handed its caller, and `NoticedEnd`): each is the client's own account, on
 //! the global clock. No server event is read; the end of the run is the last record's time.
 
+use crate::Checked;
 use crate::{Violation, history::locks::Holder};
 use sim::{
     history::{Event, History, RecipeEvent, recipe::RendezvousStep},
@@ -114,7 +115,7 @@ struct Step {
 }
 
 /// Every violation of the rendezvous properties; watches get `settle` to deliver.
-pub fn check(history: &History, settle: Duration) -> Vec<RendezvousViolation> {
+pub fn check(history: &History, settle: Duration) -> Checked<RendezvousViolation> {
     let mut by_rendezvous: BTreeMap<String, Vec<Step>> = BTreeMap::new();
     let mut end_of_run = SimTime::ZERO;
     for record in history.records() {
@@ -140,6 +141,8 @@ pub fn check(history: &History, settle: Duration) -> Vec<RendezvousViolation> {
     }
     // Only what happened at least `settle` before the end must have had its effect.
     let settled = |at: SimTime| at + settle <= end_of_run;
+    // Every step of every rendezvous: creating, publishing, learning, ending.
+    let judged = by_rendezvous.values().map(|steps| steps.len() as u64).sum();
     let mut violations = Vec::new();
     for (rendezvous, steps) in by_rendezvous {
         let violation = |who: Holder, at: SimTime, kind: RendezvousFault| RendezvousViolation {
@@ -223,7 +226,7 @@ pub fn check(history: &History, settle: Duration) -> Vec<RendezvousViolation> {
             }
         }
     }
-    violations
+    Checked::new(violations, judged)
 }
 
 #[cfg(test)]
