@@ -1,7 +1,8 @@
 //! `coordsim replay`: re-runs a scenario with a seed through the run driver, checks that
 //! the history digest is the one expected (given, or read from a recorded outcome or sweep
-//! results, whose scenario as it ran is the one replayed), prints the outcome and the history records around the first violation, and
-//! writes the full trace (JSON) and an HTML timeline of the run.
+//! results, whose scenario as it ran is the one replayed), prints the outcome and the
+//! history records around the first violation, and writes the full trace (JSON) and an
+//! HTML timeline of the run.
 //!
 //! Exit codes: as `coordsim run` for the replayed run (0 clean, 1 safety, 3 liveness,
 //! 4 crash, 5 time limit) when it reproduces what was expected (or nothing was expected);
