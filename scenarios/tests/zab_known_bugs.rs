@@ -14,7 +14,7 @@ use checks::history::{
     sessions::{attachments, committed_expiries},
     zk::{ZkOp, zk_operations},
 };
-use scenarios::{KnownBug, Outcome, Scenario, catalogue, sweep::Sweep};
+use scenarios::{KnownBug, Outcome, catalogue, sweep::Sweep};
 use sim::{
     NodeId,
     fault::{Fault, PartitionShape, Target},
@@ -625,16 +625,12 @@ const ALL_RESTART_AT_MS: u64 = 2_700;
 /// default seeds), and on every seed no safety violation.
 ///
 /// A stalled run costs seconds per second of simulated time (every vote change is
-/// broadcast), so the test runs the trace with the recovery and the liveness bound cut to
-/// 1 s and 0.5 s: time enough for the correct model, which elects a leader and writes by
-/// then on every seed (it asserts so).
+/// broadcast), so the trace's recovery and liveness bound are short (1 s and 0.5 s): time
+/// enough for the correct model, which elects a leader and writes by then on every seed
+/// (the test asserts so).
 #[test]
 fn fle_nontransitive_order_elects_no_leader() {
-    let scenario = Scenario {
-        recovery_ms: 1_000,
-        liveness_bound_ms: 500,
-        ..catalogue::get("zab_trace_fle_nontransitive_order").expect("a trace")
-    };
+    let scenario = catalogue::get("zab_trace_fle_nontransitive_order").expect("a trace");
     let test = "fle_nontransitive_order_elects_no_leader";
     let leaders_after_restart = |outcome: &Outcome| {
         leaderships(history(outcome))
