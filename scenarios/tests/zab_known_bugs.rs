@@ -25,6 +25,10 @@ use sim::{
     time::SimTime,
 };
 
+mod common;
+
+use common::assert_rate;
+
 const TARGET: &str = "zab_known_bugs";
 const S1: NodeId = NodeId::server(0);
 const S3: NodeId = NodeId::server(2);
@@ -138,57 +142,6 @@ fn history(outcome: &Outcome) -> &History {
 fn assert_exact(runs: &TraceRuns) {
     assert_eq!(runs.interleaved, 2 * runs.seeds, "some runs left the trace");
     assert_eq!(runs.caught, runs.seeds, "missed on seeds {:?}", runs.missed);
-}
-
-/// The chance, at most, that a rate assertion fails on seeds where the rate holds.
-const SHORTFALL_CHANCE: f64 = 1e-6;
-
-/// The fewest of `runs` runs in which something of probability `rate` per run happens,
-/// but for a chance under [`SHORTFALL_CHANCE`]: the largest `k` with P(X < k) at most that,
-/// X binomial(`runs`, `rate`). It is 0 for a sweep too short to promise any (one pinned
-/// seed), so a rate is asserted only as far as the seeds run can show it.
-fn fewest(runs: usize, rate: f64) -> usize {
-    // The binomial probabilities, in logarithms (`(1 - rate)^runs` underflows for long
-    // sweeps): ln P(X = 0) = runs ln(1 - rate), then P(X = k + 1) / P(X = k) =
-    // (runs - k) / (k + 1) * rate / (1 - rate).
-    let mut ln_probability = runs as f64 * (1.0 - rate).ln();
-    let mut below = 0.0; // P(X < k)
-    let mut k = 0;
-    while k < runs {
-        let at_k = ln_probability.exp();
-        if below + at_k > SHORTFALL_CHANCE {
-            break;
-        }
-        below += at_k;
-        ln_probability += ((runs - k) as f64 / (k + 1) as f64).ln() + (rate / (1.0 - rate)).ln();
-        k += 1;
-    }
-    k
-}
-
-/// Asserts that `what` happened in at least [`fewest`]`(runs, rate)` of `runs` runs, where
-/// `rate` is a bound below the rate measured over many seeds (`measured`, said in the
-/// message).
-fn assert_rate(what: &str, happened: usize, runs: usize, rate: f64, measured: &str) {
-    let least = fewest(runs, rate);
-    assert!(
-        happened >= least,
-        "{what} in {happened} of {runs} runs; expected at least {least} (the chance of fewer \
-         is under {SHORTFALL_CHANCE} at a rate of {rate}; measured: {measured})"
-    );
-}
-
-#[test]
-fn fewest_is_the_binomial_lower_bound() {
-    // One pinned seed promises nothing; P(X = 0) = 0.8^62 ≈ 1e-6: 62 runs at 20% promise one.
-    assert_eq!(fewest(1, 0.5), 0);
-    assert_eq!(fewest(61, 0.2), 0);
-    assert_eq!(fewest(63, 0.2), 1);
-    // A certain event happens every time; 2000 runs at 90% (mean 1800, sd 13.4) promise
-    // about 1800 - 4.75 sd.
-    assert_eq!(fewest(10, 1.0 - 1e-12), 10);
-    let many = fewest(2000, 0.9);
-    assert!((1730..1745).contains(&many), "{many}");
 }
 
 /// The faults of the plan that fired, in order, for the interleaving checks.
@@ -477,7 +430,7 @@ fn acknowledged_then_lost(history: &History) -> bool {
 /// The trace itself was followed in 3,984 of the 4,000 runs (99.6%): on seed 23, say, the
 /// slow disks cost s3 its two-server quorum before s1 came back, and no one led when the
 /// crash came. The test asserts rates of 65% and 98%, as far as the seeds it runs can show
-/// them ([`fewest`]: on the 50 default seeds, 16 catches and 89 of 100 runs).
+/// them ([`common::fewest`]: on the 50 default seeds, 16 catches and 89 of 100 runs).
 #[test]
 fn ack_newleader_before_persist_loses_an_acknowledged_write() {
     let runs = run_trace(
@@ -580,7 +533,7 @@ fn sync_not_quorum_lets_sync_then_read_miss_a_write() {
 /// seed's disk syncs: over 2,000 seeds (1,000 from 0 and 1,000 from 9100000),
 /// `zk.write_durability` fired on 440 (22%; 225 and 215) and the replicas' sequences
 /// diverged on 473 (240 and 233). The test asserts a rate of 18%, as far as the seeds it
-/// runs can show it ([`fewest`]): on the 100 default seeds (200 runs, about a second), at
+/// runs can show it ([`common::fewest`]): on the 100 default seeds (200 runs, about a second), at
 /// least 3 catches; on one pinned seed, none is promised. (Over the first 20 seeds it was
 /// 7, and the test once asserted a quarter of any sweep: 19 of 100 from 7300000 failed it.)
 #[test]
@@ -621,7 +574,7 @@ const ALL_RESTART_AT_MS: u64 = 2_700;
 /// votes reach them, the buggy order elects a leader all the same (seed 7300002 runs clean
 /// with the bug on). Over 1,000 seeds from 0, no leader was elected in the first 0.3 s after
 /// the restart on 978 (97.8%; the correct model elects one within 0.1 s); the test
-/// asserts a rate of 95% as far as the seeds it runs can show it ([`fewest`]: 4 of the 10
+/// asserts a rate of 95% as far as the seeds it runs can show it ([`common::fewest`]: 4 of the 10
 /// default seeds), and on every seed no safety violation.
 ///
 /// A stalled run costs seconds per second of simulated time (every vote change is
@@ -745,7 +698,7 @@ fn ghost_write_before_the_crash(history: &History) -> Result<(), String> {
 /// the trace was followed in 3,704 of 4,000 runs (92.6%) and every bug-on run that followed
 /// it was caught (1,852 of 2,000). The test asserts that every bug-on run that followed the
 /// trace is caught, and a rate of 88% for following it, as far as the seeds it runs can
-/// show it ([`fewest`]: 23 of the 40 default runs).
+/// show it ([`common::fewest`]: 23 of the 40 default runs).
 #[test]
 fn snap_zxid_below_log_tail_brings_a_dead_write_back() {
     let runs = run_trace(
@@ -772,4 +725,9 @@ fn snap_zxid_below_log_tail_brings_a_dead_write_back() {
         0.88,
         "3,704 of 4,000",
     );
+}
+
+#[test]
+fn fewest_is_the_binomial_lower_bound() {
+    common::check_fewest();
 }
