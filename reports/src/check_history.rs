@@ -1,7 +1,9 @@
 //! `coordsim check-history FILE`: the linearizability checker on a recorded history.
 //!
 //! Exit codes: 0 linearizable, 1 not linearizable, 2 unknown (a budget ran out) or bad
-//! input (a one-line error naming the line and what was expected).
+//! input (a one-line error naming the line and what was expected). A check that judged no
+//! operation is bad input too, never "linearizable": `--model kv` on a ZooKeeper history
+//! finds no key-value operation to judge, and says so, naming the model the history has.
 
 use crate::CliError;
 use checks::linearizability::{
@@ -9,12 +11,13 @@ use checks::linearizability::{
 };
 use clap::{Args, ValueEnum};
 use sim::history::{History, Operation};
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{collections::BTreeSet, path::PathBuf, process::ExitCode, time::Duration};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Exit codes: 0 linearizable, 1 a violation (with the evidence), 2 unknown (the search budget \
-or time limit ran out) or bad input.
+or time limit ran out) or bad input, a history with no operation of the model to judge \
+included. Every verdict says how many operations it judged.
 
 Examples:
   coordsim run --scenario raft_swarm_3 --seed 4 --history-out h.jsonl
@@ -82,7 +85,7 @@ pub fn run(args: CheckHistoryArgs) -> Result<ExitCode, CliError> {
         other => other,
     };
     let file = args.file.display().to_string();
-    let report = match format {
+    let judged = match format {
         Format::JepsenEtcd => {
             if args
                 .model
@@ -94,7 +97,15 @@ pub fn run(args: CheckHistoryArgs) -> Result<ExitCode, CliError> {
             }
             let (model, history) = jepsen::read_etcd_log(&text)
                 .map_err(|error| CliError::bad_input(format!("{file}: {error}")))?;
-            finish(&model, &history, &options, &args, "register")?
+            let judged = judge(&model, &history, &options);
+            if judged.operations == 0 {
+                return Err(CliError::bad_input(format!(
+                    "{file}: vacuous: judged 0 operations: the Jepsen log has no completed \
+                     register operation (expected `:invoke` and `:ok` lines of reads and writes)"
+                )));
+            }
+            finish(&judged, &args, "register")?;
+            judged
         }
         _ => {
             let history = History::from_json(&text)
@@ -108,31 +119,50 @@ pub fn run(args: CheckHistoryArgs) -> Result<ExitCode, CliError> {
                     ))
                 })?,
             };
-            match choice {
+            let judged = match choice {
                 ModelChoice::Kv => {
-                    let (model, history) = kv::from_history(&history);
-                    finish(&model, &history, &options, &args, "kv")?
+                    let (model, operations) = kv::from_history(&history);
+                    judge(&model, &operations, &options)
                 }
                 ModelChoice::Register => {
-                    let (model, history) = register::from_history(&history);
-                    finish(&model, &history, &options, &args, "register")?
+                    let (model, operations) = register::from_history(&history);
+                    judge(&model, &operations, &options)
                 }
                 ModelChoice::Zk => {
-                    let (model, history) = zk::from_history(&history);
-                    finish(&model, &history, &options, &args, "zk")?
+                    let (model, operations) = zk::from_history(&history);
+                    judge(&model, &operations, &options)
                 }
+            };
+            if judged.operations == 0 {
+                return Err(CliError::bad_input(format!(
+                    "{file}: vacuous: {}",
+                    nothing_judged(&history, choice, &judged.report)
+                )));
             }
+            finish(&judged, &args, choice.name())?;
+            judged
         }
     };
-    Ok(match report.verdict {
+    Ok(match judged.report.verdict {
         Verdict::Ok => ExitCode::SUCCESS,
         Verdict::Violation(_) => ExitCode::from(1),
         Verdict::Unknown(_) => ExitCode::from(2),
     })
 }
 
-/// The model the history's operations use (the most frequent one).
-fn detect(history: &History) -> Option<ModelChoice> {
+impl ModelChoice {
+    /// Its name, as `--model` takes it.
+    fn name(self) -> &'static str {
+        match self {
+            ModelChoice::Kv => "kv",
+            ModelChoice::Register => "register",
+            ModelChoice::Zk => "zk",
+        }
+    }
+}
+
+/// How many of the history's operations each model reads, in `ModelChoice` order.
+fn count_by_model(history: &History) -> [(usize, ModelChoice); 3] {
     let mut counts = [
         (0usize, ModelChoice::Kv),
         (0, ModelChoice::Register),
@@ -146,8 +176,13 @@ fn detect(history: &History) -> Option<ModelChoice> {
             Operation::Other { .. } => {}
         }
     }
-    // The most frequent; ties go to the first (`max_by_key` keeps the last of equals).
     counts
+}
+
+/// The model the history's operations use (the most frequent one).
+fn detect(history: &History) -> Option<ModelChoice> {
+    // The most frequent; ties go to the first (`max_by_key` keeps the last of equals).
+    count_by_model(history)
         .into_iter()
         .rev()
         .filter(|(count, _)| *count > 0)
@@ -155,25 +190,94 @@ fn detect(history: &History) -> Option<ModelChoice> {
         .map(|(_, choice)| choice)
 }
 
-fn finish<M: Model>(
+/// Why a check of `history` with `choice` judged no operation, naming what the history has
+/// and the `--model` that reads it.
+fn nothing_judged(history: &History, choice: ModelChoice, report: &Report) -> String {
+    let counts = count_by_model(history);
+    let of_choice = counts
+        .iter()
+        .find(|(_, model)| *model == choice)
+        .map_or(0, |(count, _)| *count);
+    let model = choice.name();
+    if of_choice > 0 {
+        let reasons: Vec<String> = report
+            .skipped
+            .iter()
+            .map(|(reason, count)| format!("{count} {reason}"))
+            .collect();
+        return format!(
+            "judged 0 operations: all {of_choice} {model} operations of the history were left \
+             out ({}); expected operations that completed, or whose outcome is unknown",
+            reasons.join(", ")
+        );
+    }
+    let others: Vec<String> = counts
+        .iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, other)| format!("{count} {} operations", other.name()))
+        .collect();
+    match detect(history) {
+        Some(other) => format!(
+            "judged 0 operations: the history has no operations of the {model} model (it has \
+             {}); expected --model {}",
+            others.join(", "),
+            other.name()
+        ),
+        None => format!(
+            "judged 0 operations: the history has no operations of the {model} model, nor of \
+             any other (expected a history with `\"model\": \"{model}\"` operations)"
+        ),
+    }
+}
+
+/// A check's report and how many operations it judged.
+struct Judged {
+    report: Report,
+    /// The history's operations searched: those the model reads, less those left out
+    /// (skipped) and the reads whose outcome is unknown (they constrain nothing).
+    operations: usize,
+}
+
+fn judge<M: Model>(
     model: &M,
     history: &OperationHistory<M::Input, M::Output>,
     options: &CheckOptions,
-    args: &CheckHistoryArgs,
-    model_name: &str,
-) -> Result<Report, CliError> {
+) -> Judged {
     let report = check(model, history, options);
+    // Counted by the history's operation ids: the model may split one operation into parts
+    // (one per key or path it touches). A read whose outcome is unknown is left out of the
+    // search (as `check` does).
+    let judged: BTreeSet<u64> = history
+        .operations
+        .iter()
+        .filter(|operation| operation.output().is_some() || !model.is_read_only(&operation.input))
+        .map(|operation| operation.id)
+        .collect();
+    Judged {
+        operations: judged.len(),
+        report,
+    }
+}
+
+/// Prints the verdict, the evidence and how much was judged; writes the HTML page if asked.
+fn finish(judged: &Judged, args: &CheckHistoryArgs, model_name: &str) -> Result<(), CliError> {
+    let report = &judged.report;
     println!("model: {model_name}; file: {}", args.file.display());
     print!("{report}");
+    let left_out: usize = report.skipped.values().sum();
+    println!(
+        "judged: {} {model_name} operations ({left_out} left out)",
+        judged.operations
+    );
     if let Some(path) = &args.html {
         let title = format!(
             "coordsim check-history {} ({model_name})",
             args.file.display()
         );
-        std::fs::write(path, html::render(&title, &report)).map_err(|error| {
+        std::fs::write(path, html::render(&title, report)).map_err(|error| {
             CliError::bad_input(format!("cannot write {}: {error}", path.display()))
         })?;
         println!("HTML: {}", path.display());
     }
-    Ok(report)
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! `coordsim replay`: re-runs a scenario with a seed through the run driver, checks that
 //! the history digest is the one expected (given, or read from a recorded outcome or sweep
-//! results), prints the outcome and the history records around the first violation, and
-//! writes the full trace (JSON) and an HTML timeline of the run.
+//! results, whose scenario as it ran is the one replayed), prints the outcome and the
+//! history records around the first violation, and writes the full trace (JSON) and an
+//! HTML timeline of the run.
 //!
 //! Exit codes: as `coordsim run` for the replayed run (0 clean, 1 safety, 3 liveness,
 //! 4 crash, 5 time limit) when it reproduces what was expected (or nothing was expected);
@@ -43,7 +44,9 @@ reproduced failure exits with its own code; 6 the history digest differs from th
 one (both are printed); 2 bad input.
 
 With --from, the run follows the fault plan recorded in the outcome (unless --plan is \
-given), so a run made with `run --plan` replays too.
+given), so a run made with `run --plan` replays too, and the scenario recorded in it, as it \
+ran (known-bug variants and store included): if --scenario and the flags describe another, \
+one line names the difference. A mismatch names the scenario and seed its digests are of.
 
 --trace writes one JSON object: {\"outcome\": <the outcome, as `run --json` prints it>, \
 \"records\": [<every history record, in order>]}.
@@ -128,13 +131,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
             "--store: replay takes one store (expected --store zab or --store raft)",
         ));
     }
-    let mut scenario = VariantArgs::apply(
+    let given = VariantArgs::apply(
         &load_scenario(&args.scenario)?,
         stores.first().copied(),
         &args.variant.known_bugs()?,
     )?;
     let recorded = match &args.from {
-        Some(path) => Some(recorded_outcome(path, &scenario.name, args.seed)?),
+        Some(path) => Some(recorded_outcome(path, &given.name, args.seed)?),
         None => None,
     };
     let plan = match (&args.plan, &recorded) {
@@ -145,6 +148,20 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
         )),
         (None, None) => None,
     };
+    // A recorded run is replayed as it ran: its own scenario (known-bug variants, store and
+    // all), if the outcome records it; the flags given are only compared with it.
+    let mut scenario = match &recorded {
+        Some(outcome) => {
+            if let Some(line) = scenario_check(&given, outcome, plan.is_some()) {
+                println!("scenario check:  {line}");
+            }
+            match &outcome.scenario_as_run {
+                Some(as_run) => (**as_run).clone(),
+                None => given,
+            }
+        }
+        None => given,
+    };
     if let Some((plan, source)) = plan {
         scenario = scenario.with_plan(plan);
         scenario
@@ -152,11 +169,14 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
             .map_err(|error| CliError::bad_input(format!("{source}: {error}")))?;
     }
     let expected = match (args.digest, &recorded) {
-        (Some(digest), _) => Some(Expected::Digest(digest)),
-        (None, Some(outcome)) => Some(match outcome.history_digest {
-            Some(digest) => Expected::Digest(digest),
-            None => Expected::Crash(outcome.failure.clone()),
-        }),
+        (Some(digest), _) => Some((Expected::Digest(digest), "given by --digest".to_string())),
+        (None, Some(outcome)) => Some((
+            match outcome.history_digest {
+                Some(digest) => Expected::Digest(digest),
+                None => Expected::Crash(outcome.failure.clone()),
+            },
+            format!("recorded in {}", from_path(&args).display()),
+        )),
         (None, None) => None,
     };
     let outcome = driver::run(&scenario, args.seed);
@@ -171,42 +191,59 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
             json: false,
         },
     )?;
+    // What the digests compared are of, for a mismatch to name.
+    let compared = format!(
+        "scenario `{}` (digest {}) with seed {}",
+        scenario.name,
+        scenario.digest(),
+        args.seed
+    );
     let reproduced = match &expected {
         None => {
             println!("digest check:    none asked for (give --digest or --from)");
             true
         }
-        Some(Expected::Digest(digest)) => match outcome.history_digest {
+        Some((Expected::Digest(digest), source)) => match outcome.history_digest {
             Some(replayed) if replayed == *digest => {
                 println!("digest check:    reproduced: history digest {replayed} as expected");
                 true
             }
             Some(replayed) => {
                 println!(
-                    "digest check:    MISMATCH: expected history digest {digest}, replayed {replayed}"
+                    "digest check:    MISMATCH: expected history digest {digest} ({source}), \
+                     replayed {replayed}, of {compared}"
                 );
                 false
             }
             None => {
                 println!(
-                    "digest check:    MISMATCH: expected history digest {digest}, the replay crashed and has none"
+                    "digest check:    MISMATCH: expected history digest {digest} ({source}), \
+                     the replay of {compared} crashed and has none"
                 );
                 false
             }
         },
-        Some(Expected::Crash(failure)) => {
+        Some((Expected::Crash(failure), source)) => {
             let same = outcome.history_digest.is_none() && outcome.failure == *failure;
             let recorded = failure
                 .as_ref()
                 .map_or("no failure".to_string(), ToString::to_string);
-            println!(
-                "digest check:    {}: the recorded run has no history digest ({recorded})",
-                if same {
-                    "reproduced the crash"
-                } else {
-                    "MISMATCH"
-                }
-            );
+            if same {
+                println!(
+                    "digest check:    reproduced the crash: the recorded run has no history \
+                     digest ({recorded})"
+                );
+            } else {
+                let replayed = match (&outcome.failure, outcome.history_digest) {
+                    (_, Some(digest)) => format!("history digest {digest}"),
+                    (Some(failure), None) => failure.to_string(),
+                    (None, None) => "no failure".to_string(),
+                };
+                println!(
+                    "digest check:    MISMATCH: expected the crash {source} ({recorded}), \
+                     the replay of {compared} came to {replayed}"
+                );
+            }
             same
         }
     };
@@ -277,6 +314,65 @@ fn shrink_plan(args: &ReplayArgs, scenario: &Scenario, outcome: &Outcome) -> Res
         args.shrink_out.display()
     );
     Ok(())
+}
+
+/// How the scenario given on the command line differs from the one `recorded` ran, on one
+/// line, or `None` if it does not. With `plan_replaced` (the replay follows the recorded
+/// plan or a `--plan`), the fault sources are not compared: the plan replaces both.
+fn scenario_check(given: &Scenario, recorded: &Outcome, plan_replaced: bool) -> Option<String> {
+    let Some(as_run) = &recorded.scenario_as_run else {
+        // An outcome written before outcomes recorded their scenario: only its digest says
+        // which scenario ran (a `run --plan` ran the given one with that plan).
+        let digests = [
+            given.digest(),
+            given
+                .clone()
+                .with_plan(recorded.fault_plan.clone())
+                .digest(),
+        ];
+        return (!digests.contains(&recorded.scenario_digest)).then(|| {
+            format!(
+                "the given scenario (digest {}) is not the one the recorded run ran (digest \
+                 {}), and the outcome does not record its scenario: give the run's own \
+                 --scenario, --store and --bug flags",
+                digests[0], recorded.scenario_digest
+            )
+        });
+    };
+    let fields = |scenario: &Scenario| match serde_json::to_value(scenario) {
+        Ok(Value::Object(fields)) => fields,
+        _ => unreachable!("a scenario serializes to an object"),
+    };
+    let (given, as_run) = (fields(given), fields(as_run));
+    let mut names: Vec<&String> = given.keys().chain(as_run.keys()).collect();
+    names.sort();
+    names.dedup();
+    let differences: Vec<String> = names
+        .into_iter()
+        .filter(|name| !(plan_replaced && *name == "faults"))
+        .filter(|name| given.get(*name) != as_run.get(*name))
+        .map(|name| {
+            let show = |value: Option<&Value>| {
+                let text = value.map_or_else(|| "none".to_string(), Value::to_string);
+                match text.char_indices().nth(60) {
+                    Some((cut, _)) => format!("{}…", &text[..cut]),
+                    None => text,
+                }
+            };
+            format!(
+                "`{name}` recorded {}, given {}",
+                show(as_run.get(name)),
+                show(given.get(name))
+            )
+        })
+        .collect();
+    (!differences.is_empty()).then(|| {
+        format!(
+            "the given scenario differs from the one the recorded run ran: {}; replaying the \
+             recorded one",
+            differences.join("; ")
+        )
+    })
 }
 
 fn from_path(args: &ReplayArgs) -> &Path {

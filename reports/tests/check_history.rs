@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{coordsim_output as coordsim, temporary};
+use common::{coordsim_output as coordsim, temporary, temporary_path};
 
 use std::path::PathBuf;
 
@@ -28,6 +28,80 @@ fn a_linearizable_jepsen_log_exits_zero() {
     let (code, stdout, _) = coordsim(&["check-history", &fixture("linearizable.log")]);
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(stdout.lines().nth(1), Some("linearizable"), "{stdout}");
+    let judged = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("judged: "))
+        .unwrap_or_else(|| panic!("the verdict says how much it judged: {stdout}"));
+    let count: usize = judged.split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        count > 0 && judged.contains("register operations"),
+        "{stdout}"
+    );
+}
+
+/// A check that judged no operation is not a pass: `--model kv` on a ZooKeeper history
+/// (whose operations the kv model does not read) is reported as vacuous, naming the model
+/// the history has, and exits 2; with the right model the same history is judged, and the
+/// verdict says how many operations.
+#[test]
+fn a_check_that_judged_no_operation_is_vacuous_not_linearizable() {
+    let history = temporary_path("zab-swarm.jsonl");
+    let (code, _, stderr) = coordsim(&[
+        "run",
+        "--scenario",
+        "zab_swarm_3",
+        "--seed",
+        "0",
+        "--history-out",
+        &history,
+    ]);
+    assert!(code == 0 || code == 1, "{stderr}");
+    for model in ["kv", "register"] {
+        let (code, stdout, stderr) = coordsim(&["check-history", &history, "--model", model]);
+        assert_eq!(code, 2, "--model {model}: {stdout}{stderr}");
+        assert!(!stdout.contains("linearizable"), "{stdout}");
+        let line = stderr.trim_end();
+        assert_eq!(line.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            line.contains(&format!(
+                "vacuous: judged 0 operations: the history has no operations of the {model} \
+                 model (it has "
+            )) && line.contains(" zk operations); expected --model zk"),
+            "{line}"
+        );
+    }
+    let (code, stdout, stderr) = coordsim(&["check-history", &history, "--model", "zk"]);
+    assert_ne!(code, 2, "{stdout}{stderr}");
+    let judged = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("judged: "))
+        .unwrap_or_else(|| panic!("the verdict says how much it judged: {stdout}"));
+    let count: usize = judged.split(' ').next().unwrap().parse().unwrap();
+    assert!(count > 100 && judged.contains("zk operations"), "{stdout}");
+}
+
+/// A history whose operations of the model were all left out judged nothing either.
+#[test]
+fn a_history_whose_operations_were_all_left_out_is_vacuous() {
+    // One create refused because its session had expired: it took no effect, so there is
+    // nothing to judge.
+    let history = temporary(
+        "failed-create.jsonl",
+        concat!(
+            r#"{"at":1,"node":"c1","event":{"type":"invoke","client":"c1","process":0,"op_id":1,"operation":{"model":"zk","f":"create","path":"/k0","data":"0","mode":"persistent"}}}"#,
+            "\n",
+            r#"{"at":2,"node":"c1","event":{"type":"complete","op_id":1,"result":{"outcome":"fail","error":{"model":"zk","session_expired":null}}}}"#,
+            "\n",
+        ),
+    );
+    let (code, stdout, stderr) = coordsim(&["check-history", &history]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "vacuous: judged 0 operations: all 1 zk operations of the history were left out"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]

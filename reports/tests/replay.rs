@@ -115,8 +115,9 @@ fn a_clean_run_replays_to_its_digest_and_a_wrong_digest_is_a_mismatch() {
     assert_eq!(code, 6, "{stdout}");
     assert!(
         stdout.contains(&format!(
-            "MISMATCH: expected history digest {wrong}, replayed {digest}"
-        )),
+            "MISMATCH: expected history digest {wrong} (given by --digest), replayed {digest}, \
+             of scenario `ledger` (digest "
+        )) && stdout.contains("with seed 0x3"),
         "{stdout}"
     );
 }
@@ -329,6 +330,170 @@ fn shrink_writes_a_smaller_plan_that_still_fails_the_same_check() {
     assert_eq!(code, 0);
     assert!(
         stdout.contains("nothing to shrink: the run is clean"),
+        "{stdout}"
+    );
+}
+
+/// What `run --json` prints for `args` (a run with flags), and its exit code.
+fn recorded_with(args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["run", "--json"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = coordsim(&all);
+    let outcome = serde_json::from_str(&stdout)
+        .unwrap_or_else(|error| panic!("run --json prints an outcome ({error}): {stdout}{stderr}"));
+    (code, outcome)
+}
+
+/// The line of `stdout` that starts with `prefix`.
+fn line<'a>(stdout: &'a str, prefix: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|line| line.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in: {stdout}"))
+}
+
+/// A run with a known-bug variant on records the scenario as it ran, bugs included: a
+/// replay `--from` its outcome reproduces it without the `--bug` flag, and says in one line
+/// how the scenario it was given differs from the recorded one; a replay given a bug the run
+/// did not have says so too, and still replays the run as it was.
+#[test]
+fn a_run_with_a_known_bug_replays_from_its_outcome_as_it_ran() {
+    let (code, outcome) = recorded_with(&[
+        "--scenario",
+        "zk_queue_lock",
+        "--seed",
+        "1",
+        "--bug",
+        "recipe.herd_watch_all",
+    ]);
+    assert_eq!(
+        outcome["scenario_as_run"]["bugs"],
+        serde_json::json!(["recipe.herd_watch_all"]),
+        "{outcome}"
+    );
+    let digest = outcome["history_digest"].as_str().unwrap().to_string();
+    let from = temporary("herd-watch-all.json", &outcome.to_string());
+    let (replayed, stdout, stderr) = coordsim(&[
+        "replay",
+        "--scenario",
+        "zk_queue_lock",
+        "--seed",
+        "1",
+        "--from",
+        &from,
+    ]);
+    assert_eq!(replayed, code, "exits as the run did: {stdout}{stderr}");
+    assert_eq!(
+        line(&stdout, "scenario check:"),
+        "scenario check:  the given scenario differs from the one the recorded run ran: `bugs` \
+         recorded [\"recipe.herd_watch_all\"], given []; replaying the recorded one"
+    );
+    assert!(
+        line(&stdout, "digest check:").contains(&format!("reproduced: history digest {digest}")),
+        "{stdout}"
+    );
+
+    // The same flags as the run: nothing to say about the scenario.
+    let (replayed, stdout, _) = coordsim(&[
+        "replay",
+        "--scenario",
+        "zk_queue_lock",
+        "--seed",
+        "1",
+        "--bug",
+        "recipe.herd_watch_all",
+        "--from",
+        &from,
+    ]);
+    assert_eq!(replayed, code, "{stdout}");
+    assert!(!stdout.contains("scenario check:"), "{stdout}");
+
+    // A clean run replayed with a bug it did not have: the recorded run is replayed.
+    let (code, clean) = recorded_with(&["--scenario", "zk_queue_lock", "--seed", "1"]);
+    assert_eq!(code, 0, "{clean}");
+    let from = temporary("queue-lock-clean.json", &clean.to_string());
+    let (replayed, stdout, _) = coordsim(&[
+        "replay",
+        "--scenario",
+        "zk_queue_lock",
+        "--seed",
+        "1",
+        "--bug",
+        "recipe.herd_watch_all",
+        "--from",
+        &from,
+    ]);
+    assert_eq!(replayed, 0, "{stdout}");
+    assert!(
+        line(&stdout, "scenario check:").contains(
+            "`bugs` recorded [], given [\"recipe.herd_watch_all\"]; replaying the recorded one"
+        ),
+        "{stdout}"
+    );
+}
+
+/// An outcome written before outcomes recorded their scenario still loads; replayed with
+/// other flags than its run's, the replay says that the scenario's digest differs, and the
+/// mismatch names what its digests are of.
+#[test]
+fn an_outcome_without_its_scenario_names_the_scenario_digests_that_differ() {
+    let (run_code, mut outcome) = recorded_with(&[
+        "--scenario",
+        "zk_queue_lock",
+        "--seed",
+        "1",
+        "--bug",
+        "recipe.herd_watch_all",
+    ]);
+    outcome
+        .as_object_mut()
+        .unwrap()
+        .remove("scenario_as_run")
+        .expect("the outcome records its scenario");
+    let recorded_digest = outcome["scenario_digest"].as_str().unwrap().to_string();
+    let from = temporary("herd-watch-all-old.json", &outcome.to_string());
+    let (code, stdout, stderr) = coordsim(&[
+        "replay",
+        "--scenario",
+        "zk_queue_lock",
+        "--seed",
+        "1",
+        "--from",
+        &from,
+    ]);
+    assert_eq!(code, 6, "{stdout}{stderr}");
+    let scenario_check = line(&stdout, "scenario check:");
+    assert!(
+        scenario_check.contains(&format!(
+            "is not the one the recorded run ran (digest {recorded_digest})"
+        )) && scenario_check.contains("--bug flags"),
+        "{scenario_check}"
+    );
+    let mismatch = line(&stdout, "digest check:");
+    assert!(
+        mismatch.contains(&format!(
+            "MISMATCH: expected history digest {} (recorded in {from}), replayed ",
+            outcome["history_digest"].as_str().unwrap()
+        )) && mismatch.contains("of scenario `zk_queue_lock` (digest ")
+            && mismatch.contains("with seed 0x1"),
+        "{mismatch}"
+    );
+    // With the run's own flags, the old outcome replays.
+    let (code, stdout, _) = coordsim(&[
+        "replay",
+        "--scenario",
+        "zk_queue_lock",
+        "--seed",
+        "1",
+        "--bug",
+        "recipe.herd_watch_all",
+        "--from",
+        &from,
+    ]);
+    assert_eq!(code, run_code, "{stdout}");
+    assert!(!stdout.contains("scenario check:"), "{stdout}");
+    assert!(
+        line(&stdout, "digest check:").contains("reproduced"),
         "{stdout}"
     );
 }

@@ -146,3 +146,54 @@ fn bad_scenarios_get_one_line_and_exit_two() {
     assert_eq!(code, 2);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+/// A `--plan` whose fault fires at or after the scenario's fault phase (10000 ms for
+/// `ledger`) is bad input for `run` and `replay`: one line naming the plan file, the field,
+/// the time and the phase it must be below.
+#[test]
+fn a_plan_fault_after_the_fault_phase_is_bad_input() {
+    for (name, at_ms) in [("late", 11_000), ("far", 999_999), ("at-the-heal", 10_000)] {
+        let plan = temporary(
+            &format!("{name}-plan.json"),
+            &format!(
+                r#"{{"faults": [{{"at_ms": 100, "fault": "crash", "node": "s1", "for_ms": 500}},
+                    {{"at_ms": {at_ms}, "fault": "crash", "node": "s2"}}]}}"#
+            ),
+        );
+        for command in ["run", "replay"] {
+            let (code, stdout, stderr) = coordsim(&[
+                command,
+                "--scenario",
+                "ledger",
+                "--seed",
+                "1",
+                "--plan",
+                &plan,
+            ]);
+            assert_eq!(code, 2, "{command} {name}: {stdout}{stderr}");
+            assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+            assert!(
+                stderr.contains(&format!(
+                    "{plan}: `faults.plan[1].at_ms`: {at_ms} ms is not within the fault phase of \
+                     10000 ms (expected a time below 10000"
+                )),
+                "{command} {name}: {stderr}"
+            );
+        }
+    }
+    // Just inside the phase, the same plan runs.
+    let plan = temporary(
+        "in-time-plan.json",
+        r#"{"faults": [{"at_ms": 9999, "fault": "crash", "node": "s2"}]}"#,
+    );
+    let (code, stdout, stderr) = coordsim(&[
+        "run",
+        "--scenario",
+        "ledger",
+        "--seed",
+        "1",
+        "--plan",
+        &plan,
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}

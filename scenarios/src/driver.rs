@@ -74,6 +74,7 @@ pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
         skipped_checks: scenario.skip_checks.clone(),
         failure: None,
         history: None,
+        scenario_as_run: Some(Box::new(scenario.clone())),
     };
     let world_outcome = match std::panic::catch_unwind(run) {
         Ok(world_outcome) => world_outcome,

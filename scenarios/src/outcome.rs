@@ -215,6 +215,11 @@ pub struct Outcome {
     /// The history (not serialized with the outcome: write it with `to_json_lines`).
     #[serde(skip)]
     pub history: Option<History>,
+    /// The scenario as it ran, in full (store, known-bug variants, fault source, …): with
+    /// the seed, what reproduces the run, which `coordsim replay --from` runs. `None` in
+    /// outcomes written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_as_run: Option<Box<crate::Scenario>>,
 }
 
 impl Outcome {

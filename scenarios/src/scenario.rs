@@ -428,7 +428,14 @@ impl Scenario {
         self.workload.validate(self)?;
         self.world_config()
             .validate()
-            .map_err(|error| ScenarioError::new(error.field, error.problem))
+            .map_err(|error| ScenarioError::new(error.field, error.problem))?;
+        // Faults fire in the fault phase, then the world heals (a plan of a generator or a
+        // shrink is within it by construction; one written by hand may not be).
+        if let FaultSource::Plan(plan) = &self.faults {
+            plan.validate_within_phase("faults.plan", self.fault_phase_ms)
+                .map_err(|error| ScenarioError::new(error.field, error.problem))?;
+        }
+        Ok(())
     }
 
     /// The world this scenario runs in.

@@ -280,8 +280,10 @@ pub struct SeedRun {
 /// Runs `scenario` with `seed` through the one driver and keeps it as every sweep does: the
 /// outcome without its history, and for a failed run a [`SeedFailure`] with the history,
 /// `report` (how to replay it) and the scenario in full. `inspect` sees the outcome with
-/// its history first. A failed run's history is written where `COORDSIM_HISTORY_DIR` says
-/// (as `<label>-<seed>.jsonl`), if it is set.
+/// its history first; if `inspect` panics (a test's assertion about the run), the panic
+/// goes on with the seed and the command that replays it (`report`) added to its message,
+/// and the run's history is kept as a failed run's is. A failed run's history is written
+/// where `COORDSIM_HISTORY_DIR` says (as `<label>-<seed>.jsonl`), if it is set.
 pub fn run_seed(
     scenario: &Scenario,
     seed: Seed,
@@ -290,7 +292,20 @@ pub fn run_seed(
     inspect: impl FnOnce(&Outcome),
 ) -> SeedRun {
     let mut outcome = driver::run(scenario, seed);
-    inspect(&outcome);
+    let inspected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inspect(&outcome)));
+    if let Err(panic) = inspected {
+        if let Some(history) = &outcome.history {
+            keep_history(label, seed, history);
+        }
+        panic!(
+            "{}\n(asserted about the run of seed {seed}; the run itself was {})\n{report}",
+            panic_message(panic.as_ref()),
+            match &outcome.failure {
+                None => "clean".to_string(),
+                Some(failure) => format!("FAILED, {failure}"),
+            }
+        );
+    }
     let history = outcome.history.take();
     if outcome.is_clean() {
         return SeedRun {
@@ -311,6 +326,15 @@ pub fn run_seed(
             scenario: scenario.to_string(),
         }),
     }
+}
+
+/// A panic's message (a `panic!` with arguments carries a `String`, one without a `&str`).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Writes a failing run's history where `COORDSIM_HISTORY_DIR` says, if set (a problem

@@ -12,10 +12,13 @@
 //!   lost finds the node that create made, in a session the servers still hold, and deletes
 //!   it instead of holding the lock by it.
 
+mod common;
+
 use checks::{
     history::locks::{holds, resource_writes},
     recipes::herd_effect,
 };
+use common::assert_rate;
 use models::recipes::Fencing;
 use scenarios::{
     Outcome, Scenario, catalogue,
@@ -183,6 +186,7 @@ fn the_etcd_mutex_stays_exclusive_under_server_faults() {
 /// check fires, the resource refuses stale writes; with fencing off, `recipe.fenced_writes`
 /// fires on the same seeds' kind of run.
 fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &str) {
+    const PAUSED_RATE: f64 = 0.97;
     let seeds = 10;
     // The scenario judges safety at the resource only; here believed exclusion is checked
     // too, to show it break.
@@ -190,14 +194,28 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     believed = believed.with_check("recipe.mutual_exclusion");
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
-    for outcome in &summary.outcomes {
-        // Every run paused a holder at least once (a pause finding no holder is skipped).
-        assert!(
-            outcome.fault_counts.fired(FaultKind::Pause) >= 1,
-            "seed {}: no holder was paused",
-            outcome.seed
-        );
-    }
+    // Most runs paused a holder at least once: a pause that finds no holder (the lock
+    // between holders when it fires) is skipped, so not every run does (seeds 9100009 of
+    // the herd lock and 9100239 of the etcd mutex paused none). Over 1,000 seeds from 0 a
+    // holder was paused in 986 runs of the herd lock, 999 of the etcd mutex and 1,000 of
+    // the queue lock; the test asserts a rate of 97% as far as the seeds it runs can show it
+    // (`common::fewest`: 5 of the 10 default runs, 274 of 300).
+    let paused = summary
+        .outcomes
+        .iter()
+        .filter(|outcome| outcome.fault_counts.fired(FaultKind::Pause) >= 1)
+        .count();
+    println!(
+        "{name}: a holder paused in {paused} of {} runs",
+        summary.outcomes.len()
+    );
+    assert_rate(
+        "a holder paused",
+        paused,
+        summary.outcomes.len(),
+        PAUSED_RATE,
+        "986, 999 and 1,000 of 1,000 for the three locks",
+    );
     let broken_belief = summary.assert_only_violations_of("recipe.mutual_exclusion");
     assert!(
         broken_belief >= 1,

@@ -86,9 +86,11 @@ fn a_panic_in_a_model_is_reported_as_a_crash_and_the_sweep_goes_on() {
     appends.panic_at_append = Some(3);
     let test_name = "a_panic_in_a_model_is_reported_as_a_crash_and_the_sweep_goes_on";
     let summary = Sweep::new(scenario, "scenarios", TARGET, test_name, 2).run();
+    // Every seed crashes (the ledger reaches its third append in any seed), and the sweep
+    // runs them all: one failure per seed, however many seeds it runs (two by default).
     assert_eq!(
-        summary.failures.len(),
-        2,
+        (summary.failures.len(), summary.outcomes.len()),
+        (summary.seeds.len(), summary.seeds.len()),
         "the sweep went on after the first crash"
     );
     for failure in &summary.failures {
@@ -101,6 +103,62 @@ fn a_panic_in_a_model_is_reported_as_a_crash_and_the_sweep_goes_on() {
                 .to_string()
                 .contains("REPRODUCE WITH: COORDSIM_SEED=")
         );
+    }
+}
+
+/// An assertion about a run, inside a sweep's inspection, is reported with the seed and the
+/// command that replays it (the sweep's failure report), as a failed run is.
+#[test]
+fn a_panic_in_a_sweeps_inspection_names_the_seed_and_the_replay_line() {
+    let test_name = "a_panic_in_a_sweeps_inspection_names_the_seed_and_the_replay_line";
+    let first_seed = sim::env::test_seeds(1)[0];
+    let panic = std::panic::catch_unwind(|| {
+        Sweep::new(ledger(), "scenarios", TARGET, test_name, 1).run_inspecting(|outcome| {
+            assert_eq!(
+                outcome.metrics.operations,
+                u64::MAX,
+                "an assertion about the run"
+            );
+        })
+    })
+    .expect_err("the inspection's assertion fails");
+    let message = panic
+        .downcast_ref::<String>()
+        .expect("a panic with a message");
+    for expected in [
+        "an assertion about the run".to_string(),
+        format!("asserted about the run of seed {first_seed}; the run itself was clean"),
+        format!(
+            "REPRODUCE WITH: COORDSIM_SEED={first_seed} cargo test -p scenarios --test {TARGET} \
+             -- --exact {test_name}"
+        ),
+    ] {
+        assert!(message.contains(&expected), "`{expected}` in: {message}");
+    }
+}
+
+/// The plans the generators make, and so the plans runs record (which `replay --from`
+/// follows), are within their scenario's fault phase: the check that rejects a plan fault
+/// after the phase never rejects a recorded plan.
+#[test]
+fn generated_plans_are_within_the_fault_phase() {
+    for scenario in catalogue::all() {
+        for seed in 0..20 {
+            let world = sim::World::new(Seed::new(seed), scenario.world_config())
+                .unwrap_or_else(|error| panic!("{}: {error}", scenario.name));
+            let plan = world.fault_plan();
+            if let Err(error) = plan.validate_within_phase("plan", scenario.fault_phase_ms) {
+                panic!(
+                    "{} with seed {seed}: {}: {}\n{plan}",
+                    scenario.name, error.field, error.problem
+                );
+            }
+            assert!(
+                scenario.clone().with_plan(plan.clone()).validate().is_ok(),
+                "{} with seed {seed}: its recorded plan does not validate",
+                scenario.name
+            );
+        }
     }
 }
 
@@ -215,7 +273,7 @@ liveness_bound_ms = 10000
 [workload]
 kind = "kv_mix"
 "#;
-    let cases: [(&str, &str, usize, &str, &str); 12] = [
+    let cases: [(&str, &str, usize, &str, &str); 15] = [
         (
             "store = \"raft\"",
             "store = \"cassandra\"",
@@ -301,6 +359,30 @@ kind = "kv_mix"
             8,
             "tuning.sequence_counter_bits",
             "3 (expected a counter width from 4 to 32 bits)",
+        ),
+        // A plan's faults fire within the fault phase (4000 ms here): one at its end or
+        // later would fire after the heal, or push the run past its time limit.
+        (
+            "[workload]",
+            "[[faults.plan.faults]]\nat_ms = 4000\nfault = \"crash\"\nnode = \"s1\"\n[workload]",
+            8,
+            "faults.plan[0].at_ms",
+            "4000 ms is not within the fault phase of 4000 ms (expected a time below 4000",
+        ),
+        (
+            "[workload]",
+            "[[faults.plan.faults]]\nat_ms = 10\nfault = \"crash\"\nnode = \"s1\"\n\
+             [[faults.plan.faults]]\nat_ms = 999999\nfault = \"crash\"\nnode = \"s2\"\n[workload]",
+            8,
+            "faults.plan[1].at_ms",
+            "999999 ms is not within the fault phase of 4000 ms",
+        ),
+        (
+            "[workload]",
+            "[[faults.plan.faults]]\nat_ms = 3000\nfault = \"crash\"\nnode = \"s1\"\nfor_ms = 2000\n[workload]",
+            11,
+            "faults.plan[0].for_ms",
+            "2000 ms from 3000 ms ends at 5000 ms, after the fault phase of 4000 ms",
         ),
     ];
     for (from, to, line, field, expected) in cases {

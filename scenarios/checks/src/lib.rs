@@ -200,7 +200,12 @@ mod tests {
         let empty = History::from_records(Vec::new());
         for check in all() {
             let verdict = (check.run)(&empty, &CheckContext::default());
-            assert!(verdict.is_vacuous(), "{} judged {}", check.name, verdict.judged);
+            assert!(
+                verdict.is_vacuous(),
+                "{} judged {}",
+                check.name,
+                verdict.judged
+            );
             assert!(verdict.violations.is_empty(), "{}", check.name);
             assert!(!check.judges.is_empty(), "{} names no unit", check.name);
         }

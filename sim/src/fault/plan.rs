@@ -143,6 +143,42 @@ impl FaultPlan {
         Ok(())
     }
 
+    /// Checks that every fault fires within a fault phase of `phase_ms` and that its span
+    /// ends by then, when the world heals. (A raw world stretches its phase to the plan's
+    /// end; a scenario's phase is a promise — recovery and the liveness bound are measured
+    /// from it — so a fault after it would fire after the heal, or push the run into its
+    /// time limit.)
+    pub fn validate_within_phase(&self, field: &str, phase_ms: u64) -> Result<(), ConfigError> {
+        for (index, scheduled) in self.faults.iter().enumerate() {
+            let field = format!("{field}[{index}]");
+            if scheduled.at_ms >= phase_ms {
+                return Err(ConfigError::new(
+                    format!("{field}.at_ms"),
+                    format!(
+                        "{} ms is not within the fault phase of {phase_ms} ms (expected a time \
+                         below {phase_ms}: the world heals then)",
+                        scheduled.at_ms
+                    ),
+                ));
+            }
+            if let Some(for_ms) = scheduled.for_ms
+                && scheduled.end_ms() > phase_ms
+            {
+                return Err(ConfigError::new(
+                    format!("{field}.for_ms"),
+                    format!(
+                        "{for_ms} ms from {} ms ends at {} ms, after the fault phase of \
+                         {phase_ms} ms (expected a span that ends by {phase_ms} ms, or none: \
+                         the heal undoes the fault)",
+                        scheduled.at_ms,
+                        scheduled.end_ms()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// When the last fault's effect ends (its time plus its span), milliseconds.
     pub fn end_ms(&self) -> u64 {
         self.faults

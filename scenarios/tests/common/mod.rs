@@ -1,0 +1,60 @@
+#![allow(dead_code)] // each test file uses some of these
+//! What the scenario suites share: detection and exercise rates asserted as far as the
+//! seeds a test runs can show them, so that a test holds for whatever seeds it runs
+//! (`COORDSIM_SEEDS`, `COORDSIM_SEED_BASE`, `COORDSIM_SEED`).
+//!
+//! A rate is measured once over many seeds (the test's doc says where and how many), and a
+//! bound below it is asserted through [`fewest`]: the fewest runs of a sweep in which the
+//! thing must happen but for a one-in-a-million chance. A long sweep then asserts nearly
+//! the measured rate; one pinned seed promises nothing.
+
+/// The chance, at most, that a rate assertion fails on seeds where the rate holds.
+pub const SHORTFALL_CHANCE: f64 = 1e-6;
+
+/// The fewest of `runs` runs in which something of probability `rate` per run happens,
+/// but for a chance under [`SHORTFALL_CHANCE`]: the largest `k` with P(X < k) at most that,
+/// X binomial(`runs`, `rate`). It is 0 for a sweep too short to promise any (one pinned
+/// seed), so a rate is asserted only as far as the seeds run can show it.
+pub fn fewest(runs: usize, rate: f64) -> usize {
+    // The binomial probabilities, in logarithms (`(1 - rate)^runs` underflows for long
+    // sweeps): ln P(X = 0) = runs ln(1 - rate), then P(X = k + 1) / P(X = k) =
+    // (runs - k) / (k + 1) * rate / (1 - rate).
+    let mut ln_probability = runs as f64 * (1.0 - rate).ln();
+    let mut below = 0.0; // P(X < k)
+    let mut k = 0;
+    while k < runs {
+        let at_k = ln_probability.exp();
+        if below + at_k > SHORTFALL_CHANCE {
+            break;
+        }
+        below += at_k;
+        ln_probability += ((runs - k) as f64 / (k + 1) as f64).ln() + (rate / (1.0 - rate)).ln();
+        k += 1;
+    }
+    k
+}
+
+/// Asserts that `what` happened in at least [`fewest`]`(runs, rate)` of `runs` runs, where
+/// `rate` is a bound below the rate measured over many seeds (`measured`, said in the
+/// message).
+pub fn assert_rate(what: &str, happened: usize, runs: usize, rate: f64, measured: &str) {
+    let least = fewest(runs, rate);
+    assert!(
+        happened >= least,
+        "{what} in {happened} of {runs} runs; expected at least {least} (the chance of fewer \
+         is under {SHORTFALL_CHANCE} at a rate of {rate}; measured: {measured})"
+    );
+}
+
+/// [`fewest`] against hand-computed tails (called by a test of each file that uses it).
+pub fn check_fewest() {
+    // One pinned seed promises nothing; P(X = 0) = 0.8^62 ≈ 1e-6: 62 runs at 20% promise one.
+    assert_eq!(fewest(1, 0.5), 0);
+    assert_eq!(fewest(61, 0.2), 0);
+    assert_eq!(fewest(63, 0.2), 1);
+    // A certain event happens every time; 2000 runs at 90% (mean 1800, sd 13.4) promise
+    // about 1800 - 4.75 sd.
+    assert_eq!(fewest(10, 1.0 - 1e-12), 10);
+    let many = fewest(2000, 0.9);
+    assert!((1730..1745).contains(&many), "{many}");
+}
