@@ -96,7 +96,11 @@ fn a_check_that_judged_nothing_is_reported_vacuous_and_fails_the_sweep() {
         .find(|tally| tally.check == "recipe.mutual_exclusion")
         .expect("ran");
     assert!(tally.is_vacuous() && tally.relied_on, "{tally}");
-    assert!(outcome.to_string().contains("0 holds (vacuous, relied on)"));
+    assert!(
+        outcome
+            .to_string()
+            .contains("0 exclusive holds (vacuous, relied on)")
+    );
     assert_eq!(
         summary.evidence().vacuous_relied_on(),
         vec!["recipe.mutual_exclusion"]

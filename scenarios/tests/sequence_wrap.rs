@@ -31,9 +31,10 @@ fn names_past_the_wrap(outcome: &Outcome) -> usize {
 /// `name` from the catalogue with a `bits`-bit sequence counter, over a few seeds: clean,
 /// and every run created names past the wrap.
 fn clean_across_the_wrap(name: &str, bits: u32, test: &str) {
-    let mut scenario = catalogue::get(name).unwrap_or_else(|| panic!("no scenario `{name}`"));
+    let mut scenario = catalogue::get(name)
+        .unwrap_or_else(|| panic!("no scenario `{name}`"))
+        .with_sequence_counter_bits(bits);
     scenario.name = format!("{name}_with_{bits}_bit_sequences");
-    scenario.tuning.sequence_counter_bits = Some(bits);
     let mut wrapped_runs = 0;
     let summary =
         Sweep::new(scenario, "scenarios", TARGET, test, 2).run_inspecting(|outcome: &Outcome| {

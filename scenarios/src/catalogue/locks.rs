@@ -3,7 +3,7 @@
 
 use super::{isolated, scenario, swarm, target};
 use crate::{
-    scenario::{Scenario, SkippedCheck, Store, Tuning},
+    scenario::{Scenario, SkippedCheck, Store},
     workload::{LockNodeAcl, LockRecipe, Locks, Workload},
 };
 use models::zk::SessionExpiry;
@@ -356,14 +356,9 @@ fn queue_lock_seq_wrap() -> Scenario {
             recipe: LockRecipe::ZkQueueLock,
             ..Locks::default()
         }),
-        skip_checks: lock_skips(LockRecipe::ZkQueueLock, Belief::Exclusive),
         fault_phase_ms: 8_000,
         recovery_ms: 1_000,
         liveness_bound_ms: 30_000,
-        tuning: Tuning {
-            sequence_counter_bits: Some(6),
-            ..Tuning::default()
-        },
         ..scenario(
             "zk_queue_lock_seq_wrap",
             "the ZooKeeper queue lock, five clients, no faults, under a lock node whose \
@@ -374,6 +369,7 @@ fn queue_lock_seq_wrap() -> Scenario {
             5,
         )
     }
+    .with_sequence_counter_bits(6)
 }
 
 /// The queue lock with its nodes under `CREATOR_ALL_ACL` (every client authenticated as the

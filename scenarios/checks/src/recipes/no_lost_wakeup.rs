@@ -430,7 +430,7 @@ fn judge(
     wait: &LockWait,
     nodes: &Nodes,
     connections: &Connections,
-) -> Option<(String, SimTime, SimTime)> {
+) -> Option<(String, SimTime, SimTime, Finished)> {
     let own = wait.created.last()?;
     let joined_at = wait.joined_at?;
     let parent = parent_of(own);
@@ -450,15 +450,27 @@ fn judge(
     let timeout = connections.timeout_at(wait.waiter, line_clear_at)?;
     let bound = timeout * 2 + SETTLE;
     let bound_passed_at = connections.bound_passes(wait.waiter, line_clear_at, bound)?;
-    // Its own node gone before the bound passed: its session ended; it is not through.
-    if nodes
+    // Its own node gone before the bound passed: it held and released, or its session
+    // ended; either way it was not left sleeping. Judged, and fine.
+    let finished = if nodes
         .gone_at
         .get(own)
         .is_some_and(|gone_at| *gone_at <= bound_passed_at)
     {
-        return None;
-    }
-    Some((own.clone(), line_clear_at, bound_passed_at))
+        Finished::NodeGoneInBound
+    } else {
+        Finished::NotByNode
+    };
+    Some((own.clone(), line_clear_at, bound_passed_at, finished))
+}
+
+/// Whether a judged wait's own node was gone within the bound.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Finished {
+    /// It was: the waiter held and released, or its session ended.
+    NodeGoneInBound,
+    /// It was not: the wait's own end decides.
+    NotByNode,
 }
 
 /// Every lock wait that went on past the bound after everything before its node was gone.
@@ -470,9 +482,10 @@ pub fn check(history: &History) -> Checked<LostWakeup> {
     let violations = lock_waits(history)
         .into_iter()
         .filter_map(|wait| {
-            let (node, line_clear_at, bound_passed_at) = judge(&wait, &nodes, &connections)?;
+            let (node, line_clear_at, bound_passed_at, finished) =
+                judge(&wait, &nodes, &connections)?;
             judged += 1;
-            (wait.until > bound_passed_at).then(|| LostWakeup {
+            (finished == Finished::NotByNode && wait.until > bound_passed_at).then(|| LostWakeup {
                 lock: wait.lock.clone(),
                 waiter: wait.waiter,
                 node,
