@@ -580,12 +580,9 @@ impl Scenario {
             Store::Zab => Some("zk."),
             Store::Ledger => None,
         };
-        let skip_checks = self
-            .skip_checks
-            .iter()
-            .filter(|skipped| !other_group.is_some_and(|group| skipped.check.starts_with(group)))
-            .cloned()
-            .collect();
+        // Skips of checks the other store's scenario does not run (the old store's group,
+        // a check of the old recipe only) go with them.
+        let skip_checks = Vec::new();
         let mut checks: Vec<String> = Vec::new();
         for name in &self.checks {
             let name = match other_group {
@@ -611,6 +608,16 @@ impl Scenario {
             checks,
             skip_checks,
             ..self.clone()
+        };
+        let runs = moved.check_set();
+        let moved = Scenario {
+            skip_checks: self
+                .skip_checks
+                .iter()
+                .filter(|skipped| runs.iter().any(|check| check.name == skipped.check))
+                .cloned()
+                .collect(),
+            ..moved
         };
         moved.validate()?;
         Ok(moved)

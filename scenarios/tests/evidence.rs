@@ -87,7 +87,14 @@ fn a_check_that_judged_nothing_is_reported_vacuous_and_fails_the_sweep() {
     let mut scenario = scenarios::catalogue::get("raft_swarm_3").expect("in the catalogue");
     scenario.checks.push("recipe.mutual_exclusion".into());
     scenario.faults = Default::default();
-    let summary = Sweep::new(scenario, "scenarios", "evidence", "vacuous", 2).run();
+    let summary = Sweep::new(
+        scenario,
+        "scenarios",
+        "evidence",
+        "a_check_that_judged_nothing_is_reported_vacuous_and_fails_the_sweep",
+        2,
+    )
+    .run();
     assert!(summary.failures.is_empty(), "the runs themselves are clean");
     let outcome = &summary.outcomes[0];
     let tally = outcome
@@ -108,10 +115,12 @@ fn a_check_that_judged_nothing_is_reported_vacuous_and_fails_the_sweep() {
     let panic = std::panic::catch_unwind(|| summary.assert_clean()).expect_err("must fail");
     let message = panic.downcast_ref::<String>().expect("a message");
     assert!(message.contains("judged nothing"), "{message}");
-    assert!(
-        message.contains("COORDSIM_SEED=0x0"),
-        "no replay line: {message}"
+    let replay = format!(
+        "COORDSIM_SEED={} cargo test -p scenarios --test evidence -- --exact \
+         a_check_that_judged_nothing_is_reported_vacuous_and_fails_the_sweep",
+        summary.seeds[0]
     );
+    assert!(message.contains(&replay), "no replay line: {message}");
 }
 
 #[test]
@@ -119,7 +128,14 @@ fn a_declared_mark_never_reached_fails_the_sweep() {
     let mut scenario = scenarios::catalogue::get("raft_swarm_3").expect("in the catalogue");
     scenario.marks = vec![Mark::ZabTruncSync];
     scenario.faults = Default::default();
-    let summary = Sweep::new(scenario, "scenarios", "evidence", "marks", 2).run();
+    let summary = Sweep::new(
+        scenario,
+        "scenarios",
+        "evidence",
+        "a_declared_mark_never_reached_fails_the_sweep",
+        2,
+    )
+    .run();
     assert_eq!(summary.evidence().marks_missed(), vec![Mark::ZabTruncSync]);
     let panic = std::panic::catch_unwind(|| summary.assert_clean()).expect_err("must fail");
     let message = panic.downcast_ref::<String>().expect("a message");
