@@ -580,9 +580,6 @@ impl Scenario {
             Store::Zab => Some("zk."),
             Store::Ledger => None,
         };
-        // Skips of checks the other store's scenario does not run (the old store's group,
-        // a check of the old recipe only) go with them.
-        let skip_checks = Vec::new();
         let mut checks: Vec<String> = Vec::new();
         for name in &self.checks {
             let name = match other_group {
@@ -606,9 +603,11 @@ impl Scenario {
             store,
             workload,
             checks,
-            skip_checks,
+            skip_checks: Vec::new(),
             ..self.clone()
         };
+        // Skips of checks the moved scenario does not run (the old store's group, a check
+        // of the old recipe only) go with them.
         let runs = moved.check_set();
         let moved = Scenario {
             skip_checks: self

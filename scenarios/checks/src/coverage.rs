@@ -157,8 +157,7 @@ fn leases_expired_while_held(history: &History) -> u64 {
     leases(history)
         .values()
         .filter(|facts| {
-            facts.ended_at().is_some()
-                && !facts.expired_at.is_empty()
+            !facts.expired_at.is_empty()
                 && facts.revoked_at.is_empty()
                 && facts.maybe_revoked_at.is_empty()
                 && facts.renewals.len() > 1

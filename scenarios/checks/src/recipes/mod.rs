@@ -28,10 +28,10 @@ pub mod rw_reader_waits;
 
 use crate::Check;
 
-/// The lock checks every lock scenario gets. `recipe.mutual_exclusion` is among them: a
-/// scenario that pauses holders past their session timeout expects it to fire.
-/// `recipe.no_orphan_waiter` and `recipe.holder_owns_node` read ZooKeeper sessions and pass
-/// on etcd's histories.
+/// The lock checks. Which of them a scenario runs is its workload's choice
+/// (`scenarios::workload::Workload::checks`): `recipe.no_orphan_waiter`,
+/// `recipe.holder_owns_node` and `recipe.no_lost_wakeup` read ZooKeeper lines and judge
+/// nothing on etcd's histories, so only the ZooKeeper lock workloads bring them.
 pub const LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.mutual_exclusion",
@@ -78,9 +78,10 @@ pub const LOCK_CHECKS: &[Check] = &[
     },
 ];
 
-/// Checks a scenario names to use them: the herd-effect bound, which the herd lock breaks by
-/// design; the discovery and pub/sub properties, which only their workloads record events
-/// for. Both of these allow the watch settle time for notifications in flight at the end.
+/// The herd bound (brought by the lock and election workloads; the herd lock's scenarios
+/// skip it, with the reason) and the discovery and pub/sub properties (brought by their
+/// workloads). The last two allow the watch settle time for notifications in flight at the
+/// end.
 pub const OPTIONAL: &[Check] = &[
     Check {
         name: "recipe.herd_effect",
@@ -120,9 +121,9 @@ pub const RW_LOCK_CHECKS: &[Check] = &[
     },
 ];
 
-/// The election checks every election scenario gets (with `recipe.fenced_writes`, which
-/// judges the leaders' writes). `recipe.leader_uniqueness` is among them: a scenario that
-/// pauses leaders past their session timeout expects it to fire.
+/// The election checks (the election workload brings them with `recipe.fenced_writes`,
+/// which judges the leaders' writes). A scenario that pauses leaders past their session
+/// timeout skips `recipe.leader_uniqueness`, with the reason: it is expected to fire.
 pub const ELECTION_CHECKS: &[Check] = &[Check {
     name: "recipe.leader_uniqueness",
     judges: "leaderships",
