@@ -41,6 +41,7 @@ const DEFAULT_SUBSET: &[&str] = &[
     "recipe.barrier_enter_on_wakeup",
     "recipe.counter_retry_after_connection_loss",
     "recipe.pubsub_resume_from_last_received",
+    "resource.rejects_equal_token",
 ];
 
 /// Variants of the subset where, at the time of writing, another check fires at an earlier

@@ -484,6 +484,14 @@ pub fn table() -> Vec<KnownBugCase> {
             "recipe.pubsub_delivery",
             3,
         ),
+        // Each leader writes three times with its leadership's token: the resource refuses
+        // the second, no faults needed.
+        recipe(
+            RecipeBug::RejectsEqualToken,
+            "zk_election",
+            "recipe.holder_not_refused",
+            3,
+        ),
     ]
 }
 

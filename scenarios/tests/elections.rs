@@ -384,6 +384,48 @@ fn an_etcd_leader_trusting_its_local_state_is_caught() {
     );
 }
 
+/// Two candidates taking quick turns reach the race of a lost wake-up in the election's
+/// line: a candidate's `exists` finds that its predecessor went after its listing. The
+/// correct election lists again, and `recipe.no_lost_wakeup` judges its campaigns and stays
+/// clean; a candidate that sleeps on the creation watch instead
+/// (`recipe.no_relist_on_gone_predecessor`, in the line the election shares with the
+/// queue lock) is caught on every seed, by that check alone.
+#[test]
+fn a_zk_candidate_whose_predecessor_just_went_lists_again() {
+    let name = "zk_election_quick_turns";
+    let test = "a_zk_candidate_whose_predecessor_just_went_lists_again";
+    let (summary, exercised) = sweep(get(name), test, 5);
+    summary.assert_clean();
+    let judged = summary
+        .evidence()
+        .checks
+        .iter()
+        .find(|check| check.check == "recipe.no_lost_wakeup")
+        .map_or(0, |check| check.judged as usize);
+    assert!(
+        judged >= 100 * summary.seeds.len() && exercised.leaderships >= 100 * summary.seeds.len(),
+        "{name}: too few campaigns judged ({judged}) or leaderships ({})",
+        exercised.leaderships
+    );
+    let buggy = get(name).with_bugs([KnownBug::Recipe(RecipeBug::NoRelistOnGonePredecessor)]);
+    let (summary, _) = sweep(buggy, test, 3);
+    assert_eq!(summary.failures.len(), summary.seeds.len());
+    summary.assert_only_violations_of("recipe.no_lost_wakeup");
+}
+
+/// A fenced resource that refuses a token equal to the highest it accepted
+/// (`resource.rejects_equal_token`, planted) refuses each leader's second write of its term:
+/// `recipe.holder_not_refused` fires on every seed, and nothing else does.
+#[test]
+fn a_resource_refusing_a_leaders_own_token_is_caught() {
+    let test = "a_resource_refusing_a_leaders_own_token_is_caught";
+    let buggy = get("zk_election").with_bugs([KnownBug::Recipe(RecipeBug::RejectsEqualToken)]);
+    let (summary, exercised) = sweep(buggy, test, 3);
+    assert!(exercised.rejected_writes >= 1, "{exercised:?}");
+    assert_eq!(summary.failures.len(), summary.seeds.len());
+    summary.assert_only_violations_of("recipe.holder_not_refused");
+}
+
 /// The same scenario and seed give the same history, bit for bit, on both stores (the
 /// election workload's observers, finishing step and fault targets included).
 #[test]

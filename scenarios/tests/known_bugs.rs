@@ -138,4 +138,5 @@ known_bug_tests! {
     recipe_barrier_enter_on_wakeup => "recipe.barrier_enter_on_wakeup",
     recipe_counter_retry_after_connection_loss => "recipe.counter_retry_after_connection_loss",
     recipe_pubsub_resume_from_last_received => "recipe.pubsub_resume_from_last_received",
+    resource_rejects_equal_token => "resource.rejects_equal_token",
 }

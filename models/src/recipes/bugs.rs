@@ -84,11 +84,16 @@ pub enum RecipeBug {
     /// the last message it delivered instead of the one after it, and delivers that
     /// message again on the new subscription.
     PubsubResumeFromLastReceived,
+    /// `resource.rejects_equal_token`: the fenced resource rejects a write whose token is
+    /// *not higher* than the highest it has accepted (`token <= highest` for
+    /// `token < highest`), so a holder's (or leader's) second write with its own token is
+    /// refused: the holder is locked out of the resource its lock protects.
+    RejectsEqualToken,
 }
 
 impl RecipeBug {
     /// Every recipe bug.
-    pub const ALL: [RecipeBug; 16] = [
+    pub const ALL: [RecipeBug; 17] = [
         RecipeBug::NoFencing,
         RecipeBug::EtcdMutexNoPostwaitCheck,
         RecipeBug::TrustLocalStateAfterExpiry,
@@ -105,6 +110,7 @@ impl RecipeBug {
         RecipeBug::BarrierEnterOnWakeup,
         RecipeBug::CounterRetryAfterConnectionLoss,
         RecipeBug::PubsubResumeFromLastReceived,
+        RecipeBug::RejectsEqualToken,
     ];
 
     /// The stable name, e.g. `recipe.no_fencing`.
@@ -128,6 +134,7 @@ impl RecipeBug {
                 "recipe.counter_retry_after_connection_loss"
             }
             RecipeBug::PubsubResumeFromLastReceived => "recipe.pubsub_resume_from_last_received",
+            RecipeBug::RejectsEqualToken => "resource.rejects_equal_token",
         }
     }
 
@@ -187,6 +194,10 @@ impl RecipeBug {
             RecipeBug::PubsubResumeFromLastReceived => {
                 "etcd clientv3 watch.go (resume from the last revision + 1); \
                  shubhamranjan/dotnet-etcd#310, etcd-io/jetcd#946, kragniz/python-etcd3#729"
+            }
+            RecipeBug::RejectsEqualToken => {
+                "planted, no shipped instance cited: an off-by-one against Kleppmann, How to do \
+                 distributed locking (2016), which rejects only a token lower than one accepted"
             }
         }
     }

@@ -14,7 +14,8 @@
 //! then writes the value to its disk and waits for that write to be durable, and only then
 //! commits the write (raises the highest token, records the verdict): a second writer whose
 //! write arrives in that gap passes the same check, and the later commit wins, whichever
-//! token is higher.
+//! token is higher. With [`RecipeBug::RejectsEqualToken`] (`resource.rejects_equal_token`)
+//! it also rejects a token equal to the highest, refusing a holder's second write.
 
 use super::bugs::{RecipeBug, RecipeBugs};
 use serde::{Deserialize, Serialize};
@@ -83,7 +84,7 @@ pub struct FencedResource {
 
 impl FencedResource {
     /// Starts the resource `name` on `node` (a resource node, `r1..`); of `bugs`, only
-    /// [`RecipeBug::CheckNotAtomic`] is the resource's.
+    /// [`RecipeBug::CheckNotAtomic`] and [`RecipeBug::RejectsEqualToken`] are the resource's.
     pub fn start(sim: &Sim, node: NodeId, name: &str, fencing: Fencing, bugs: RecipeBugs) -> Self {
         let network: StreamNetwork<ResourceFrame> = sim.stream_network();
         let (listening, name) = (network.clone(), name.to_string());
@@ -92,12 +93,17 @@ impl FencedResource {
         } else {
             CheckAndWrite::Atomic
         };
+        let stale_when = if bugs.has(RecipeBug::RejectsEqualToken) {
+            StaleWhen::NotHigher
+        } else {
+            StaleWhen::Lower
+        };
         sim.start(node, move |context| {
             serve(
                 context,
                 listening.clone(),
                 name.clone(),
-                fencing,
+                (fencing, stale_when),
                 check_and_write,
             )
         });
@@ -116,6 +122,15 @@ impl FencedResource {
     }
 }
 
+/// Which tokens the resource takes for stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StaleWhen {
+    /// Lower than the highest accepted (Kleppmann's rule).
+    Lower,
+    /// Not higher than the highest accepted: equal too (`resource.rejects_equal_token`).
+    NotHigher,
+}
+
 /// How the resource checks a write's token and applies the write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CheckAndWrite {
@@ -130,7 +145,7 @@ async fn serve(
     context: NodeContext,
     network: StreamNetwork<ResourceFrame>,
     name: String,
-    fencing: Fencing,
+    (fencing, stale_when): (Fencing, StaleWhen),
     check_and_write: CheckAndWrite,
 ) {
     let disk = context.disk().clone();
@@ -161,7 +176,10 @@ async fn serve(
                 // Atomic: check and write in one step (this task runs alone on the node
                 // between awaits).
                 let stale = match (fencing, token, highest.get()) {
-                    (Fencing::On, Some(token), Some(seen)) => token < seen,
+                    (Fencing::On, Some(token), Some(seen)) => match stale_when {
+                        StaleWhen::Lower => token < seen,
+                        StaleWhen::NotHigher => token <= seen,
+                    },
                     _ => false,
                 };
                 if !stale && check_and_write == CheckAndWrite::TwoSteps {

@@ -103,7 +103,37 @@ pub(super) fn scenarios() -> Vec<Scenario> {
         });
         scenarios.extend(cut_off(recipe, name, store));
     }
+    scenarios.push(zk_election_quick_turns());
     scenarios
+}
+
+/// Two candidates taking quick turns (one 5 ms term of one write, 5 ms before campaigning
+/// again), no faults: a candidate's predecessor often goes between its listing and its
+/// `exists` — the race in which it must list the children again instead of waiting on a
+/// watch for the node's creation (`recipe.no_relist_on_gone_predecessor`, judged in the
+/// election's line by `recipe.no_lost_wakeup`, as in `zk_queue_lock_quick_turns`).
+fn zk_election_quick_turns() -> Scenario {
+    Scenario {
+        workload: Workload::Elections(Elections {
+            recipe: ElectionRecipe::ZkElection,
+            writes_per_term: 1,
+            work_ms: 5,
+            think_ms: 5,
+            ..Elections::default()
+        }),
+        fault_phase_ms: 8_000,
+        recovery_ms: 1_000,
+        liveness_bound_ms: 30_000,
+        ..scenario(
+            "zk_election_quick_turns",
+            "ZooKeeper leader election, two candidates taking quick turns (one 5 ms term, \
+             5 ms between): a candidate's predecessor often goes between its listing and its \
+             exists",
+            Store::Zab,
+            3,
+            2,
+        )
+    }
 }
 
 /// Long terms (four one-second rounds of work), and the leader (or the first candidate in

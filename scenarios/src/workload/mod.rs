@@ -211,15 +211,7 @@ impl Workload {
             Workload::ZkEphemeralHolders(_) => vec!["zk.ephemeral_lifetime"],
             Workload::ZkSequentialCreates(_) => vec!["zk.sequential_names"],
             Workload::ZkOutOfBandReads(_) => vec!["zk.sync_then_read"],
-            // A leader's going wakes only its successor; its writes are judged at the
-            // fenced resource.
-            Workload::Elections(_) => vec![
-                "recipe.leader_uniqueness",
-                "recipe.fenced_writes",
-                "recipe.holder_not_refused",
-                "recipe.herd_effect",
-                "recipe.no_acquire_while_held",
-            ],
+            Workload::Elections(elections) => elections.checks(),
             Workload::Discovery(_) => vec!["recipe.discovery_converges"],
             Workload::PubSub(_) => vec!["recipe.pubsub_delivery", "etcd.watch_delivery"],
             Workload::FifoQueue(_) => vec!["recipe.queue_semantics"],

@@ -21,7 +21,7 @@ use sim::{
     NodeId,
     history::{
         Event, History, OpId, OpResult, Operation, RecipeEvent, Response,
-        recipe::LockStep,
+        recipe::{ElectionStep, LockStep},
         zk::{Stat, ZkEvent, ZkOperation, ZkResponse},
     },
     time::SimTime,
@@ -100,8 +100,24 @@ enum Asked {
     Create((NodeId, u32)),
 }
 
+/// Which lines' waits to gather.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lines {
+    /// Locks' waits only.
+    Locks,
+    /// Locks' waits and elections' campaigns: an election candidate waits in line as a lock
+    /// waiter does (the same ZooKeeper line, `Campaigned` to `Gained` or `GaveUp`).
+    LocksAndElections,
+}
+
 /// Every lock wait of the history, in the order the waits ended.
 pub fn lock_waits(history: &History) -> Vec<LockWait> {
+    line_waits(history, Lines::Locks)
+}
+
+/// Every wait in a line of the kinds `lines` names, in the order the waits ended; an
+/// election's wait has the election's name for `lock`.
+pub fn line_waits(history: &History, lines: Lines) -> Vec<LockWait> {
     let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
     let mut open: BTreeMap<(NodeId, u32), LockWait> = BTreeMap::new();
     let mut asked: BTreeMap<OpId, Asked> = BTreeMap::new();
@@ -164,47 +180,33 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
                     _ => {}
                 }
             }
+            Event::Recipe(RecipeEvent::Election {
+                process,
+                election,
+                step,
+            }) if lines == Lines::LocksAndElections => {
+                let step = match step {
+                    ElectionStep::Campaigned => Step::Requested,
+                    ElectionStep::Gained { token } => Step::Acquired(*token),
+                    ElectionStep::GaveUp { .. } => Step::GaveUp,
+                    _ => continue,
+                };
+                step.apply(election, (node, *process), record.at, &mut open, &mut ended);
+            }
             Event::Recipe(RecipeEvent::Lock {
                 process,
                 lock,
                 step,
             }) => {
-                let waiter = (node, *process);
-                let end = match step {
-                    LockStep::Requested { .. } => {
-                        if let Some(mut wait) = open.remove(&waiter) {
-                            wait.until = record.at;
-                            ended.push(wait);
-                        }
-                        open.insert(
-                            waiter,
-                            LockWait {
-                                lock: lock.clone(),
-                                waiter,
-                                requested_at: record.at,
-                                reads: Vec::new(),
-                                created: Vec::new(),
-                                joined_at: None,
-                                end: WaitEnd::Unfinished,
-                                until: record.at,
-                            },
-                        );
-                        continue;
-                    }
-                    LockStep::Acquired { token, .. } => WaitEnd::Acquired {
-                        token: *token,
-                        at: record.at,
-                    },
-                    LockStep::GaveUp { .. } => WaitEnd::GaveUp { at: record.at },
+                let step = match step {
+                    LockStep::Requested { .. } => Step::Requested,
+                    LockStep::Acquired { token, .. } => Step::Acquired(*token),
+                    LockStep::GaveUp { .. } => Step::GaveUp,
                     LockStep::Woken { .. } | LockStep::Released { .. } | LockStep::Lost { .. } => {
                         continue;
                     }
                 };
-                if let Some(mut wait) = open.remove(&waiter) {
-                    wait.end = end;
-                    wait.until = record.at;
-                    ended.push(wait);
-                }
+                step.apply(lock, (node, *process), record.at, &mut open, &mut ended);
             }
             _ => {}
         }
@@ -215,6 +217,57 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
         wait
     }));
     ended
+}
+
+/// A step of a line that starts or ends a wait.
+enum Step {
+    /// The waiter asked (a lock's `Requested`, an election's `Campaigned`).
+    Requested,
+    /// It holds (or leads) with this token.
+    Acquired(u64),
+    /// It gave up.
+    GaveUp,
+}
+
+impl Step {
+    fn apply(
+        self,
+        lock: &str,
+        waiter: (NodeId, u32),
+        at: SimTime,
+        open: &mut BTreeMap<(NodeId, u32), LockWait>,
+        ended: &mut Vec<LockWait>,
+    ) {
+        let end = match self {
+            Step::Requested => {
+                if let Some(mut wait) = open.remove(&waiter) {
+                    wait.until = at;
+                    ended.push(wait);
+                }
+                open.insert(
+                    waiter,
+                    LockWait {
+                        lock: lock.to_string(),
+                        waiter,
+                        requested_at: at,
+                        reads: Vec::new(),
+                        created: Vec::new(),
+                        joined_at: None,
+                        end: WaitEnd::Unfinished,
+                        until: at,
+                    },
+                );
+                return;
+            }
+            Step::Acquired(token) => WaitEnd::Acquired { token, at },
+            Step::GaveUp => WaitEnd::GaveUp { at },
+        };
+        if let Some(mut wait) = open.remove(&waiter) {
+            wait.end = end;
+            wait.until = at;
+            ended.push(wait);
+        }
+    }
 }
 
 /// The node's own `Stat` in a reply, if the reply carries it.

@@ -31,7 +31,8 @@ use crate::Check;
 /// The lock checks. Which of them a scenario runs is its workload's choice
 /// (`scenarios::workload::Workload::checks`): `recipe.no_orphan_waiter`,
 /// `recipe.holder_owns_node` and `recipe.no_lost_wakeup` read ZooKeeper lines and judge
-/// nothing on etcd's histories, so only the ZooKeeper lock workloads bring them.
+/// nothing on etcd's histories, so only the ZooKeeper lock workloads bring them (and the
+/// ZooKeeper election `recipe.no_lost_wakeup`: its candidates wait in the same line).
 pub const LOCK_CHECKS: &[Check] = &[
     Check {
         name: "recipe.mutual_exclusion",

@@ -1,5 +1,5 @@
-//! No lost wake-up: a ZooKeeper lock waiter does not go on waiting once everything before
-//! it in line is gone.
+//! No lost wake-up: a ZooKeeper lock waiter or election candidate does not go on waiting
+//! once everything before it in line is gone.
 //!
 //! A waiter in a queue lock lists the lock's children and watches its predecessor with
 //! `exists`. If the predecessor goes between the listing and the `exists`, `exists` finds
@@ -34,7 +34,11 @@
 //! is sequence order, whatever a node's kind: a read/write lock's reader waits only for
 //! writers, so once everything before it is gone it may hold too.
 //!
-//! **Reads:** the lock waits of [`crate::history::lock_waits`] (the waiter's node, from its
+//! An election candidate waits in the same line (ZooKeeper Recipes, "Leader Election";
+//! Curator's `LeaderLatch` shares `LockInternals`' wait): it is judged from `Campaigned` to
+//! `Gained` as a lock waiter is from `Requested` to `Acquired`.
+//!
+//! **Reads:** the lock waits and election campaigns of [`crate::history::lock_waits`] (the waiter's node, from its
 //! create's reply; its session from `SessionEstablished`, with the session timeout the
 //! client asked for); every client's ZooKeeper operations ([`crate::history::zk`]: creates,
 //! deletes, `exists`, `getData`, `getChildren` and their replies); `WatchDelivered` events
@@ -45,7 +49,7 @@ use crate::Checked;
 use crate::{
     Violation,
     history::{
-        lock_waits::{LockWait, WaitEnd, lock_waits},
+        lock_waits::{Lines, LockWait, WaitEnd, line_waits},
         zk::{parent_of, zk_operations},
     },
 };
@@ -473,13 +477,13 @@ enum Finished {
     NotByNode,
 }
 
-/// Every lock wait that went on past the bound after everything before its node was gone.
+/// Every lock wait or campaign that went on past the bound after everything before its node was gone.
 pub fn check(history: &History) -> Checked<LostWakeup> {
     let nodes = Nodes::read(history);
     let connections = Connections::read(history);
     // Waits whose line was seen to clear: only they can have lost a wake-up.
     let mut judged = 0;
-    let violations = lock_waits(history)
+    let violations = line_waits(history, Lines::LocksAndElections)
         .into_iter()
         .filter_map(|wait| {
             let (node, line_clear_at, bound_passed_at, finished) =

@@ -88,6 +88,26 @@ pub struct Elections {
     pub fencing: Fencing,
 }
 
+impl Elections {
+    /// The checks an election always brings: one leader at a time (as believed), its writes
+    /// judged at the fenced resource (exclusive, and refused only when stale), no campaign
+    /// won while leading, a leader's going wakes only its successor; and on ZooKeeper's line
+    /// no lost wake-up (a candidate waits in line as a lock waiter does).
+    pub(crate) fn checks(&self) -> Vec<&'static str> {
+        let mut checks = vec![
+            "recipe.leader_uniqueness",
+            "recipe.fenced_writes",
+            "recipe.holder_not_refused",
+            "recipe.herd_effect",
+            "recipe.no_acquire_while_held",
+        ];
+        if self.recipe == ElectionRecipe::ZkElection {
+            checks.push("recipe.no_lost_wakeup");
+        }
+        checks
+    }
+}
+
 impl Default for Elections {
     fn default() -> Self {
         Self {
