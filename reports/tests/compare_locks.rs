@@ -92,9 +92,27 @@ fn the_json_is_the_same_every_time_and_whatever_the_parallelism() {
     assert_eq!(row(&report, "zk_queue_lock", 6)["runs"], 2);
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.starts_with("<svg"), "{plot}");
-    for label in ["zab herd lock", "zab queue lock", "hand-off latency"] {
+    for label in [
+        "zab herd lock",
+        "zab queue lock",
+        "hand-off latency",
+        // The caption: the seeds each point pools, and the faults.
+        "2 seeds (0–1) per point",
+        "no faults",
+    ] {
         assert!(plot.contains(label), "no {label} in the plot");
     }
+    // A min–max band per line and panel (two locks, two panels), and the queue lock's
+    // triangles beside the herd lock's circles, so coinciding lines both show.
+    assert_eq!(
+        plot.matches(r#"<polygon opacity="0.15""#).count(),
+        4,
+        "{plot}"
+    );
+    assert!(
+        plot.contains("<circle") && plot.contains(r#"<polygon opacity="1""#),
+        "{plot}"
+    );
 }
 
 #[test]

@@ -146,6 +146,31 @@ struct Options {
     plans: Vec<PlanSummary>,
 }
 
+impl Options {
+    /// The plot's caption: how many seeds each point pools, and the faults.
+    fn caption(&self) -> String {
+        let seeds = match (self.seeds.first(), self.seeds.last()) {
+            (Some(first), Some(last)) if self.seeds.len() > 1 => {
+                format!(
+                    "{} seeds ({}–{})",
+                    self.seeds.len(),
+                    first.value(),
+                    last.value()
+                )
+            }
+            (Some(only), _) => format!("1 seed ({})", only.value()),
+            _ => "no seeds".to_string(),
+        };
+        let faults = match self.faults {
+            FaultsChoice::None => "no faults".to_string(),
+            FaultsChoice::Default => {
+                format!("faults: one plan per seed and client count, from `{PLAN_SCENARIO}`")
+            }
+        };
+        format!("{seeds} per point, bands from the least to the greatest per-seed value; {faults}")
+    }
+}
+
 #[derive(Serialize)]
 struct JsonReport<'a> {
     options: &'a Options,
@@ -237,7 +262,11 @@ pub fn run(args: CompareLocksArgs) -> Result<ExitCode, CliError> {
         eprintln!("rows written to {}", path.display());
     }
     if let Some(path) = &args.svg {
-        crate::run::write(path, &plot::svg(&rows).map_err(CliError::bad_input)?)?;
+        let caption = options.caption();
+        crate::run::write(
+            path,
+            &plot::svg(&rows, &caption).map_err(CliError::bad_input)?,
+        )?;
         eprintln!("plot written to {}", path.display());
     }
     for (failed, outcome) in &failures {
