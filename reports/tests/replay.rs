@@ -497,3 +497,67 @@ fn an_outcome_without_its_scenario_names_the_scenario_digests_that_differ() {
         "{stdout}"
     );
 }
+
+/// The timeline of a failed lock run draws the waits in line (from the request to the
+/// acquisition), and marks the lanes of the nodes the first violation names: the holder
+/// that wrote without its token and the holder before it.
+#[test]
+fn a_lock_timeline_draws_waits_and_marks_the_violating_lanes() {
+    let timeline = temporary("no-fencing.html", "");
+    let (code, stdout, stderr) = coordsim(&[
+        "replay",
+        "--scenario",
+        "zk_queue_lock_expiry",
+        "--bug",
+        "recipe.no_fencing",
+        "--seed",
+        "0",
+        "--timeline",
+        &timeline,
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let data = timeline_data(&timeline);
+    let spans = data["spans"].as_array().unwrap();
+    let waits = spans
+        .iter()
+        .filter(|span| span["kind"] == "lock_wait")
+        .count();
+    let holds = spans.iter().filter(|span| span["kind"] == "lock").count();
+    assert!(waits >= holds && holds > 0, "{waits} waits, {holds} holds");
+    assert!(
+        spans
+            .iter()
+            .filter(|span| span["kind"] == "lock_wait")
+            .all(|span| span["label"]
+                .as_str()
+                .unwrap()
+                .starts_with("waits in line for /locks/shared")),
+        "{spans:?}"
+    );
+    let marked: Vec<&str> = data["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|lane| lane["violated"] == true)
+        .map(|lane| lane["name"].as_str().unwrap())
+        .collect();
+    let first = data["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|mark| mark["kind"] == "violation")
+        .min_by_key(|mark| mark["at_ns"].as_u64())
+        .expect("a violation");
+    let text = first["label"].as_str().unwrap();
+    assert!(!marked.is_empty(), "{text}");
+    for lane in &marked {
+        assert!(
+            text.contains(&format!("{lane}/")),
+            "{lane} is not in {text}"
+        );
+    }
+    assert!(
+        !marked.contains(&"network") && !marked.contains(&"s1"),
+        "{marked:?}"
+    );
+}

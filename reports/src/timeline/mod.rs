@@ -15,7 +15,13 @@
 //! what the timeline shows is what the checks judged.
 
 use crate::replay::{Focus, FocusKind, describe_record, describe_value};
-use checks::history::{elections, faults::fired_faults, healed_at, leaders, leases, locks};
+use checks::history::{
+    elections,
+    faults::fired_faults,
+    healed_at, leaders, leases,
+    lock_waits::{Lines, WaitEnd, line_waits},
+    locks,
+};
 use scenarios::{Outcome, Scenario, scenario::Store};
 use serde::Serialize;
 use sim::{
@@ -52,6 +58,9 @@ struct Data {
 struct Lane {
     name: String,
     kind: LaneKind,
+    /// Whether the evidence of the violation the page opens at names this node: its lane
+    /// is marked.
+    violated: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Serialize)]
@@ -84,6 +93,9 @@ enum SpanKind {
     Lease,
     Lock,
     SharedLock,
+    /// A wait in a lock's (or an election's) line, from the request to the acquisition or
+    /// giving up.
+    LockWait,
     Election,
     OpOk,
     OpFail,
@@ -158,6 +170,16 @@ pub fn render(
         .replacen("__DATA__", &json, 1)
 }
 
+/// Whether `evidence` names the node `name` (`c1`, `s2`, `r1`: `NodeId`'s `Display`, which
+/// every check's evidence uses) as a whole word: `c1` in `c1/0` or `(c1,` but not in `c12`.
+fn names_node(evidence: &str, name: &str) -> bool {
+    evidence.match_indices(name).any(|(at, _)| {
+        let before = evidence[..at].chars().next_back();
+        let after = evidence[at + name.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -190,9 +212,18 @@ fn data(
         .collect();
     nodes.sort();
     nodes.dedup();
+    // The violation the page opens at (the earliest with a time, as the focus is): the
+    // nodes its evidence names have their lanes marked.
+    let first_violation = outcome
+        .violations
+        .iter()
+        .filter(|violation| violation.at_ms.is_some())
+        .min_by_key(|violation| violation.at_ms)
+        .or(outcome.violations.first());
     let mut lanes = vec![Lane {
         name: "network".into(),
         kind: LaneKind::World,
+        violated: false,
     }];
     let mut lane_of: BTreeMap<NodeId, usize> = BTreeMap::new();
     for node in nodes {
@@ -204,6 +235,8 @@ fn data(
                 sim::NodeKind::Client => LaneKind::Client,
                 sim::NodeKind::Resource => LaneKind::Resource,
             },
+            violated: first_violation
+                .is_some_and(|violation| names_node(&violation.evidence, &node.to_string())),
         });
     }
     // Every node the history names has a lane; anything else goes on the network lane.
@@ -245,6 +278,24 @@ fn data(
                 hold.token,
                 hold.end
             ),
+        });
+    }
+    for wait in line_waits(history, Lines::LocksAndElections) {
+        let (node, process) = wait.waiter;
+        let (to_ns, end) = match wait.end {
+            WaitEnd::Acquired { token, at } => {
+                (Some(at.as_nanos()), format!("acquired with token {token}"))
+            }
+            WaitEnd::GaveUp { at } => (Some(at.as_nanos()), "gave up".to_string()),
+            WaitEnd::Unfinished => (Some(wait.until.as_nanos()), "unfinished".to_string()),
+        };
+        spans.push(Span {
+            lane: lane(node),
+            row: 1,
+            from_ns: wait.requested_at.as_nanos(),
+            to_ns,
+            kind: SpanKind::LockWait,
+            label: format!("waits in line for {} (process {process}; {end})", wait.lock),
         });
     }
     for leadership in elections::leaderships(history) {
