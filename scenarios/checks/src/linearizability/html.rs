@@ -3,19 +3,28 @@
 //! in linearization order (green) and the operation that cannot be placed after it (red),
 //! as Porcupine's visualization offers.
 //!
-//! The page opens with the drawing scrolled to the operation that cannot be placed.
+//! The page opens with the drawing scrolled to the operation that cannot be placed, which
+//! is outlined.
 //!
 //! Time is drawn by rank (each distinct call or return instant gets the next column), so
-//! short operations stay readable next to long ones; the exact times are in each bar's
-//! tooltip and in the text below the drawing.
+//! short operations stay readable next to long ones; an axis above the lanes gives every
+//! other column's instant, and the exact times are in each bar's tooltip and in the text
+//! below the drawing. A bar's label is cut to the bar's width (with `…`; the tooltip has it
+//! whole), so labels never run over each other.
 
 use super::{Evidence, Report, Verdict};
 use std::{collections::BTreeMap, fmt::Write};
 
 const LANE_HEIGHT: usize = 34;
-const COLUMN_WIDTH: usize = 46;
+const COLUMN_WIDTH: usize = 60;
 const LEFT_MARGIN: usize = 140;
-const TOP_MARGIN: usize = 30;
+const TOP_MARGIN: usize = 48;
+/// The axis's baseline, above the first lane.
+const AXIS_Y: usize = 40;
+/// Columns between two labelled instants on the axis (a label is up to ~11 characters).
+const AXIS_LABEL_EVERY: usize = 2;
+/// The width of one character of the 11 px monospace font, roughly, pixels.
+const CHAR_WIDTH: f64 = 6.7;
 
 fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
@@ -105,8 +114,10 @@ fn svg(evidence: &Evidence) -> String {
     );
     let _ = writeln!(
         svg,
-        "<text x=\"4\" y=\"16\" font-weight=\"bold\">{}</text>",
-        escape(&evidence.partition)
+        "<text x=\"4\" y=\"16\" font-weight=\"bold\">{}</text>\
+         <text x=\"4\" y=\"{}\" fill=\"#555\">time (by instant)</text>",
+        escape(&evidence.partition),
+        AXIS_Y - 4
     );
     for (row, lane) in lanes.iter().enumerate() {
         let y = TOP_MARGIN + row * LANE_HEIGHT;
@@ -124,6 +135,30 @@ fn svg(evidence: &Evidence) -> String {
          <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{drawing_width}\" height=\"{height}\" \
          viewBox=\"{LEFT_MARGIN} 0 {drawing_width} {height}\" font-family=\"monospace\" font-size=\"11\">"
     );
+    // The axis: a tick at every instant, its time at every other one.
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{LEFT_MARGIN}\" y1=\"{AXIS_Y}\" x2=\"{}\" y2=\"{AXIS_Y}\" stroke=\"#999\"/>",
+        width - 10
+    );
+    for (&at, &column) in &instants {
+        let x = LEFT_MARGIN + column * COLUMN_WIDTH;
+        let labelled = column % AXIS_LABEL_EVERY == 0;
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{AXIS_Y}\" stroke=\"#999\"/>",
+            AXIS_Y - if labelled { 6 } else { 3 }
+        );
+        if labelled {
+            let _ = writeln!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" fill=\"#555\">{}</text>",
+                x + 2,
+                AXIS_Y - 8,
+                escape(&evidence.time_unit.format(at))
+            );
+        }
+    }
     for row in 0..lanes.len() {
         let y = TOP_MARGIN + row * LANE_HEIGHT + LANE_HEIGHT - 2;
         let _ = writeln!(
@@ -142,7 +177,8 @@ fn svg(evidence: &Evidence) -> String {
         let x = LEFT_MARGIN + start * COLUMN_WIDTH;
         let bar_width = ((end - start) * COLUMN_WIDTH).max(COLUMN_WIDTH / 2);
         let y = TOP_MARGIN + row * LANE_HEIGHT + 4;
-        let (fill, label_prefix) = if evidence.unplaceable == Some(index) {
+        let unplaceable = evidence.unplaceable == Some(index);
+        let (fill, label_prefix) = if unplaceable {
             ("#f08080", "✗ ".to_string())
         } else if let Some(step) = order.get(&index) {
             ("#8fd19e", format!("{step}. "))
@@ -154,22 +190,52 @@ fn svg(evidence: &Evidence) -> String {
         } else {
             ""
         };
-        let id = if evidence.unplaceable == Some(index) {
-            " id=\"unplaceable\""
+        let (id, stroke) = if unplaceable {
+            (" id=\"unplaceable\"", "stroke=\"#c00\" stroke-width=\"3\"")
         } else {
-            ""
+            ("", "stroke=\"#555\"")
         };
+        let label = fit(
+            &format!("{label_prefix}{}", operation.description),
+            bar_width,
+        );
         let _ = writeln!(
             svg,
             "<g{id}><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{bar_width}\" height=\"{}\" rx=\"3\" \
-             fill=\"{fill}\" stroke=\"#555\"{dash}/><text x=\"{}\" y=\"{}\">{}</text></g>",
+             fill=\"{fill}\" {stroke}{dash}/><text x=\"{}\" y=\"{}\">{}</text></g>",
             escape(&evidence.describe(index)),
             LANE_HEIGHT - 10,
             x + 3,
             y + 15,
-            escape(&format!("{label_prefix}{}", operation.description))
+            escape(&label)
         );
     }
     svg.push_str("</svg></div></div>\n");
     svg
+}
+
+/// `text` cut to what fits in a bar `bar_width` pixels wide, with `…` where it was cut.
+fn fit(text: &str, bar_width: usize) -> String {
+    let room = ((bar_width.saturating_sub(6)) as f64 / CHAR_WIDTH) as usize;
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(room.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn a_label_is_cut_to_its_bar() {
+        assert_eq!(fit("get(x) -> 1", 200), "get(x) -> 1");
+        assert_eq!(
+            fit("put(key/1, p0-25-47342) -> revision 63", 60),
+            "put(key…"
+        );
+        assert!(fit("anything", 0).chars().count() <= 1);
+    }
 }
