@@ -357,12 +357,15 @@ impl Scenario {
         }
         for (index, name) in self.checks.iter().enumerate() {
             if name != "default" && checks::by_name(name).is_none() {
-                let known: Vec<&str> = checks::all().map(|check| check.name).collect();
                 return Err(ScenarioError::new(
                     format!("checks[{index}]"),
                     format!(
-                        "unknown check `{name}` (expected `default` or one of: {})",
-                        known.join(", ")
+                        "unknown check `{name}` (expected `default` or a check: {})",
+                        crate::suggest::expected(
+                            name,
+                            checks::all().map(|check| check.name),
+                            "`coordsim list`"
+                        )
                     ),
                 ));
             }
