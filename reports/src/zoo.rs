@@ -396,11 +396,14 @@ fn selected_cases(patterns: &[String]) -> Result<Vec<KnownBugCase>, CliError> {
             .iter()
             .any(|case| case.bug.name().contains(pattern.as_str()))
         {
-            let names: Vec<&str> = table.iter().map(|case| case.bug.name()).collect();
             return Err(CliError::bad_input(format!(
                 "--only `{pattern}` matches no variant of the known-bug table (expected part \
-                 of one of: {})",
-                names.join(", ")
+                 of a variant's name: {})",
+                scenarios::suggest::expected(
+                    pattern,
+                    table.iter().map(|case| case.bug.name()),
+                    "`coordsim list`"
+                )
             )));
         }
     }

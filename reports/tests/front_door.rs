@@ -250,3 +250,17 @@ fn list_groups_scenarios_by_store_and_workload_and_takes_a_filter() {
         "nothing listed contains `qqqqqq`",
     );
 }
+
+#[test]
+fn an_unknown_workload_suggests_the_nearest_kinds() {
+    let file = temporary(
+        "unknown-workload.toml",
+        &LEDGER.replace("kind = \"ledger\"", "kind = \"zk_watchs\""),
+    );
+    let ran = coordsim(&["run", "--scenario", &file]);
+    assert_bad_input(
+        &ran,
+        "unknown variant `zk_watchs` (did you mean `zk_watches`",
+    );
+    assert!(!ran.stderr.contains("`kv_leases`"), "{}", ran.stderr);
+}

@@ -346,6 +346,11 @@ fn bad_input_is_one_line_and_exit_code_2() {
         &coordsim(&["zoo", "--only", "raft.no_such_variant"]),
         "--only `raft.no_such_variant` matches no variant",
     );
+    // The nearest names, not the whole table.
+    assert_bad_input(
+        &coordsim(&["zoo", "--only", "recipe.no_fencin_"]),
+        "did you mean `recipe.no_fencing`",
+    );
     assert_bad_input(&coordsim(&["zoo", "--seeds", "0"]), "--seeds");
     assert_bad_input(&coordsim(&["zoo", "--jobs", "0"]), "--jobs");
     assert_bad_input(&coordsim(&["zoo", "--seeds", "many"]), "--seeds");

@@ -62,6 +62,33 @@ pub fn expected<'a>(
     }
 }
 
+/// serde's "unknown variant `x`, expected one of `a`, `b`, …" (or "unknown field") with a
+/// long list cut down to the names nearest `x` ([`expected`]); any other message, or a
+/// short list, as it is.
+pub fn shorten_serde_message(message: &str) -> String {
+    let Some((head, list)) = message.split_once(", expected one of ") else {
+        return message.to_string();
+    };
+    let names: Vec<&str> = list
+        .split(", ")
+        .map(|name| name.trim_matches('`'))
+        .collect();
+    let Some(unknown) = head.split('`').nth(1) else {
+        return message.to_string();
+    };
+    if names.len() <= MAX_SUGGESTIONS {
+        return message.to_string();
+    }
+    format!(
+        "{head} ({})",
+        expected(
+            unknown,
+            names,
+            "the scenario file reference (scenarios/README.md)"
+        )
+    )
+}
+
 fn common_prefix_chars(a: &str, b: &str) -> usize {
     a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
@@ -105,7 +132,10 @@ mod tests {
 
     #[test]
     fn a_typo_finds_the_name() {
-        assert_eq!(nearest("raft_leadr_killer", NAMES), ["raft_leader_killer"]);
+        assert_eq!(
+            nearest("raft_leadr_killer", NAMES),
+            ["raft_leader_killer", "raft_swarm_3"]
+        );
         assert_eq!(nearest("legder", NAMES), ["ledger"]);
     }
 
@@ -118,6 +148,19 @@ mod tests {
         let many: Vec<String> = (0..20).map(|i| format!("zk_thing_{i}")).collect();
         let near = nearest("zk_thing_xyz", many.iter().map(String::as_str));
         assert_eq!(near.len(), MAX_SUGGESTIONS);
+    }
+
+    #[test]
+    fn a_long_serde_list_is_cut_to_the_nearest() {
+        let message = "unknown variant `zk_queue_lok`, expected one of `kv_mix`, `zk_mix`, \
+                       `ledger`, `locks`, `elections`, `discovery`, `pub_sub`";
+        assert_eq!(
+            shorten_serde_message(message),
+            "unknown variant `zk_queue_lok` (did you mean `zk_mix`? the scenario file \
+             reference (scenarios/README.md) lists all 7)"
+        );
+        let short = "unknown variant `x`, expected one of `zab`, `raft`, `ledger`";
+        assert_eq!(shorten_serde_message(short), short);
     }
 
     #[test]
