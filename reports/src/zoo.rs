@@ -44,11 +44,14 @@ Detection: for each row of the known-bug table, the row's scenario runs with the
 variant on over seeds 0, 1, 2, … up to the row's seed bound, in order, until the row's check \
 fires: `seeds` is how many seeds that took (the failing seed's index + 1), `wall s` the wall \
 time from the row's first run to the end of the detecting one. This is the rule of \
-`scenarios::detection`, which the known-bug test (scenarios/tests/known_bugs.rs) uses too. If an earlier seed failed in another way (another \
-check, a liveness stall, a crash, the time limit), the row still counts as caught and says \
-which seed failed first and how; a variant whose runs fail only in other ways is not \
-caught. The detecting run's fault plan is then shrunk for the row's check (as `coordsim \
-replay --shrink` does, at most --shrink-runs runs).
+`scenarios::detection`, which the known-bug test (scenarios/tests/known_bugs.rs) uses too. \
+If an earlier seed failed in another way (another check, a liveness stall, a crash, the \
+time limit), the row still counts as caught (`yes*`: a note under the table says which seed \
+failed first and how); a variant whose runs fail only in other ways is not caught (`NO*`). \
+The detecting run's fault plan is then shrunk for the row's check (as `coordsim replay \
+--shrink` does, at most --shrink-runs runs): `shrunk` is its faults before → after.
+
+The table fits 160 columns; --json has every row in full (source, store, shrunk plans).
 
 False alarms: every distinct scenario of the rows, with every variant off, over seeds 0 to \
 --seeds − 1 (default 10); any failure of any kind is a false alarm.
