@@ -5,7 +5,7 @@
 //! operation is bad input too, never "linearizable": `--model kv` on a ZooKeeper history
 //! finds no key-value operation to judge, and says so, naming the model the history has.
 
-use crate::CliError;
+use crate::cli::CliError;
 use checks::linearizability::{
     CheckOptions, Model, OperationHistory, Report, Verdict, check, html, jepsen, kv, register, zk,
 };
@@ -67,9 +67,7 @@ enum Format {
 }
 
 pub fn run(args: CheckHistoryArgs) -> Result<ExitCode, CliError> {
-    let text = std::fs::read_to_string(&args.file).map_err(|error| {
-        CliError::bad_input(format!("cannot read {}: {error}", args.file.display()))
-    })?;
+    let text = crate::cli::read_file(&args.file)?;
     if args.jobs == 0 {
         return Err(CliError::bad_input("--jobs: expected at least 1"));
     }
@@ -274,9 +272,7 @@ fn finish(judged: &Judged, args: &CheckHistoryArgs, model_name: &str) -> Result<
             "coordsim check-history {} ({model_name})",
             args.file.display()
         );
-        std::fs::write(path, html::render(&title, report)).map_err(|error| {
-            CliError::bad_input(format!("cannot write {}: {error}", path.display()))
-        })?;
+        crate::cli::write(path, &html::render(&title, report))?;
         println!("HTML: {}", path.display());
     }
     Ok(())

@@ -2,8 +2,9 @@
 //! known-bug variants (with the known-bug table's row where a variant has one), the checks
 //! and the fault kinds — as text tables or one JSON object.
 
-use crate::CliError;
+use crate::cli::CliError;
 use clap::Args;
+use scenarios::suggest;
 use scenarios::{KnownBug, catalogue, known_bug_table, scenario::Store};
 use serde::Serialize;
 use sim::fault::FaultKind;
@@ -15,10 +16,18 @@ use tabled::{
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
+The scenarios are grouped by store, then by workload (the recipe a scenario exercises). A \
+FILTER keeps what contains it (case aside): scenarios by name, store or workload; variants \
+by name or scenario; checks and fault kinds by name. A FILTER that keeps nothing is bad \
+input, naming the nearest scenarios.
+
 Examples:
   coordsim list
+  coordsim list lock
   coordsim list --json | jq '.known_bugs[] | select(.scenario != null)'")]
 pub struct ListArgs {
+    /// Keep only what contains this (`lock`, `raft`, `zk_queue`).
+    filter: Option<String>,
     /// Print one JSON object (`scenarios`, `known_bugs`, `checks`, `fault_kinds`) instead
     /// of tables.
     #[arg(long)]
@@ -32,6 +41,14 @@ struct ScenarioRow {
     store: String,
     workload: &'static str,
     description: String,
+}
+
+/// A scenario in the text listing, its workload named on the first row of its group.
+#[derive(Tabled)]
+struct GroupedScenarioRow<'a> {
+    workload: &'static str,
+    name: &'a str,
+    description: &'a str,
 }
 
 /// A known-bug variant and, if the known-bug table has it, where it shows itself.
@@ -85,6 +102,7 @@ fn or_dash<T: std::fmt::Display>(value: &Option<T>) -> String {
         .map_or_else(|| "-".to_string(), ToString::to_string)
 }
 
+/// Everything there is to list.
 fn listing() -> Listing {
     let scenarios = catalogue::all()
         .into_iter()
@@ -138,51 +156,127 @@ fn listing() -> Listing {
 const TEXT_WIDTH: usize = 70;
 
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
-    let listing = listing();
+    let mut listing = listing();
+    if let Some(filter) = &args.filter {
+        listing = filtered(listing, filter)?;
+    }
     let text = if args.json {
         serde_json::to_string_pretty(&listing).expect("the listing serializes") + "\n"
     } else {
-        let section = |title: &str, count: usize, table: Table, text_columns: &[usize]| {
-            let mut table = table;
-            table.with(Style::sharp());
-            for &column in text_columns {
-                table.modify(
-                    Columns::one(column),
-                    Width::wrap(TEXT_WIDTH).keep_words(true),
-                );
-            }
-            format!("{title} ({count})\n{table}\n\n")
-        };
-        [
-            section(
-                "Scenarios (coordsim run --scenario NAME)",
-                listing.scenarios.len(),
-                Table::new(&listing.scenarios),
-                &[3],
-            ),
+        text(&listing)
+    };
+    // A reader that stops early (`coordsim list | head`) is not an error.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The rows of `listing` that contain `filter`; none at all is bad input.
+fn filtered(listing: Listing, filter: &str) -> Result<Listing, CliError> {
+    let wanted = filter.to_lowercase();
+    let has = |text: &str| text.to_lowercase().contains(&wanted);
+    let names: Vec<String> = listing
+        .scenarios
+        .iter()
+        .map(|row| row.name.clone())
+        .collect();
+    let kept = Listing {
+        scenarios: (listing.scenarios.into_iter())
+            .filter(|row| has(&row.name) || has(&row.store) || has(row.workload))
+            .collect(),
+        known_bugs: (listing.known_bugs.into_iter())
+            .filter(|row| has(row.variant) || row.scenario.is_some_and(has))
+            .collect(),
+        checks: (listing.checks.into_iter())
+            .filter(|row| has(row.name))
+            .collect(),
+        fault_kinds: (listing.fault_kinds.into_iter())
+            .filter(|row| has(row.name))
+            .collect(),
+    };
+    let empty = kept.scenarios.is_empty()
+        && kept.known_bugs.is_empty()
+        && kept.checks.is_empty()
+        && kept.fault_kinds.is_empty();
+    if empty {
+        return Err(CliError::bad_input(format!(
+            "nothing listed contains `{filter}` ({})",
+            suggest::expected(filter, names.iter().map(String::as_str), "`coordsim list`")
+        )));
+    }
+    Ok(kept)
+}
+
+/// The listing as text: the scenarios grouped by store and workload, then a table for each
+/// of the other kinds (a kind the filter emptied is left out).
+fn text(listing: &Listing) -> String {
+    let section = |title: &str, count: usize, table: Table, text_columns: &[usize]| {
+        let mut table = table;
+        table.with(Style::sharp());
+        for &column in text_columns {
+            table.modify(
+                Columns::one(column),
+                Width::wrap(TEXT_WIDTH).keep_words(true),
+            );
+        }
+        format!("{title} ({count})\n{table}\n\n")
+    };
+    let mut text = String::new();
+    for store in [Store::Zab, Store::Raft, Store::Ledger] {
+        let mut rows: Vec<&ScenarioRow> = (listing.scenarios.iter())
+            .filter(|row| row.store == store.to_string())
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        // By workload, each workload's scenarios in catalogue order.
+        rows.sort_by_key(|row| row.workload);
+        let grouped: Vec<GroupedScenarioRow> = rows
+            .iter()
+            .enumerate()
+            .map(|(index, row)| GroupedScenarioRow {
+                workload: if index > 0 && rows[index - 1].workload == row.workload {
+                    ""
+                } else {
+                    row.workload
+                },
+                name: &row.name,
+                description: &row.description,
+            })
+            .collect();
+        text.push_str(&section(
+            &format!("Scenarios on {store}, by workload (coordsim run --scenario NAME)"),
+            rows.len(),
+            Table::new(&grouped),
+            &[2],
+        ));
+    }
+    let sections = [
+        (!listing.known_bugs.is_empty()).then(|| {
             section(
                 "Known-bug variants (--bug VARIANT; scenario, check and seeds from the \
                  known-bug table)",
                 listing.known_bugs.len(),
                 Table::new(&listing.known_bugs),
                 &[5],
-            ),
+            )
+        }),
+        (!listing.checks.is_empty()).then(|| {
             section(
                 "Checks (checks = [...] in a scenario)",
                 listing.checks.len(),
                 Table::new(&listing.checks),
                 &[1],
-            ),
+            )
+        }),
+        (!listing.fault_kinds.is_empty()).then(|| {
             section(
                 "Fault kinds (plans and swarm kinds)",
                 listing.fault_kinds.len(),
                 Table::new(&listing.fault_kinds),
                 &[1],
-            ),
-        ]
-        .concat()
-    };
-    // A reader that stops early (`coordsim list | head`) is not an error.
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    Ok(ExitCode::SUCCESS)
+            )
+        }),
+    ];
+    text.extend(sections.into_iter().flatten());
+    text
 }

@@ -4,8 +4,10 @@
 //! impossible sizes) is reported on one line naming what was expected, with exit code 2.
 
 mod check_history;
+mod cli;
 mod compare_locks;
 mod demo;
+mod describe;
 mod evidence_table;
 mod list;
 mod replay;
@@ -56,22 +58,6 @@ enum Command {
     Zoo(zoo::ZooArgs),
 }
 
-/// A failure to report on one line; the process exits with `code`.
-pub struct CliError {
-    message: String,
-    code: u8,
-}
-
-impl CliError {
-    /// Bad input: exit code 2.
-    pub fn bad_input(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            code: 2,
-        }
-    }
-}
-
 /// Lets a closed pipe end the process as it ends other Unix tools (`coordsim sweep … | head`),
 /// silently, instead of the panic of Rust's `println!` on `EPIPE`: Rust ignores `SIGPIPE`
 /// by default, so every write to a closed stdout fails, and `println!` panics on failure.
@@ -84,6 +70,21 @@ fn restore_default_sigpipe() {
     }
 }
 
+/// The error to print instead of clap's when `--seed` was not given and its value came
+/// from `COORDSIM_SEED`: clap names the flag, which the user never typed.
+fn bad_seed_variable(clap_error: &str) -> Option<String> {
+    let value = std::env::var(sim::env::SEED).ok()?;
+    let typed_seed = std::env::args().any(|arg| arg == "--seed" || arg.starts_with("--seed="));
+    if typed_seed || !clap_error.contains("--seed") {
+        return None;
+    }
+    let error = value.parse::<sim::Seed>().err()?;
+    Some(format!(
+        "error: invalid value '{value}' in the environment variable {}: {error}",
+        sim::env::SEED
+    ))
+}
+
 fn main() -> ExitCode {
     restore_default_sigpipe();
     let cli = match Cli::try_parse() {
@@ -92,12 +93,16 @@ fn main() -> ExitCode {
             use clap::error::ErrorKind;
             if matches!(
                 error.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
             ) {
                 let _ = error.print();
                 return ExitCode::SUCCESS;
+            }
+            // `coordsim` (or `coordsim sweep`) with nothing after it: the usage, on stderr,
+            // as bad input, so that a script that forgot its arguments does not pass.
+            if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                eprint!("{}", error.render());
+                return ExitCode::from(2);
             }
             let rendered = error.render().to_string();
             let mut lines = rendered
@@ -113,6 +118,9 @@ fn main() -> ExitCode {
                 && let Some(named) = lines.next()
             {
                 first_line = format!("{first_line} {named}");
+            }
+            if let Some(bad_variable) = bad_seed_variable(&first_line) {
+                first_line = bad_variable;
             }
             eprintln!("{first_line} (see `coordsim --help`)");
             return ExitCode::from(2);
@@ -131,8 +139,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {}", error.message);
-            ExitCode::from(error.code)
+            eprintln!("error: {}", error.message());
+            ExitCode::from(error.code())
         }
     }
 }

@@ -3,14 +3,11 @@
 //! not), Ctrl-C that keeps what finished, shards for fanning a sweep out across machines,
 //! and `coordsim sweep merge` that puts the shards' results back together.
 
-use crate::{
-    CliError,
-    run::{VariantArgs, failure_code, load_scenario},
-};
+use crate::cli::{CliError, VariantArgs, failure_code, load_scenario};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::{
-    Outcome,
+    Outcome, ReplayCommand,
     evidence::Evidence,
     sweep::{OnFailure, Parallel, SeedRun},
 };
@@ -275,11 +272,13 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
         count,
     };
     let seeds = range.seeds(shard);
-    let replay = |seed: Seed| {
-        format!(
-            "coordsim run --scenario {name}{} --seed {seed}",
-            args.variant.flags(store)
-        )
+    let replay = |subcommand: &'static str, seed: Seed| {
+        args.variant
+            .add_flags(
+                ReplayCommand::new(subcommand).option("--scenario", name),
+                store,
+            )
+            .seed(seed)
     };
     println!(
         "sweep of `{}` (digest {}): {} seeds from {}{}, {}",
@@ -330,7 +329,10 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
         label: &scenario.name,
     }
     .run(
-        &|seed| FailureReport::new(seed, scenario.name.clone()).with_command(replay(seed)),
+        &|seed| {
+            FailureReport::new(seed, scenario.name.clone())
+                .with_command(replay("run", seed).to_string())
+        },
         |run| progress.done(run.failure.is_some()),
     );
     progress.finish();
@@ -339,9 +341,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
         if let Some(failure) = &run.failure {
             println!("\n{failure}");
             println!(
-                "replay and check its digest: coordsim replay --scenario {name}{} --seed {}",
-                args.variant.flags(store),
-                failure.outcome.seed
+                "replay and check its digest: {}",
+                replay("replay", failure.outcome.seed)
             );
         }
     }
@@ -429,9 +430,7 @@ fn print_summary(results: &SweepResults, planned: usize) {
 
 fn write_results(path: &Path, results: &SweepResults) -> Result<(), CliError> {
     let json = serde_json::to_string_pretty(results).expect("sweep results serialize");
-    std::fs::write(path, json + "\n").map_err(|error| {
-        CliError::bad_input(format!("cannot write {}: {error}", path.display()))
-    })?;
+    crate::cli::write(path, &(json + "\n"))?;
     eprintln!("results written to {}", path.display());
     Ok(())
 }
@@ -474,10 +473,17 @@ impl Progress {
             let bar = ProgressBar::new(total);
             bar.set_style(
                 ProgressStyle::with_template(&format!(
-                    "{{bar:40}} {{pos}}/{{len}} {}, {{msg}}, {{per_sec}}, {{eta}} left",
+                    "{{bar:40}} {{pos}}/{{len}} {}, {{msg}}, {{rate}}, {{eta}} left",
                     units.done
                 ))
-                .expect("a valid template"),
+                .expect("a valid template")
+                // indicatif's own `{per_sec}` prints four decimals (`44.9302/s`).
+                .with_key(
+                    "rate",
+                    |state: &indicatif::ProgressState, out: &mut dyn fmt::Write| {
+                        let _ = write!(out, "{}/s", rate(state.per_sec()));
+                    },
+                ),
             );
             bar.set_message(format!("0 {}", units.problems));
             bar.enable_steady_tick(Duration::from_millis(500));
@@ -529,11 +535,11 @@ impl Progress {
         let seconds = self.started.elapsed().as_secs_f64();
         let Units { done, problems } = self.units;
         eprintln!(
-            "{}: {} of {} {done} in {seconds:.1} s ({:.2} {done}/s), {} {problems}",
+            "{}: {} of {} {done} in {seconds:.1} s ({} {done}/s), {} {problems}",
             self.name,
             self.done,
             self.total,
-            self.done as f64 / seconds.max(1e-9),
+            rate(self.done as f64 / seconds.max(1e-9)),
             self.failures
         );
     }
@@ -542,14 +548,28 @@ impl Progress {
 impl fmt::Display for Progress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let seconds = self.started.elapsed().as_secs_f64();
-        let rate = self.done as f64 / seconds.max(1e-9);
-        let left = (self.total - self.done) as f64 / rate.max(1e-9);
+        let rate_per_s = self.done as f64 / seconds.max(1e-9);
+        let left = (self.total - self.done) as f64 / rate_per_s.max(1e-9);
         let Units { done, problems } = self.units;
         write!(
             f,
-            "{}: {}/{} {done}, {} {problems}, {rate:.2} {done}/s, about {left:.0} s left",
-            self.name, self.done, self.total, self.failures
+            "{}: {}/{} {done}, {} {problems}, {} {done}/s, about {left:.0} s left",
+            self.name,
+            self.done,
+            self.total,
+            self.failures,
+            rate(rate_per_s)
         )
+    }
+}
+
+/// A rate with three significant digits or so: `44.9`, `0.53`, `1208`; more digits than
+/// that are noise from one run's wall time.
+fn rate(per_s: f64) -> String {
+    match per_s.abs() {
+        r if r >= 100.0 => format!("{per_s:.0}"),
+        r if r >= 1.0 => format!("{per_s:.1}"),
+        _ => format!("{per_s:.2}"),
     }
 }
 
@@ -557,9 +577,7 @@ impl fmt::Display for Progress {
 fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
     let mut parts: Vec<(PathBuf, SweepResults)> = Vec::new();
     for path in &args.files {
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            CliError::bad_input(format!("cannot read {}: {error}", path.display()))
-        })?;
+        let text = crate::cli::read_file(path)?;
         let results: SweepResults = serde_json::from_str(&text).map_err(|error| {
             CliError::bad_input(format!(
                 "{}:{}: expected sweep results (`coordsim sweep --out`: {{\"scenario\": …, \
@@ -675,9 +693,9 @@ fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
         println!(
             "\n{}\n{run}",
             FailureReport::new(run.seed, merged.scenario.clone()).with_command(format!(
-                "coordsim run --scenario {} --seed {} (with the sweep's --store/--bug flags, if \
-                 it had any: the scenario digest says which ran)",
-                merged.scenario, run.seed
+                "{} (with the sweep's --store/--bug flags, if it had any: the scenario digest \
+                 says which ran)",
+                ReplayCommand::run(&merged.scenario).seed(run.seed)
             ))
         );
     }
@@ -695,4 +713,17 @@ fn listed(seeds: &[Seed]) -> String {
         text.push(format!("and {} more", seeds.len() - 10));
     }
     text.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate;
+
+    #[test]
+    fn rates_print_with_three_significant_digits_or_so() {
+        assert_eq!(rate(44.9302), "44.9");
+        assert_eq!(rate(1208.4), "1208");
+        assert_eq!(rate(0.5312), "0.53");
+        assert_eq!(rate(3.0), "3.0");
+    }
 }

@@ -8,12 +8,12 @@
 //! and appear only in this report (never in an outcome or a digest).
 
 use crate::{
-    CliError,
+    cli::CliError,
     sweep::{Progress, Units},
 };
 use clap::Args;
 use scenarios::{
-    KnownBugCase, Outcome, Scenario, catalogue, known_bug_table,
+    KnownBugCase, Outcome, ReplayCommand, Scenario, catalogue, detection, known_bug_table,
     scenario::Store,
     shrink::{self, ShrinkConfig, ShrinkStop, ShrinkTarget},
     sweep::{SeedFailure, in_parallel, run_seed},
@@ -43,12 +43,15 @@ const SHRUNK_FAULTS_TARGET: usize = 10;
 Detection: for each row of the known-bug table, the row's scenario runs with the row's \
 variant on over seeds 0, 1, 2, … up to the row's seed bound, in order, until the row's check \
 fires: `seeds` is how many seeds that took (the failing seed's index + 1), `wall s` the wall \
-time from the row's first run to the end of the detecting one. This is the known-bug test's \
-rule (scenarios/tests/known_bugs.rs). If an earlier seed failed in another way (another \
-check, a liveness stall, a crash, the time limit), the row still counts as caught and says \
-which seed failed first and how; a variant whose runs fail only in other ways is not \
-caught. The detecting run's fault plan is then shrunk for the row's check (as `coordsim \
-replay --shrink` does, at most --shrink-runs runs).
+time from the row's first run to the end of the detecting one. This is the rule of \
+`scenarios::detection`, which the known-bug test (scenarios/tests/known_bugs.rs) uses too. \
+If an earlier seed failed in another way (another check, a liveness stall, a crash, the \
+time limit), the row still counts as caught (`yes*`: a note under the table says which seed \
+failed first and how); a variant whose runs fail only in other ways is not caught (`NO*`). \
+The detecting run's fault plan is then shrunk for the row's check (as `coordsim replay \
+--shrink` does, at most --shrink-runs runs): `shrunk` is its faults before → after.
+
+The table fits 160 columns; --json has every row in full (source, store, shrunk plans).
 
 False alarms: every distinct scenario of the rows, with every variant off, over seeds 0 to \
 --seeds − 1 (default 10); any failure of any kind is a false alarm.
@@ -377,7 +380,7 @@ pub fn run(args: ZooArgs) -> Result<ExitCode, CliError> {
             wall_s,
         })
         .expect("the zoo's report serializes");
-        crate::run::write(path, &(json + "\n"))?;
+        crate::cli::write(path, &(json + "\n"))?;
         eprintln!("zoo report written to {}", path.display());
     }
     Ok(if summary.passed {
@@ -396,11 +399,14 @@ fn selected_cases(patterns: &[String]) -> Result<Vec<KnownBugCase>, CliError> {
             .iter()
             .any(|case| case.bug.name().contains(pattern.as_str()))
         {
-            let names: Vec<&str> = table.iter().map(|case| case.bug.name()).collect();
             return Err(CliError::bad_input(format!(
                 "--only `{pattern}` matches no variant of the known-bug table (expected part \
-                 of one of: {})",
-                names.join(", ")
+                 of a variant's name: {})",
+                scenarios::suggest::expected(
+                    pattern,
+                    table.iter().map(|case| case.bug.name()),
+                    "`coordsim list`"
+                )
             )));
         }
     }
@@ -440,51 +446,49 @@ fn detect(case: &KnownBugCase, scenario: &Scenario, config: &ShrinkConfig) -> Va
     let buggy = scenario.clone().with_bugs([case.bug]);
     let name = case.bug.name();
     let replay = |seed: Seed, shrink: bool| {
-        format!(
-            "coordsim replay --scenario {} --bug {name} --seed {seed}{}",
-            case.scenario,
-            match (shrink, case.shrink_check()) {
-                (true, Some(check)) => format!(" --shrink --shrink-check {check}"),
-                (true, None) => " --shrink".to_string(),
-                (false, _) => String::new(),
-            }
-        )
+        let command = ReplayCommand::new("replay")
+            .option("--scenario", case.scenario)
+            .option("--bug", name)
+            .seed(seed);
+        match (shrink, case.shrink_check()) {
+            (true, Some(check)) => command.argument("--shrink").option("--shrink-check", check),
+            (true, None) => command.argument("--shrink"),
+            (false, _) => command,
+        }
+        .to_string()
     };
     let started = Instant::now();
-    let mut first_failure: Option<OtherFailure> = None;
-    let mut detecting: Option<(u64, Outcome, Duration)> = None;
-    for index in 0..case.seeds {
-        let seed = Seed::new(index);
-        let Some(failure) = run_one(&buggy, seed, replay(seed, false)) else {
-            continue;
-        };
-        if case.caught_in(&failure.outcome) {
-            detecting = Some((index + 1, failure.outcome, started.elapsed()));
-            break;
-        }
-        if first_failure.is_none() {
-            first_failure = Some(OtherFailure {
-                seed,
-                failed_with: failed_with(&failure),
-            });
-        }
-    }
-    let (detection, replay) = match (detecting, first_failure) {
-        (Some((seeds_run, outcome, wall)), earlier_failure) => (
+    let seeds = (0..case.seeds).map(Seed::new);
+    let found = detection::detect(case, &buggy, seeds, |seed| {
+        FailureReport::new(seed, case.scenario).with_command(replay(seed, false))
+    });
+    let wall = started.elapsed();
+    let other = |failure: &SeedFailure| OtherFailure {
+        seed: failure.outcome.seed,
+        failed_with: failed_with(failure),
+    };
+    let (detection, replay) = match found {
+        detection::Detection::Caught {
+            detecting,
+            seeds_run,
+            earlier_failure,
+        } => (
             Detection::Caught {
-                seed: outcome.seed,
+                seed: detecting.outcome.seed,
                 seeds_run,
                 wall_s: wall.as_secs_f64(),
-                shrink: shrink_detecting(case, &buggy, &outcome, config),
-                earlier_failure,
+                shrink: shrink_detecting(case, &buggy, &detecting.outcome, config),
+                earlier_failure: earlier_failure.as_deref().map(other),
             },
-            Some(replay(outcome.seed, true)),
+            Some(replay(detecting.outcome.seed, true)),
         ),
-        (None, Some(first)) => {
-            let replay = replay(first.seed, false);
-            (Detection::OnlyOtherChecks { first }, Some(replay))
-        }
-        (None, None) => (Detection::Missed, None),
+        detection::Detection::OnlyOtherFailures { first } => (
+            Detection::OnlyOtherChecks {
+                first: other(&first),
+            },
+            Some(replay(first.outcome.seed, false)),
+        ),
+        detection::Detection::Missed => (Detection::Missed, None),
     };
     VariantRow {
         variant: name.to_string(),
@@ -526,7 +530,7 @@ fn shrink_detecting(
 /// One run of the correct model; the false alarm if it failed, and its wall time.
 fn run_correct(scenario: &Scenario, seed: Seed) -> (Option<FalseAlarm>, Duration) {
     let started = Instant::now();
-    let replay = format!("coordsim run --scenario {} --seed {seed}", scenario.name);
+    let replay = ReplayCommand::run(&scenario.name).seed(seed).to_string();
     let failure = run_one(scenario, seed, replay.clone());
     let wall = started.elapsed();
     let alarm = failure.map(|failure| FalseAlarm {
@@ -596,19 +600,19 @@ fn summarize(variants: &[VariantRow], correct: &[FalseAlarmRow]) -> Summary {
     }
 }
 
-/// The variants' table, in Markdown.
+/// The variants' table, in Markdown, narrow enough for a terminal of 160 columns
+/// (the row's source and store, and how an earlier seed failed, are in `--json` and in the
+/// notes under the table).
 fn variant_table(variants: &[VariantRow]) -> String {
     let mut builder = Builder::default();
     builder.push_record([
         "variant",
-        "source",
-        "store",
         "scenario",
         "expected check",
         "caught",
         "seeds",
         "wall s",
-        "shrunk faults",
+        "shrunk",
     ]);
     for row in variants {
         let (caught, seeds, wall, shrunk) = match &row.detection {
@@ -620,10 +624,8 @@ fn variant_table(variants: &[VariantRow]) -> String {
                 ..
             } => (
                 match earlier_failure {
-                    None => "yes".to_string(),
-                    Some(OtherFailure { seed, failed_with }) => {
-                        format!("yes (seed {seed} failed first: {failed_with})")
-                    }
+                    None => "yes",
+                    Some(_) => "yes*",
                 },
                 format!("{seeds_run} of {}", row.seed_bound),
                 format!("{wall_s:.2}"),
@@ -636,17 +638,14 @@ fn variant_table(variants: &[VariantRow]) -> String {
                     Shrunk::Failed { .. } => "failed".to_string(),
                 },
             ),
-            Detection::OnlyOtherChecks { first } => (
-                format!(
-                    "NO: only other checks ({} at seed {})",
-                    first.failed_with, first.seed
-                ),
+            Detection::OnlyOtherChecks { .. } => (
+                "NO*",
                 format!("– of {}", row.seed_bound),
                 "–".into(),
                 "–".into(),
             ),
             Detection::Missed => (
-                "NO".to_string(),
+                "NO",
                 format!("– of {}", row.seed_bound),
                 "–".into(),
                 "–".into(),
@@ -654,17 +653,37 @@ fn variant_table(variants: &[VariantRow]) -> String {
         };
         builder.push_record([
             row.variant.clone(),
-            row.source.clone(),
-            row.store.to_string(),
             row.scenario.clone(),
             row.check.clone(),
-            caught,
+            caught.to_string(),
             seeds,
             wall,
             shrunk,
         ]);
     }
-    builder.build().with(Style::markdown()).to_string()
+    let mut table = builder.build().with(Style::markdown()).to_string();
+    let notes: Vec<String> = variants
+        .iter()
+        .filter_map(|row| match &row.detection {
+            Detection::Caught {
+                earlier_failure: Some(OtherFailure { seed, failed_with }),
+                ..
+            } => Some(format!(
+                "* {}: seed {seed} failed first, with {failed_with}",
+                row.variant
+            )),
+            Detection::OnlyOtherChecks { first } => Some(format!(
+                "* {}: only other checks fired ({} at seed {})",
+                row.variant, first.failed_with, first.seed
+            )),
+            _ => None,
+        })
+        .collect();
+    for note in notes {
+        table.push('\n');
+        table.push_str(&note);
+    }
+    table
 }
 
 /// The false alarms' table, in Markdown.

@@ -171,7 +171,7 @@ fn bad_input_gets_one_line_naming_what_was_expected() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["check-history", "/no/such/file"],
-            "cannot read /no/such/file",
+            "file not found: /no/such/file",
         ),
         (
             vec!["check-history", &malformed],

@@ -245,7 +245,7 @@ fn bad_replay_input_gets_one_line_and_exit_two() {
         ),
         (
             &["--scenario", "ledger", "--seed", "5", "--digest", "xyz"],
-            "invalid digest `xyz`: expected 16 hex digits",
+            "`xyz`: expected 16 hex digits",
         ),
     ];
     for (args, expected) in cases {

@@ -133,7 +133,7 @@ fn bad_scenarios_get_one_line_and_exit_two() {
         (malformed.as_str(), ":2: "),
         (
             "no_such_scenario",
-            "no scenario `no_such_scenario` (expected a scenario file or one of: ledger,",
+            "no scenario `no_such_scenario` (expected a catalogue name or a scenario file: ",
         ),
     ];
     for (scenario, expected) in cases {

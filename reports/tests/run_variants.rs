@@ -29,7 +29,7 @@ fn bad_stores_and_variants_get_one_line_and_exit_two() {
             "--bug",
             "raft.nonsense",
         ]),
-        "--bug: unknown known-bug variant `raft.nonsense` (expected one of: raft.",
+        "--bug: unknown known-bug variant `raft.nonsense` (did you mean `raft.",
     );
     assert_bad_input(
         &coordsim(&[

@@ -71,8 +71,8 @@ fn a_sweep_stops_at_the_first_failure_unless_it_keeps_going() {
     let first = failing[0];
     assert!(
         ran.stdout.contains(&format!(
-            "REPRODUCE WITH: coordsim run --scenario raft_split_vote_restart --bug \
-             raft.volatile_vote --seed {first:#x}"
+            "REPRODUCE WITH: cargo run --release -p coordsim -- run --scenario \
+             raft_split_vote_restart --bug raft.volatile_vote --seed {first:#x}"
         )),
         "{}",
         ran.stdout

@@ -16,6 +16,7 @@
 //! reported as a `Crash` with the seed; a sweep goes on.
 
 use crate::{
+    ReplayCommand,
     known_bug::KnownBug,
     outcome::{CheckTally, Failure, Metrics, Outcome, ViolationRecord},
     scenario::{Scenario, Store},
@@ -45,10 +46,30 @@ use std::{
 const SETTLE: Duration = Duration::from_secs(2);
 
 /// Runs `scenario` with `seed` and judges it. `scenario` must be valid
-/// ([`Scenario::validate`]; the catalogue's and loaded files are).
+/// ([`Scenario::validate`]; the catalogue's and loaded files are). If a model panics, the
+/// world's failure report names the scenario and [`replay_command`] replays it.
 pub fn run(scenario: &Scenario, seed: Seed) -> Outcome {
+    run_replayed_by(scenario, seed, &replay_command(scenario, seed).to_string())
+}
+
+/// The command that replays `scenario` with `seed`, as far as the scenario itself can
+/// say: the catalogue scenario of its name with its known-bug variants on (a scenario from
+/// a file or built in code is replayed by the command that ran it, which
+/// [`run_replayed_by`] is given).
+pub fn replay_command(scenario: &Scenario, seed: Seed) -> ReplayCommand {
+    let mut command = ReplayCommand::run(&scenario.name);
+    for bug in &scenario.bugs {
+        command = command.option("--bug", bug);
+    }
+    command.seed(seed)
+}
+
+/// [`run`], with `replay` the command a model panic's failure report names (a test's
+/// command, in a sweep).
+pub fn run_replayed_by(scenario: &Scenario, seed: Seed, replay: &str) -> Outcome {
     let world = World::new(seed, scenario.world_config())
-        .unwrap_or_else(|error| panic!("scenario `{}` is invalid: {error}", scenario.name));
+        .unwrap_or_else(|error| panic!("scenario `{}` is invalid: {error}", scenario.name))
+        .described_as(scenario.name.clone(), replay);
     let fault_plan = world.fault_plan().clone();
     let liveness: Arc<Mutex<Option<Result<(), String>>>> = Arc::new(Mutex::new(None));
     let run = {

@@ -84,12 +84,15 @@ pub struct UnknownBug(pub String);
 
 impl fmt::Display for UnknownBug {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let known: Vec<&str> = KnownBug::all().map(KnownBug::name).collect();
         write!(
             f,
-            "unknown known-bug variant `{}` (expected one of: {})",
+            "unknown known-bug variant `{}` ({})",
             self.0,
-            known.join(", ")
+            crate::suggest::expected(
+                &self.0,
+                KnownBug::all().map(KnownBug::name),
+                "`coordsim list`"
+            )
         )
     }
 }
@@ -543,6 +546,11 @@ mod tests {
             );
         }
         let error = "raft.nonsense".parse::<KnownBug>().unwrap_err().to_string();
-        assert!(error.contains("expected one of: raft."), "{error}");
+        assert!(
+            error.contains("did you mean `raft.no_prevote_no_checkquorum`"),
+            "{error}"
+        );
+        // A few near names, not every variant.
+        assert!(error.matches('`').count() <= 2 * (1 + 5 + 1), "{error}");
     }
 }

@@ -9,16 +9,22 @@
 #![deny(missing_docs)]
 
 pub mod catalogue;
+pub mod detection;
 pub mod driver;
 pub mod evidence;
 mod known_bug;
 mod outcome;
+pub mod replay_command;
 pub mod scenario;
 pub mod shrink;
 pub mod strategies;
+pub mod suggest;
 pub mod sweep;
 pub mod workload;
 
 pub use known_bug::{KnownBug, KnownBugCase, UnknownBug, table as known_bug_table};
-pub use outcome::{CheckTally, Failure, Metrics, Outcome, ViolationRecord};
+pub use outcome::{
+    CheckTally, Failure, Metrics, Outcome, VIOLATIONS_SHOWN_PER_CHECK, ViolationRecord,
+};
+pub use replay_command::ReplayCommand;
 pub use scenario::{Scenario, ScenarioError, SkippedCheck};

@@ -134,7 +134,8 @@ pub struct Metrics {
     pub failed: u64,
     /// Outcome unknown (timeouts, lost connections, never completed).
     pub unknown: u64,
-    /// Leaders elected (`BecameLeader` events).
+    /// Server leaders elected (the stores' `BecameLeader` events; a recipe's leaders, as
+    /// in an election recipe, are not counted here).
     pub leaders_elected: u64,
     /// Snapshots servers took of their state machines (`SnapshotTaken` events: Raft log
     /// compaction).
@@ -180,6 +181,10 @@ impl Metrics {
         metrics
     }
 }
+
+/// How many violations of each check an outcome's text prints in full; the rest are
+/// counted (one run of a broken variant can find hundreds, and the first few say it).
+pub const VIOLATIONS_SHOWN_PER_CHECK: usize = 3;
 
 /// What one run came to.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -235,6 +240,30 @@ impl Outcome {
             .filter(|tally| tally.relied_on && tally.is_vacuous())
     }
 
+    /// The violations, grouped by check in the order the checks first fired.
+    pub fn violations_by_check(&self) -> Vec<(&str, Vec<&ViolationRecord>)> {
+        let mut groups: Vec<(&str, Vec<&ViolationRecord>)> = Vec::new();
+        for violation in &self.violations {
+            match groups
+                .iter_mut()
+                .find(|(check, _)| *check == violation.check)
+            {
+                Some((_, group)) => group.push(violation),
+                None => groups.push((&violation.check, vec![violation])),
+            }
+        }
+        groups
+    }
+
+    /// How many violations the text output prints in full: at most
+    /// [`VIOLATIONS_SHOWN_PER_CHECK`] of each check.
+    pub fn violations_shown(&self) -> usize {
+        self.violations_by_check()
+            .iter()
+            .map(|(_, group)| group.len().min(VIOLATIONS_SHOWN_PER_CHECK))
+            .sum()
+    }
+
     /// Whether some violation is of `property`.
     pub fn violated(&self, property: &str) -> bool {
         self.violations.iter().any(|v| v.property == property)
@@ -261,7 +290,7 @@ impl fmt::Display for Outcome {
         let m = &self.metrics;
         writeln!(
             f,
-            "metrics:         {} operations ({} acknowledged, {} failed, {} unknown), {} leaders elected, ended at {} ms",
+            "metrics:         {} operations ({} acknowledged, {} failed, {} unknown), {} server leaders elected, ended at {} ms",
             m.operations, m.acknowledged, m.failed, m.unknown, m.leaders_elected, m.ended_at_ms
         )?;
         if m.snapshots_taken + m.snapshots_installed > 0 {
@@ -299,8 +328,31 @@ impl fmt::Display for Outcome {
         for skipped in &self.skipped_checks {
             write!(f, "\n  {skipped}")?;
         }
-        for violation in &self.violations {
-            write!(f, "\n  {violation}")?;
+        if !self.violations.is_empty() {
+            let groups = self.violations_by_check();
+            let counts: Vec<String> = groups
+                .iter()
+                .map(|(check, group)| format!("{check} ×{}", group.len()))
+                .collect();
+            write!(
+                f,
+                "\nviolations:      {} ({})",
+                self.violations.len(),
+                counts.join(", ")
+            )?;
+            for (check, group) in groups {
+                write!(f, "\n  {check}: {}", group.len())?;
+                for violation in group.iter().take(VIOLATIONS_SHOWN_PER_CHECK) {
+                    write!(f, "\n    {violation}")?;
+                }
+                if group.len() > VIOLATIONS_SHOWN_PER_CHECK {
+                    write!(
+                        f,
+                        "\n    … and {} more",
+                        group.len() - VIOLATIONS_SHOWN_PER_CHECK
+                    )?;
+                }
+            }
         }
         Ok(())
     }

@@ -261,7 +261,10 @@ impl Scenario {
                     let line = error.inner().line();
                     ScenarioError {
                         line: (line > 0).then_some(line),
-                        ..ScenarioError::new(field_of(error.path()), json_problem(error.inner()))
+                        ..ScenarioError::new(
+                            field_of(error.path()),
+                            crate::suggest::shorten_serde_message(&json_problem(error.inner())),
+                        )
                     }
                 })?
             }
@@ -275,7 +278,7 @@ impl Scenario {
                     line: error.inner().span().map(|span| line_of(text, span.start)),
                     ..ScenarioError::new(
                         field_of(error.path()),
-                        error.inner().message().trim().to_string(),
+                        crate::suggest::shorten_serde_message(error.inner().message().trim()),
                     )
                 })?
             }
@@ -357,12 +360,15 @@ impl Scenario {
         }
         for (index, name) in self.checks.iter().enumerate() {
             if name != "default" && checks::by_name(name).is_none() {
-                let known: Vec<&str> = checks::all().map(|check| check.name).collect();
                 return Err(ScenarioError::new(
                     format!("checks[{index}]"),
                     format!(
-                        "unknown check `{name}` (expected `default` or one of: {})",
-                        known.join(", ")
+                        "unknown check `{name}` (expected `default` or a check: {})",
+                        crate::suggest::expected(
+                            name,
+                            checks::all().map(|check| check.name),
+                            "`coordsim list`"
+                        )
                     ),
                 ));
             }

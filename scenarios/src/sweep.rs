@@ -291,7 +291,10 @@ pub fn run_seed(
     label: &str,
     inspect: impl FnOnce(&Outcome),
 ) -> SeedRun {
-    let mut outcome = driver::run(scenario, seed);
+    let mut outcome = match &report.command {
+        Some(command) => driver::run_replayed_by(scenario, seed, command),
+        None => driver::run(scenario, seed),
+    };
     let inspected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inspect(&outcome)));
     if let Err(panic) = inspected {
         if let Some(history) = &outcome.history {

@@ -1,15 +1,22 @@
 //! The known-bug table (`scenarios::known_bug_table`, from `scenarios/known-bugs.md`): each
 //! variant, switched on in its catalogue scenario, is caught by the named check within the
-//! table's seed bound; the correct model runs the same seeds clean — no violation, no stall,
+//! table's seed bound, by the zoo's rule (`scenarios::detection`: seed after seed until the
+//! check fires); the correct model runs the same seeds clean — no violation, no stall,
 //! progress made.
 //!
 //! Exact traces of the Raft bugs, step by step, are in models/tests/raft_scripts.rs; of the
 //! ZAB bugs, in zab_known_bugs.rs and zk_session_guarantees.rs (the catalogue's scripted
 //! plans `zab_trace_*`: examples, where this table is the zoo's test).
 //! With `COORDSIM_SEED` pinned to a seed that does not trigger the bug, the buggy half fails
-//! (the message names the seeds that did).
+//! (the message says how the first failing seed failed, if one did).
 
-use scenarios::{KnownBugCase, catalogue, known_bug_table, sweep::Sweep};
+use scenarios::{
+    KnownBugCase, catalogue,
+    detection::{self, Detection},
+    known_bug_table,
+    sweep::Sweep,
+};
+use sim::report::FailureReport;
 
 const TARGET: &str = "known_bugs";
 
@@ -20,54 +27,55 @@ fn case(name: &str) -> KnownBugCase {
         .unwrap_or_else(|| panic!("{name} is not in the known-bug table"))
 }
 
-/// Runs the case's scenario with the bug on and off over the table's seeds.
+/// Runs the case's scenario with the bug on until its check fires (the zoo's rule,
+/// `scenarios::detection`), then the correct model over the table's seeds.
 fn caught_and_correct_passes(name: &str, test_name: &str) {
     let case = case(name);
     let scenario = catalogue::get(case.scenario).expect("a catalogue scenario");
-    let buggy = Sweep::new(
-        scenario.clone().with_bugs([case.bug]),
-        "scenarios",
-        TARGET,
-        test_name,
-        case.seeds,
-    )
-    .run();
-    let caught: Vec<_> = buggy
-        .failures
-        .iter()
-        .filter(|failure| case.caught_in(&failure.outcome))
-        .collect();
-    let first = caught.first().unwrap_or_else(|| {
+    let seeds = sim::env::test_seeds(case.seeds);
+    let found = detection::detect(
+        &case,
+        &scenario.clone().with_bugs([case.bug]),
+        seeds.iter().copied(),
+        |seed| FailureReport::for_test(seed, "scenarios", TARGET, test_name),
+    );
+    let Detection::Caught {
+        detecting,
+        seeds_run,
+        earlier_failure,
+    } = found
+    else {
         panic!(
-            "{} ({}) was not caught by `{}` in {} seeds of `{}`; the runs that failed otherwise:\n{}",
+            "{} ({}) was not caught by `{}` in {} seeds of `{}`: {}",
             case.bug,
             case.source,
             case.check,
-            buggy.seeds.len(),
+            seeds.len(),
             case.scenario,
-            buggy
-                .failures
-                .iter()
-                .map(|f| {
-                    let mut fired: Vec<&str> =
-                        f.outcome.violations.iter().map(|v| v.check.as_str()).collect();
-                    fired.dedup();
-                    format!("  seed {}: {:?} {fired:?}", f.outcome.seed, f.outcome.failure)
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
+            match found {
+                Detection::OnlyOtherFailures { first } => format!(
+                    "seed {} failed otherwise first, with {:?} {:?}",
+                    first.outcome.seed,
+                    first.outcome.failure,
+                    first.checks_fired()
+                ),
+                _ => "no seed failed".to_string(),
+            }
         )
-    });
+    };
     println!(
-        "{} ({}): `{}` fired in {} of {} seeds; first at seed {}:",
+        "{} ({}): `{}` fired at seed {}, after {seeds_run} seeds{}:",
         case.bug,
         case.source,
         case.check,
-        caught.len(),
-        buggy.seeds.len(),
-        first.outcome.seed
+        detecting.outcome.seed,
+        earlier_failure.map_or_else(String::new, |earlier| format!(
+            " (seed {} failed first, with {:?})",
+            earlier.outcome.seed,
+            earlier.checks_fired()
+        ))
     );
-    for violation in first
+    for violation in detecting
         .outcome
         .violations
         .iter()

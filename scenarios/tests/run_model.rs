@@ -473,3 +473,19 @@ kind = "zk_mix"
     assert!(!leaders.is_empty() && leaders.iter().all(|node| node.ordinal() < 3));
     assert!(!by(|event| matches!(event, ProtocolEvent::QuorumCounted { .. })).is_empty());
 }
+
+/// The command a model panic's failure report names (the world is described by the
+/// driver): the scenario by name, its variants and the seed, with the one replay prefix.
+#[test]
+fn a_runs_replay_command_names_its_scenario_its_variants_and_its_seed() {
+    let scenario = catalogue::get("raft_split_vote_restart")
+        .unwrap()
+        .with_bugs(["raft.volatile_vote".parse::<KnownBug>().unwrap()]);
+    assert_eq!(
+        driver::replay_command(&scenario, Seed::new(2)).to_string(),
+        format!(
+            "{} run --scenario raft_split_vote_restart --bug raft.volatile_vote --seed 0x2",
+            scenarios::replay_command::PREFIX
+        )
+    );
+}

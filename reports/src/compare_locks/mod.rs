@@ -9,11 +9,13 @@ mod measure;
 mod plot;
 mod report;
 
-use crate::{CliError, run::StoreChoice};
+use crate::cli::{CliError, StoreChoice};
 use clap::{Args, ValueEnum};
 use measure::RunFigures;
 use report::Row;
-use scenarios::{Outcome, Scenario, catalogue, driver, scenario::Store, sweep, workload::Workload};
+use scenarios::{
+    Outcome, ReplayCommand, Scenario, catalogue, driver, scenario::Store, sweep, workload::Workload,
+};
 use serde::Serialize;
 use sim::{FaultCounts, Seed, World, fault::FaultPlan, fault::FaultSource};
 use std::{
@@ -45,10 +47,10 @@ Examples:
   coordsim compare-locks --faults default --json locks.json")]
 pub struct CompareLocksArgs {
     /// Which stores: zab runs the herd lock and the queue lock, raft etcd's mutex.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [StoreChoice::Zab, StoreChoice::Raft])]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "zab,raft")]
     store: Vec<StoreChoice>,
     /// Client counts to compare (each client runs one lock-taking process).
-    #[arg(long, value_delimiter = ',', value_parser = client_count, default_values_t = [2, 8, 32])]
+    #[arg(long, value_delimiter = ',', value_parser = client_count, default_value = "2,8,32")]
     clients: Vec<usize>,
     /// Seeds per lock and client count (seeds 0 to N−1).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -258,12 +260,12 @@ pub fn run(args: CompareLocksArgs) -> Result<ExitCode, CliError> {
             failed_runs: &failed_runs,
         })
         .expect("the report serializes");
-        crate::run::write(path, &json)?;
+        crate::cli::write(path, &json)?;
         eprintln!("rows written to {}", path.display());
     }
     if let Some(path) = &args.svg {
         let caption = options.caption();
-        crate::run::write(
+        crate::cli::write(
             path,
             &plot::svg(&rows, &caption).map_err(CliError::bad_input)?,
         )?;
@@ -279,7 +281,7 @@ pub fn run(args: CompareLocksArgs) -> Result<ExitCode, CliError> {
         println!("replay with:     {}", failed.replay);
     }
     Ok(match failures.first() {
-        Some((_, outcome)) => crate::run::exit_code(outcome),
+        Some((_, outcome)) => crate::cli::exit_code(outcome),
         None => ExitCode::SUCCESS,
     })
 }
@@ -453,16 +455,13 @@ fn failed_run(job: &Job, key: &RowKey, outcome: &Outcome) -> FailedRun {
     let written = std::fs::create_dir_all(&directory)
         .and_then(|()| std::fs::write(&file, job.scenario.to_string()));
     let replay = match written {
-        Ok(()) => format!(
-            "cargo run --release -p coordsim -- run --scenario {} --seed {}",
-            file.display(),
-            job.seed
-        ),
+        Ok(()) => ReplayCommand::run(&file.display().to_string())
+            .seed(job.seed)
+            .to_string(),
         Err(error) => format!(
-            "(could not write {}: {error}) coordsim run --scenario FILE --seed {} with FILE \
-             holding: {}",
+            "(could not write {}: {error}) {} with FILE holding: {}",
             file.display(),
-            job.seed,
+            ReplayCommand::run("FILE").seed(job.seed),
             job.scenario
         ),
     };

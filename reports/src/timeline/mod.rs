@@ -14,7 +14,7 @@
 //! Every span is read from the history with the checks' own readers (`checks::history`):
 //! what the timeline shows is what the checks judged.
 
-use crate::replay::{Focus, FocusKind, describe_record, describe_value};
+use crate::describe::{Focus, FocusKind, describe_record, describe_value};
 use checks::history::{
     elections,
     faults::fired_faults,
