@@ -34,7 +34,7 @@ pub struct DemoArgs {
     /// Where faults come from.
     #[arg(long, value_enum, default_value_t = FaultChoice::Swarm)]
     faults: FaultChoice,
-    /// A JSON fault plan to follow instead (see the README for the format).
+    /// A JSON fault plan to follow instead (see scenarios/README.md for the format).
     #[arg(long, value_name = "FILE")]
     plan: Option<PathBuf>,
     /// Write the plan the run followed here (JSON), to replay it with --plan.

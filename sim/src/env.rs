@@ -6,11 +6,12 @@
 //! | `COORDSIM_SEEDS` | per suite (small, so `cargo test` stays well under 10 minutes on 2 cores) | how many seeds each seed-sweeping test runs, e.g. `COORDSIM_SEEDS=2000 cargo test --release --workspace`; `coordsim sweep --seeds` when the flag is not given |
 //! | `COORDSIM_SEED_BASE` | `0` | first seed of a sweep (seed *i* is base + *i*), to split a big sweep across machines; `coordsim sweep --from` when the flag is not given |
 //! | `COORDSIM_HISTORY_DIR` | unset | a directory where seed sweeps (the tests' and `coordsim sweep`) write the history of every failing run (`<test or scenario>-<seed>.jsonl`), to inspect with `coordsim check-history` |
-//! | `COORDSIM_JEPSEN_LOGS` | unset | a copy of Porcupine's `test_data/jepsen/`, for the ignored test that compares our verdicts with Porcupine's (see *Checking linearizability* in the README) |
+//! | `COORDSIM_JEPSEN_LOGS` | unset | a copy of Porcupine's `test_data/jepsen/`, for the ignored test that compares our verdicts with Porcupine's (see *Linearizability* in `scenarios/checks/README.md`) |
 //! | `JOB_COMPLETION_INDEX` | unset | set by a Kubernetes Indexed Job in each of its pods: `coordsim sweep --shard env/M` runs shard number `$JOB_COMPLETION_INDEX` of M |
 //! | `MADSIM_TEST_SEED`, `MADSIM_TEST_NUM` | unset | not read by coordsim: madsim reads them (a seed, and how many seeds from it) only in functions marked `#[madsim::test]` or `#[madsim::main]`, and coordsim has none; every run builds its madsim runtime from the run's own seed, so use `COORDSIM_SEED` / `COORDSIM_SEEDS` |
 //!
-//! The README shows this same table (`README.md`, *Environment variables*); change both.
+//! The command reference shows this same table (`reports/README.md`, *Environment variables*);
+//! change both (a test below keeps them equal).
 
 use crate::seed::Seed;
 use std::fmt;
@@ -107,7 +108,7 @@ mod tests {
     #[test]
     fn the_readme_shows_this_modules_table_of_variables() {
         let here = table_rows(include_str!("env.rs"));
-        let readme = table_rows(include_str!("../../README.md"));
+        let readme = table_rows(include_str!("../../reports/README.md"));
         assert!(here.len() > 5, "{here:?}");
         for variable in [
             super::SEED,
@@ -127,7 +128,7 @@ mod tests {
         );
         assert_eq!(
             here, readme,
-            "README.md's table of variables differs from sim/src/env.rs's"
+            "reports/README.md's table of variables differs from sim/src/env.rs's"
         );
     }
 }

@@ -11,8 +11,8 @@ pub struct Ran {
     pub stderr: String,
 }
 
-/// Runs `coordsim` with `args` and `env` (and no other coordsim variable).
-pub fn coordsim_with(args: &[&str], env: &[(&str, &str)]) -> Ran {
+/// The `coordsim` command with `args`, and none of coordsim's environment variables.
+fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_coordsim"));
     command.args(args);
     for variable in [
@@ -24,13 +24,32 @@ pub fn coordsim_with(args: &[&str], env: &[(&str, &str)]) -> Ran {
     ] {
         command.env_remove(variable);
     }
-    command.envs(env.iter().copied());
+    command
+}
+
+/// Runs `command` to its end.
+fn ran(mut command: Command) -> Ran {
     let output = command.output().expect("coordsim runs");
     Ran {
         code: output.status.code().expect("an exit code"),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+/// Runs `coordsim` with `args` and `env` (and no other coordsim variable).
+pub fn coordsim_with(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut command = command(args);
+    command.envs(env.iter().copied());
+    ran(command)
+}
+
+/// Runs `coordsim` with `args` in `directory` (relative paths in `args` are read and
+/// written there).
+pub fn coordsim_in(directory: &std::path::Path, args: &[&str]) -> Ran {
+    let mut command = command(args);
+    command.current_dir(directory);
+    ran(command)
 }
 
 /// Runs `coordsim` with `args`.
