@@ -6,7 +6,7 @@
 use scenarios::{KnownBug, Scenario, scenario::Format, sweep::Sweep};
 use sim::coverage::Mark;
 
-/// A queue-lock scenario written from the README's example (`checks = ["default"]`),
+/// A queue-lock scenario written from the README example of earlier versions (`checks = ["default"]`),
 /// which used to skip every recipe check and came back clean with the herd bug on.
 const README_QUEUE_LOCK: &str = r#"
 name = "my_queue_lock"

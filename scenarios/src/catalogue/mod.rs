@@ -270,6 +270,9 @@ mod tests {
             let back = Scenario::parse(&toml, crate::scenario::Format::Toml)
                 .unwrap_or_else(|error| panic!("{}: {error}\n{toml}", scenario.name));
             assert_eq!(&back, scenario);
+            // The kind `coordsim list` shows is the one a scenario file spells.
+            let value = serde_json::to_value(&scenario.workload).unwrap();
+            assert_eq!(value["kind"], scenario.workload.kind(), "{}", scenario.name);
         }
     }
 

@@ -137,7 +137,7 @@ impl Workload {
             Workload::ZkOutOfBandReads(_) => "zk_out_of_band_reads",
             Workload::Elections(_) => "elections",
             Workload::Discovery(_) => "discovery",
-            Workload::PubSub(_) => "pubsub",
+            Workload::PubSub(_) => "pub_sub",
             Workload::FifoQueue(_) => "fifo_queue",
             Workload::SharedCounter(_) => "shared_counter",
             Workload::DoubleBarrier(_) => "double_barrier",
