@@ -18,7 +18,8 @@
 use crate::{
     known_bug::KnownBug,
     outcome::{CheckTally, Failure, Metrics, Outcome, ViolationRecord},
-    scenario::{Scenario, Store},
+    scenario::Scenario,
+    store::Store,
     workload::{Pending, RunningStore},
 };
 use models::{

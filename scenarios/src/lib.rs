@@ -15,6 +15,7 @@ mod known_bug;
 mod outcome;
 pub mod scenario;
 pub mod shrink;
+mod store;
 pub mod strategies;
 pub mod sweep;
 pub mod workload;

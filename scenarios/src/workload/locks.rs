@@ -12,7 +12,7 @@
 //! its check and its write does. After the heal, every client process must take the lock
 //! once more and write, within the liveness bound.
 
-use super::recipe_session::{RecipeSession, RecipeStore, Session};
+use super::recipe_session::{LockNodeAcl, RecipeSession, RecipeStore, Session};
 use super::{Pending, Workers};
 use models::{
     recipes::{
@@ -122,23 +122,6 @@ impl Locks {
         checks
     }
 }
-
-/// Who may touch a ZooKeeper lock's nodes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LockNodeAcl {
-    /// `world:anyone` may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`).
-    #[default]
-    Open,
-    /// The lock's clients `addAuth digest` as one user, [`LOCK_USER`], and create the lock's
-    /// nodes (parents and waiters) with `CREATOR_ALL_ACL`: a client without those
-    /// credentials cannot read or delete them (`NoAuth`).
-    CreatorAll,
-}
-
-/// The digest credentials (`user:password`) of the lock's clients under
-/// [`LockNodeAcl::CreatorAll`].
-pub const LOCK_USER: &str = "locks:lock-secret";
 
 fn is_open(acl: &LockNodeAcl) -> bool {
     *acl == LockNodeAcl::Open

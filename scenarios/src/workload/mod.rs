@@ -37,9 +37,10 @@ pub use fifo_queue::{FifoQueue, QUEUE_PATH};
 pub use kv::{KEY_PREFIX, KvMix};
 pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
-pub use locks::{LOCK_NAME, LOCK_USER, LockNodeAcl, LockRecipe, Locks, RESOURCE_NAME};
+pub use locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use pubsub::{PubSub, SUBSCRIBER_PROCESS};
 pub use ready_config::{CONFIG_PATH, ReadyConfig};
+pub use recipe_session::{LOCK_USER, LockNodeAcl};
 pub use rendezvous::{RENDEZVOUS_PATH, Rendezvous};
 pub use shared_counter::{COUNTER_PATH, SharedCounter};
 pub use zk::{KEYS as ZK_KEYS, ZkMix};
@@ -49,7 +50,7 @@ pub use zk_script::{Wait, ZkScript, ZkStep, ZkStepOp};
 pub use zk_sequential_creates::{SEQUENCE_PARENT, ZkSequentialCreates};
 pub use zk_watches::ZkWatches;
 
-use crate::scenario::{Scenario, ScenarioError, Store};
+use crate::store::Store;
 use models::{
     etcd::EtcdCluster,
     ledger::Ledger,
@@ -293,13 +294,12 @@ impl Workload {
         }
     }
 
-    pub(crate) fn validate(&self, scenario: &Scenario) -> Result<(), ScenarioError> {
-        let checked = match self {
+    /// Checks the workload's parameters against the world's size: what is wrong, in one line.
+    pub(crate) fn validate(&self, servers: usize, clients: usize) -> Result<(), String> {
+        match self {
             Workload::KvMix(mix) => mix.validate(),
             Workload::KvLeases(leases) => leases.validate(),
-            Workload::ZkMix(mix) => mix
-                .validate()
-                .and_then(|()| mix.validate_readers(scenario.clients)),
+            Workload::ZkMix(mix) => mix.validate().and_then(|()| mix.validate_readers(clients)),
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
             Workload::Locks(locks) => locks.validate(),
@@ -309,23 +309,17 @@ impl Workload {
             Workload::CompactedWatch(waiter) => waiter.validate(),
             Workload::ZkEphemeralHolders(holders) => holders.validate(),
             Workload::ZkSequentialCreates(creates) => creates.validate(),
-            Workload::ZkScript(script) => script.validate(scenario.servers, scenario.clients),
-            Workload::ZkOutOfBandReads(reads) => reads.validate(scenario.servers, scenario.clients),
+            Workload::ZkScript(script) => script.validate(servers, clients),
+            Workload::ZkOutOfBandReads(reads) => reads.validate(servers, clients),
             Workload::Elections(elections) => elections.validate(),
             Workload::Discovery(discovery) => discovery.validate(),
             Workload::PubSub(pubsub) => pubsub.validate(),
-            Workload::FifoQueue(queue) => queue.validate(scenario.clients),
+            Workload::FifoQueue(queue) => queue.validate(clients),
             Workload::SharedCounter(counter) => counter.validate(),
             Workload::DoubleBarrier(barrier) => barrier.validate(),
             Workload::ReadyConfig(config) => config.validate(),
             Workload::Rendezvous(rendezvous) => rendezvous.validate(),
-        };
-        checked.map_err(|problem| ScenarioError {
-            file: None,
-            line: None,
-            field: "workload".into(),
-            problem,
-        })
+        }
     }
 
     /// Starts the workers on the running store.

@@ -2,14 +2,31 @@
 //! store says it ended: a ZooKeeper session, or an etcd session (a lease kept alive) beside
 //! the process's one etcd client. The lock and election workloads share it.
 
-use super::locks::{LOCK_USER, LockNodeAcl};
 use models::{
     etcd::{EtcdClient, EtcdCluster},
     recipes::EtcdSession,
     zk::{NodeAcl, SessionExpiry, ZkClient, ZkEnsemble, wire::AuthInfo},
 };
+use serde::{Deserialize, Serialize};
 use sim::NodeContext;
 use std::time::Duration;
+
+/// Who may touch a ZooKeeper lock's nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockNodeAcl {
+    /// `world:anyone` may do everything (ZooKeeper's `OPEN_ACL_UNSAFE`).
+    #[default]
+    Open,
+    /// The lock's clients `addAuth digest` as one user, [`LOCK_USER`], and create the lock's
+    /// nodes (parents and waiters) with `CREATOR_ALL_ACL`: a client without those
+    /// credentials cannot read or delete them (`NoAuth`).
+    CreatorAll,
+}
+
+/// The digest credentials (`user:password`) of the lock's clients under
+/// [`LockNodeAcl::CreatorAll`].
+pub const LOCK_USER: &str = "locks:lock-secret";
 
 /// The store a recipe runs on.
 #[derive(Clone)]
