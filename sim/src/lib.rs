@@ -26,6 +26,7 @@ compile_error!(
 
 pub mod clock;
 pub mod config;
+mod config_error;
 pub mod coverage;
 pub mod digest;
 pub mod disk;
