@@ -2,7 +2,7 @@
 //! believes (`OnStartedLeading`, `OnStoppedLeading`, `OnNewLeader` in the seeds' gocorex
 //! election, as `ElectionStep`s).
 
-use super::lock::LockError;
+use crate::recipes::shared::lock::LockError;
 use sim::{
     NodeContext,
     history::{

@@ -8,7 +8,7 @@
 //! began, so a follower that lags the leader cannot hand it an old version (without it,
 //! `recipe.read_without_sync`).
 
-use super::{RecipeBug, RecipeBugs, zk_paths::ensure_parents};
+use crate::recipes::{RecipeBug, RecipeBugs, zk::paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,

@@ -1,6 +1,6 @@
 //! The read/write lock on ZooKeeper (ZooKeeper recipes, "Shared Locks"; Curator's
 //! `InterProcessReadWriteLock`): readers and writers join one line of protected
-//! ephemeral-sequential children of the lock node ([`super::zk_line`]), readers as `read-`
+//! ephemeral-sequential children of the lock node ([`super::line`]), readers as `read-`
 //! nodes and writers as `write-` nodes.
 //!
 //! - A **writer** waits for the node just before its own, of either kind, as the queue lock
@@ -13,10 +13,10 @@
 //! that watch it and the node just after it, not the herd. The fencing token is the client's
 //! node's `czxid`.
 
-use super::bugs::RecipeBugs;
-use super::lock::{LockError, LockRecorder};
-use super::zk_herd_lock::{NodeName, ZkLockGuard};
-use super::zk_line::{Line, Waits};
+use crate::recipes::shared::bugs::RecipeBugs;
+use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::zk::herd_lock::{NodeName, ZkLockGuard};
+use crate::recipes::zk::line::{Line, Waits};
 use crate::zk::ZkClient;
 use sim::{
     NodeContext,

@@ -12,9 +12,9 @@
 //!   after the last one it delivered; if that revision was compacted, the discoverer reads
 //!   the prefix again and watches from there.
 
-use super::etcd_session::EtcdSession;
-use super::membership::{DiscoveryError, MembershipRecorder};
 use crate::etcd::{ChangeKind, EtcdClient, WatchItem, WatchStream, kv_response, prefix_range_end};
+use crate::recipes::etcd::session::EtcdSession;
+use crate::recipes::shared::membership::{DiscoveryError, MembershipRecorder};
 use futures_util::FutureExt;
 use sim::{
     NodeContext,

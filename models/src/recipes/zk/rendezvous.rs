@@ -8,7 +8,7 @@
 //! ended the rendezvous, the master what it is publishing and that the store acknowledged
 //! it, a worker that it started waiting, what it learned, and that it noticed the end.
 
-use super::zk_paths::ensure_parents;
+use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, ZkClient, ZkClientError};
 use sim::clock::LocalTime;
 use sim::{

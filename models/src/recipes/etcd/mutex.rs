@@ -2,17 +2,17 @@
 //! lock): [`EtcdMutex::lock`] puts `prefix/<lease id>` under the session's lease (if absent)
 //! in a transaction that also reads the key; the key with the lowest create revision holds;
 //! every other waiter waits for the deletion of every key with a lower create revision
-//! (watching the latest of them, one at a time; [`super::etcd_keys`]), **then checks that
+//! (watching the latest of them, one at a time; [`super::keys`]), **then checks that
 //! its own key still exists** — its lease may have expired while it waited — before
 //! returning. The fencing token is the key's create revision.
 
-use super::bugs::{RecipeBug, RecipeBugs};
-use super::etcd_keys::{
+use crate::etcd::EtcdClient;
+use crate::recipes::etcd::keys::{
     backoff, normalized_prefix, own_key, put_if_absent, read_key, wait_for_deletes,
 };
-use super::etcd_session::EtcdSession;
-use super::lock::{LockError, LockRecorder};
-use crate::etcd::EtcdClient;
+use crate::recipes::etcd::session::EtcdSession;
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::lock::{LockError, LockRecorder};
 use sim::{
     NodeContext,
     history::{

@@ -1,6 +1,6 @@
 //! Path helpers the ZooKeeper recipes share.
 
-use super::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
 use crate::zk::{SequenceWidth, ZkClient, ZkClientError};
 use sim::history::zk::{CreateMode, ZkError};
 

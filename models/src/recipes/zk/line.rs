@@ -25,10 +25,10 @@
 //! waits only for the nearest *writer* before it, so readers with no writer between them
 //! hold together ([`Waits::BehindNearest`]).
 
-use super::bugs::{RecipeBug, RecipeBugs};
-use super::lock::LockError;
-use super::zk_herd_lock::store_error;
-use super::zk_paths::{ensure_parents, in_sequence_order};
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::lock::LockError;
+use crate::recipes::zk::herd_lock::store_error;
+use crate::recipes::zk::paths::{ensure_parents, in_sequence_order};
 use crate::zk::{FoundNode, ProtectedCreate, ZkClient, ZkClientError};
 use sim::{
     NodeContext,

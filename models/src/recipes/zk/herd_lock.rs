@@ -7,10 +7,10 @@
 //! node and treats the end of its attachment to a server as a possible loss: while
 //! disconnected it cannot know whether its session still lives (Curator's SUSPENDED).
 
-use super::bugs::{RecipeBug, RecipeBugs};
-use super::lock::{LockError, LockRecorder};
-use super::zk_node_loss::until_node_lost;
-use super::zk_paths::ensure_parents;
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::zk::node_loss::until_node_lost;
+use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,

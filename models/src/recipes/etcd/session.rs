@@ -4,9 +4,9 @@
 //! renewal was acknowledged for a TTL (the client cannot know better: the lease may have
 //! expired on the leader meanwhile).
 
-use super::etcd_keys::RETRY;
-use super::lock::LockError;
 use crate::etcd::{EtcdClient, EtcdCluster, kv_response};
+use crate::recipes::etcd::keys::RETRY;
+use crate::recipes::shared::lock::LockError;
 use sim::{
     NodeContext,
     history::{

@@ -7,7 +7,7 @@
 //! did happen would count twice. [`RecipeBug::CounterRetryAfterConnectionLoss`] retries it
 //! all the same, reading the value again and writing value + 1 (kazoo's `Counter`).
 
-use super::{RecipeBug, RecipeBugs, zk_paths::ensure_parents};
+use crate::recipes::{RecipeBug, RecipeBugs, zk::paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,

@@ -1,7 +1,7 @@
 //! Leader election on ZooKeeper (ZooKeeper recipes, "Leader Election"; Curator's
 //! `LeaderLatch`; the seeds' gocorex election): each candidate joins a line of protected
 //! ephemeral-sequential children of the election node, its node's data the identity it
-//! announces ([`super::zk_line`]); the first in line (lowest sequence) leads; every other
+//! announces ([`super::line`]); the first in line (lowest sequence) leads; every other
 //! candidate watches only its immediate predecessor, and lists again if it vanished before
 //! the watch was set. The fencing token is the leader's node's `czxid`.
 //!
@@ -10,12 +10,12 @@
 //! look up or follow who leads ([`ZkElection::leader`], [`ZkLeaderObserver`]): the first
 //! node's data, watched so that its deletion (or a new first node) is noticed.
 
-use super::bugs::{RecipeBug, RecipeBugs};
-use super::election::{ElectionError, ElectionRecorder};
-use super::zk_herd_lock::store_error;
-use super::zk_line::{Line, Waits};
-use super::zk_node_loss::until_node_lost;
-use super::zk_paths::ensure_parents;
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::election::{ElectionError, ElectionRecorder};
+use crate::recipes::zk::herd_lock::store_error;
+use crate::recipes::zk::line::{Line, Waits};
+use crate::recipes::zk::node_loss::until_node_lost;
+use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
 use futures_util::future::{BoxFuture, FutureExt};
 use sim::{

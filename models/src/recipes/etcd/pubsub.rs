@@ -14,8 +14,8 @@
 //!   [`RecipeBug::PubsubResumeFromLastReceived`] it is the last one delivered itself, and
 //!   the new subscription delivers that message again.
 
-use super::{RecipeBug, RecipeBugs, etcd_session::EtcdSession};
 use crate::etcd::{ChangeKind, EtcdClient, WatchItem, WatchStream, kv_response, prefix_range_end};
+use crate::recipes::{RecipeBug, RecipeBugs, etcd::session::EtcdSession};
 use sim::{
     NodeContext,
     history::{

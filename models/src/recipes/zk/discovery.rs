@@ -16,9 +16,9 @@
 //! Member names must be unique in a group: a name held by another live session is waited
 //! for.
 
-use super::bugs::{RecipeBug, RecipeBugs};
-use super::membership::{DiscoveryError, MembershipRecorder};
-use super::zk_paths::ensure_parents;
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::membership::{DiscoveryError, MembershipRecorder};
+use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, ZkClient, ZkClientError};
 use sim::{
     NodeContext,

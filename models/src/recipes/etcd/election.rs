@@ -4,7 +4,7 @@
 //! - [`EtcdElection::campaign`] puts `prefix/<lease id>` = the candidate's identity under the
 //!   session's lease if absent (a key already there with another value is proclaimed over);
 //!   the key with the lowest create revision leads; every other candidate waits for the
-//!   deletion of every key with a lower create revision ([`super::etcd_keys`]), **then checks
+//!   deletion of every key with a lower create revision ([`super::keys`]), **then checks
 //!   that its own key still exists** — its lease may have expired while it waited (the fix
 //!   for etcd-io/etcd#11051 and #19597; [`RecipeBug::EtcdElectionNoPostwaitCheck`] leaves it
 //!   out);
@@ -15,13 +15,13 @@
 //!   revision under the prefix, and watch it from the read's revision;
 //! - the fencing token is the leader's key's create revision.
 
-use super::bugs::{RecipeBug, RecipeBugs};
-use super::election::{ElectionError, ElectionRecorder};
-use super::etcd_keys::{
+use crate::etcd::{EtcdClient, WatchStream};
+use crate::recipes::etcd::keys::{
     backoff, normalized_prefix, own_key, put_if_absent, read_key, read_prefix, wait_for_deletes,
 };
-use super::etcd_session::EtcdSession;
-use crate::etcd::{EtcdClient, WatchStream};
+use crate::recipes::etcd::session::EtcdSession;
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::election::{ElectionError, ElectionRecorder};
 use sim::{
     NodeContext,
     history::{

@@ -1,13 +1,13 @@
 //! The queue lock on ZooKeeper (the ZooKeeper recipe; Curator's `InterProcessMutex`): each
 //! waiter joins a line of protected ephemeral-sequential children of the lock node
-//! ([`super::zk_line`]); the first in line holds; every other waiter watches only its
+//! ([`super::line`]); the first in line holds; every other waiter watches only its
 //! immediate predecessor, so a release wakes one client, not the herd. The fencing token is
 //! the client's node's `czxid`.
 
-use super::bugs::RecipeBugs;
-use super::lock::{LockError, LockRecorder};
-use super::zk_herd_lock::{NodeName, ZkLockGuard};
-use super::zk_line::{CarriedJoin, Line, Waits};
+use crate::recipes::shared::bugs::RecipeBugs;
+use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::zk::herd_lock::{NodeName, ZkLockGuard};
+use crate::recipes::zk::line::{CarriedJoin, Line, Waits};
 use crate::zk::ZkClient;
 use sim::{
     NodeContext,

@@ -18,8 +18,8 @@
 //!   giving up instead would lose the item.
 //! - An empty queue is waited for with a child watch on the queue node, not by polling.
 
-use super::bugs::RecipeBugs;
-use super::zk_paths::{ensure_parents, in_sequence_order};
+use crate::recipes::shared::bugs::RecipeBugs;
+use crate::recipes::zk::paths::{ensure_parents, in_sequence_order};
 use crate::zk::{WriteOp, ZkClient, ZkClientError};
 use sim::{
     NodeContext,

@@ -17,7 +17,7 @@
 //! token is higher. With [`RecipeBug::RejectsEqualToken`] (`resource.rejects_equal_token`)
 //! it also rejects a token equal to the highest, refusing a holder's second write.
 
-use super::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
 use serde::{Deserialize, Serialize};
 use sim::{
     NodeContext, NodeId, Sim,

@@ -13,7 +13,7 @@
 //! change of the children instead of `ready`, and goes through on the first one without
 //! counting again (apache/curator GH-1290).
 
-use super::{RecipeBug, RecipeBugs, zk_paths::ensure_parents};
+use crate::recipes::{RecipeBug, RecipeBugs, zk::paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
