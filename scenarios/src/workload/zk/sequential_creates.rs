@@ -5,7 +5,7 @@
 //! create asked and got is in the history. A client whose session expired opens another.
 //! After the heal, the `zk_mix` audit.
 
-use super::{Pending, Workers, zk::ZkMix};
+use crate::workload::{Pending, Workers, ZkMix, spawn_per_client};
 use models::zk::{ZkClient, ZkClientError, ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, Sim, history::zk::CreateMode};
@@ -37,32 +37,27 @@ impl Default for ZkSequentialCreates {
 }
 
 impl ZkSequentialCreates {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.session_timeout_ms == 0 {
             return Err("a session timeout of 0 ms (expected a positive timeout)".into());
         }
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .map(|node| {
-                let (ensemble, context, stop) = (ensemble.clone(), sim.node(node), stop.clone());
-                let timeout = Duration::from_millis(self.session_timeout_ms);
-                sim.spawn(node, async move {
-                    create_until_stopped(&ensemble, &context, timeout, &stop).await
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |_, _, context| {
+            let (ensemble, stop) = (ensemble.clone(), stop.clone());
+            let timeout = Duration::from_millis(self.session_timeout_ms);
+            async move { create_until_stopped(&ensemble, &context, timeout, &stop).await }
+        })
     }
 
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

@@ -8,7 +8,7 @@
 //! tellings are not (the checks judge the reads against acknowledgement times, which is
 //! what a telling follows). After the heal, the `zk_mix` audit.
 
-use super::{Pending, Workers, zk::ZkMix};
+use crate::workload::{Pending, Workers, ZkMix};
 use models::zk::{ZkClient, ZkClientError, ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, NodeId, Sim, history::zk::CreateMode};
@@ -60,7 +60,7 @@ struct Relay {
 }
 
 impl ZkOutOfBandReads {
-    pub(super) fn validate(&self, servers: usize, clients: usize) -> Result<(), String> {
+    pub(crate) fn validate(&self, servers: usize, clients: usize) -> Result<(), String> {
         if clients < 2 {
             return Err(format!(
                 "{clients} client (expected a writer and at least one reader)"
@@ -82,7 +82,7 @@ impl ZkOutOfBandReads {
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
@@ -118,7 +118,7 @@ impl ZkOutOfBandReads {
             .collect()
     }
 
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

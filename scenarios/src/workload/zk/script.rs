@@ -25,7 +25,7 @@
 //! wait = "answer"
 //! ```
 
-use super::{Pending, Workers, zk::ZkMix};
+use crate::workload::{Pending, Workers, ZkMix};
 use models::zk::{ZkClient, ZkClientError, ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, NodeId, Sim, history::zk::CreateMode, time::SimTime};
@@ -166,7 +166,7 @@ pub enum Wait {
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 impl ZkScript {
-    pub(super) fn validate(&self, servers: usize, clients: usize) -> Result<(), String> {
+    pub(crate) fn validate(&self, servers: usize, clients: usize) -> Result<(), String> {
         let mut last_at: BTreeMap<NodeId, u64> = BTreeMap::new();
         for (index, step) in self.steps.iter().enumerate() {
             let problem = |what: String| Err(format!("steps[{index}]: {what}"));
@@ -222,7 +222,7 @@ impl ZkScript {
     }
 
     /// Starts one process per client node with steps; each runs them in order.
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
@@ -244,7 +244,7 @@ impl ZkScript {
     }
 
     /// After the heal: the `zk_mix` audit by every client node.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

@@ -1,7 +1,7 @@
 //! An observer process: it follows who leads (`OnNewLeader`) through the recipe's observer.
 
 use super::{ELECTION_NAME, Elections, OBSERVE_SLICE};
-use crate::workload::recipe_session::RecipeStore;
+use crate::workload::shared::recipe_session::RecipeStore;
 use models::{
     etcd::EtcdClient,
     recipes::{ElectionError, EtcdLeaderObserver, ZkLeaderObserver},

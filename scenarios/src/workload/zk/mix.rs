@@ -5,7 +5,7 @@
 //! heal, an audit by every client: a fresh session syncs, reads everything, writes once and
 //! closes.
 
-use super::{Pending, Workers};
+use crate::workload::{Pending, Workers, spawn_per_client};
 use models::zk::{WriteOp, ZkClient, ZkClientError, ZkEnsemble};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -43,14 +43,14 @@ impl Default for ZkMix {
 }
 
 impl ZkMix {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.session_timeout_ms == 0 {
             return Err("a session timeout of 0 ms (expected a positive timeout)".into());
         }
         Ok(())
     }
 
-    pub(super) fn validate_readers(&self, clients: usize) -> Result<(), String> {
+    pub(crate) fn validate_readers(&self, clients: usize) -> Result<(), String> {
         if self.readers > clients {
             return Err(format!(
                 "{} readers among {clients} clients (expected at most one reader per client)",
@@ -61,28 +61,22 @@ impl ZkMix {
     }
 
     /// Starts one process per client node; each runs until `stop`.
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .enumerate()
-            .map(|(process, node)| {
-                let (ensemble, stop, context) = (ensemble.clone(), stop.clone(), sim.node(node));
-                let timeout = Duration::from_millis(self.session_timeout_ms);
-                let reader = process < self.readers;
-                sim.spawn(node, async move {
-                    worker(ensemble, context, process as u32, timeout, reader, stop).await
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |process, _, context| {
+            let (ensemble, stop) = (ensemble.clone(), stop.clone());
+            let timeout = Duration::from_millis(self.session_timeout_ms);
+            let reader = process < self.readers;
+            async move { worker(ensemble, context, process as u32, timeout, reader, stop).await }
+        })
     }
 
     /// After the heal: every client can open a session, sync, read everything and write.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

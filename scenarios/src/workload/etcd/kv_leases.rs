@@ -5,7 +5,7 @@
 //! linearizable read of every lease key. The lease checks judge it: keys gone once their
 //! lease ended, no lease expired before its TTL, abandoned leases expiring in time.
 
-use super::{Pending, Workers};
+use crate::workload::{Pending, Workers};
 use models::etcd::{EtcdClient, EtcdCluster, kv_response};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,7 @@ impl Default for KvLeases {
 }
 
 impl KvLeases {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.ttl_ms < 100 {
             return Err(format!(
                 "a lease TTL of {} ms (expected at least 100 ms)",
@@ -65,7 +65,7 @@ impl KvLeases {
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         cluster: &EtcdCluster,
@@ -112,13 +112,13 @@ impl KvLeases {
     }
 
     /// After the heal: a linearizable read of every lease key from the first client.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         cluster: &EtcdCluster,
         pending: &Pending,
     ) -> Result<(), String> {
-        super::etcd::final_read(sim, cluster, pending, LEASE_PREFIX).await
+        super::final_read(sim, cluster, pending, LEASE_PREFIX).await
     }
 }
 

@@ -3,7 +3,7 @@
 //! with every incrementer stopped, one client reads the counter after a `sync`: the read
 //! `recipe.counter` judges against the acknowledged and unknown increments.
 
-use super::{Pending, Workers, zk_sessions::Sessions};
+use crate::workload::{Pending, Workers, spawn_per_client, zk::sessions::Sessions};
 use models::{
     recipes::{RecipeBugs, ZkCounter},
     zk::ZkEnsemble,
@@ -41,7 +41,7 @@ impl Default for SharedCounter {
 }
 
 impl SharedCounter {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.session_timeout_ms < 100 {
             return Err(format!(
                 "expected a session timeout of at least 100 ms, got {} ms",
@@ -55,40 +55,37 @@ impl SharedCounter {
         Duration::from_millis(self.session_timeout_ms)
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
         bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .map(|node| {
-                let (work, context, stop) = (self.clone(), sim.node(node), stop.clone());
-                let mut sessions = Sessions::with_timeout(ensemble, &context, 0, self.timeout());
-                sim.spawn(node, async move {
-                    while !stop.load(Ordering::Relaxed) {
-                        let Some(zk) = sessions.current().await else {
-                            continue;
-                        };
-                        let _ = ZkCounter::new(&zk, &context, COUNTER_PATH)
-                            .with_bugs(bugs)
-                            .increment()
-                            .await;
-                        context
-                            .clock()
-                            .sleep(Duration::from_millis(work.think_ms))
-                            .await;
-                    }
-                    sessions.close().await;
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |_, _, context| {
+            let (work, stop) = (self.clone(), stop.clone());
+            let mut sessions = Sessions::with_timeout(ensemble, &context, 0, self.timeout());
+            async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(zk) = sessions.current().await else {
+                        continue;
+                    };
+                    let _ = ZkCounter::new(&zk, &context, COUNTER_PATH)
+                        .with_bugs(bugs)
+                        .increment()
+                        .await;
+                    context
+                        .clock()
+                        .sleep(Duration::from_millis(work.think_ms))
+                        .await;
+                }
+                sessions.close().await;
+            }
+        })
     }
 
     /// After the heal: the first client reads the counter once.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

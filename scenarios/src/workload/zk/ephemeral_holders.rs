@@ -6,7 +6,7 @@
 //! expired stops (its node went with the session, and it makes no other); a lost
 //! connection only costs it a round. After the heal, the `zk_mix` audit.
 
-use super::{Pending, Workers, zk::ZkMix};
+use crate::workload::{Pending, Workers, ZkMix};
 use models::zk::{ZkClient, ZkClientError, ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, NodeId, Sim, history::zk::CreateMode};
@@ -46,14 +46,14 @@ impl Default for ZkEphemeralHolders {
 }
 
 impl ZkEphemeralHolders {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.session_timeout_ms == 0 || self.round_ms == 0 {
             return Err("expected a positive session timeout and round".into());
         }
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
@@ -72,7 +72,7 @@ impl ZkEphemeralHolders {
             .collect()
     }
 
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

@@ -10,7 +10,7 @@
 //! session ends first, its node goes with it: it records the end, creates the node again
 //! with a new session, the master publishes again, and the workers wait for it again.
 
-use super::{Pending, Workers, zk_sessions::Sessions};
+use crate::workload::{Pending, Workers, zk::sessions::Sessions};
 use models::{recipes::ZkRendezvous, zk::ZkEnsemble};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ impl Role {
 type Informed = Arc<Vec<AtomicBool>>;
 
 impl Rendezvous {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.session_timeout_ms < 100 || self.patience_ms == 0 || self.master_start_ms == 0 {
             return Err(format!(
                 "expected a session timeout of at least 100 ms and a patience and master start \
@@ -86,7 +86,7 @@ impl Rendezvous {
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
@@ -119,7 +119,7 @@ impl Rendezvous {
 
     /// Nothing left to do: the workers stop only once they learned and saw the end, within
     /// the liveness bound; `recipe.rendezvous` judges what they learned.
-    pub(super) async fn finish(&self, pending: &Pending) -> Result<(), String> {
+    pub(crate) async fn finish(&self, pending: &Pending) -> Result<(), String> {
         pending.set("nothing");
         Ok(())
     }

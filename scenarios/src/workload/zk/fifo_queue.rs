@@ -7,7 +7,7 @@
 //! [`checks::recipes::queue_semantics::DRAINED`] marker, so that the check judges every
 //! acknowledged item taken.
 
-use super::{Pending, Workers, zk_sessions::Sessions};
+use crate::workload::{Pending, Workers, spawn_per_client, zk::sessions::Sessions};
 use checks::recipes::queue_semantics::DRAINED;
 use models::{
     recipes::{QueueError, UnsettledTake, ZkQueue},
@@ -59,7 +59,7 @@ impl FifoQueue {
         Duration::from_millis(self.session_timeout_ms)
     }
 
-    pub(super) fn validate(&self, clients: usize) -> Result<(), String> {
+    pub(crate) fn validate(&self, clients: usize) -> Result<(), String> {
         if self.producers == 0 || self.producers >= clients || self.session_timeout_ms < 100 {
             return Err(format!(
                 "expected at least one producer and one consumer among {clients} clients and \
@@ -70,60 +70,54 @@ impl FifoQueue {
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .enumerate()
-            .map(|(index, node)| {
-                let (work, ensemble, context, stop) =
-                    (self.clone(), ensemble.clone(), sim.node(node), stop.clone());
-                sim.spawn(node, async move {
-                    let mut sessions =
-                        Sessions::with_timeout(&ensemble, &context, 0, work.timeout());
-                    let mut put = 0u64;
-                    let mut unsettled = None;
-                    while !stop.load(Ordering::Relaxed) {
-                        let Some(zk) = sessions.current().await else {
-                            continue;
+        spawn_per_client(sim, |index, _, context| {
+            let (work, ensemble, stop) = (self.clone(), ensemble.clone(), stop.clone());
+            async move {
+                let mut sessions = Sessions::with_timeout(&ensemble, &context, 0, work.timeout());
+                let mut put = 0u64;
+                let mut unsettled = None;
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(zk) = sessions.current().await else {
+                        continue;
+                    };
+                    let queue = ZkQueue::new(&zk, &context, QUEUE_PATH);
+                    if index < work.producers {
+                        put += 1;
+                        let _ = queue.produce(&format!("{}#{put}", context.id())).await;
+                        context
+                            .clock()
+                            .sleep(Duration::from_millis(work.think_ms))
+                            .await;
+                    } else {
+                        unsettled = match unsettled {
+                            Some(take) => settle(&zk, &context, take).await,
+                            None => match queue.consume(CONSUMER_PATIENCE).await {
+                                Err(QueueError::TakeUnsettled(take)) => Some(take),
+                                _ => None,
+                            },
                         };
-                        let queue = ZkQueue::new(&zk, &context, QUEUE_PATH);
-                        if index < work.producers {
-                            put += 1;
-                            let _ = queue.produce(&format!("{}#{put}", context.id())).await;
-                            context
-                                .clock()
-                                .sleep(Duration::from_millis(work.think_ms))
-                                .await;
-                        } else {
-                            unsettled = match unsettled {
-                                Some(take) => settle(&zk, &context, take).await,
-                                None => match queue.consume(CONSUMER_PATIENCE).await {
-                                    Err(QueueError::TakeUnsettled(take)) => Some(take),
-                                    _ => None,
-                                },
-                            };
-                        }
                     }
-                    // A take still unsettled at the stop may own an item: find out before
-                    // going, whatever sessions it takes.
-                    while let Some(take) = unsettled {
-                        let zk = sessions.live().await;
-                        unsettled = settle(&zk, &context, take).await;
-                    }
-                    sessions.close().await;
-                })
-            })
-            .collect()
+                }
+                // A take still unsettled at the stop may own an item: find out before
+                // going, whatever sessions it takes.
+                while let Some(take) = unsettled {
+                    let zk = sessions.live().await;
+                    unsettled = settle(&zk, &context, take).await;
+                }
+                sessions.close().await;
+            }
+        })
     }
 
     /// After the heal: the consumers take items until the queue is empty, then the drained
     /// marker is recorded.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

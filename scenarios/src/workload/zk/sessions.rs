@@ -6,7 +6,7 @@ use sim::NodeContext;
 use std::time::Duration;
 
 /// One client process's ZooKeeper sessions, one at a time: a new one when the last ended.
-pub(super) struct Sessions {
+pub(crate) struct Sessions {
     ensemble: ZkEnsemble,
     context: NodeContext,
     process: u32,
@@ -16,7 +16,7 @@ pub(super) struct Sessions {
 
 impl Sessions {
     /// Sessions of `process` on `context`'s node, each asking for `timeout`.
-    pub(super) fn with_timeout(
+    pub(crate) fn with_timeout(
         ensemble: &ZkEnsemble,
         context: &NodeContext,
         process: u32,
@@ -33,7 +33,7 @@ impl Sessions {
 
     /// The live session, opened if there is none; `None` if the store could not be reached
     /// (after a short pause, so that a caller looping on it does not spin).
-    pub(super) async fn current(&mut self) -> Option<ZkClient> {
+    pub(crate) async fn current(&mut self) -> Option<ZkClient> {
         if let Some(zk) = &self.session
             && (zk.is_expired() || zk.is_closed())
         {
@@ -52,7 +52,7 @@ impl Sessions {
 
     /// The live session, waiting (in [`Self::current`]'s pauses) until the store can be
     /// reached: for a step the client cannot skip, such as getting through a barrier.
-    pub(super) async fn live(&mut self) -> ZkClient {
+    pub(crate) async fn live(&mut self) -> ZkClient {
         loop {
             if let Some(zk) = self.current().await {
                 return zk;
@@ -61,14 +61,14 @@ impl Sessions {
     }
 
     /// Whether the store ended the current session (or there is none).
-    pub(super) fn current_is_over(&self) -> bool {
+    pub(crate) fn current_is_over(&self) -> bool {
         self.session
             .as_ref()
             .is_none_or(|zk| zk.is_expired() || zk.is_closed())
     }
 
     /// Closes the live session, if any (its ephemeral nodes go with it).
-    pub(super) async fn close(&mut self) {
+    pub(crate) async fn close(&mut self) {
         if let Some(zk) = self.session.take() {
             let _ = zk.close().await;
         }

@@ -10,7 +10,7 @@
 //! finishing step has nothing more to do; `recipe.barrier` judges that nobody was left
 //! behind.
 
-use super::{Pending, Workers, zk_sessions::Sessions};
+use crate::workload::{Pending, Workers, zk::sessions::Sessions};
 use models::{
     recipes::{BarrierError, RecipeBugs, ZkDoubleBarrier},
     zk::ZkEnsemble,
@@ -55,7 +55,7 @@ impl Default for DoubleBarrier {
 }
 
 impl DoubleBarrier {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.rounds == 0 || self.session_timeout_ms < 100 || self.patience_ms == 0 {
             return Err(format!(
                 "expected at least one round, a session timeout of at least 100 ms and a \
@@ -66,7 +66,7 @@ impl DoubleBarrier {
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
@@ -126,7 +126,7 @@ impl DoubleBarrier {
     }
 
     /// Nothing left to do: the workers passed every round.
-    pub(super) async fn finish(&self, pending: &Pending) -> Result<(), String> {
+    pub(crate) async fn finish(&self, pending: &Pending) -> Result<(), String> {
         pending.set("nothing");
         Ok(())
     }

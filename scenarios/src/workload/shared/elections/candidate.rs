@@ -3,8 +3,8 @@
 
 use super::finish::Finish;
 use super::{ELECTION_NAME, Elections, LeaderTerm};
-use crate::workload::locks::fencing_token;
-use crate::workload::recipe_session::{RecipeSession, RecipeStore, Session};
+use crate::workload::shared::locks::fencing_token;
+use crate::workload::shared::recipe_session::{RecipeSession, RecipeStore, Session};
 use futures_util::future::{Either, select};
 use models::recipes::{
     ElectionError, EtcdElection, FencedResource, RecipeBugs, ResourceClient, ZkElection,

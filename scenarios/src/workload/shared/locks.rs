@@ -13,7 +13,7 @@
 //! once more and write, within the liveness bound.
 
 use super::recipe_session::{LockNodeAcl, RecipeSession, RecipeStore, Session};
-use super::{Pending, Workers};
+use crate::workload::{Pending, Workers};
 use models::{
     recipes::{
         CarriedJoin, EtcdMutex, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs,
@@ -159,7 +159,7 @@ enum Turn {
 }
 
 impl Locks {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.writer_percent > 100 {
             return Err(format!(
                 "expected a writer share of at most 100 %, got {}",
@@ -197,7 +197,7 @@ impl Locks {
         FencedResource::start(sim, NodeId::resource(0), RESOURCE_NAME, self.fencing, bugs)
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         store: &RecipeStore,
@@ -233,7 +233,7 @@ impl Locks {
     }
 
     /// After the heal: every client process takes the lock once more and writes.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         store: &RecipeStore,
@@ -423,6 +423,6 @@ impl LockClient {
 }
 
 /// The token the critical section (or a leader's work) sends: none with `recipe.no_fencing`.
-pub(super) fn fencing_token(bugs: RecipeBugs, token: u64) -> Option<u64> {
+pub(crate) fn fencing_token(bugs: RecipeBugs, token: u64) -> Option<u64> {
     (!bugs.has(RecipeBug::NoFencing)).then_some(token)
 }

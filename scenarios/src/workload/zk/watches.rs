@@ -3,7 +3,7 @@
 //! other clients keep data, children and exists watches set on them and wait for each to
 //! fire, through failovers. After the heal, every client passes the `zk_mix` audit.
 
-use super::{Pending, Workers, zk::ZkMix};
+use crate::workload::{Pending, Workers, ZkMix, spawn_per_client};
 use models::zk::{ZkClient, ZkClientError, ZkEnsemble};
 use serde::{Deserialize, Serialize};
 use sim::{Sim, history::zk::CreateMode};
@@ -35,7 +35,7 @@ impl Default for ZkWatches {
 }
 
 impl ZkWatches {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         self.audit().validate()
     }
 
@@ -47,34 +47,30 @@ impl ZkWatches {
         }
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .enumerate()
-            .map(|(index, node)| {
-                let (ensemble, context, stop) = (ensemble.clone(), sim.node(node), stop.clone());
-                let mut config = ensemble.client_config(index as u32);
-                config.session_timeout = Duration::from_millis(self.session_timeout_ms);
-                sim.spawn(node, async move {
-                    let Ok(zk) = ensemble.connect(&context, config).await else {
-                        return;
-                    };
-                    if index == 0 {
-                        writer(zk, stop).await
-                    } else {
-                        watcher(zk, stop).await
-                    }
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |index, _, context| {
+            let (ensemble, stop) = (ensemble.clone(), stop.clone());
+            let mut config = ensemble.client_config(index as u32);
+            config.session_timeout = Duration::from_millis(self.session_timeout_ms);
+            async move {
+                let Ok(zk) = ensemble.connect(&context, config).await else {
+                    return;
+                };
+                if index == 0 {
+                    writer(zk, stop).await
+                } else {
+                    watcher(zk, stop).await
+                }
+            }
+        })
     }
 
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

@@ -20,7 +20,7 @@
 //! `recipe.discovery_converges` does ([`discovery_converges::behind`]) and names the
 //! discoverers still behind.
 
-use super::{Pending, RunningStore, Workers};
+use crate::workload::{Pending, RunningStore, Workers};
 use checks::recipes::discovery_converges::{self, ViewNotConverged};
 use futures_util::future::{Either, select};
 use models::{
@@ -98,7 +98,7 @@ impl Default for Discovery {
 }
 
 impl Discovery {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.session_timeout_ms < 100 || self.stay_ms == 0 {
             return Err(format!(
                 "expected a session timeout of at least 100 ms and a positive stay, got {} ms \
@@ -113,7 +113,7 @@ impl Discovery {
         Duration::from_millis(self.session_timeout_ms)
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         store: &RunningStore,
@@ -142,7 +142,7 @@ impl Discovery {
     /// After the heal: waits until every live discoverer sees the members whose
     /// registration is live, and has gone on seeing them for [`STEADY`] (a discoverer
     /// working through a backlog of changes can pass through the right view on its way).
-    pub(super) async fn finish(&self, sim: &Sim, pending: &Pending) -> Result<(), String> {
+    pub(crate) async fn finish(&self, sim: &Sim, pending: &Pending) -> Result<(), String> {
         let mut converged_since = None;
         loop {
             let history = sim.history_snapshot();

@@ -18,7 +18,7 @@ mod observer;
 
 use super::locks::RESOURCE_NAME;
 use super::recipe_session::RecipeStore;
-use super::{Pending, Workers};
+use crate::workload::{Pending, Workers};
 use candidate::{Candidate, Leading, Turn};
 use finish::Finish;
 use models::recipes::{ElectionError, FencedResource, Fencing, RecipeBugs};
@@ -125,7 +125,7 @@ impl Default for Elections {
 }
 
 impl Elections {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.candidates_per_client == 0
             || self.session_timeout_ms < 100
             || self.patience_ms == 0
@@ -154,7 +154,7 @@ impl Elections {
         first + self.candidates_per_client
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         store: &RecipeStore,
@@ -215,7 +215,7 @@ impl Elections {
 
     /// After the heal: fresh candidates campaign until one leads, and every client node's
     /// observer must see that leader; each final leader's lookup of who leads must name it.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         store: &RecipeStore,

@@ -14,7 +14,7 @@
 //! from its revision within the liveness bound: the finishing step reads the history as
 //! `recipe.pubsub_delivery` does and names the subscribers still behind.
 
-use super::{Pending, Workers};
+use crate::workload::{Pending, Workers};
 use checks::recipes::pubsub_delivery::{self, DeliveryProblem, DeliveryViolation};
 use models::{
     etcd::{EtcdClient, EtcdCluster},
@@ -66,7 +66,7 @@ impl Default for PubSub {
 }
 
 impl PubSub {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.session_ttl_ms < 100 || self.publish_every_ms == 0 || self.resubscribe_every_ms == 0
         {
             return Err(format!(
@@ -78,7 +78,7 @@ impl PubSub {
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         cluster: &EtcdCluster,
@@ -104,7 +104,7 @@ impl PubSub {
 
     /// After the heal: waits until every open subscription has received every acknowledged
     /// message from its revision.
-    pub(super) async fn finish(&self, sim: &Sim, pending: &Pending) -> Result<(), String> {
+    pub(crate) async fn finish(&self, sim: &Sim, pending: &Pending) -> Result<(), String> {
         loop {
             let history = sim.history_snapshot();
             let behind: Vec<DeliveryViolation> =

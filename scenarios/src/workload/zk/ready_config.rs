@@ -2,7 +2,7 @@
 //! configuration of several parts behind `ready` ([`ZkConfig`]); the others read it again
 //! and again. After the heal, every reader reads it once more.
 
-use super::{Pending, Workers, zk_sessions::Sessions};
+use crate::workload::{Pending, Workers, spawn_per_client, zk::sessions::Sessions};
 use models::{
     recipes::{RecipeBugs, ZkConfig},
     zk::ZkEnsemble,
@@ -47,7 +47,7 @@ impl Default for ReadyConfig {
 }
 
 impl ReadyConfig {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.parts == 0 || self.session_timeout_ms < 100 {
             return Err(format!(
                 "expected at least one part and a session timeout of at least 100 ms, got {} \
@@ -62,45 +62,41 @@ impl ReadyConfig {
         Duration::from_millis(self.session_timeout_ms)
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,
         bugs: RecipeBugs,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .enumerate()
-            .map(|(index, node)| {
-                let (work, context, stop) = (self.clone(), sim.node(node), stop.clone());
-                let mut sessions = Sessions::with_timeout(ensemble, &context, 0, self.timeout());
-                sim.spawn(node, async move {
-                    let mut version = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        let Some(zk) = sessions.current().await else {
-                            continue;
-                        };
-                        let config =
-                            ZkConfig::new(&zk, &context, CONFIG_PATH, work.parts).with_bugs(bugs);
-                        let pause = if index == 0 {
-                            version += 1;
-                            let _ = config.publish(version).await;
-                            work.publish_every_ms
-                        } else {
-                            let _ = config.read().await;
-                            work.think_ms
-                        };
-                        context.clock().sleep(Duration::from_millis(pause)).await;
-                    }
-                    sessions.close().await;
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |index, _, context| {
+            let (work, stop) = (self.clone(), stop.clone());
+            let mut sessions = Sessions::with_timeout(ensemble, &context, 0, self.timeout());
+            async move {
+                let mut version = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(zk) = sessions.current().await else {
+                        continue;
+                    };
+                    let config =
+                        ZkConfig::new(&zk, &context, CONFIG_PATH, work.parts).with_bugs(bugs);
+                    let pause = if index == 0 {
+                        version += 1;
+                        let _ = config.publish(version).await;
+                        work.publish_every_ms
+                    } else {
+                        let _ = config.read().await;
+                        work.think_ms
+                    };
+                    context.clock().sleep(Duration::from_millis(pause)).await;
+                }
+                sessions.close().await;
+            }
+        })
     }
 
     /// After the heal: every reader reads the configuration once more.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         ensemble: &ZkEnsemble,

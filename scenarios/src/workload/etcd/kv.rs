@@ -2,7 +2,7 @@
 //! transactions on a few keys while faults fire; after the heal, a final linearizable read of
 //! every key (what the durability checker compares acknowledged writes against).
 
-use super::{Pending, Workers};
+use crate::workload::{Pending, Workers};
 use models::etcd::{ClientConfig, EtcdClient, EtcdCluster};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,7 @@ fn millis(duration: Duration) -> u64 {
 }
 
 impl KvMix {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         let percent =
             self.put_percent + self.get_percent + self.serializable_get_percent + self.txn_percent;
         if percent > 100 {
@@ -94,7 +94,7 @@ impl KvMix {
     }
 
     /// Starts every client process; each runs until `stop`.
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         sim: &Sim,
         cluster: &EtcdCluster,
@@ -125,13 +125,13 @@ impl KvMix {
     }
 
     /// After the heal: a linearizable read of every key from the first client succeeds.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         &self,
         sim: &Sim,
         cluster: &EtcdCluster,
         pending: &Pending,
     ) -> Result<(), String> {
-        super::etcd::final_read(sim, cluster, pending, KEY_PREFIX).await
+        super::final_read(sim, cluster, pending, KEY_PREFIX).await
     }
 
     fn random_operation(&self, rng: &mut impl Rng, process: u32, sequence: u64) -> KvOperation {
