@@ -4,17 +4,16 @@
 //! The load: 4 client nodes × 2 processes, each doing puts (60%) and linearizable gets
 //! (40%) on 8 keys back to back for 5 s of simulated time; no faults. "Messages" are every
 //! message the world put on the wire: Raft datagrams between servers and client-connection
-//! frames. The raw baseline is the typed round trip of benches/transport.rs (madsim
+//! frames. The raw baseline is the typed round trip of `coordsim_benches::raw_madsim` (madsim
 //! `Endpoint::send_to_raw`, no coordsim layer at all).
 //! Target: Raft-store traffic at ≥ 100% of raw madsim message throughput, with as few
 //! messages per operation as the protocol needs (both are printed).
 
+use coordsim_benches::raw_madsim;
 use criterion::{Criterion, Throughput};
-use madsim::{net::Endpoint, runtime::Runtime};
 use models::etcd::{EtcdClient, EtcdCluster, EtcdConfig};
 use sim::{Seed, World, history::OpResult};
 use std::{
-    net::SocketAddr,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -22,53 +21,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// A small typed message, never serialized (as in benches/transport.rs).
-#[derive(Clone, Debug)]
-struct Ping {
-    sequence: u64,
-    payload: [u64; 4],
-}
-
 const RAW_ROUND_TRIPS: u64 = 2_000;
 const LOAD_SIMULATED: Duration = Duration::from_secs(5);
-
-fn raw_madsim_round_trips(round_trips: u64) -> u64 {
-    let runtime = Runtime::with_seed_and_config(1, madsim::Config::default());
-    let server_address: SocketAddr = "10.0.0.2:1".parse().unwrap();
-    let client_address: SocketAddr = "10.0.0.1:1".parse().unwrap();
-    let server = runtime.create_node().ip(server_address.ip()).build();
-    let client = runtime.create_node().ip(client_address.ip()).build();
-    runtime.block_on(async move {
-        server.spawn(async move {
-            let endpoint = Endpoint::bind(server_address).await.unwrap();
-            loop {
-                let (message, from) = endpoint.recv_from_raw(0).await.unwrap();
-                let mut ping = *message.downcast::<Ping>().unwrap();
-                ping.sequence += 1;
-                endpoint.send_to_raw(from, 0, Box::new(ping)).await.unwrap();
-            }
-        });
-        let done = client.spawn(async move {
-            let endpoint = Endpoint::bind(client_address).await.unwrap();
-            madsim::time::sleep(Duration::from_millis(10)).await;
-            let mut received = 0;
-            for sequence in 0..round_trips {
-                let ping = Ping {
-                    sequence,
-                    payload: [sequence; 4],
-                };
-                endpoint
-                    .send_to_raw(server_address, 0, Box::new(ping))
-                    .await
-                    .unwrap();
-                let (message, _) = endpoint.recv_from_raw(0).await.unwrap();
-                received += message.downcast::<Ping>().unwrap().payload[0] - sequence + 1;
-            }
-            received
-        });
-        done.await.unwrap()
-    })
-}
 
 /// What one loaded run did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,7 +99,7 @@ fn main() {
     });
     group.throughput(Throughput::Elements(2 * RAW_ROUND_TRIPS));
     group.bench_function("raw_madsim_round_trips_messages", |b| {
-        b.iter(|| raw_madsim_round_trips(RAW_ROUND_TRIPS))
+        b.iter(|| raw_madsim::round_trips(RAW_ROUND_TRIPS))
     });
     group.finish();
     criterion.final_summary();
@@ -156,7 +110,7 @@ fn main() {
     for _ in 0..rounds {
         let start = Instant::now();
         for _ in 0..5 {
-            assert_eq!(raw_madsim_round_trips(RAW_ROUND_TRIPS), RAW_ROUND_TRIPS);
+            assert_eq!(raw_madsim::round_trips(RAW_ROUND_TRIPS), RAW_ROUND_TRIPS);
         }
         raw += per_second(5 * 2 * RAW_ROUND_TRIPS, start.elapsed());
         let start = Instant::now();

@@ -4,57 +4,12 @@
 //! the ratio of `sim`'s datagram (and FIFO connection) throughput to raw madsim's.
 //! Target: `sim`'s transport keeps at least 70% of raw madsim throughput.
 
+use coordsim_benches::raw_madsim::{self, Ping};
 use criterion::{Criterion, Throughput};
-use madsim::{net::Endpoint, runtime::Runtime};
 use sim::{NodeId, Seed, World};
-use std::{net::SocketAddr, time::Duration, time::Instant};
-
-/// A small typed message, never serialized.
-#[derive(Clone, Debug)]
-struct Ping {
-    sequence: u64,
-    payload: [u64; 4],
-}
+use std::{time::Duration, time::Instant};
 
 const ROUND_TRIPS: u64 = 2_000;
-
-fn raw_madsim_round_trips(round_trips: u64) -> u64 {
-    let runtime = Runtime::with_seed_and_config(1, madsim::Config::default());
-    let server_address: SocketAddr = "10.0.0.2:1".parse().unwrap();
-    let client_address: SocketAddr = "10.0.0.1:1".parse().unwrap();
-    let server = runtime.create_node().ip(server_address.ip()).build();
-    let client = runtime.create_node().ip(client_address.ip()).build();
-    runtime.block_on(async move {
-        server.spawn(async move {
-            let endpoint = Endpoint::bind(server_address).await.unwrap();
-            loop {
-                let (message, from) = endpoint.recv_from_raw(0).await.unwrap();
-                let mut ping = *message.downcast::<Ping>().unwrap();
-                ping.sequence += 1;
-                endpoint.send_to_raw(from, 0, Box::new(ping)).await.unwrap();
-            }
-        });
-        let done = client.spawn(async move {
-            let endpoint = Endpoint::bind(client_address).await.unwrap();
-            madsim::time::sleep(Duration::from_millis(10)).await;
-            let mut received = 0;
-            for sequence in 0..round_trips {
-                let ping = Ping {
-                    sequence,
-                    payload: [sequence; 4],
-                };
-                endpoint
-                    .send_to_raw(server_address, 0, Box::new(ping))
-                    .await
-                    .unwrap();
-                let (message, _) = endpoint.recv_from_raw(0).await.unwrap();
-                received += message.downcast::<Ping>().unwrap().payload[0] - sequence + 1;
-            }
-            received
-        });
-        done.await.unwrap()
-    })
-}
 
 fn quiet_world() -> World {
     World::builder()
@@ -149,7 +104,7 @@ fn main() {
     group.throughput(Throughput::Elements(2 * ROUND_TRIPS));
     group.sample_size(20);
     group.bench_function("raw_madsim_endpoint", |b| {
-        b.iter(|| raw_madsim_round_trips(ROUND_TRIPS))
+        b.iter(|| raw_madsim::round_trips(ROUND_TRIPS))
     });
     group.bench_function("sim_datagram", |b| {
         b.iter(|| sim_datagram_round_trips(ROUND_TRIPS))
@@ -163,7 +118,7 @@ fn main() {
     // Interleaved so that machine noise hits both sides alike.
     let (mut raw, mut datagram, mut connection) = (0.0, 0.0, 0.0);
     for _ in 0..3 {
-        raw += messages_per_second(raw_madsim_round_trips, 5);
+        raw += messages_per_second(raw_madsim::round_trips, 5);
         datagram += messages_per_second(sim_datagram_round_trips, 5);
         connection += messages_per_second(sim_connection_round_trips, 5);
     }

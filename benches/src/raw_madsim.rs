@@ -1,16 +1,19 @@
 //! Raw madsim message throughput: the yardstick simulated stores are compared against.
 //!
-//! The same typed-message round trip as `benches/transport.rs` (two madsim nodes, boxed
-//! typed payloads, no serialization), as a function other benchmarks can call.
+//! A typed-message round trip between two madsim nodes (boxed typed payloads, no
+//! serialization), the one the transport, Raft and ZAB benchmarks all compare against.
 
 use madsim::{net::Endpoint, runtime::Runtime};
 use std::{net::SocketAddr, time::Duration, time::Instant};
 
-/// A small typed message, never serialized.
+/// A small typed message, never serialized (the transport benches send it over coordsim's
+/// networks too, so that both sides carry the same payload).
 #[derive(Clone, Debug)]
-struct Ping {
-    sequence: u64,
-    payload: [u64; 4],
+pub struct Ping {
+    /// Its place in the run (the echo adds one).
+    pub sequence: u64,
+    /// A payload of a realistic small size.
+    pub payload: [u64; 4],
 }
 
 /// Runs `round_trips` request/response round trips between two raw madsim nodes; returns

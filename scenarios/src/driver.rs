@@ -19,7 +19,8 @@ use crate::{
     ReplayCommand,
     known_bug::KnownBug,
     outcome::{CheckTally, Failure, Metrics, Outcome, ViolationRecord},
-    scenario::{Scenario, Store},
+    scenario::Scenario,
+    store::Store,
     workload::{Pending, RunningStore},
 };
 use models::{

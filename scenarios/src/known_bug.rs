@@ -5,7 +5,7 @@
 //! the real wrong behaviour in the model, switched on per run; nothing here tells a checker
 //! what to expect.
 
-use crate::scenario::Store;
+use crate::store::Store;
 use models::{etcd::EtcdBug, raft::RaftBug, recipes::RecipeBug, zab::ZabBug};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::{fmt, str::FromStr};

@@ -17,6 +17,7 @@ mod outcome;
 pub mod replay_command;
 pub mod scenario;
 pub mod shrink;
+mod store;
 pub mod strategies;
 pub mod suggest;
 pub mod sweep;

@@ -27,6 +27,7 @@
 //! [`Scenario::load`] reads a file and reports a bad one on one line naming the file, the
 //! line, the field and what was expected.
 
+pub use crate::store::Store;
 use crate::{known_bug::KnownBug, workload::Workload};
 use serde::{Deserialize, Serialize};
 use sim::{
@@ -36,29 +37,6 @@ use sim::{
     fault::FaultSource,
 };
 use std::{fmt, path::Path, time::Duration};
-
-/// Which store the run starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Store {
-    /// The Raft store (etcd-like).
-    Raft,
-    /// The ZAB store (ZooKeeper-like).
-    Zab,
-    /// The demo's replicated ledger: servers that append and sync, no consensus. It
-    /// exercises the world, not a protocol, and gets no protocol checks.
-    Ledger,
-}
-
-impl fmt::Display for Store {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Store::Raft => "raft",
-            Store::Zab => "zab",
-            Store::Ledger => "ledger",
-        })
-    }
-}
 
 /// The world around the store: network, disks, clocks at the start of the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -431,7 +409,9 @@ impl Scenario {
                 ),
             ));
         }
-        self.workload.validate(self)?;
+        self.workload
+            .validate(self.servers, self.clients)
+            .map_err(|problem| ScenarioError::new("workload", problem))?;
         self.world_config()
             .validate()
             .map_err(|error| ScenarioError::new(error.field, error.problem))?;

@@ -14,6 +14,8 @@
 //! is the known-bug table's row (`known_bugs.rs`); here the checker's reports are shown to
 //! be that interleaving: what the discoverer misses is in the read that re-armed its watch.
 
+mod common;
+
 use checks::history::{
     membership::{EndReason, discoverers, registrations},
     pubsub::{publications, subscriptions},
@@ -56,9 +58,8 @@ fn sweep(
     mut inspect: impl FnMut(&History),
 ) -> SweepSummary {
     let started = Instant::now();
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
-        |outcome: &Outcome| inspect(outcome.history.as_ref().expect("the driver keeps it")),
-    );
+    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds)
+        .run_inspecting(|outcome: &Outcome| inspect(common::history(outcome)));
     println!(
         "{test}: {} seeds in {:.1} s",
         summary.seeds.len(),
@@ -246,7 +247,7 @@ fn zk_a_member_cut_off_is_seen_leaving_before_it_hears_its_session_expired() {
     let seed = sim::Seed::new(7_300_111);
     let outcome = scenarios::driver::run(&get("zk_discovery_members_expire"), seed);
     assert!(outcome.is_clean(), "{outcome}");
-    let history = outcome.history.as_ref().expect("the driver keeps it");
+    let history = common::history(&outcome);
     assert_members_dropped_out_and_came_back(history, EndReason::SessionEnded);
     // What makes the seed worth keeping: every view without c2 came before c2 heard of its
     // expiry. (If a change to the models moves this run, find another such seed.)

@@ -17,6 +17,8 @@
 //!   cut off past its session still leads when the next one is elected:
 //!   `recipe.leader_uniqueness` catches it.
 
+mod common;
+
 use checks::{
     history::{
         elections::{leaderships, observations},
@@ -64,10 +66,7 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
     let clients = scenario.clients;
     let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             let finishing = final_reads_from(history);
             for leadership in leaderships(history) {
                 exercised.leaderships += 1;

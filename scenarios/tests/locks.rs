@@ -42,10 +42,7 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
     let mut exercised = Exercised::default();
     let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             exercised.acquisitions += holds(history).len();
             for write in resource_writes(history) {
                 match write.verdict {
@@ -380,10 +377,7 @@ fn a_curator_queue_lock_client_deletes_the_node_its_given_up_session_made() {
         10,
     )
     .run_inspecting(|outcome: &Outcome| {
-        let history = outcome
-            .history
-            .as_ref()
-            .expect("the driver keeps the history");
+        let history = common::history(outcome);
         let (deleted, abandoned) = old_session_nodes_deleted(history);
         counts.0 += deleted;
         counts.1 += abandoned;
@@ -430,10 +424,7 @@ fn a_zk_queue_lock_joiner_whose_predecessor_just_went_lists_again() {
     let mut acquisitions = 0;
     let summary =
         Sweep::new(get(name), "scenarios", TARGET, test, 5).run_inspecting(|outcome: &Outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             races.push(predecessors_found_gone(history));
             acquisitions += holds(history).len();
         });

@@ -10,6 +10,8 @@
 //! participant whose node went with its session (excused by `recipe.barrier`, shown on some
 //! seed).
 
+mod common;
+
 use checks::{
     history::sessions::{committed_expiries, told_expired},
     recipes::barrier::{self, BarrierViolation, Gate},
@@ -56,10 +58,7 @@ fn sweep(
     let mut counts = Vec::new();
     let summary = Sweep::new(get(name), "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             counts.push(count(history));
         },
     );
@@ -133,10 +132,7 @@ fn planned(plan: &FaultPlan, kind: FaultKind) -> u64 {
 /// the scenarios' pauses and cuts shortened to 2 s (under the 3 s and 4 s timeouts), every
 /// `_expiry` test failed here, no client told.
 fn expired_mid_recipe(outcome: &Outcome) -> BTreeSet<NodeId> {
-    let history = outcome
-        .history
-        .as_ref()
-        .expect("the driver keeps the history");
+    let history = common::history(outcome);
     let committed: BTreeSet<u64> = committed_expiries(history)
         .into_iter()
         .map(|(_, session)| session)
@@ -158,10 +154,7 @@ fn expired_mid_recipe(outcome: &Outcome) -> BTreeSet<NodeId> {
 /// flight when their pause (or cut) began (invoked before, completed after, or never):
 /// caught in the middle of a recipe's step, not in a think pause between steps.
 fn caught_in_flight(outcome: &Outcome) -> BTreeSet<NodeId> {
-    let history = outcome
-        .history
-        .as_ref()
-        .expect("the driver keeps the history");
+    let history = common::history(outcome);
     let paused = paused_clients(&outcome.fault_plan);
     let mut caught = BTreeSet::new();
     for (node, from_ms) in paused {
@@ -224,10 +217,7 @@ fn sweep_expiry(
             }
             expired += told.len();
             caught += caught_in_flight(outcome).len();
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             fewest = fewest.min(count(history));
             inspect(outcome);
         },
@@ -302,10 +292,7 @@ fn the_fifo_queue_delivers_every_item_once_under_server_faults() {
 /// Takes (claim `multi`s) of `outcome`'s cut-off clients whose outcome the client never
 /// learned: the reply lost with the cut, the session then expired.
 fn claims_in_the_dark(outcome: &Outcome) -> usize {
-    let history = outcome
-        .history
-        .as_ref()
-        .expect("the driver keeps the history");
+    let history = common::history(outcome);
     let cut_off: BTreeSet<NodeId> = outcome
         .fault_plan
         .faults
@@ -443,10 +430,7 @@ fn the_counter_counts_every_acknowledged_increment_once_when_replies_are_lost() 
     let mut fewest = (usize::MAX, 0);
     let summary =
         Sweep::new(get(name), "scenarios", TARGET, test, 6).run_inspecting(|outcome: &Outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             fewest = fewest.min((increments(history), outcome.seed.value()));
             lost_replies.push(unknown_increments(history) > 0);
         });
@@ -601,10 +585,7 @@ fn the_double_barrier_keeps_its_entry_when_sessions_expire_inside() {
         rounds * participants,
         passes,
         |outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             let expired = expired_mid_recipe(outcome);
             // Each paused participant was in a barrier when paused (it had begun to enter
             // one and not left it): the rounds had not run out before the pause.
@@ -786,10 +767,7 @@ fn assert_rendezvous(name: &str, test: &str, seeds: u64) -> (usize, usize) {
     let (mut waited, mut found) = (0, 0);
     let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             let run = rendezvous_run(history);
             assert_eq!(run.learned.len(), workers, "seed {}: {run:?}", outcome.seed);
             assert_eq!(
@@ -849,10 +827,7 @@ fn rendezvous_survives_its_creators_session_expiring() {
         workers,
         |history| rendezvous_run(history).learned.len(),
         |outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             let seed = outcome.seed;
             let paused: BTreeSet<NodeId> = paused_clients(&outcome.fault_plan)
                 .into_iter()

@@ -8,6 +8,8 @@
 //! - with holders paused past their session timeout, exclusion *as believed* breaks, and the
 //!   fenced resource refuses the stale writers' writes.
 
+mod common;
+
 use checks::{
     history::locks::{Hold, holds, resource_writes},
     recipes::rw_reader_waits,
@@ -58,10 +60,7 @@ fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised
     let mut exercised = Exercised::default();
     let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
         |outcome: &Outcome| {
-            let history = outcome
-                .history
-                .as_ref()
-                .expect("the driver keeps the history");
+            let history = common::history(outcome);
             let holds = holds(history);
             for hold in &holds {
                 match hold.mode {

@@ -6,6 +6,8 @@
 //! where the line that compares names as text (`recipe.seq_overflow_compare`) fails on the
 //! same seeds.
 
+mod common;
+
 use checks::history::zk::zk_operations;
 use scenarios::{Outcome, catalogue, sweep::Sweep};
 use sim::history::zk::ZkResponse;
@@ -15,10 +17,7 @@ const TARGET: &str = "sequence_wrap";
 /// How many sequential creates returned a name past the wrap (a negative sequence: `-` as
 /// the first of its last ten characters, or before them).
 fn names_past_the_wrap(outcome: &Outcome) -> usize {
-    let history = outcome
-        .history
-        .as_ref()
-        .expect("the driver keeps the history");
+    let history = common::history(outcome);
     zk_operations(history)
         .iter()
         .filter(|op| {

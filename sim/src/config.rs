@@ -4,14 +4,15 @@
 //! fault naming a node that does not exist) is rejected with a [`ConfigError`] naming the
 //! field, never a panic.
 
+pub use crate::config_error::ConfigError;
 use crate::{
-    clock::MAX_DRIFT_PPM,
-    fault::FaultSource,
+    config_error::{check_drift, check_probability, check_range_us},
+    fault::{FaultSource, FaultWorld},
     node::{NodeId, NodeKind},
     ratio::Ratio,
 };
 use serde::{Deserialize, Serialize};
-use std::{fmt, time::Duration};
+use std::time::Duration;
 
 /// The largest number of servers a world may have.
 pub const MAX_SERVERS: usize = 15;
@@ -144,78 +145,6 @@ impl Default for ClockConfig {
     }
 }
 
-/// A config field that cannot be.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    /// Dotted path of the field, e.g. `network.loss` or `faults.plan[2].node`.
-    pub field: String,
-    /// What is wrong and what was expected.
-    pub problem: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            problem: problem.into(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid world config: `{}`: {}",
-            self.field, self.problem
-        )
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-pub(crate) fn check_probability(field: &str, ratio: Ratio) -> Result<(), ConfigError> {
-    if ratio.denominator() == 0 {
-        return Err(ConfigError::new(
-            field,
-            format!("{ratio} has a zero denominator (expected N/D with D > 0)"),
-        ));
-    }
-    if !ratio.is_probability() {
-        return Err(ConfigError::new(
-            field,
-            format!("{ratio} is above 1 (expected a probability N/D with N <= D)"),
-        ));
-    }
-    Ok(())
-}
-
-pub(crate) fn check_range_us(field: &str, min_us: u64, max_us: u64) -> Result<(), ConfigError> {
-    if min_us > max_us {
-        return Err(ConfigError::new(
-            field,
-            format!("range {min_us}..={max_us} us is reversed (expected min <= max)"),
-        ));
-    }
-    if max_us > 3_600_000_000 {
-        return Err(ConfigError::new(
-            field,
-            format!("{max_us} us is longer than an hour (expected a latency)"),
-        ));
-    }
-    Ok(())
-}
-
-pub(crate) fn check_drift(field: &str, drift_ppm: i64) -> Result<(), ConfigError> {
-    if drift_ppm.abs() > i64::from(MAX_DRIFT_PPM) {
-        return Err(ConfigError::new(
-            field,
-            format!("{drift_ppm} ppm is outside ±{MAX_DRIFT_PPM} ppm"),
-        ));
-    }
-    Ok(())
-}
-
 impl WorldConfig {
     /// Checks that the world can be built.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -307,6 +236,32 @@ impl WorldConfig {
             .map(NodeId::server)
             .chain((0..self.clients).map(NodeId::client))
             .chain((0..self.resources).map(NodeId::resource))
+    }
+}
+
+impl FaultWorld for WorldConfig {
+    fn servers(&self) -> usize {
+        self.servers
+    }
+
+    fn clients(&self) -> usize {
+        self.clients
+    }
+
+    fn contains(&self, node: NodeId) -> bool {
+        WorldConfig::contains(self, node)
+    }
+
+    fn configured_loss(&self) -> Ratio {
+        self.network.loss
+    }
+
+    fn configured_duplication(&self) -> Ratio {
+        self.network.duplication
+    }
+
+    fn configured_latency_us(&self) -> (u64, u64) {
+        (self.network.latency_min_us, self.network.latency_max_us)
     }
 }
 

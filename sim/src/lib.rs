@@ -26,11 +26,13 @@ compile_error!(
 
 pub mod clock;
 pub mod config;
+mod config_error;
 pub mod coverage;
 pub mod digest;
 pub mod disk;
 pub mod env;
 pub mod fault;
+mod fault_counts;
 pub mod history;
 mod nemesis;
 pub mod net;
@@ -44,7 +46,8 @@ pub mod time;
 mod world;
 
 pub use config::{ConfigError, WorldConfig};
-pub use nemesis::{FaultCounts, Nemesis};
+pub use fault_counts::FaultCounts;
+pub use nemesis::Nemesis;
 pub use node::{NodeId, NodeIdParseError, NodeKind};
 pub use ratio::{Ratio, RatioParseError};
 pub use seed::{Seed, SeedParseError};

@@ -10,51 +10,30 @@
 //! view a discoverer handed its caller; that a message was published (at its revision), and
 //! what a subscription received. The checkers compare those beliefs on the global clock.
 
-mod bugs;
-mod election;
-mod etcd_discovery;
-mod etcd_election;
-mod etcd_keys;
-mod etcd_mutex;
-mod etcd_pubsub;
-mod etcd_session;
-mod fenced_resource;
-mod lock;
-mod membership;
-mod zk_barrier;
-mod zk_config;
-mod zk_counter;
-mod zk_discovery;
-mod zk_election;
-mod zk_herd_lock;
-mod zk_line;
-mod zk_node_loss;
-mod zk_paths;
-mod zk_queue;
-mod zk_queue_lock;
-mod zk_rendezvous;
-mod zk_rw_lock;
+mod etcd;
+mod shared;
+mod zk;
 
-pub use bugs::{RecipeBug, RecipeBugs};
-pub use election::ElectionError;
-pub use etcd_discovery::{EtcdDiscoverer, EtcdRegistration};
-pub use etcd_election::{EtcdElection, EtcdLeaderObserver, EtcdLeadership};
-pub use etcd_mutex::{EtcdMutex, EtcdMutexGuard};
-pub use etcd_pubsub::{EtcdPublisher, EtcdSubscriber, Message, PubSubError};
-pub use etcd_session::{EtcdSession, KEEP_ALIVE_PROCESS};
-pub use fenced_resource::{
+pub use etcd::discovery::{EtcdDiscoverer, EtcdRegistration};
+pub use etcd::election::{EtcdElection, EtcdLeaderObserver, EtcdLeadership};
+pub use etcd::mutex::{EtcdMutex, EtcdMutexGuard};
+pub use etcd::pubsub::{EtcdPublisher, EtcdSubscriber, Message, PubSubError};
+pub use etcd::session::{EtcdSession, KEEP_ALIVE_PROCESS};
+pub use shared::bugs::{RecipeBug, RecipeBugs};
+pub use shared::election::ElectionError;
+pub use shared::fenced_resource::{
     FencedResource, Fencing, ResourceClient, ResourceFrame, ResourceUnavailable,
 };
-pub use lock::LockError;
-pub use membership::DiscoveryError;
-pub use zk_barrier::{BarrierError, ZkDoubleBarrier};
-pub use zk_config::{ConfigError, ZkConfig};
-pub use zk_counter::{CounterError, ZkCounter};
-pub use zk_discovery::{ZkDiscoverer, ZkRegistration};
-pub use zk_election::{ZkElection, ZkLeaderObserver, ZkLeadership};
-pub use zk_herd_lock::{ZkHerdLock, ZkLockGuard};
-pub use zk_line::CarriedJoin;
-pub use zk_queue::{QueueError, UnsettledTake, ZkQueue};
-pub use zk_queue_lock::ZkQueueLock;
-pub use zk_rendezvous::{RendezvousError, ZkRendezvous};
-pub use zk_rw_lock::ZkRwLock;
+pub use shared::lock::LockError;
+pub use shared::membership::DiscoveryError;
+pub use zk::barrier::{BarrierError, ZkDoubleBarrier};
+pub use zk::config::{ConfigError, ZkConfig};
+pub use zk::counter::{CounterError, ZkCounter};
+pub use zk::discovery::{ZkDiscoverer, ZkRegistration};
+pub use zk::election::{ZkElection, ZkLeaderObserver, ZkLeadership};
+pub use zk::herd_lock::{ZkHerdLock, ZkLockGuard};
+pub use zk::line::CarriedJoin;
+pub use zk::queue::{QueueError, UnsettledTake, ZkQueue};
+pub use zk::queue_lock::ZkQueueLock;
+pub use zk::rendezvous::{RendezvousError, ZkRendezvous};
+pub use zk::rw_lock::ZkRwLock;

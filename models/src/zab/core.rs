@@ -1,16 +1,15 @@
 //! The ZAB server core: state, durability barriers, apply, and input dispatch.
 //!
 //! The role-specific halves live in `election.rs`, `leader.rs` and `follower.rs`; they are
-//! `impl` blocks of the same [`ZabCore`].
+//! `impl` blocks of the same [`ZabCore`]. The roles' state is in `role.rs`, which they all
+//! import.
 
 use super::{
     Zxid,
     config::{ConfigError, ZabBug, ZabConfig},
     effect::{Effect, Link, PersistToken, Serving, Write},
-    election::Election,
-    follower::FollowerState,
-    leader::LeaderState,
     message::{LogEntry, Notification, PeerMessage, PeerState, Vote},
+    role::{Election, Role},
     state_machine::StateMachine,
 };
 use sim::{NodeId, clock::LocalTime, history::ProtocolEvent};
@@ -92,14 +91,6 @@ struct Waiting {
     /// Role generation when asked; actions that send are dropped if the role changed.
     generation: u64,
     action: AfterPersist,
-}
-
-/// What the server is doing.
-#[derive(Debug)]
-pub(super) enum Role<S: StateMachine> {
-    Looking(Election),
-    Following(FollowerState),
-    Leading(Box<LeaderState<S>>),
 }
 
 /// One ZAB server as a pure state machine: inputs in, ordered [`Effect`]s out.

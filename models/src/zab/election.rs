@@ -12,45 +12,13 @@
 
 use super::{
     config::ZabBug,
-    core::{Role, ZabCore},
+    core::ZabCore,
     effect::Effect,
     message::{Notification, PeerState, Vote},
+    role::{Election, Role},
     state_machine::StateMachine,
 };
 use sim::{NodeId, clock::LocalTime};
-use std::{collections::BTreeMap, time::Duration};
-
-/// A looking server's election state.
-#[derive(Debug)]
-pub(super) struct Election {
-    /// Latest vote of each server in the current round (this server included).
-    received: BTreeMap<NodeId, Vote>,
-    /// Votes of servers that already follow or lead, with their rounds.
-    out_of_election: BTreeMap<NodeId, (Vote, u64, PeerState)>,
-    /// When to decide, once a quorum agrees.
-    decide_at: Option<LocalTime>,
-    resend_at: LocalTime,
-    resend_interval: Duration,
-}
-
-impl Election {
-    pub(super) fn idle() -> Self {
-        Self {
-            received: BTreeMap::new(),
-            out_of_election: BTreeMap::new(),
-            decide_at: None,
-            resend_at: LocalTime::from_nanos(u64::MAX),
-            resend_interval: Duration::ZERO,
-        }
-    }
-
-    pub(super) fn next_deadline(&self) -> LocalTime {
-        match self.decide_at {
-            Some(decide_at) => decide_at.min(self.resend_at),
-            None => self.resend_at,
-        }
-    }
-}
 
 impl<S: StateMachine, A> ZabCore<S, A> {
     /// Leaves the current role and starts a new election round.

@@ -15,46 +15,13 @@
 use super::{
     Zxid,
     config::ZabBug,
-    core::{AfterPersist, Role, ZabCore},
+    core::{AfterPersist, ZabCore},
     effect::{Effect, Link, Serving, Write},
     message::{AckKind, LogEntry, PeerMessage, SyncMode},
+    role::{FollowerPhase, FollowerState, Role},
     state_machine::StateMachine,
 };
 use sim::{NodeId, clock::LocalTime, history::ProtocolEvent};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum FollowerPhase {
-    Connecting,
-    AwaitingNewEpoch,
-    AwaitingSync,
-    AwaitingNewLeader,
-    AwaitingUpToDate,
-    Broadcast,
-}
-
-/// A following server's state.
-#[derive(Debug)]
-pub(super) struct FollowerState {
-    pub(super) leader: NodeId,
-    pub(super) link: Option<Link>,
-    phase: FollowerPhase,
-    /// Back to election if nothing is heard from the leader by then (and, before
-    /// broadcast, if synchronization has not finished).
-    deadline: LocalTime,
-    pub(super) connect_at: Option<LocalTime>,
-    new_epoch: u32,
-    newleader_acked: bool,
-    acked: Zxid,
-}
-
-impl FollowerState {
-    pub(super) fn next_deadline(&self) -> LocalTime {
-        match self.connect_at {
-            Some(at) => at.min(self.deadline),
-            None => self.deadline,
-        }
-    }
-}
 
 impl<S: StateMachine, A> ZabCore<S, A> {
     fn follower_mut(&mut self) -> &mut FollowerState {

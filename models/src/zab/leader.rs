@@ -31,9 +31,10 @@
 use super::{
     Zxid,
     config::ZabBug,
-    core::{AfterPersist, ProposeError, Role, ZabCore},
+    core::{AfterPersist, ProposeError, ZabCore},
     effect::{Effect, Link, Serving, Write},
     message::{AckKind, LogEntry, PeerMessage, SyncMode},
+    role::{LeaderPhase, LeaderState, Learner, LearnerKind, LearnerStage, Role},
     state_machine::StateMachine,
 };
 use sim::{
@@ -45,127 +46,6 @@ use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
 };
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum LeaderPhase {
-    /// Collecting FOLLOWERINFO from a quorum.
-    Discovery,
-    /// NEWEPOCH sent; collecting ACKEPOCH from a quorum.
-    AwaitingEpochAcks,
-    /// Followers synced; collecting NEWLEADER ACKs from a quorum.
-    AwaitingNewLeaderAcks,
-    /// Broadcasting.
-    Established,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum LearnerStage {
-    /// Connected; FOLLOWERINFO not yet received.
-    Connected,
-    /// FOLLOWERINFO received.
-    InfoReceived,
-    /// NEWEPOCH sent.
-    EpochSent,
-    /// ACKEPOCH received, with the follower's history summary.
-    EpochAcked {
-        last_zxid: Zxid,
-        epoch_ends: Vec<Zxid>,
-    },
-    /// Sync and NEWLEADER sent.
-    Syncing,
-    /// NEWLEADER acknowledged.
-    Synced,
-    /// UPTODATE sent: a follower in broadcast.
-    UpToDate,
-}
-
-/// What a connected learner is, by the ensemble's configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LearnerKind {
-    /// A voter: its ACKs count, it gets PROPOSALs and COMMITs.
-    Follower,
-    /// An observer: counted in nothing, it gets INFORMs of committed transactions.
-    Observer,
-}
-
-#[derive(Debug)]
-struct Learner {
-    kind: LearnerKind,
-    link: Link,
-    stage: LearnerStage,
-    /// Cumulative ACK: every entry up to here is durable on the follower.
-    acked: Zxid,
-    last_heard: LocalTime,
-}
-
-impl Learner {
-    /// Receives proposals and commits (sync sent).
-    fn forwarding(&self) -> bool {
-        matches!(
-            self.stage,
-            LearnerStage::Syncing | LearnerStage::Synced | LearnerStage::UpToDate
-        )
-    }
-
-    /// ACKed NEWLEADER.
-    fn synced(&self) -> bool {
-        matches!(self.stage, LearnerStage::Synced | LearnerStage::UpToDate)
-    }
-
-    /// A synced voter: its ACKs count towards commits and it keeps the quorum.
-    fn counts(&self) -> bool {
-        self.kind == LearnerKind::Follower && self.synced()
-    }
-}
-
-/// A leading server's state.
-#[derive(Debug)]
-pub(super) struct LeaderState<S: StateMachine> {
-    phase: LeaderPhase,
-    /// Discovery and synchronization must finish by then.
-    init_deadline: LocalTime,
-    /// Accepted epochs reported in FOLLOWERINFO by voters (the leader's own included).
-    proposers: BTreeMap<NodeId, u32>,
-    /// The largest accepted epoch an observer reported during discovery: it raises the new
-    /// epoch but counts towards no quorum.
-    observers_epoch: u32,
-    new_epoch: u32,
-    /// The new accepted epoch is durable: NEWEPOCH may go out.
-    epoch_announced: bool,
-    epoch_ackers: BTreeSet<NodeId>,
-    /// The new current epoch is durable: the leader counts towards NEWLEADER.
-    current_epoch_durable: bool,
-    newleader_ackers: BTreeSet<NodeId>,
-    learners: BTreeMap<NodeId, Learner>,
-    links: BTreeMap<Link, NodeId>,
-    /// Synced learners whose connection dropped, with when they were last heard. Like
-    /// ZooKeeper's LearnerHandler on a half-open TCP connection, the leader keeps counting
-    /// them until `sync_limit` passes without hearing from them.
-    departed: BTreeMap<NodeId, LocalTime>,
-    last_proposed: Zxid,
-    self_durable: Zxid,
-    next_ping_at: LocalTime,
-    next_quorum_check_at: LocalTime,
-    _machine: std::marker::PhantomData<S>,
-}
-
-impl<S: StateMachine> LeaderState<S> {
-    pub(super) fn is_established(&self) -> bool {
-        self.phase == LeaderPhase::Established
-    }
-
-    pub(super) fn links(&self) -> Vec<Link> {
-        self.links.keys().copied().collect()
-    }
-
-    pub(super) fn next_deadline(&self) -> LocalTime {
-        if self.is_established() {
-            self.next_ping_at.min(self.next_quorum_check_at)
-        } else {
-            self.init_deadline
-        }
-    }
-}
 
 impl<S: StateMachine, A> ZabCore<S, A> {
     fn leader(&self) -> &LeaderState<S> {

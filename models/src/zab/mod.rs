@@ -17,6 +17,7 @@ mod election;
 mod follower;
 mod leader;
 mod message;
+mod role;
 mod state_machine;
 pub mod storage;
 mod zxid;

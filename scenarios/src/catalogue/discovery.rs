@@ -4,7 +4,8 @@
 
 use super::{isolated, scenario, swarm, target};
 use crate::{
-    scenario::{Scenario, Store},
+    scenario::Scenario,
+    store::Store,
     workload::{Discovery, DiscoveryRecipe, PubSub, Workload},
 };
 use sim::fault::{Fault, FaultKind, FaultPlan, FaultSource, ScheduledFault};

@@ -5,7 +5,8 @@
 use super::locks::SERVER_FAULTS;
 use super::{isolated, scenario, swarm, target};
 use crate::{
-    scenario::{Scenario, SkippedCheck, Store},
+    scenario::{Scenario, SkippedCheck},
+    store::Store,
     workload::{ElectionRecipe, Elections, LeaderTerm, Workload},
 };
 use sim::fault::{FaultPlan, FaultSource, PauseClients, PausedClient};

@@ -6,7 +6,8 @@
 
 use super::{isolated, scenario};
 use crate::{
-    scenario::{Scenario, Store, Tuning},
+    scenario::{Scenario, Tuning},
+    store::Store,
     workload::{
         CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume, Workload,
     },

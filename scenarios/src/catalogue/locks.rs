@@ -3,7 +3,8 @@
 
 use super::{isolated, scenario, swarm, target};
 use crate::{
-    scenario::{Scenario, SkippedCheck, Store},
+    scenario::{Scenario, SkippedCheck},
+    store::Store,
     workload::{LockNodeAcl, LockRecipe, Locks, Workload},
 };
 use models::zk::SessionExpiry;

@@ -14,7 +14,8 @@ mod zk_sessions;
 mod zk_znodes;
 
 use crate::{
-    scenario::{Scenario, Store, Tuning, WorldSettings},
+    scenario::{Scenario, Tuning, WorldSettings},
+    store::Store,
     workload::{KvMix, LedgerAppends, Workload, ZkMix},
 };
 use sim::coverage::Mark;

@@ -8,7 +8,8 @@
 
 use super::{isolated, scenario, swarm};
 use crate::{
-    scenario::{Scenario, SkippedCheck, Store, Tuning},
+    scenario::{Scenario, SkippedCheck, Tuning},
+    store::Store,
     workload::{DoubleBarrier, FifoQueue, ReadyConfig, Rendezvous, SharedCounter, Workload},
 };
 use sim::{

@@ -2,7 +2,8 @@
 
 use super::{scenario, slow_disks, swarm};
 use crate::{
-    scenario::{Scenario, Store, Tuning},
+    scenario::{Scenario, Tuning},
+    store::Store,
     workload::{Workload, ZkMix, ZkWatches},
 };
 use sim::{

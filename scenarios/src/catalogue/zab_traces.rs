@@ -13,7 +13,8 @@ use super::{
     steps::{connect, create, get, set, sync},
 };
 use crate::{
-    scenario::{Scenario, Store},
+    scenario::Scenario,
+    store::Store,
     workload::{Wait, Workload, ZkScript, ZkStep, ZkStepOp},
 };
 use sim::{

@@ -7,7 +7,8 @@
 
 use super::{isolation, scenario};
 use crate::{
-    scenario::{Scenario, Store},
+    scenario::Scenario,
+    store::Store,
     workload::{Workload, ZkEphemeralHolders},
 };
 use sim::{

@@ -8,7 +8,8 @@ use super::{
     steps::{connect, create, sync},
 };
 use crate::{
-    scenario::{Scenario, Store},
+    scenario::Scenario,
+    store::Store,
     workload::{Workload, ZkOutOfBandReads, ZkScript, ZkSequentialCreates, ZkStep, ZkStepOp},
 };
 use sim::{

@@ -1,7 +1,7 @@
 //! `ledger`: each client appends to the demo ledger; after the heal, each client gets one
 //! append acknowledged.
 
-use super::{Pending, Workers};
+use super::{Pending, Workers, spawn_per_client};
 use models::ledger::Ledger;
 use serde::{Deserialize, Serialize};
 use sim::Sim;
@@ -34,16 +34,11 @@ impl LedgerAppends {
     }
 
     pub(super) fn start(&self, sim: &Sim, ledger: &Ledger, stop: &Arc<AtomicBool>) -> Workers {
-        sim.clients()
-            .into_iter()
-            .map(|client| {
-                let (ledger, context, stop) = (ledger.clone(), sim.node(client), stop.clone());
-                let (appends, panic_at) = (self.appends_per_client, self.panic_at_append);
-                sim.spawn(client, async move {
-                    ledger.run_client(context, appends, panic_at, stop).await
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |_, _, context| {
+            let (ledger, stop) = (ledger.clone(), stop.clone());
+            let (appends, panic_at) = (self.appends_per_client, self.panic_at_append);
+            async move { ledger.run_client(context, appends, panic_at, stop).await }
+        })
     }
 
     pub(super) async fn finish(

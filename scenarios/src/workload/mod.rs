@@ -5,51 +5,37 @@
 //! must complete within the scenario's liveness bound. What the finishing step is still
 //! waiting for is kept in a [`Pending`] note, so a liveness failure names it.
 
-mod discovery;
-mod double_barrier;
-mod elections;
 mod etcd;
-mod fifo_queue;
-mod kv;
-mod kv_leases;
 mod ledger;
-mod locks;
-mod pubsub;
-mod ready_config;
-mod recipe_session;
-mod rendezvous;
-mod shared_counter;
+mod shared;
 mod zk;
-mod zk_ephemeral_holders;
-mod zk_out_of_band_reads;
-mod zk_script;
-mod zk_sequential_creates;
-mod zk_sessions;
-mod zk_watches;
 
-pub use discovery::{DISCOVERER_PROCESS, Discovery, DiscoveryRecipe, GROUP, MEMBER_PROCESS};
-pub use double_barrier::{BARRIER_PREFIX, DoubleBarrier};
-pub use elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
+pub use etcd::kv::{KEY_PREFIX, KvMix};
+pub use etcd::kv_leases::{KvLeases, LEASE_PREFIX};
+pub use etcd::pubsub::{PubSub, SUBSCRIBER_PROCESS};
 pub use etcd::{
     COUNTER_KEY, CasCounter, CompactedWatch, HeldLease, LeaseKeeper, Renewal, WatchResume,
 };
-pub use fifo_queue::{FifoQueue, QUEUE_PATH};
-pub use kv::{KEY_PREFIX, KvMix};
-pub use kv_leases::{KvLeases, LEASE_PREFIX};
 pub use ledger::LedgerAppends;
-pub use locks::{LOCK_NAME, LOCK_USER, LockNodeAcl, LockRecipe, Locks, RESOURCE_NAME};
-pub use pubsub::{PubSub, SUBSCRIBER_PROCESS};
-pub use ready_config::{CONFIG_PATH, ReadyConfig};
-pub use rendezvous::{RENDEZVOUS_PATH, Rendezvous};
-pub use shared_counter::{COUNTER_PATH, SharedCounter};
-pub use zk::{KEYS as ZK_KEYS, ZkMix};
-pub use zk_ephemeral_holders::{ZkEphemeralHolders, holder_path};
-pub use zk_out_of_band_reads::ZkOutOfBandReads;
-pub use zk_script::{Wait, ZkScript, ZkStep, ZkStepOp};
-pub use zk_sequential_creates::{SEQUENCE_PARENT, ZkSequentialCreates};
-pub use zk_watches::ZkWatches;
+pub use shared::discovery::{
+    DISCOVERER_PROCESS, Discovery, DiscoveryRecipe, GROUP, MEMBER_PROCESS,
+};
+pub use shared::elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
+pub use shared::locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
+pub use shared::recipe_session::{LOCK_USER, LockNodeAcl};
+pub use zk::double_barrier::{BARRIER_PREFIX, DoubleBarrier};
+pub use zk::ephemeral_holders::{ZkEphemeralHolders, holder_path};
+pub use zk::fifo_queue::{FifoQueue, QUEUE_PATH};
+pub use zk::mix::{KEYS as ZK_KEYS, ZkMix};
+pub use zk::out_of_band_reads::ZkOutOfBandReads;
+pub use zk::ready_config::{CONFIG_PATH, ReadyConfig};
+pub use zk::rendezvous::{RENDEZVOUS_PATH, Rendezvous};
+pub use zk::script::{Wait, ZkScript, ZkStep, ZkStepOp};
+pub use zk::sequential_creates::{SEQUENCE_PARENT, ZkSequentialCreates};
+pub use zk::shared_counter::{COUNTER_PATH, SharedCounter};
+pub use zk::watches::ZkWatches;
 
-use crate::scenario::{Scenario, ScenarioError, Store};
+use crate::store::Store;
 use models::{
     etcd::EtcdCluster,
     ledger::Ledger,
@@ -57,11 +43,34 @@ use models::{
     zk::ZkEnsemble,
 };
 use serde::{Deserialize, Serialize};
-use sim::{Sim, task::JoinHandle};
-use std::sync::{Arc, Mutex, atomic::AtomicBool};
+use sim::{NodeContext, NodeId, Sim, task::JoinHandle};
+use std::{
+    future::Future,
+    sync::{Arc, Mutex, atomic::AtomicBool},
+};
 
 /// The client tasks of a workload.
 pub(crate) type Workers = Vec<JoinHandle<()>>;
+
+/// Spawns one task on every client node, in client order: `task` gets the client's index,
+/// node and context and makes its future (before the next client's, so that anything it
+/// draws is drawn in the same order on every run).
+pub(crate) fn spawn_per_client<F>(
+    sim: &Sim,
+    mut task: impl FnMut(usize, NodeId, NodeContext) -> F,
+) -> Workers
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    sim.clients()
+        .into_iter()
+        .enumerate()
+        .map(|(index, node)| {
+            let context = sim.node(node);
+            sim.spawn(node, task(index, node, context))
+        })
+        .collect()
+}
 
 /// What a scenario's clients do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -293,13 +302,12 @@ impl Workload {
         }
     }
 
-    pub(crate) fn validate(&self, scenario: &Scenario) -> Result<(), ScenarioError> {
-        let checked = match self {
+    /// Checks the workload's parameters against the world's size: what is wrong, in one line.
+    pub(crate) fn validate(&self, servers: usize, clients: usize) -> Result<(), String> {
+        match self {
             Workload::KvMix(mix) => mix.validate(),
             Workload::KvLeases(leases) => leases.validate(),
-            Workload::ZkMix(mix) => mix
-                .validate()
-                .and_then(|()| mix.validate_readers(scenario.clients)),
+            Workload::ZkMix(mix) => mix.validate().and_then(|()| mix.validate_readers(clients)),
             Workload::ZkWatches(watches) => watches.validate(),
             Workload::Ledger(appends) => appends.validate(),
             Workload::Locks(locks) => locks.validate(),
@@ -309,23 +317,17 @@ impl Workload {
             Workload::CompactedWatch(waiter) => waiter.validate(),
             Workload::ZkEphemeralHolders(holders) => holders.validate(),
             Workload::ZkSequentialCreates(creates) => creates.validate(),
-            Workload::ZkScript(script) => script.validate(scenario.servers, scenario.clients),
-            Workload::ZkOutOfBandReads(reads) => reads.validate(scenario.servers, scenario.clients),
+            Workload::ZkScript(script) => script.validate(servers, clients),
+            Workload::ZkOutOfBandReads(reads) => reads.validate(servers, clients),
             Workload::Elections(elections) => elections.validate(),
             Workload::Discovery(discovery) => discovery.validate(),
             Workload::PubSub(pubsub) => pubsub.validate(),
-            Workload::FifoQueue(queue) => queue.validate(scenario.clients),
+            Workload::FifoQueue(queue) => queue.validate(clients),
             Workload::SharedCounter(counter) => counter.validate(),
             Workload::DoubleBarrier(barrier) => barrier.validate(),
             Workload::ReadyConfig(config) => config.validate(),
             Workload::Rendezvous(rendezvous) => rendezvous.validate(),
-        };
-        checked.map_err(|problem| ScenarioError {
-            file: None,
-            line: None,
-            field: "workload".into(),
-            problem,
-        })
+        }
     }
 
     /// Starts the workers on the running store.
@@ -495,10 +497,14 @@ pub(crate) enum RunningStore {
 }
 
 impl RunningStore {
-    fn recipe_store(&self) -> recipe_session::RecipeStore {
+    fn recipe_store(&self) -> shared::recipe_session::RecipeStore {
         match self {
-            RunningStore::Zab(ensemble) => recipe_session::RecipeStore::Zab(ensemble.clone()),
-            RunningStore::Raft(cluster) => recipe_session::RecipeStore::Raft(cluster.clone()),
+            RunningStore::Zab(ensemble) => {
+                shared::recipe_session::RecipeStore::Zab(ensemble.clone())
+            }
+            RunningStore::Raft(cluster) => {
+                shared::recipe_session::RecipeStore::Raft(cluster.clone())
+            }
             RunningStore::Ledger(_) => {
                 unreachable!("validated: recipes run on a consensus store")
             }

@@ -8,6 +8,17 @@
 //! thing must happen but for a one-in-a-million chance. A long sweep then asserts nearly
 //! the measured rate; one pinned seed promises nothing.
 
+use scenarios::Outcome;
+use sim::history::History;
+
+/// A sweep's run's history: the driver keeps it for every run a sweep inspects.
+pub fn history(outcome: &Outcome) -> &History {
+    outcome
+        .history
+        .as_ref()
+        .expect("the driver keeps the history")
+}
+
 /// The chance, at most, that a rate assertion fails on seeds where the rate holds.
 pub const SHORTFALL_CHANCE: f64 = 1e-6;
 

@@ -3,11 +3,9 @@
 //! resolve when each fault fires. They replace nemeses that used to act from code, so their
 //! runs replay from the printed plan and shrink like any other.
 
+use super::FaultWorld;
 use super::{Fault, FaultPlan, PartitionShape, ScheduledFault, Target};
-use crate::{
-    config::{ConfigError, WorldConfig},
-    node::NodeId,
-};
+use crate::{config_error::ConfigError, node::NodeId};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -39,7 +37,7 @@ impl Default for LeaderKiller {
 }
 
 impl LeaderKiller {
-    pub(super) fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
+    pub(super) fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
         if self.max_delay_ms == 0 {
             return Err(ConfigError::new(
                 format!("{field}.max_delay_ms"),
@@ -61,13 +59,13 @@ impl LeaderKiller {
 
     pub(super) fn generate(
         &self,
-        config: &WorldConfig,
+        config: &dyn FaultWorld,
         phase_ms: u64,
         rng: &mut ChaCha8Rng,
     ) -> FaultPlan {
-        let minority = (config.servers.saturating_sub(1)) / 2;
+        let minority = (config.servers().saturating_sub(1)) / 2;
         let max_delay = self.max_delay_ms;
-        let clients: Vec<NodeId> = (0..config.clients).map(NodeId::client).collect();
+        let clients: Vec<NodeId> = (0..config.clients()).map(NodeId::client).collect();
         let mut faults = Vec::new();
         // End times of the crashes in force, to keep at most a minority down.
         let mut down_until: Vec<u64> = Vec::new();
@@ -192,7 +190,7 @@ impl CutOffLeader {
                 ),
             ));
         }
-        crate::config::check_drift(
+        crate::config_error::check_drift(
             &format!("{field}.leader_drift_ppm"),
             i64::from(self.leader_drift_ppm),
         )
@@ -200,11 +198,11 @@ impl CutOffLeader {
 
     pub(super) fn generate(
         &self,
-        config: &WorldConfig,
+        config: &dyn FaultWorld,
         phase_ms: u64,
         _rng: &mut ChaCha8Rng,
     ) -> FaultPlan {
-        let with: Vec<NodeId> = (0..self.with_clients.min(config.clients))
+        let with: Vec<NodeId> = (0..self.with_clients.min(config.clients()))
             .map(NodeId::client)
             .collect();
         let mut faults = Vec::new();
@@ -284,13 +282,13 @@ impl Default for FlappingFollower {
 }
 
 impl FlappingFollower {
-    pub(super) fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
-        if config.servers < 2 {
+    pub(super) fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
+        if config.servers() < 2 {
             return Err(ConfigError::new(
                 field,
                 format!(
                     "{} server(s) (expected at least two: a leader and a follower)",
-                    config.servers
+                    config.servers()
                 ),
             ));
         }
@@ -305,7 +303,7 @@ impl FlappingFollower {
 
     pub(super) fn generate(
         &self,
-        _config: &WorldConfig,
+        _config: &dyn FaultWorld,
         phase_ms: u64,
         _rng: &mut ChaCha8Rng,
     ) -> FaultPlan {
@@ -373,8 +371,8 @@ impl Default for PauseClients {
 }
 
 impl PauseClients {
-    pub(super) fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
-        if config.clients == 0 {
+    pub(super) fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
+        if config.clients() == 0 {
             return Err(ConfigError::new(
                 field,
                 "0 clients (expected at least one client to pause)",
@@ -391,15 +389,15 @@ impl PauseClients {
 
     pub(super) fn generate(
         &self,
-        config: &WorldConfig,
+        config: &dyn FaultWorld,
         phase_ms: u64,
         rng: &mut ChaCha8Rng,
     ) -> FaultPlan {
         let mut faults = Vec::new();
         let mut now = self.interval_ms;
-        while now + self.pause_ms < phase_ms && config.clients > 0 {
+        while now + self.pause_ms < phase_ms && config.clients() > 0 {
             let node = match self.whom {
-                PausedClient::Any => NodeId::client(rng.gen_range(0..config.clients)).into(),
+                PausedClient::Any => NodeId::client(rng.gen_range(0..config.clients())).into(),
                 PausedClient::Holder => Target::Holder,
             };
             faults.push(ScheduledFault::at(now, Fault::Pause { node }).lasting(self.pause_ms));
@@ -437,14 +435,14 @@ impl Default for QuorumRestart {
 }
 
 impl QuorumRestart {
-    pub(super) fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
-        if config.servers < 3 {
+    pub(super) fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
+        if config.servers() < 3 {
             return Err(ConfigError::new(
                 field,
                 format!(
                     "{} server(s) (expected at least three: the servers but the leader must \
                      be a quorum)",
-                    config.servers
+                    config.servers()
                 ),
             ));
         }
@@ -463,7 +461,7 @@ impl QuorumRestart {
 
     pub(super) fn generate(
         &self,
-        config: &WorldConfig,
+        config: &dyn FaultWorld,
         phase_ms: u64,
         rng: &mut ChaCha8Rng,
     ) -> FaultPlan {
@@ -494,7 +492,7 @@ impl QuorumRestart {
             // Then every server, by name: "follower" would spare a restarted former leader
             // that never stepped down (it still counts as leading once the leader is gone).
             // The leader and the last round's leader are down already, and stay down.
-            for server in 0..config.servers {
+            for server in 0..config.servers() {
                 faults.push(
                     ScheduledFault::at(
                         at,
@@ -553,14 +551,14 @@ const REJOIN_RESTART_MS: u64 = 300;
 const REJOIN_LEADER_DOWN_MS: u64 = 700;
 
 impl RejoinCrash {
-    pub(super) fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
-        if config.servers < 3 {
+    pub(super) fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
+        if config.servers() < 3 {
             return Err(ConfigError::new(
                 field,
                 format!(
                     "{} server(s) (expected at least three: a leader, a rejoining follower \
                      and one that stalls)",
-                    config.servers
+                    config.servers()
                 ),
             ));
         }
@@ -585,7 +583,7 @@ impl RejoinCrash {
 
     pub(super) fn generate(
         &self,
-        config: &WorldConfig,
+        config: &dyn FaultWorld,
         phase_ms: u64,
         rng: &mut ChaCha8Rng,
     ) -> FaultPlan {
@@ -611,7 +609,7 @@ impl RejoinCrash {
                 .lasting(self.down_ms)
                 .named(joiner.clone()),
             );
-            let others: Vec<String> = (1..config.servers - 1)
+            let others: Vec<String> = (1..config.servers() - 1)
                 .map(|index| format!("other{round}_{index}"))
                 .collect();
             for other in &others {

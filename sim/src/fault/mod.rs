@@ -6,6 +6,7 @@ mod directed;
 mod plan;
 mod swarm;
 mod target;
+mod world;
 
 pub use directed::{
     CutOffLeader, FlappingFollower, LeaderKiller, PauseClients, PausedClient, QuorumRestart,
@@ -14,9 +15,10 @@ pub use directed::{
 pub use plan::{FaultPlan, FaultSource, ScheduledFault};
 pub use swarm::{ClientFaults, SwarmConfig};
 pub use target::{Target, TargetParseError};
+pub use world::FaultWorld;
 
 use crate::{
-    config::{ConfigError, WorldConfig, check_drift, check_probability, check_range_us},
+    config_error::{ConfigError, check_drift, check_probability, check_range_us},
     node::NodeId,
     ratio::Ratio,
 };
@@ -167,7 +169,7 @@ impl Fault {
     /// The fault that undoes this one after a span (`for_ms` in a plan), with the subject
     /// already resolved to `subject`; `config` gives the network conditions to restore.
     /// `None` for faults that have no inverse (a clock step, a heal, an inverse itself).
-    pub fn inverse(&self, subject: Option<NodeId>, config: &WorldConfig) -> Option<Fault> {
+    pub fn inverse(&self, subject: Option<NodeId>, config: &dyn FaultWorld) -> Option<Fault> {
         let node = || Target::Node(subject.expect("a resolved subject"));
         match self {
             Fault::Partition { .. } => Some(Fault::Heal),
@@ -182,14 +184,14 @@ impl Fault {
                 drift_ppm: 0,
             }),
             Fault::Loss { .. } => Some(Fault::Loss {
-                rate: config.network.loss,
+                rate: config.configured_loss(),
             }),
             Fault::Duplication { .. } => Some(Fault::Duplication {
-                rate: config.network.duplication,
+                rate: config.configured_duplication(),
             }),
             Fault::Latency { .. } => Some(Fault::Latency {
-                min_us: config.network.latency_min_us,
-                max_us: config.network.latency_max_us,
+                min_us: config.configured_latency_us().0,
+                max_us: config.configured_latency_us().1,
             }),
             Fault::Heal
             | Fault::Unclog { .. }
@@ -201,18 +203,18 @@ impl Fault {
     }
 
     /// Checks the fault against the world it will run in.
-    pub fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
+    pub fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
         for node in self.nodes() {
             if !config.contains(node) {
                 return Err(ConfigError::new(
                     field,
                     format!(
                         "names unknown node {node} (the world has s1..s{} and {})",
-                        config.servers,
-                        if config.clients == 0 {
+                        config.servers(),
+                        if config.clients() == 0 {
                             "no clients".to_string()
                         } else {
-                            format!("c1..c{}", config.clients)
+                            format!("c1..c{}", config.clients())
                         }
                     ),
                 ));
@@ -591,6 +593,7 @@ impl fmt::Display for PartitionShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::WorldConfig;
     use rand::SeedableRng;
 
     fn servers(n: usize) -> Vec<NodeId> {
@@ -833,6 +836,7 @@ mod tests {
 #[cfg(test)]
 mod directed_tests {
     use super::*;
+    use crate::config::WorldConfig;
     use rand::SeedableRng;
 
     fn config(servers: usize, clients: usize) -> WorldConfig {

@@ -1,10 +1,11 @@
 //! Fault plans: what fires when, with spans and named targets, and where plans come from.
 
+use super::FaultWorld;
 use super::{
     CutOffLeader, Fault, FaultKind, FlappingFollower, LeaderKiller, PauseClients, QuorumRestart,
     RejoinCrash, SwarmConfig, Target,
 };
-use crate::config::{ConfigError, WorldConfig};
+use crate::config_error::ConfigError;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeSet, fmt};
@@ -99,7 +100,7 @@ impl FaultPlan {
 
     /// Checks every fault against the world: nodes exist, magnitudes are sane, spans are
     /// only on faults that have an inverse, and every `$name` was named by an earlier fault.
-    pub fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
+    pub fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
         let mut names = BTreeSet::new();
         for (index, scheduled) in self.faults.iter().enumerate() {
             let field = format!("{field}[{index}]");
@@ -235,7 +236,7 @@ pub enum FaultSource {
 
 impl FaultSource {
     /// Checks the source's parameters (field names under `field`).
-    pub fn validate(&self, field: &str, config: &WorldConfig) -> Result<(), ConfigError> {
+    pub fn validate(&self, field: &str, config: &dyn FaultWorld) -> Result<(), ConfigError> {
         match self {
             FaultSource::None => Ok(()),
             FaultSource::Plan(plan) => plan.validate(&format!("{field}.plan"), config),
@@ -299,7 +300,7 @@ impl FaultSource {
 
     /// The plan: the explicit one, or one generated for `config` over a fault phase of
     /// `phase_ms` from the `faults` stream `rng`.
-    pub fn plan(&self, config: &WorldConfig, phase_ms: u64, rng: &mut ChaCha8Rng) -> FaultPlan {
+    pub fn plan(&self, config: &dyn FaultWorld, phase_ms: u64, rng: &mut ChaCha8Rng) -> FaultPlan {
         match self {
             FaultSource::None => FaultPlan::default(),
             FaultSource::Plan(plan) => plan.clone(),

@@ -1,12 +1,9 @@
 //! Swarm testing: each seed switches a random subset of fault kinds on and schedules them
 //! at random times, so that rare combinations get explored.
 
+use super::FaultWorld;
 use super::{Fault, FaultKind, FaultPlan, PartitionShape, ScheduledFault, Target};
-use crate::{
-    config::{ConfigError, WorldConfig},
-    node::NodeId,
-    ratio::Ratio,
-};
+use crate::{config_error::ConfigError, node::NodeId, ratio::Ratio};
 use rand::{Rng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -70,7 +67,12 @@ impl SwarmConfig {
     /// Generates a plan for `config` whose faults fire (and end) within the first
     /// `phase_ms`, from the `faults` stream `rng`. The world heals everything at the end of
     /// the phase; the plan does not.
-    pub fn generate(&self, config: &WorldConfig, phase_ms: u64, rng: &mut ChaCha8Rng) -> FaultPlan {
+    pub fn generate(
+        &self,
+        config: &dyn FaultWorld,
+        phase_ms: u64,
+        rng: &mut ChaCha8Rng,
+    ) -> FaultPlan {
         Generator::new(self, config, phase_ms, rng).run()
     }
 }
@@ -78,7 +80,7 @@ impl SwarmConfig {
 struct Generator<'a> {
     swarm: &'a SwarmConfig,
     phase_ms: u64,
-    config: &'a WorldConfig,
+    config: &'a dyn FaultWorld,
     rng: &'a mut ChaCha8Rng,
     faults: Vec<ScheduledFault>,
     /// Per node: the time until which it is crashed or paused.
@@ -91,7 +93,7 @@ struct Generator<'a> {
 impl<'a> Generator<'a> {
     fn new(
         swarm: &'a SwarmConfig,
-        config: &'a WorldConfig,
+        config: &'a dyn FaultWorld,
         phase_ms: u64,
         rng: &'a mut ChaCha8Rng,
     ) -> Self {
@@ -119,11 +121,11 @@ impl<'a> Generator<'a> {
     }
 
     fn targets(&self) -> Vec<NodeId> {
-        let servers = (0..self.config.servers).map(NodeId::server);
+        let servers = (0..self.config.servers()).map(NodeId::server);
         match self.swarm.client_faults {
             ClientFaults::Excluded => servers.collect(),
             ClientFaults::Included => servers
-                .chain((0..self.config.clients).map(NodeId::client))
+                .chain((0..self.config.clients()).map(NodeId::client))
                 .collect(),
         }
     }
@@ -203,7 +205,7 @@ impl<'a> Generator<'a> {
     }
 
     fn schedule(&mut self, kind: FaultKind, now: u64) {
-        let servers: Vec<NodeId> = (0..self.config.servers).map(NodeId::server).collect();
+        let servers: Vec<NodeId> = (0..self.config.servers()).map(NodeId::server).collect();
         match kind {
             FaultKind::Partition => {
                 if self.partition_until > now {
@@ -219,8 +221,8 @@ impl<'a> Generator<'a> {
                     shapes.push(PartitionShape::MajorityRing);
                     shapes.push(PartitionShape::Bridge);
                 }
-                if self.swarm.client_faults == ClientFaults::Included && self.config.clients > 0 {
-                    let node = NodeId::client(self.rng.gen_range(0..self.config.clients));
+                if self.swarm.client_faults == ClientFaults::Included && self.config.clients() > 0 {
+                    let node = NodeId::client(self.rng.gen_range(0..self.config.clients()));
                     shapes.push(PartitionShape::IsolateNode { node: node.into() });
                 }
                 let shape = shapes.choose(self.rng).expect("shapes").clone();
@@ -251,7 +253,7 @@ impl<'a> Generator<'a> {
                 }
                 let until = now + self.duration(now, 1, 3);
                 self.latency_until = until;
-                let min_us = self.config.network.latency_min_us;
+                let min_us = self.config.configured_latency_us().0;
                 let max_us = self.rng.gen_range(20_000..=200_000).max(min_us);
                 self.push_span(now, Fault::Latency { min_us, max_us }, until);
             }
@@ -259,7 +261,7 @@ impl<'a> Generator<'a> {
                 let max_servers = self
                     .swarm
                     .max_unavailable_servers
-                    .unwrap_or((self.config.servers.saturating_sub(1)) / 2);
+                    .unwrap_or((self.config.servers().saturating_sub(1)) / 2);
                 let servers_down = self
                     .unavailable_until
                     .iter()

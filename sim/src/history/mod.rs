@@ -5,6 +5,7 @@
 //! that recorded it. The whole history serializes to JSON and has a stable [`Digest`]: the
 //! same scenario and seed give the same digest on every run and every machine.
 
+pub mod beliefs;
 mod events;
 pub mod kv;
 pub mod recipe;

@@ -9,14 +9,13 @@
 //! and counted: lost, dropped by a partition or clog, dropped because the receiver is
 //! crashed, duplicated, discarded by a broken connection.
 
+pub(crate) mod broken;
 mod datagram;
 mod stream;
 
+pub use broken::{BreakReason, ConnectionBroken};
 pub use datagram::{Datagram, DatagramEndpoint, DatagramNetwork, DatagramRecv};
-pub use stream::{
-    BreakReason, ConnectError, Connection, ConnectionBroken, ConnectionRecv, Listener,
-    StreamNetwork,
-};
+pub use stream::{ConnectError, Connection, ConnectionRecv, Listener, StreamNetwork};
 
 use crate::world::state::WorldShared;
 use madsim::time::Sleep;

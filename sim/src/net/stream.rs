@@ -7,14 +7,16 @@
 //! connection at once (both ends' pending receives return [`ConnectionBroken`]); a pause does
 //! not (messages wait for the paused node, as in a kernel buffer).
 
-use super::ArrivalTimer;
+use super::{
+    ArrivalTimer,
+    broken::{BreakReason, ConnectionBroken},
+};
 use crate::{
     node::NodeId,
     shared::Shared,
     time,
     world::state::{Breakable, CrashHook, WorldShared},
 };
-use serde::{Deserialize, Serialize};
 use std::{
     collections::VecDeque,
     fmt,
@@ -24,41 +26,6 @@ use std::{
     task::{Context, Poll, Waker},
     time::Duration,
 };
-
-/// Why a connection broke.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "reason", rename_all = "snake_case")]
-pub enum BreakReason {
-    /// A partition or clog cut the link between the ends.
-    Partitioned,
-    /// One end's node crashed.
-    Crashed {
-        /// The node that crashed.
-        node: NodeId,
-    },
-    /// One end closed (or dropped) the connection.
-    Closed {
-        /// The node that closed it.
-        by: NodeId,
-    },
-}
-
-/// The connection is broken; nothing more can be sent or received on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnectionBroken {
-    /// Why.
-    pub reason: BreakReason,
-}
-
-impl fmt::Display for ConnectionBroken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.reason {
-            BreakReason::Partitioned => write!(f, "connection broken by a partition"),
-            BreakReason::Crashed { node } => write!(f, "connection broken: {node} crashed"),
-            BreakReason::Closed { by } => write!(f, "connection closed by {by}"),
-        }
-    }
-}
 
 impl std::error::Error for ConnectionBroken {}
 

@@ -4,11 +4,11 @@ use crate::{
     clock::Clock,
     config::WorldConfig,
     disk::Disk,
+    fault_counts::FaultCounts,
     history::{
-        Event, ProtocolEvent, RecipeEvent, Record,
-        recipe::{ElectionStep, LockStep},
+        Event, ProtocolEvent, Record,
+        beliefs::{BeliefChange, RecipeBelief, belief_change},
     },
-    nemesis::FaultCounts,
     node::{NodeId, NodeKind},
     ratio::Ratio,
     seed::Seed,
@@ -62,7 +62,7 @@ pub(crate) trait CrashHook: Send + Sync {
 pub(crate) trait Breakable: Send + Sync {
     /// Breaks the connection abruptly; returns how many queued messages were discarded, or
     /// `None` if it was already broken or closed.
-    fn break_abruptly(&self, reason: crate::net::BreakReason) -> Option<u64>;
+    fn break_abruptly(&self, reason: crate::net::broken::BreakReason) -> Option<u64>;
 }
 
 pub(crate) struct RegisteredConnection {
@@ -426,23 +426,30 @@ impl WorldShared {
             }
         }
         if let (Event::Recipe(recipe), Some(node)) = (&event, node)
-            && let Some((process, name, change)) = holding_change(recipe)
+            && let Some(RecipeBelief {
+                process,
+                name,
+                change,
+                ..
+            }) = belief_change(recipe)
         {
             let same = |held: &(NodeId, u32, String)| {
                 held.0 == node && held.1 == process && held.2 == name
             };
             match change {
-                HoldingChange::StartedWaiting => {
+                BeliefChange::StartedWaiting => {
                     state.waiting.retain(|waiting| !same(waiting));
                     state.waiting.push((node, process, name.to_string()));
                 }
-                HoldingChange::StoppedWaiting => state.waiting.retain(|waiting| !same(waiting)),
-                HoldingChange::StartedHolding => {
+                BeliefChange::StoppedWaiting => state.waiting.retain(|waiting| !same(waiting)),
+                BeliefChange::Began { .. } => {
                     state.waiting.retain(|waiting| !same(waiting));
                     state.holding.retain(|held| !same(held));
                     state.holding.push((node, process, name.to_string()));
                 }
-                HoldingChange::StoppedHolding => state.holding.retain(|held| !same(held)),
+                BeliefChange::LetGo | BeliefChange::Lost(_) => {
+                    state.holding.retain(|held| !same(held))
+                }
             }
         }
         state.history.push(Record { at, node, event });
@@ -487,124 +494,5 @@ impl WorldShared {
         for slot in &self.nodes {
             self.madsim.kill(slot.madsim_id);
         }
-    }
-}
-
-/// How a recipe record changes who waits for and who holds a lock or an election's
-/// leadership, for the `holder` and `waiter` roles. A leader holds its election as a holder
-/// holds its lock: both believe they alone may act, until they let go or learn of a loss.
-enum HoldingChange {
-    /// Asked for the lock, or entered the election.
-    StartedWaiting,
-    /// Gave up waiting or campaigning.
-    StoppedWaiting,
-    /// Acquired the lock, or gained the leadership.
-    StartedHolding,
-    /// Let go of it, or learned it lost it.
-    StoppedHolding,
-}
-
-/// The process, lock or election name, and change a recipe record makes, if any.
-fn holding_change(recipe: &RecipeEvent) -> Option<(u32, &str, HoldingChange)> {
-    let change = match recipe {
-        RecipeEvent::Lock {
-            process,
-            lock,
-            step,
-        } => {
-            let change = match step {
-                LockStep::Requested { .. } => HoldingChange::StartedWaiting,
-                LockStep::GaveUp { .. } => HoldingChange::StoppedWaiting,
-                LockStep::Acquired { .. } => HoldingChange::StartedHolding,
-                LockStep::Released { .. } | LockStep::Lost { .. } => HoldingChange::StoppedHolding,
-                LockStep::Woken { .. } => return None,
-            };
-            (*process, lock.as_str(), change)
-        }
-        RecipeEvent::Election {
-            process,
-            election,
-            step,
-        } => {
-            let change = match step {
-                ElectionStep::Campaigned => HoldingChange::StartedWaiting,
-                ElectionStep::GaveUp { .. } => HoldingChange::StoppedWaiting,
-                ElectionStep::Gained { .. } => HoldingChange::StartedHolding,
-                ElectionStep::Resigned { .. } | ElectionStep::Lost { .. } => {
-                    HoldingChange::StoppedHolding
-                }
-                ElectionStep::Observed { .. } | ElectionStep::Woken { .. } => return None,
-            };
-            (*process, election.as_str(), change)
-        }
-        _ => return None,
-    };
-    Some(change)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn election(step: ElectionStep) -> RecipeEvent {
-        RecipeEvent::Election {
-            process: 3,
-            election: "/e".into(),
-            step,
-        }
-    }
-
-    /// An election's candidates wait and its leader holds, as a lock's waiters and holder
-    /// do, so `waiter` and `holder` find them.
-    #[test]
-    fn candidates_wait_and_leaders_hold_like_lock_waiters_and_holders() {
-        fn change(event: &RecipeEvent) -> Option<(u32, String, &'static str)> {
-            holding_change(event).map(|(process, name, change)| {
-                (
-                    process,
-                    name.to_string(),
-                    match change {
-                        HoldingChange::StartedWaiting => "waits",
-                        HoldingChange::StoppedWaiting => "stops waiting",
-                        HoldingChange::StartedHolding => "holds",
-                        HoldingChange::StoppedHolding => "stops holding",
-                    },
-                )
-            })
-        }
-        let expect = |what: &'static str| Some((3, "/e".to_string(), what));
-        assert_eq!(change(&election(ElectionStep::Campaigned)), expect("waits"));
-        assert_eq!(
-            change(&election(ElectionStep::Gained { token: 1 })),
-            expect("holds")
-        );
-        assert_eq!(
-            change(&election(ElectionStep::Resigned { token: 1 })),
-            expect("stops holding")
-        );
-        assert_eq!(
-            change(&election(ElectionStep::Lost {
-                token: 1,
-                why: crate::history::recipe::LossReason::LeaseExpired,
-            })),
-            expect("stops holding")
-        );
-        assert_eq!(
-            change(&election(ElectionStep::GaveUp { why: "x".into() })),
-            expect("stops waiting")
-        );
-        assert_eq!(
-            change(&election(ElectionStep::Observed { leader: None })),
-            None
-        );
-        let lock = RecipeEvent::Lock {
-            process: 3,
-            lock: "/e".into(),
-            step: LockStep::Acquired {
-                token: 2,
-                mode: crate::history::recipe::LockMode::Exclusive,
-            },
-        };
-        assert_eq!(change(&lock), expect("holds"));
     }
 }

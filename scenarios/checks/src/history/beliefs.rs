@@ -10,7 +10,8 @@
 use sim::{
     NodeId,
     history::{
-        Event, History, RecipeEvent,
+        Event, History,
+        beliefs::{BeliefChange, Held, RecipeBelief, belief_change},
         recipe::{LockMode, LossReason},
     },
     time::SimTime,
@@ -40,21 +41,6 @@ pub enum HoldEnd {
     },
     /// The run ended while the client still believed.
     StillHeld,
-}
-
-/// What one recipe record says about its process's belief.
-pub(crate) enum BeliefChange {
-    /// It now believes it holds, by this token.
-    Began {
-        /// The fencing token.
-        token: u64,
-        /// Whether others may hold it too (a read lock's readers) or not.
-        mode: LockMode,
-    },
-    /// It let go, and knows it.
-    LetGo,
-    /// It learned it lost.
-    Lost(LossReason),
 }
 
 /// One interval of belief.
@@ -110,12 +96,10 @@ pub(crate) fn first_overlaps<T: Clone>(
     pairs
 }
 
-/// Every belief `read` finds in the recipe records, in the order they began. `read` gives,
-/// for a record it cares about, the process, the lock or election name, and the change.
-pub(crate) fn beliefs(
-    history: &History,
-    read: impl Fn(&RecipeEvent) -> Option<(u32, &str, BeliefChange)>,
-) -> Vec<Belief> {
+/// Every belief in what `of` selects (locks, leaderships or both) that the recipe records
+/// show, in the order they began (read by `sim`'s [`belief_change`], as the nemesis reads
+/// them).
+pub(crate) fn beliefs(history: &History, of: impl Fn(Held) -> bool) -> Vec<Belief> {
     let mut open: BTreeMap<(Holder, String), usize> = BTreeMap::new();
     let mut beliefs: Vec<Belief> = Vec::new();
     let close = |beliefs: &mut Vec<Belief>, index: usize, at: SimTime, end: HoldEnd| {
@@ -125,7 +109,13 @@ pub(crate) fn beliefs(
     for record in history.records() {
         match (&record.event, record.node) {
             (Event::Recipe(recipe), Some(node)) => {
-                let Some((process, name, change)) = read(recipe) else {
+                let Some(RecipeBelief {
+                    process,
+                    name,
+                    change,
+                    ..
+                }) = belief_change(recipe).filter(|belief| of(belief.held))
+                else {
                     continue;
                 };
                 let key = ((node, process), name.to_string());
@@ -162,6 +152,8 @@ pub(crate) fn beliefs(
                             close(&mut beliefs, index, record.at, HoldEnd::Lost(why));
                         }
                     }
+                    // Waits are read by `lock_waits`, not here.
+                    BeliefChange::StartedWaiting | BeliefChange::StoppedWaiting => {}
                 }
             }
             (Event::Fault(fault), _) => {
@@ -186,7 +178,5 @@ pub(crate) fn beliefs(
 /// Every lock hold and every leadership, in the order they began: what a writer to a fenced
 /// resource believed it held, whichever recipe gave it its token.
 pub(crate) fn tokens_believed(history: &History) -> Vec<Belief> {
-    beliefs(history, |recipe| {
-        super::locks::lock_change(recipe).or_else(|| super::elections::election_change(recipe))
-    })
+    beliefs(history, |_| true)
 }

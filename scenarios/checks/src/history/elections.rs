@@ -6,12 +6,9 @@
 //! the `beliefs` reader the lock reader shares). Observations (`OnNewLeader`) are read
 //! separately: they say whom a client thinks leads, not that it leads.
 
-use super::beliefs::{BeliefChange, HoldEnd, Holder, beliefs, intervals_overlap};
+use super::beliefs::{HoldEnd, Holder, beliefs, intervals_overlap};
 use sim::{
-    history::{
-        Event, History, RecipeEvent,
-        recipe::{ElectionStep, LockMode},
-    },
+    history::{Event, History, RecipeEvent, beliefs::Held, recipe::ElectionStep},
     time::SimTime,
 };
 
@@ -40,37 +37,9 @@ impl Leadership {
     }
 }
 
-/// What an election record says about its process's belief that it leads, if anything.
-pub(crate) fn election_change(recipe: &RecipeEvent) -> Option<(u32, &str, BeliefChange)> {
-    let RecipeEvent::Election {
-        process,
-        election,
-        step,
-    } = recipe
-    else {
-        return None;
-    };
-    let change = match step {
-        ElectionStep::Gained { token } => BeliefChange::Began {
-            token: *token,
-            // A leader leads alone.
-            mode: LockMode::Exclusive,
-        },
-        ElectionStep::Resigned { .. } => BeliefChange::LetGo,
-        ElectionStep::Lost { why, .. } => BeliefChange::Lost(*why),
-        ElectionStep::Campaigned
-        | ElectionStep::Woken { .. }
-        | ElectionStep::GaveUp { .. }
-        | ElectionStep::Observed { .. } => {
-            return None;
-        }
-    };
-    Some((*process, election, change))
-}
-
 /// Every leadership of every election, in the order they began.
 pub fn leaderships(history: &History) -> Vec<Leadership> {
-    beliefs(history, election_change)
+    beliefs(history, |held| held == Held::Leadership)
         .into_iter()
         .map(|belief| Leadership {
             election: belief.name,

@@ -6,12 +6,9 @@
 //! hold ends at the crash; the `beliefs` reader the election reader shares). Reads `RecipeEvent::ResourceWrite` records,
 //! which the fenced resource writes at its own node for every write it receives.
 
-use super::beliefs::{BeliefChange, beliefs, intervals_overlap};
+use super::beliefs::{beliefs, intervals_overlap};
 use sim::{
-    history::{
-        Event, History, RecipeEvent, ResourceVerdict,
-        recipe::{LockMode, LockStep},
-    },
+    history::{Event, History, RecipeEvent, ResourceVerdict, beliefs::Held, recipe::LockMode},
     time::SimTime,
 };
 
@@ -44,33 +41,9 @@ impl Hold {
     }
 }
 
-/// What a lock record says about its process's belief, if anything.
-pub(crate) fn lock_change(recipe: &RecipeEvent) -> Option<(u32, &str, BeliefChange)> {
-    let RecipeEvent::Lock {
-        process,
-        lock,
-        step,
-    } = recipe
-    else {
-        return None;
-    };
-    let change = match step {
-        LockStep::Acquired { token, mode } => BeliefChange::Began {
-            token: *token,
-            mode: *mode,
-        },
-        LockStep::Released { .. } => BeliefChange::LetGo,
-        LockStep::Lost { why, .. } => BeliefChange::Lost(*why),
-        LockStep::Requested { .. } | LockStep::Woken { .. } | LockStep::GaveUp { .. } => {
-            return None;
-        }
-    };
-    Some((*process, lock, change))
-}
-
 /// Every hold of every lock, in the order they began.
 pub fn holds(history: &History) -> Vec<Hold> {
-    beliefs(history, lock_change)
+    beliefs(history, |held| held == Held::Lock)
         .into_iter()
         .map(|belief| Hold {
             lock: belief.name,

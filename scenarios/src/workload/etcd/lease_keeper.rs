@@ -22,7 +22,7 @@
 //! ```
 
 use super::{final_read, until};
-use crate::workload::{LEASE_PREFIX, Pending, Workers};
+use crate::workload::{LEASE_PREFIX, Pending, Workers, spawn_per_client};
 use models::etcd::{ClientConfig, EtcdClient, EtcdCluster, kv_response};
 use serde::{Deserialize, Serialize};
 use sim::{
@@ -160,21 +160,17 @@ impl LeaseKeeper {
         cluster: &EtcdCluster,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .enumerate()
-            .map(|(index, node)| {
-                let (context, cluster, stop) = (sim.node(node), cluster.clone(), stop.clone());
-                let keeper = self.clone();
-                sim.spawn(node, async move {
-                    if index == 0 {
-                        keeper.hold(cluster, context, stop).await;
-                    } else {
-                        keeper.read(cluster, context, stop).await;
-                    }
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |index, _, context| {
+            let (cluster, stop) = (cluster.clone(), stop.clone());
+            let keeper = self.clone();
+            async move {
+                if index == 0 {
+                    keeper.hold(cluster, context, stop).await;
+                } else {
+                    keeper.read(cluster, context, stop).await;
+                }
+            }
+        })
     }
 
     /// After the heal: a linearizable read of every lease key.

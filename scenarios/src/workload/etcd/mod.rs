@@ -11,7 +11,10 @@
 
 mod cas_counter;
 mod compacted_watch;
+pub(super) mod kv;
+pub(super) mod kv_leases;
 mod lease_keeper;
+pub(super) mod pubsub;
 mod watch_resume;
 
 pub use cas_counter::{COUNTER_KEY, CasCounter};

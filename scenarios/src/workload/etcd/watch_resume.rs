@@ -9,7 +9,7 @@
 //! revision delivered once, in order, with its content, across the reconnects.
 
 use super::{final_read, until};
-use crate::workload::{Pending, Workers};
+use crate::workload::{Pending, Workers, spawn_per_client};
 use models::etcd::{EtcdClient, EtcdCluster, WatchItem, kv_response, prefix_range_end};
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, Sim, history::kv::KvResponse};
@@ -75,21 +75,17 @@ impl WatchResume {
         cluster: &EtcdCluster,
         stop: &Arc<AtomicBool>,
     ) -> Workers {
-        sim.clients()
-            .into_iter()
-            .enumerate()
-            .map(|(index, node)| {
-                let (context, cluster, stop) = (sim.node(node), cluster.clone(), stop.clone());
-                let workload = self.clone();
-                sim.spawn(node, async move {
-                    if index == 0 {
-                        workload.write(cluster, context, stop).await;
-                    } else {
-                        workload.watch(cluster, context, stop).await;
-                    }
-                })
-            })
-            .collect()
+        spawn_per_client(sim, |index, _, context| {
+            let (cluster, stop) = (cluster.clone(), stop.clone());
+            let workload = self.clone();
+            async move {
+                if index == 0 {
+                    workload.write(cluster, context, stop).await;
+                } else {
+                    workload.watch(cluster, context, stop).await;
+                }
+            }
+        })
     }
 
     /// After the heal: a linearizable read of every key.

@@ -1,0 +1,398 @@
+//! The connection task: connects, reads replies and events, pings, fails pending calls on
+//! connection loss, reconnects, and expires or abandons the session.
+
+use super::{
+    ClientState, Phase, Registration, SessionExpiry, Shared, Watch, WatchRequest, WatchedEvent,
+    ZkClientError, failed, ok, unknown,
+};
+use crate::zk::wire::{ClientMessage, Refusal};
+use futures_util::future::{Either, select};
+use rand::seq::SliceRandom;
+use sim::{
+    NodeId,
+    history::zk::{WatchEventType, WatchKind, ZkError, ZkEvent, ZkResponse},
+    net::Connection,
+};
+use std::{sync::Arc, time::Duration};
+
+/// The connection manager: connects, reads replies and events, pings, reconnects.
+pub(super) async fn run_connection(shared: Arc<Shared>) {
+    let me = shared.context.id();
+    let mut servers = shared.config.servers.clone();
+    servers.shuffle(
+        &mut shared
+            .context
+            .rng(&format!("zk-client-servers-{}", shared.config.process)),
+    );
+    let clock = shared.context.clock().clone();
+    let mut next = 0usize;
+    // With `SessionExpiry::AfterDisconnectedTimeout`: when the session is given up unless a
+    // connection is made first.
+    let mut abandon_at = None;
+    loop {
+        // Connecting.
+        let connecting = async {
+            loop {
+                if matches!(shared.lock().phase, Phase::Expired | Phase::Closed) {
+                    return None;
+                }
+                let server = servers[next % servers.len()];
+                next += 1;
+                if next.is_multiple_of(servers.len()) {
+                    clock.sleep(Duration::from_millis(50)).await;
+                }
+                let (session, timeout_ms, last_zxid, auth) = {
+                    let state = shared.lock();
+                    (
+                        state.session,
+                        state.timeout_ms,
+                        state.last_zxid,
+                        state.auth.clone(),
+                    )
+                };
+                let connect_timeout =
+                    Duration::from_millis((timeout_ms / servers.len() as u64).max(50));
+                let Ok(connection) = shared.network.connect(me, server, connect_timeout).await
+                else {
+                    continue;
+                };
+                let hello = ClientMessage::Connect {
+                    session,
+                    timeout_ms,
+                    last_zxid_seen: last_zxid,
+                    auth,
+                };
+                if connection.send(hello).is_err() {
+                    continue;
+                }
+                match clock.timeout(connect_timeout, connection.recv()).await {
+                    Ok(Ok(ClientMessage::Connected {
+                        session: granted,
+                        timeout_ms,
+                    })) => {
+                        let mut state = shared.lock();
+                        if matches!(state.phase, Phase::Closed | Phase::Expired) {
+                            connection.close();
+                            return None;
+                        }
+                        state.timeout_ms = timeout_ms;
+                        let process = shared.config.process;
+                        match state.session {
+                            None => shared.record_zk(ZkEvent::SessionEstablished {
+                                process,
+                                session: granted,
+                                timeout_ms,
+                                server,
+                            }),
+                            Some(_) => shared.record_zk(ZkEvent::SessionResumed {
+                                process,
+                                session: granted,
+                                server,
+                            }),
+                        }
+                        state.session = Some(granted);
+                        resend_watches(&state, &connection);
+                        state.phase = Phase::Connected {
+                            connection: connection.clone(),
+                        };
+                        state.attachment = sim::signal::Signal::new();
+                        for waiter in state.waiting_for_connection.drain(..) {
+                            let _ = waiter.try_send(());
+                        }
+                        return Some((connection, server));
+                    }
+                    Ok(Ok(ClientMessage::Refused {
+                        reason: Refusal::SessionExpired,
+                    })) => {
+                        expire(&shared);
+                        return None;
+                    }
+                    _ => connection.close(),
+                }
+            }
+        };
+        let connected = match abandon_at {
+            Some(at) => {
+                let deadline = std::pin::pin!(clock.sleep_until(at));
+                match select(std::pin::pin!(connecting), deadline).await {
+                    Either::Left((connected, _)) => connected,
+                    Either::Right(((), _)) => {
+                        abandon(&shared);
+                        return;
+                    }
+                }
+            }
+            None => connecting.await,
+        };
+        let Some((connection, server)) = connected else {
+            return;
+        };
+        abandon_at = None;
+        // Connected.
+        let timeout = Duration::from_millis(shared.lock().timeout_ms);
+        let read_timeout = timeout * 2 / 3;
+        let ping_interval = read_timeout / 2;
+        let mut last_heard = clock.now();
+        let mut next_ping = clock.now() + ping_interval;
+        loop {
+            let deadline = next_ping.min(last_heard + read_timeout);
+            let received = {
+                let receive = std::pin::pin!(connection.recv());
+                let sleep = std::pin::pin!(clock.sleep_until(deadline));
+                match select(receive, sleep).await {
+                    Either::Left((received, _)) => Some(received),
+                    Either::Right(((), _)) => None,
+                }
+            };
+            match received {
+                Some(Ok(message)) => {
+                    last_heard = clock.now();
+                    if handle_message(&shared, message) == Continue::Stop {
+                        connection.close();
+                        return;
+                    }
+                }
+                Some(Err(_)) => break,
+                None => {
+                    let now = clock.now();
+                    if now >= last_heard + read_timeout {
+                        break;
+                    }
+                    if now >= next_ping {
+                        next_ping = now + ping_interval;
+                        // A failed send means the server closed: keep reading what it sent
+                        // before closing; the receive reports the end.
+                        let _ = connection.send(ClientMessage::Ping);
+                    }
+                }
+            }
+        }
+        connection.close();
+        disconnected(&shared, server);
+        if shared.config.expiry == SessionExpiry::AfterDisconnectedTimeout {
+            abandon_at = Some(clock.now() + timeout);
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Continue {
+    Yes,
+    Stop,
+}
+
+fn resend_watches(state: &ClientState, connection: &Connection<ClientMessage>) {
+    if state.watches.is_empty() {
+        return;
+    }
+    let (mut data, mut exist, mut child) = (Vec::new(), Vec::new(), Vec::new());
+    for (path, kind) in state.watches.keys() {
+        match kind {
+            WatchKind::Data => data.push(path.clone()),
+            WatchKind::Exists => exist.push(path.clone()),
+            WatchKind::Children => child.push(path.clone()),
+        }
+    }
+    let _ = connection.send(ClientMessage::SetWatches {
+        relative_zxid: state.last_zxid,
+        data,
+        exist,
+        child,
+    });
+}
+
+fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
+    let process = shared.config.process;
+    let mut state = shared.lock();
+    match message {
+        ClientMessage::Reply { xid, zxid, result } => {
+            state.last_zxid = state.last_zxid.max(zxid);
+            let Some(call) = state.pending.remove(&xid) else {
+                return Continue::Yes;
+            };
+            let outcome = match result {
+                Ok(response) => {
+                    shared.complete(call.op_id, ok(&response));
+                    let watch = call.watch.and_then(|(path, request)| {
+                        let kind = match (request, &response) {
+                            (WatchRequest::Data, _) => WatchKind::Data,
+                            (WatchRequest::Exists, ZkResponse::Exists { stat: Some(_) }) => {
+                                WatchKind::Data
+                            }
+                            (WatchRequest::Exists, _) => WatchKind::Exists,
+                            (WatchRequest::Children, _) => WatchKind::Children,
+                        };
+                        let op_id = call.op_id?;
+                        let session = state.session.unwrap_or(0);
+                        shared.record_zk(ZkEvent::WatchRegistered {
+                            process,
+                            session,
+                            op_id,
+                            path: path.clone(),
+                            kind,
+                        });
+                        let (sender, receiver) = async_channel::bounded(1);
+                        state
+                            .watches
+                            .entry((path, kind))
+                            .or_default()
+                            .push(Registration { op_id, sender });
+                        Some(Watch {
+                            receiver,
+                            op_id,
+                            kind,
+                        })
+                    });
+                    Ok((response, watch))
+                }
+                Err(ZkError::SessionExpired) => {
+                    shared.complete(call.op_id, failed(ZkError::SessionExpired));
+                    Err(ZkClientError::SessionExpired)
+                }
+                Err(error) => {
+                    shared.complete(call.op_id, failed(error.clone()));
+                    Err(ZkClientError::Api(error))
+                }
+            };
+            let _ = call.reply.try_send(outcome);
+            Continue::Yes
+        }
+        ClientMessage::WatchEvent { path, event, zxid } => {
+            state.last_zxid = state.last_zxid.max(zxid);
+            let kinds: &[WatchKind] = match event {
+                WatchEventType::NodeCreated | WatchEventType::NodeDataChanged => {
+                    &[WatchKind::Data, WatchKind::Exists]
+                }
+                WatchEventType::NodeDeleted => {
+                    &[WatchKind::Data, WatchKind::Exists, WatchKind::Children]
+                }
+                WatchEventType::NodeChildrenChanged => &[WatchKind::Children],
+            };
+            let session = state.session.unwrap_or(0);
+            for &kind in kinds {
+                let Some(registrations) = state.watches.remove(&(path.clone(), kind)) else {
+                    continue;
+                };
+                for registration in registrations {
+                    shared.record_zk(ZkEvent::WatchDelivered {
+                        process,
+                        session,
+                        op_id: registration.op_id,
+                        path: path.clone(),
+                        kind,
+                        event,
+                        zxid,
+                    });
+                    let _ = registration.sender.try_send(WatchedEvent {
+                        path: path.clone(),
+                        event,
+                        zxid,
+                    });
+                }
+            }
+            Continue::Yes
+        }
+        ClientMessage::Closed { xid } => {
+            if let Some(call) = state.pending.remove(&xid) {
+                let _ = call.reply.try_send(Ok((ZkResponse::Deleted, None)));
+            }
+            if let Some(session) = state.session {
+                shared.record_zk(ZkEvent::SessionClosed { process, session });
+            }
+            state.phase = Phase::Closed;
+            state.attachment.set();
+            fail_pending(shared, &mut state, ZkClientError::Closed);
+            state.watches.clear();
+            Continue::Stop
+        }
+        ClientMessage::SessionExpired => {
+            drop(state);
+            expire(shared);
+            Continue::Stop
+        }
+        // Pong, or messages a server does not send once attached.
+        _ => Continue::Yes,
+    }
+}
+
+fn fail_pending(shared: &Shared, state: &mut ClientState, error: ZkClientError) {
+    let reason = match error {
+        ZkClientError::SessionExpired => "session expired",
+        ZkClientError::Closed => "client closed",
+        _ => "connection loss",
+    };
+    for (_, call) in std::mem::take(&mut state.pending) {
+        shared.complete(call.op_id, unknown(reason));
+        let _ = call.reply.try_send(Err(error.clone()));
+    }
+    if error != ZkClientError::ConnectionLoss {
+        // Operations waiting for a connection will never get one.
+        for waiter in state.waiting_for_connection.drain(..) {
+            let _ = waiter.try_send(());
+        }
+    }
+}
+
+fn expire(shared: &Shared) {
+    let mut state = shared.lock();
+    if matches!(state.phase, Phase::Expired) {
+        return;
+    }
+    if let Phase::Connected { connection } = &state.phase {
+        connection.close();
+    }
+    state.phase = Phase::Expired;
+    state.attachment.set();
+    if let Some(session) = state.session {
+        shared.record_zk(ZkEvent::SessionExpired {
+            process: shared.config.process,
+            session,
+        });
+    }
+    fail_pending(shared, &mut state, ZkClientError::SessionExpired);
+    // Watches of an expired session never fire: dropping the senders tells their owners.
+    state.watches.clear();
+}
+
+/// Gives the session up after a session timeout without a connection
+/// ([`SessionExpiry::AfterDisconnectedTimeout`]): as an expiry to the client's callers, but
+/// recorded as abandoned — the servers were not asked, and may hold the session still.
+fn abandon(shared: &Shared) {
+    let mut state = shared.lock();
+    if matches!(state.phase, Phase::Expired | Phase::Closed) {
+        return;
+    }
+    state.phase = Phase::Expired;
+    state.attachment.set();
+    if let Some(session) = state.session {
+        shared.record_zk(ZkEvent::SessionAbandoned {
+            process: shared.config.process,
+            session,
+        });
+    }
+    fail_pending(shared, &mut state, ZkClientError::SessionExpired);
+    state.watches.clear();
+}
+
+fn disconnected(shared: &Shared, server: NodeId) {
+    let mut state = shared.lock();
+    lose_connection(shared, &mut state, server);
+}
+
+/// Drops the current connection (if still current): pending calls fail with ConnectionLoss.
+fn lose_connection(shared: &Shared, state: &mut ClientState, server: NodeId) {
+    let Phase::Connected { connection } = &state.phase else {
+        return;
+    };
+    connection.close();
+    state.phase = Phase::Connecting;
+    state.attachment.set();
+    if let Some(session) = state.session {
+        shared.record_zk(ZkEvent::Disconnected {
+            process: shared.config.process,
+            session,
+            server,
+        });
+    }
+    fail_pending(shared, state, ZkClientError::ConnectionLoss);
+}

@@ -1,0 +1,7 @@
+//! The workloads that run on either store: locks, elections and discovery, with the recipe
+//! session they share (a ZooKeeper session or an etcd lease).
+
+pub(super) mod discovery;
+pub(super) mod elections;
+pub(super) mod locks;
+pub(super) mod recipe_session;
