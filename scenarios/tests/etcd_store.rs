@@ -5,7 +5,7 @@
 //! included; on a server that installs a snapshot, from their own revision), compare-and-swap transactions across a leader crash, and a lease view of
 //! `raft.read_without_readindex` caught by `etcd.lease_keys_removed`.
 //!
-//! Each test sweeps a catalogue scenario (`scenarios/src/catalogue/etcd.rs`: a workload
+//! Each test sweeps a catalogue scenario (`scenarios/src/catalogue/etcd/store.rs`: a workload
 //! timed by simulated time, faults as plan data), requires every run clean (checks, liveness
 //! bound, progress) and every fault kind of the plan fired, and reads from each run's
 //! history that the interleaving the test is about happened. `etcd.compact_drops_tombstone`

@@ -1,17 +1,9 @@
 //! The catalogue: named scenarios, from the demo to the directed schedules the known-bug
 //! suites use. Each is plain data; `Scenario::load` reads the same from a file.
 
-mod discovery;
-mod elections;
 mod etcd;
-mod locks;
-mod primitives;
-mod raft;
-mod steps;
-mod zab;
-mod zab_traces;
-mod zk_sessions;
-mod zk_znodes;
+mod shared;
+mod zk;
 
 use crate::{
     scenario::{Scenario, Tuning, WorldSettings},
@@ -145,16 +137,16 @@ pub fn all() -> Vec<Scenario> {
 
 fn catalogue() -> Vec<Scenario> {
     let mut scenarios = vec![ledger()];
-    scenarios.extend(raft::scenarios());
-    scenarios.extend(zab::scenarios());
-    scenarios.extend(locks::scenarios());
-    scenarios.extend(etcd::scenarios());
-    scenarios.extend(zk_sessions::scenarios());
-    scenarios.extend(zk_znodes::scenarios());
-    scenarios.extend(zab_traces::scenarios());
-    scenarios.extend(elections::scenarios());
-    scenarios.extend(discovery::scenarios());
-    scenarios.extend(primitives::scenarios());
+    scenarios.extend(etcd::raft::scenarios());
+    scenarios.extend(zk::zab::scenarios());
+    scenarios.extend(shared::locks::scenarios());
+    scenarios.extend(etcd::store::scenarios());
+    scenarios.extend(zk::sessions::scenarios());
+    scenarios.extend(zk::znodes::scenarios());
+    scenarios.extend(zk::traces::scenarios());
+    scenarios.extend(shared::elections::scenarios());
+    scenarios.extend(shared::discovery::scenarios());
+    scenarios.extend(zk::primitives::scenarios());
     scenarios
 }
 

@@ -1,6 +1,6 @@
 //! The ZAB store's scenarios.
 
-use super::{scenario, slow_disks, swarm};
+use crate::catalogue::{scenario, slow_disks, swarm};
 use crate::{
     scenario::{Scenario, Tuning},
     store::Store,
@@ -15,7 +15,7 @@ use sim::{
 };
 
 /// The ZAB store's scenarios: sweeps of every size and the directed schedules.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     const ZAB_KINDS: [FaultKind; 8] = [
         FaultKind::Partition,
         FaultKind::Clog,

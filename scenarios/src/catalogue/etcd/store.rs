@@ -4,7 +4,7 @@
 //! plan aimed at those steps (roles, `$labels` and spans), so a run replays from its
 //! printed plan like any other.
 
-use super::{isolated, scenario};
+use crate::catalogue::{isolated, scenario};
 use crate::{
     scenario::{Scenario, Tuning},
     store::Store,
@@ -18,7 +18,7 @@ use sim::{
 };
 
 /// The etcd store's feature scenarios.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     vec![
         lease_keep_alive(),
         lease_leader_changes(),

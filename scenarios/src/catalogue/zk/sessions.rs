@@ -5,7 +5,7 @@
 //! live session. The faults are plans naming the holder `c1`, the servers in turn, or the
 //! `leader` role.
 
-use super::{isolation, scenario};
+use crate::catalogue::{isolation, scenario};
 use crate::{
     scenario::Scenario,
     store::Store,
@@ -20,7 +20,7 @@ use sim::{
 const FIRST_FAULT_MS: u64 = 2_000;
 
 /// The sessions scenarios.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let holders = |session_timeout_ms| {
         Workload::ZkEphemeralHolders(ZkEphemeralHolders {
             session_timeout_ms,

@@ -3,7 +3,7 @@
 //! session, and with leaders paused past their session timeout or lease TTL.
 
 use super::locks::SERVER_FAULTS;
-use super::{isolated, scenario, swarm, target};
+use crate::catalogue::{isolated, scenario, swarm, target};
 use crate::{
     scenario::{Scenario, SkippedCheck},
     store::Store,
@@ -36,7 +36,7 @@ fn election_skips(leaders: Leaders) -> Vec<SkippedCheck> {
 }
 
 /// Every election scenario.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let recipes = [
         (
             ElectionRecipe::ZkElection,

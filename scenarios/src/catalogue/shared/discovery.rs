@@ -2,7 +2,7 @@
 //! under server faults, and with members paused, cut off past their session, or crashed),
 //! and pub/sub on etcd (fault-free, under server faults, and with subscribers cut off).
 
-use super::{isolated, scenario, swarm, target};
+use crate::catalogue::{isolated, scenario, swarm, target};
 use crate::{
     scenario::Scenario,
     store::Store,
@@ -21,7 +21,7 @@ const SERVER_FAULTS: [FaultKind; 5] = [
 ];
 
 /// Every discovery and pub/sub scenario.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let mut scenarios = Vec::new();
     for (recipe, name, store, what) in [
         (

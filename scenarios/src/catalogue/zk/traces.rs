@@ -8,9 +8,9 @@
 //! A fresh ensemble elects its highest server, s3 (votes tie on epoch and zxid); the
 //! scripts pin clients to servers by that, and the tests check that it held.
 
-use super::{
+use crate::catalogue::{
     scenario,
-    steps::{connect, create, get, set, sync},
+    zk::steps::{connect, create, get, set, sync},
 };
 use crate::{
     scenario::Scenario,
@@ -31,7 +31,7 @@ const C2: NodeId = NodeId::client(1);
 const C3: NodeId = NodeId::client(2);
 
 /// The traces.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     vec![
         epoch_not_persisted(),
         diff_without_trunc(),

@@ -1,7 +1,7 @@
 //! The lock scenarios: each lock recipe on its store, fault-free, under faults that leave
 //! sessions alive, and with holders paused past their session timeout or lease TTL.
 
-use super::{isolated, scenario, swarm, target};
+use crate::catalogue::{isolated, scenario, swarm, target};
 use crate::{
     scenario::{Scenario, SkippedCheck},
     store::Store,
@@ -15,7 +15,7 @@ use sim::fault::{
 /// The faults of the `_faults` scenarios: the network and the servers misbehave, clients
 /// are not paused (so no session should expire while its client is alive and connected
 /// to a live quorum). The election scenarios use the same.
-pub(super) const SERVER_FAULTS: [FaultKind; 5] = [
+pub(in crate::catalogue) const SERVER_FAULTS: [FaultKind; 5] = [
     FaultKind::Partition,
     FaultKind::Loss,
     FaultKind::Latency,
@@ -61,7 +61,7 @@ fn lock_skips(recipe: LockRecipe, belief: Belief) -> Vec<SkippedCheck> {
 }
 
 /// Every lock scenario.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let recipes = [
         (
             LockRecipe::ZkHerdLock,
@@ -228,7 +228,7 @@ fn queue_lock_expiry_slow_resource() -> Scenario {
             5,
         )
     };
-    super::slow_disks(&mut slow.world);
+    crate::catalogue::slow_disks(&mut slow.world);
     slow
 }
 
@@ -246,7 +246,7 @@ fn queue_lock_crashes() -> Scenario {
         // `zk.linearizable`'s search budget the many crashes' unknown outcomes on the one lock
         // path can exhaust (inconclusive, at seed 60 of 100); the `zab` scenarios judge the
         // store's linearizability.
-        skip_checks: super::primitives::linearizable_skipped(),
+        skip_checks: crate::catalogue::zk::primitives::linearizable_skipped(),
         faults: swarm(250, &[FaultKind::Crash]),
         fault_phase_ms: 8_000,
         recovery_ms: 1_000,
@@ -261,7 +261,7 @@ fn queue_lock_crashes() -> Scenario {
         )
     };
     // Slow syncs keep creates in flight longer, so more crashes catch one.
-    super::slow_disks(&mut crashes.world);
+    crate::catalogue::slow_disks(&mut crashes.world);
     crashes
 }
 
@@ -341,7 +341,7 @@ fn queue_lock_curator_joiner_cut_off() -> Scenario {
         )
     };
     // Slow syncs keep creates in flight longer, so more cuts catch one.
-    super::slow_disks(&mut scenario.world);
+    crate::catalogue::slow_disks(&mut scenario.world);
     scenario
 }
 

@@ -6,7 +6,7 @@
 //! The counter also runs with replies lost and no server fault (`zk_counter_replies_lost`):
 //! connection losses with a write in flight are what a counter must settle.
 
-use super::{isolated, scenario, swarm};
+use crate::catalogue::{isolated, scenario, swarm};
 use crate::{
     scenario::{Scenario, SkippedCheck, Tuning},
     store::Store,
@@ -28,12 +28,12 @@ const SERVER_FAULTS: [FaultKind; 5] = [
 
 /// The store's checks (all of which run; [`linearizable_skipped`] takes `zk.linearizable`
 /// away, with its reason).
-pub(super) fn store_checks() -> Vec<String> {
+pub(in crate::catalogue) fn store_checks() -> Vec<String> {
     vec!["default".into()]
 }
 
 /// `zk.linearizable` skipped, with the reason [`store_checks`] gives.
-pub(super) fn linearizable_skipped() -> Vec<SkippedCheck> {
+pub(in crate::catalogue) fn linearizable_skipped() -> Vec<SkippedCheck> {
     vec![SkippedCheck {
         check: "zk.linearizable".into(),
         reason: "a recipe's many clients on many paths exhaust the linearizability search \
@@ -75,7 +75,7 @@ fn fault_free_and_faulty(
 }
 
 /// Every primitive scenario.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let mut scenarios = Vec::new();
     scenarios.extend(fault_free_and_faulty(
         "zk_fifo_queue",

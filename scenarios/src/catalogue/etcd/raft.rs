@@ -1,6 +1,6 @@
 //! The Raft store's scenarios.
 
-use super::{scenario, slow_disks, swarm};
+use crate::catalogue::{scenario, slow_disks, swarm};
 use crate::{
     scenario::{Scenario, Tuning},
     store::Store,
@@ -17,7 +17,7 @@ use sim::{
 const EVERY_KIND: [FaultKind; 9] = FaultKind::FAULTS;
 
 /// The Raft store's scenarios: sweeps of every size and the directed schedules.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let kv = |name: &str, description: &str, servers: usize| Scenario {
         recovery_ms: 3_000,
         ..scenario(name, description, Store::Raft, servers, 2)

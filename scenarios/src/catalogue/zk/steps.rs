@@ -5,7 +5,7 @@ use crate::workload::{Wait, ZkStep, ZkStepOp};
 use sim::{NodeId, history::zk::CreateMode};
 
 /// `client` opens a session through `servers` (all if empty) at `at_ms`.
-pub(super) fn connect(
+pub(in crate::catalogue) fn connect(
     at_ms: u64,
     client: NodeId,
     servers: &[NodeId],
@@ -19,7 +19,7 @@ pub(super) fn connect(
 }
 
 /// `client` creates `path` with `data` at `at_ms`, retried until answered.
-pub(super) fn create(
+pub(in crate::catalogue) fn create(
     at_ms: u64,
     client: NodeId,
     path: &str,
@@ -35,7 +35,7 @@ pub(super) fn create(
 }
 
 /// `client` sets `path` to `data` at `at_ms` (the caller says how it waits).
-pub(super) fn set(at_ms: u64, client: NodeId, path: &str, data: &str) -> ZkStep {
+pub(in crate::catalogue) fn set(at_ms: u64, client: NodeId, path: &str, data: &str) -> ZkStep {
     let op = ZkStepOp::SetData {
         path: path.into(),
         data: data.into(),
@@ -44,11 +44,11 @@ pub(super) fn set(at_ms: u64, client: NodeId, path: &str, data: &str) -> ZkStep 
 }
 
 /// `client` syncs at `at_ms`.
-pub(super) fn sync(at_ms: u64, client: NodeId) -> ZkStep {
+pub(in crate::catalogue) fn sync(at_ms: u64, client: NodeId) -> ZkStep {
     ZkStep::at(at_ms, client, ZkStepOp::Sync { path: "/".into() })
 }
 
 /// `client` reads `path` at `at_ms`.
-pub(super) fn get(at_ms: u64, client: NodeId, path: &str) -> ZkStep {
+pub(in crate::catalogue) fn get(at_ms: u64, client: NodeId, path: &str) -> ZkStep {
     ZkStep::at(at_ms, client, ZkStepOp::GetData { path: path.into() })
 }

@@ -3,9 +3,9 @@
 //! create whose reply is lost finds its node instead of making a second; a read from a
 //! follower may miss a write its reader was told of, but a read after `sync` may not.
 
-use super::{
+use crate::catalogue::{
     scenario,
-    steps::{connect, create, sync},
+    zk::steps::{connect, create, sync},
 };
 use crate::{
     scenario::Scenario,
@@ -22,7 +22,7 @@ use sim::{
 const PROTECTED_CREATE_AT_MS: u64 = 1_500;
 
 /// The znode scenarios.
-pub(super) fn scenarios() -> Vec<Scenario> {
+pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     vec![sequential_names(), protected_create(), follower_reads()]
 }
 
