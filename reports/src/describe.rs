@@ -2,7 +2,7 @@
 //! `replay` prints around a failure and what the timeline draws, from one module that both
 //! import.
 
-use scenarios::Outcome;
+use scenarios::{Outcome, ViolationRecord};
 use serde::Serialize;
 use serde_json::Value;
 use sim::{
@@ -40,12 +40,7 @@ impl Focus {
     pub fn of(outcome: &Outcome, history: &History) -> Option<Focus> {
         let records = history.records();
         let last = records.len().checked_sub(1)?;
-        let timed = outcome
-            .violations
-            .iter()
-            .filter_map(|violation| violation.at_ms.map(|at_ms| (at_ms, violation)))
-            .min_by_key(|(at_ms, _)| *at_ms);
-        if let Some((at_ms, violation)) = timed {
+        if let Some((at_ms, violation)) = first_timed_violation(outcome) {
             let record = records
                 .partition_point(|record| record.at.as_millis() < at_ms)
                 .min(last);
@@ -173,4 +168,14 @@ fn flatten(value: &Value, line: &mut String) {
         Value::Null => line.push_str("none"),
         other => line.push_str(&other.to_string()),
     }
+}
+
+/// The earliest violation that names its time, with that time in milliseconds: the one a
+/// replay and its timeline open at.
+pub fn first_timed_violation(outcome: &Outcome) -> Option<(u64, &ViolationRecord)> {
+    outcome
+        .violations
+        .iter()
+        .filter_map(|violation| violation.at_ms.map(|at_ms| (at_ms, violation)))
+        .min_by_key(|(at_ms, _)| *at_ms)
 }

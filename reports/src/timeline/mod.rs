@@ -14,7 +14,7 @@
 //! Every span is read from the history with the checks' own readers (`checks::history`):
 //! what the timeline shows is what the checks judged.
 
-use crate::describe::{Focus, FocusKind, describe_record, describe_value};
+use crate::describe::{Focus, FocusKind, describe_record, describe_value, first_timed_violation};
 use checks::history::{
     elections,
     faults::fired_faults,
@@ -214,11 +214,8 @@ fn data(
     nodes.dedup();
     // The violation the page opens at (the earliest with a time, as the focus is): the
     // nodes its evidence names have their lanes marked.
-    let first_violation = outcome
-        .violations
-        .iter()
-        .filter(|violation| violation.at_ms.is_some())
-        .min_by_key(|violation| violation.at_ms)
+    let first_violation = first_timed_violation(outcome)
+        .map(|(_, violation)| violation)
         .or(outcome.violations.first());
     let mut lanes = vec![Lane {
         name: "network".into(),
