@@ -40,7 +40,10 @@ impl Znode {
 
     /// The full stat.
     pub fn stat(&self) -> Stat {
-        full_stat(&self.stat, self.children.len(), &self.data)
+        Stat {
+            aversion: self.aversion,
+            ..full_stat(&self.stat, self.children.len(), &self.data)
+        }
     }
 
     /// Child names, in order.
@@ -300,6 +303,7 @@ impl DataTree {
                     ephemeral_owner,
                     num_children: 0,
                     data_length: 0,
+                    aversion: 0,
                 },
                 children: BTreeSet::new(),
                 acl: acl.clone(),

@@ -177,6 +177,14 @@ pub struct Stat {
     pub num_children: u32,
     /// Length of the data.
     pub data_length: u32,
+    /// Number of ACL changes (`aversion`). Left out of the record while 0, so histories
+    /// written before it was recorded read the same (and hash the same).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub aversion: i32,
+}
+
+fn is_zero(value: &i32) -> bool {
+    *value == 0
 }
 
 /// A successful znode response.

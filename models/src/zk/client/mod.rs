@@ -178,6 +178,12 @@ pub struct Watch {
 impl Watch {
     /// Waits for the watch to fire.
     pub async fn fired(self) -> Result<WatchedEvent, WatchLost> {
+        self.wait().await
+    }
+
+    /// Waits for the watch to fire without giving it up: a caller that stops waiting (a
+    /// timeout) keeps the watch set, and may wait for it again.
+    pub async fn wait(&self) -> Result<WatchedEvent, WatchLost> {
         self.receiver.recv().await.map_err(|_| WatchLost)
     }
 }

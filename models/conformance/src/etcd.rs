@@ -1,0 +1,477 @@
+//! etcd probes against the Raft store: a one-server cluster with etcd's defaults, one node per
+//! probe client.
+
+use crate::zk::clients_of;
+use models::etcd::{
+    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchItem, WatchStream, kv_response,
+    prefix_range_end,
+};
+use probe_format::{Probe, Roles, Step, StepKind};
+use sim::{
+    NodeId, RunEnd, Seed, Sim, World,
+    history::{
+        OpError, OpResult,
+        kv::{
+            Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse,
+            ReadConsistency,
+        },
+    },
+};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+/// How long a `next` waits when the step does not say.
+const DEFAULT_WAIT_MS: u64 = 1000;
+
+pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> {
+    let clients = clients_of(probe);
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let sink = answers.clone();
+    let probe_owned = probe.clone();
+    let outcome = World::builder()
+        .seed(Seed::new(seed))
+        .servers(1)
+        .clients(clients)
+        .time_limit(Duration::from_secs(3600))
+        .build()
+        .map_err(|e| format!("world: {e}"))?
+        .run(move |sim: Sim| async move {
+            let cluster = EtcdCluster::start(&sim, EtcdConfig::new(&sim.servers()));
+            let mut state = State {
+                clients: (0..clients)
+                    .map(|index| {
+                        let node = NodeId::client(index);
+                        Some(EtcdClient::new(&cluster, sim.node(node), index as u32))
+                    })
+                    .collect(),
+                sim: sim.clone(),
+                watches: BTreeMap::new(),
+                leases: Roles::new('l'),
+            };
+            for step in &probe_owned.steps {
+                let answer = state.step(step).await;
+                sink.lock().unwrap().push(answer);
+            }
+        });
+    if !matches!(outcome.end, RunEnd::Completed { .. }) {
+        return Err(format!("the world did not run to the end: {outcome}"));
+    }
+    let answers = std::mem::take(&mut *answers.lock().unwrap());
+    if answers.len() != probe.steps.len() {
+        return Err(format!(
+            "{} of {} steps answered",
+            answers.len(),
+            probe.steps.len()
+        ));
+    }
+    Ok(answers)
+}
+
+struct State {
+    sim: Sim,
+    /// `None` while the client is away on its node running a step.
+    clients: Vec<Option<EtcdClient>>,
+    watches: BTreeMap<String, WatchStream>,
+    leases: Roles,
+}
+
+/// What a step asks of the store, with lease roles resolved to ids.
+enum Call {
+    Op(KvOperation),
+    Compact(u64),
+    Watch {
+        name: String,
+        key: String,
+        range_end: Option<String>,
+        start_revision: u64,
+    },
+    Next {
+        name: String,
+        within: Duration,
+    },
+    Cancel(String),
+    /// The probe itself is wrong for the model (a lease role never granted, a bad compare).
+    Refused(String),
+}
+
+/// A step's raw outcome, before lease ids are named.
+enum Outcome {
+    Result(OpResult),
+    Watching,
+    Events(WatchItem),
+    NoEvent,
+    Cancelled,
+    Refused(String),
+}
+
+impl State {
+    async fn step(&mut self, step: &Step) -> Vec<String> {
+        let StepKind::Client { client, .. } = step.kind else {
+            let StepKind::Sleep { duration_ms } = step.kind else {
+                unreachable!()
+            };
+            self.sim.sleep(Duration::from_millis(duration_ms)).await;
+            return vec!["ok".to_string()];
+        };
+        let call = self.call_of(step);
+        let index = client as usize - 1;
+        let node = NodeId::client(index);
+        let outcome = match call {
+            Call::Watch {
+                name,
+                key,
+                range_end,
+                start_revision,
+            } => {
+                let start_revision = if start_revision == 0 {
+                    // etcd opens a watch when it answers `created`: from the next revision.
+                    // The model's stream opens on its first `next`, so ask for the revision
+                    // the watch would have started at.
+                    match self.run_on(index, node, Call::Op(get(&key, None))).await {
+                        Outcome::Result(result) => match kv_response(&result) {
+                            Some(KvResponse::Get { revision, .. }) => revision + 1,
+                            _ => return self.render(Outcome::Result(result)),
+                        },
+                        other => return self.render(other),
+                    }
+                } else {
+                    start_revision
+                };
+                let client = self.clients[index].as_mut().expect("the client is home");
+                let stream = client.watch(&key, range_end, start_revision);
+                self.watches.insert(name, stream);
+                Outcome::Watching
+            }
+            Call::Next { name, within } => match self.watches.remove(&name) {
+                None => Outcome::Refused(format!("no watch {name}")),
+                Some(mut stream) => {
+                    let (item, stream) = self
+                        .sim
+                        .spawn(node, async move {
+                            let item = sim::time::timeout(within, stream.next()).await.ok();
+                            (item, stream)
+                        })
+                        .await
+                        .expect("the client node waits");
+                    let compacted = matches!(item, Some(WatchItem::Compacted { .. }));
+                    if !compacted {
+                        self.watches.insert(name, stream);
+                    }
+                    item.map_or(Outcome::NoEvent, Outcome::Events)
+                }
+            },
+            Call::Cancel(name) => match self.watches.remove(&name) {
+                Some(stream) => {
+                    stream.close();
+                    Outcome::Cancelled
+                }
+                None => Outcome::Refused(format!("no watch {name}")),
+            },
+            call => self.run_on(index, node, call).await,
+        };
+        self.render(outcome)
+    }
+
+    /// Runs `call` on the client's node (the client goes there and comes back).
+    async fn run_on(&mut self, index: usize, node: NodeId, call: Call) -> Outcome {
+        let mut client = self.clients[index].take().expect("the client is home");
+        let (outcome, client) = self
+            .sim
+            .spawn(node, async move {
+                let outcome = match call {
+                    Call::Op(operation) => Outcome::Result(client.execute(operation).await),
+                    Call::Compact(revision) => Outcome::Result(client.compact(revision).await),
+                    Call::Refused(why) => Outcome::Refused(why),
+                    _ => unreachable!("watches are handled by the caller"),
+                };
+                (outcome, client)
+            })
+            .await
+            .expect("the client node runs the step");
+        self.clients[index] = Some(client);
+        outcome
+    }
+
+    fn call_of(&mut self, step: &Step) -> Call {
+        let lease = |roles: &Roles, role: &str| roles.id(role).map(|id| id as u64);
+        let range_end = |step: &Step| {
+            if step.flag("prefix") {
+                Some(prefix_range_end(step.arg(0)))
+            } else {
+                step.named("range_end").map(str::to_string)
+            }
+        };
+        match step.verb() {
+            "put" => {
+                let lease_id = match step.named("lease") {
+                    None => None,
+                    // A lease role the probe never granted: an id no server granted.
+                    Some(role) => Some(lease(&self.leases, role).unwrap_or(UNGRANTED_LEASE)),
+                };
+                Call::Op(KvOperation::Put {
+                    key: step.arg(0).into(),
+                    value: step.arg(1).into(),
+                    lease: lease_id,
+                })
+            }
+            "get" => Call::Op(KvOperation::Get {
+                key: step.arg(0).into(),
+                range_end: range_end(step),
+                revision: step.named_int("rev").map(|r| r as u64),
+                consistency: if step.flag("serializable") {
+                    ReadConsistency::Serializable
+                } else {
+                    ReadConsistency::Linearizable
+                },
+            }),
+            "delete" => Call::Op(KvOperation::Delete {
+                key: step.arg(0).into(),
+                range_end: range_end(step),
+            }),
+            "txn" => match txn(step, &self.leases) {
+                Ok(operation) => Call::Op(operation),
+                Err(why) => Call::Refused(why),
+            },
+            "grant" => Call::Op(KvOperation::LeaseGrant {
+                ttl_ms: step.arg_int(0).max(0) as u64 * 1000,
+            }),
+            "revoke" | "ttl" | "keepalive" => {
+                let id = lease(&self.leases, step.arg(0)).unwrap_or(UNGRANTED_LEASE);
+                Call::Op(match step.verb() {
+                    "revoke" => KvOperation::LeaseRevoke { lease: id },
+                    "ttl" => KvOperation::LeaseTimeToLive { lease: id },
+                    _ => KvOperation::LeaseKeepAlive { lease: id },
+                })
+            }
+            "compact" => Call::Compact(step.arg_int(0).max(0) as u64),
+            "watch" => Call::Watch {
+                name: step.named("as").unwrap_or("w1").to_string(),
+                key: step.arg(0).to_string(),
+                range_end: range_end(step),
+                start_revision: step.named_int("rev").map_or(0, |r| r.max(0) as u64),
+            },
+            "next" => Call::Next {
+                name: step.arg(0).to_string(),
+                within: Duration::from_millis(
+                    step.named_int("within_ms")
+                        .map_or(DEFAULT_WAIT_MS, |ms| ms.max(0) as u64),
+                ),
+            },
+            "cancel" => Call::Cancel(step.arg(0).to_string()),
+            other => Call::Refused(format!("verb {other} not run")),
+        }
+    }
+
+    fn render(&mut self, outcome: Outcome) -> Vec<String> {
+        match outcome {
+            Outcome::Result(result @ OpResult::Ok { .. }) => match kv_response(&result) {
+                Some(response) => self.response_lines(response),
+                None => vec!["ok".to_string()],
+            },
+            Outcome::Result(OpResult::Fail { error }) => vec![error_line(&error)],
+            Outcome::Result(OpResult::Unknown { reason }) => vec![format!("err Unknown: {reason}")],
+            Outcome::Watching | Outcome::Cancelled => vec!["ok".to_string()],
+            Outcome::NoEvent => vec!["none".to_string()],
+            Outcome::Events(WatchItem::Changes(events)) => events
+                .iter()
+                .map(|event| match event.kind {
+                    ChangeKind::Put => format!("put {}", self.kv(&event.kv)),
+                    ChangeKind::Delete => {
+                        format!("delete {} mod={}", event.kv.key, event.kv.mod_revision)
+                    }
+                })
+                .collect(),
+            Outcome::Events(WatchItem::Compacted { compact_revision }) => {
+                vec![format!("err compacted rev={compact_revision}")]
+            }
+            Outcome::Refused(why) => vec![format!("probe: {why}")],
+        }
+    }
+
+    fn response_lines(&mut self, response: &KvResponse) -> Vec<String> {
+        match response {
+            KvResponse::Get { revision, kvs } => {
+                let mut lines = vec![format!("ok rev={revision} count={} more=false", kvs.len())];
+                lines.extend(kvs.iter().map(|kv| format!("  {}", self.kv(kv))));
+                lines
+            }
+            KvResponse::Put { revision } => vec![format!("ok rev={revision}")],
+            KvResponse::Delete { revision, deleted } => {
+                vec![format!("ok rev={revision} deleted={deleted}")]
+            }
+            KvResponse::Txn {
+                revision,
+                succeeded,
+                responses,
+            } => {
+                let mut lines = vec![format!("ok rev={revision} succeeded={succeeded}")];
+                for response in responses {
+                    let inner = self.response_lines(response);
+                    // An op's answer inside a transaction: its kind, then what it answered.
+                    let (first, rest) = inner.split_first().expect("one line at least");
+                    let kind = match response {
+                        KvResponse::Get { .. } => "get",
+                        KvResponse::Put { .. } => "put",
+                        KvResponse::Delete { .. } => "delete",
+                        _ => "other",
+                    };
+                    lines.push(format!("  {kind} {}", first.trim_start_matches("ok ")));
+                    lines.extend(rest.iter().map(|line| format!("  {line}")));
+                }
+                lines
+            }
+            KvResponse::LeaseGrant { lease, ttl_ms } => {
+                let role = self.leases.name(*lease as i64);
+                vec![format!("ok lease={role} ttl={}", ttl_ms / 1000)]
+            }
+            KvResponse::LeaseRevoke { revision } => vec![format!("ok rev={revision}")],
+            KvResponse::LeaseKeepAlive { ttl_ms } => vec![format!("ok ttl={}", ttl_ms / 1000)],
+            KvResponse::LeaseTimeToLive { remaining_ms } => {
+                vec![format!("ok ttl={}", remaining(*remaining_ms))]
+            }
+        }
+    }
+
+    fn kv(&mut self, kv: &KeyValue) -> String {
+        let lease = match kv.lease {
+            None | Some(0) => "none".to_string(),
+            Some(id) => self.leases.name(id as i64),
+        };
+        format!(
+            "{}={} create={} mod={} version={} lease={lease}",
+            kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version
+        )
+    }
+}
+
+/// A lease id no server grants (a probe's lease role that was never granted).
+const UNGRANTED_LEASE: u64 = 0x7fff_ffff_ffff_fff1;
+
+/// A remaining TTL as the probes write it: `live` while the lease lives.
+fn remaining(remaining_ms: u64) -> String {
+    if remaining_ms > 0 {
+        "live".to_string()
+    } else {
+        "0".to_string()
+    }
+}
+
+fn get(key: &str, range_end: Option<String>) -> KvOperation {
+    KvOperation::Get {
+        key: key.into(),
+        range_end,
+        revision: None,
+        consistency: ReadConsistency::Linearizable,
+    }
+}
+
+/// An etcd error as the probes write it: the gRPC code and etcd's message.
+fn error_line(error: &OpError) -> String {
+    let (code, message) = match error {
+        OpError::Kv(KvError::EmptyKey) => (
+            "InvalidArgument",
+            "etcdserver: key is not provided".to_string(),
+        ),
+        OpError::Kv(KvError::LeaseNotFound { .. }) => (
+            "NotFound",
+            "etcdserver: requested lease not found".to_string(),
+        ),
+        OpError::Kv(KvError::Compacted { .. }) => (
+            "OutOfRange",
+            "etcdserver: mvcc: required revision has been compacted".to_string(),
+        ),
+        OpError::Kv(KvError::FutureRevision { .. }) => (
+            "OutOfRange",
+            "etcdserver: mvcc: required revision is a future revision".to_string(),
+        ),
+        OpError::Kv(KvError::EmptyTransaction) => {
+            ("InvalidArgument", "empty transaction (model)".to_string())
+        }
+        OpError::Kv(KvError::Other { message }) => ("Unknown", message.clone()),
+        other => ("Unknown", format!("{other:?}")),
+    };
+    format!("err {code}: {message}")
+}
+
+/// `if=CMP;… then=OP;… else=OP;…`.
+fn txn(step: &Step, leases: &Roles) -> Result<KvOperation, String> {
+    let split = |text: Option<&str>| -> Vec<String> {
+        text.filter(|t| !t.is_empty())
+            .map(|t| t.split(';').map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let compares = split(step.named("if"))
+        .iter()
+        .map(|text| compare(text, leases))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ops = |text| -> Result<Vec<KvOperation>, String> {
+        split(text).iter().map(|op| txn_op(op)).collect()
+    };
+    Ok(KvOperation::Txn {
+        compares,
+        success: ops(step.named("then"))?,
+        failure: ops(step.named("else"))?,
+    })
+}
+
+/// `value(K)=V`, `version(K)>N`, `create(K)<R`, `mod(K)!=R`, `lease(K)=lN`.
+fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
+    let bad = || format!("compare `{text}`");
+    let (target, rest) = text.split_once('(').ok_or_else(bad)?;
+    let (key, rest) = rest.split_once(')').ok_or_else(bad)?;
+    let (operator, operand) = if let Some(v) = rest.strip_prefix("!=") {
+        (CompareOperator::NotEqual, v)
+    } else if let Some(v) = rest.strip_prefix('=') {
+        (CompareOperator::Equal, v)
+    } else if let Some(v) = rest.strip_prefix('>') {
+        (CompareOperator::Greater, v)
+    } else if let Some(v) = rest.strip_prefix('<') {
+        (CompareOperator::Less, v)
+    } else {
+        return Err(bad());
+    };
+    let number = || operand.parse::<u64>().map_err(|_| bad());
+    let target = match target {
+        "value" => CompareTarget::Value(operand.to_string()),
+        "version" => CompareTarget::Version(number()?),
+        "create" => CompareTarget::CreateRevision(number()?),
+        "mod" => CompareTarget::ModRevision(number()?),
+        "lease" => CompareTarget::Lease(if operand == "none" {
+            0
+        } else {
+            leases.id(operand).map_or(UNGRANTED_LEASE, |id| id as u64)
+        }),
+        _ => return Err(bad()),
+    };
+    Ok(Compare {
+        key: key.to_string(),
+        target,
+        operator,
+    })
+}
+
+/// `put(K,V)`, `get(K)`, `delete(K)`.
+fn txn_op(text: &str) -> Result<KvOperation, String> {
+    let bad = || format!("txn op `{text}`");
+    let (name, rest) = text.split_once('(').ok_or_else(bad)?;
+    let inner = rest.strip_suffix(')').ok_or_else(bad)?;
+    Ok(match name {
+        "put" => {
+            let (key, value) = inner.split_once(',').ok_or_else(bad)?;
+            KvOperation::Put {
+                key: key.into(),
+                value: value.into(),
+                lease: None,
+            }
+        }
+        "get" => get(inner, None),
+        "delete" => KvOperation::Delete {
+            key: inner.into(),
+            range_end: None,
+        },
+        _ => return Err(bad()),
+    })
+}

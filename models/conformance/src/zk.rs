@@ -1,0 +1,531 @@
+//! ZooKeeper probes against the ZAB store: a one-server ensemble configured as Debian's
+//! ZooKeeper 3.8 is (`tickTime=2000`: session timeouts between 4 and 40 s), one node per
+//! probe client.
+
+use crate::render::{list, zxid};
+use models::zk::{NodeAcl, WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
+use probe_format::{Probe, Roles, Step, StepKind};
+use sim::{
+    NodeId, RunEnd, Seed, Sim, World,
+    history::zk::{Acl, CreateMode, Perms, Stat, WatchEventType, ZkError, ZkResponse},
+};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+/// Debian's `zoo.cfg`: `tickTime=2000`.
+const TICK: Duration = Duration::from_millis(2000);
+/// `zookeeper-client`'s default session timeout (`DEFAULT_SESSION_TIMEOUT`, 6 s).
+const DEFAULT_SESSION_TIMEOUT_MS: u64 = 6000;
+/// How long a `wait` waits when the step does not say.
+const DEFAULT_WAIT_MS: u64 = 1000;
+
+pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> {
+    let clients = clients_of(probe);
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let sink = answers.clone();
+    let probe_owned = probe.clone();
+    let outcome = World::builder()
+        .seed(Seed::new(seed))
+        .servers(1)
+        .clients(clients)
+        .time_limit(Duration::from_secs(3600))
+        .build()
+        .map_err(|e| format!("world: {e}"))?
+        .run(move |sim: Sim| async move {
+            let mut config = ZkEnsembleConfig::new(sim.servers());
+            config.tick = TICK;
+            config.max_session_timeout = TICK * 20;
+            let ensemble = ZkEnsemble::new(&sim, config).expect("a valid ensemble");
+            ensemble.start(&sim);
+            let mut state = State {
+                sim: sim.clone(),
+                ensemble,
+                clients: BTreeMap::new(),
+                watches: BTreeMap::new(),
+                sessions: Roles::new('s'),
+            };
+            for step in &probe_owned.steps {
+                let answer = state.step(step).await;
+                sink.lock().unwrap().push(answer);
+            }
+        });
+    if !matches!(outcome.end, RunEnd::Completed { .. }) {
+        return Err(format!("the world did not run to the end: {outcome}"));
+    }
+    let answers = std::mem::take(&mut *answers.lock().unwrap());
+    if answers.len() != probe.steps.len() {
+        return Err(format!(
+            "{} of {} steps answered",
+            answers.len(),
+            probe.steps.len()
+        ));
+    }
+    Ok(answers)
+}
+
+/// How many client nodes the probe needs (its highest `cN`).
+pub(crate) fn clients_of(probe: &Probe) -> usize {
+    probe
+        .steps
+        .iter()
+        .filter_map(|step| match step.kind {
+            StepKind::Client { client, .. } => Some(client as usize),
+            StepKind::Sleep { .. } => None,
+        })
+        .max()
+        .unwrap_or(1)
+}
+
+struct State {
+    sim: Sim,
+    ensemble: ZkEnsemble,
+    clients: BTreeMap<u32, ZkClient>,
+    watches: BTreeMap<String, models::zk::Watch>,
+    sessions: Roles,
+}
+
+impl State {
+    async fn step(&mut self, step: &Step) -> Vec<String> {
+        let StepKind::Client { client, verb } = step.kind else {
+            let StepKind::Sleep { duration_ms } = step.kind else {
+                unreachable!()
+            };
+            self.sim.sleep(Duration::from_millis(duration_ms)).await;
+            return vec!["ok".to_string()];
+        };
+        let node = NodeId::client(client as usize - 1);
+        if verb == "connect" {
+            return self.connect(client, node, step).await;
+        }
+        let Some(zk) = self.clients.get(&client).cloned() else {
+            return vec![format!("err probe: c{client} is not connected")];
+        };
+        let step = step.clone();
+        let watch = match verb {
+            "wait" => self.watches.remove(step.arg(0)),
+            _ => None,
+        };
+        let (raw, new_watch) = self
+            .sim
+            .spawn(node, async move { call(&zk, &step, watch).await })
+            .await
+            .expect("the client node runs the step");
+        if let Some((name, watch)) = new_watch {
+            self.watches.insert(name, watch);
+        }
+        raw.render(&mut self.sessions)
+    }
+
+    async fn connect(&mut self, client: u32, node: NodeId, step: &Step) -> Vec<String> {
+        let mut config = self.ensemble.client_config(client - 1);
+        let timeout_ms = step
+            .named_int("timeout_ms")
+            .map_or(DEFAULT_SESSION_TIMEOUT_MS, |ms| ms.max(0) as u64);
+        config.session_timeout = Duration::from_millis(timeout_ms);
+        let ensemble = self.ensemble.clone();
+        let context = self.sim.node(node);
+        let connected = self
+            .sim
+            .spawn(
+                node,
+                async move { ensemble.connect(&context, config).await },
+            )
+            .await
+            .expect("the client node connects");
+        match connected {
+            Ok(zk) => {
+                let session = self.sessions.name(zk.session_id().unwrap_or(0) as i64);
+                let negotiated_ms = zk.session_timeout().as_millis();
+                self.clients.insert(client, zk);
+                vec![format!("ok session={session} timeout_ms={negotiated_ms}")]
+            }
+            Err(error) => vec![Raw::Error(error).render(&mut self.sessions).remove(0)],
+        }
+    }
+}
+
+/// An answer before its session ids are named.
+enum Raw {
+    Ok(Vec<Piece>),
+    Error(ZkClientError),
+    Event(WatchEventType, String),
+    NoEvent,
+    /// The watch's session ended before it fired.
+    WatchLost,
+}
+
+/// One part of an answer line.
+enum Piece {
+    Text(String),
+    Stat(Stat),
+    /// Starts a new line.
+    Line,
+}
+
+impl Raw {
+    fn render(self, sessions: &mut Roles) -> Vec<String> {
+        match self {
+            Raw::Ok(pieces) => {
+                let mut lines = vec!["ok".to_string()];
+                for piece in pieces {
+                    match piece {
+                        Piece::Line => lines.push(String::new()),
+                        Piece::Text(text) => push_word(&mut lines, &text),
+                        Piece::Stat(stat) => push_word(&mut lines, &render_stat(&stat, sessions)),
+                    }
+                }
+                lines
+            }
+            Raw::Error(error) => vec![format!("err {}", error_name(&error))],
+            Raw::Event(kind, path) => vec![format!("event {kind:?} {path}")],
+            Raw::NoEvent => vec!["none".to_string()],
+            Raw::WatchLost => vec!["lost".to_string()],
+        }
+    }
+}
+
+fn push_word(lines: &mut [String], word: &str) {
+    let line = lines.last_mut().expect("at least one line");
+    if !line.is_empty() {
+        line.push(' ');
+    }
+    line.push_str(word);
+}
+
+fn render_stat(stat: &Stat, sessions: &mut Roles) -> String {
+    let owner = if stat.ephemeral_owner == 0 {
+        "none".to_string()
+    } else {
+        sessions.name(stat.ephemeral_owner as i64)
+    };
+    format!(
+        "stat=(czxid={} mzxid={} pzxid={} version={} cversion={} aversion={} owner={owner} len={} children={})",
+        zxid(stat.czxid),
+        zxid(stat.mzxid),
+        zxid(stat.pzxid),
+        stat.version,
+        stat.cversion,
+        stat.aversion,
+        stat.data_length,
+        stat.num_children,
+    )
+}
+
+/// ZooKeeper's name for an error code (`KeeperException.Code`), as the probes write it.
+fn error_name(error: &ZkClientError) -> String {
+    match error {
+        ZkClientError::Api(error) => api_error_name(error),
+        ZkClientError::ConnectionLoss => "ConnectionLoss".into(),
+        ZkClientError::SessionExpired => "SessionExpired".into(),
+        ZkClientError::Closed => "ClientClosed".into(),
+        other => format!("Other({other})"),
+    }
+}
+
+fn api_error_name(error: &ZkError) -> String {
+    match error {
+        ZkError::NoNode => "NoNode".into(),
+        ZkError::NodeExists => "NodeExists".into(),
+        ZkError::BadVersion => "BadVersion".into(),
+        ZkError::NotEmpty => "NotEmpty".into(),
+        ZkError::NoChildrenForEphemerals => "NoChildrenForEphemerals".into(),
+        ZkError::BadArguments => "BadArguments".into(),
+        ZkError::SessionExpired => "SessionExpired".into(),
+        ZkError::NoAuth => "NoAuth".into(),
+        ZkError::InvalidAcl => "InvalidACL".into(),
+        ZkError::AuthFailed => "AuthFailed".into(),
+        ZkError::MultiFailed { index, error } => {
+            format!("{} index={index}", api_error_name(error))
+        }
+    }
+}
+
+/// Runs one client step on its node: the raw answer, and a watch it set (with its name).
+async fn call(
+    zk: &ZkClient,
+    step: &Step,
+    watch: Option<models::zk::Watch>,
+) -> (Raw, Option<(String, models::zk::Watch)>) {
+    let path = || step.arg(0);
+    let version = || step.named_int("version").map(|v| v as i32);
+    let watch_name = step.named("watch").map(str::to_string);
+    let raw = |result: Result<Vec<Piece>, ZkClientError>| match result {
+        Ok(pieces) => Raw::Ok(pieces),
+        Err(error) => Raw::Error(error),
+    };
+    let StepKind::Client { verb, .. } = step.kind else {
+        unreachable!("sleep is not a client step")
+    };
+    match verb {
+        "create" => {
+            let mode = match create_mode(step.named("mode").unwrap_or("persistent")) {
+                Some(mode) => mode,
+                None => {
+                    return (
+                        Raw::Ok(vec![Piece::Text("probe: unknown mode".into())]),
+                        None,
+                    );
+                }
+            };
+            let acl = match step.named("acl").map(node_acl) {
+                None => zk.create_acl(),
+                Some(Some(acl)) => acl,
+                Some(None) => return (Raw::Ok(vec![Piece::Text("probe: bad acl".into())]), None),
+            };
+            let data = step.named("data").unwrap_or("");
+            let result = zk.create_with_acl(path(), data, mode, acl).await;
+            (
+                raw(result.map(|path| vec![Piece::Text(format!("path={path}"))])),
+                None,
+            )
+        }
+        "delete" => (
+            raw(zk.delete(path(), version()).await.map(|()| vec![])),
+            None,
+        ),
+        "set" => {
+            let result = zk.set_data(path(), step.arg(1), version()).await;
+            (raw(result.map(|stat| vec![Piece::Stat(stat)])), None)
+        }
+        "get" => match watch_name {
+            Some(name) => match zk.get_data_watch(path()).await {
+                Ok((data, stat, watch)) => (
+                    Raw::Ok(vec![Piece::Text(format!("data={data}")), Piece::Stat(stat)]),
+                    Some((name, watch)),
+                ),
+                Err(error) => (Raw::Error(error), None),
+            },
+            None => {
+                let result = zk.get_data(path()).await;
+                (
+                    raw(result.map(|(data, stat)| {
+                        vec![Piece::Text(format!("data={data}")), Piece::Stat(stat)]
+                    })),
+                    None,
+                )
+            }
+        },
+        "exists" => {
+            let (result, watch) = match watch_name {
+                Some(name) => match zk.exists_watch(path()).await {
+                    Ok((stat, watch)) => (Ok(stat), Some((name, watch))),
+                    Err(error) => (Err(error), None),
+                },
+                None => (zk.exists(path()).await, None),
+            };
+            let pieces = result.map(|stat| match stat {
+                Some(stat) => vec![Piece::Stat(stat)],
+                None => vec![Piece::Text("none".into())],
+            });
+            (raw(pieces), watch)
+        }
+        "children" => {
+            let (result, watch) = match watch_name {
+                Some(name) => match zk.get_children_watch(path()).await {
+                    Ok((children, stat, watch)) => (Ok((children, stat)), Some((name, watch))),
+                    Err(error) => (Err(error), None),
+                },
+                None => (zk.get_children(path()).await, None),
+            };
+            let pieces = result.map(|(mut children, stat)| {
+                // Compared sorted: the real server answers in its hash order (README).
+                children.sort();
+                vec![
+                    Piece::Text(format!("children={}", list(&children))),
+                    Piece::Stat(stat),
+                ]
+            });
+            (raw(pieces), watch)
+        }
+        "wait" => {
+            let Some(watch) = watch else {
+                return (
+                    Raw::Ok(vec![Piece::Text("probe: no such watch".into())]),
+                    None,
+                );
+            };
+            let within = Duration::from_millis(
+                step.named_int("within_ms")
+                    .map_or(DEFAULT_WAIT_MS, |ms| ms.max(0) as u64),
+            );
+            wait_for(watch, within, step.arg(0).to_string()).await
+        }
+        "sync" => (raw(zk.sync(path()).await.map(|()| vec![])), None),
+        "multi" => match multi_ops(step.arg(0), zk) {
+            Some(ops) => {
+                let result = zk.multi(ops).await;
+                (raw(result.map(multi_pieces)), None)
+            }
+            None => (
+                Raw::Ok(vec![Piece::Text("probe: bad multi op".into())]),
+                None,
+            ),
+        },
+        "auth" => (
+            raw(zk.add_auth(step.arg(0), step.arg(1)).await.map(|()| vec![])),
+            None,
+        ),
+        "get_acl" => {
+            let result = zk.get_acl(path()).await;
+            (
+                raw(result.map(|(acl, _aversion, stat)| {
+                    vec![
+                        Piece::Text(format!("acl={}", render_acl(&acl))),
+                        Piece::Stat(stat),
+                    ]
+                })),
+                None,
+            )
+        }
+        "set_acl" => match acl_entries(step.arg(1)) {
+            Some(acl) => {
+                let result = zk.set_acl(path(), acl, version()).await;
+                (
+                    raw(result.map(|(_aversion, stat)| vec![Piece::Stat(stat)])),
+                    None,
+                )
+            }
+            None => (Raw::Ok(vec![Piece::Text("probe: bad acl".into())]), None),
+        },
+        "close" => (raw(zk.close().await.map(|()| vec![])), None),
+        other => (
+            Raw::Ok(vec![Piece::Text(format!("probe: verb {other} not run"))]),
+            None,
+        ),
+    }
+}
+
+/// Waits up to `within` for the watch; one that has not fired is handed back to stay set.
+async fn wait_for(
+    watch: models::zk::Watch,
+    within: Duration,
+    name: String,
+) -> (Raw, Option<(String, models::zk::Watch)>) {
+    let fired = sim::time::timeout(within, watch.wait()).await;
+    match fired {
+        Ok(Ok(event)) => (Raw::Event(event.event, event.path), None),
+        Ok(Err(_lost)) => (Raw::WatchLost, None),
+        // Not fired yet: it stays set, and a later `wait` may see it fire.
+        Err(_elapsed) => (Raw::NoEvent, Some((name, watch))),
+    }
+}
+
+fn create_mode(mode: &str) -> Option<CreateMode> {
+    Some(match mode {
+        "persistent" => CreateMode::Persistent,
+        "ephemeral" => CreateMode::Ephemeral,
+        "persistent_sequential" => CreateMode::PersistentSequential,
+        "ephemeral_sequential" => CreateMode::EphemeralSequential,
+        _ => return None,
+    })
+}
+
+/// `open`, `read`, `creator`, or a list of `scheme:id:perms` entries.
+fn node_acl(text: &str) -> Option<NodeAcl> {
+    match text {
+        "open" => Some(NodeAcl::Open),
+        "creator" => Some(NodeAcl::creator_all()),
+        _ => acl_entries(text).map(NodeAcl::from_entries),
+    }
+}
+
+fn acl_entries(text: &str) -> Option<Vec<Acl>> {
+    match text {
+        "open" => return Some(vec![Acl::open()]),
+        "read" => return Some(vec![Acl::new(Perms::READ, "world", "anyone")]),
+        "creator" => return Some(vec![Acl::creator_all()]),
+        _ => {}
+    }
+    text.split(',')
+        .map(|entry| {
+            // The id may hold ':' itself (digest ids are `user:hash`): perms are last.
+            let (scheme, rest) = entry.split_once(':')?;
+            let (id, perms) = rest.rsplit_once(':')?;
+            Some(Acl::new(perms_of(perms)?, scheme, id))
+        })
+        .collect()
+}
+
+const PERM_LETTERS: [(char, Perms); 5] = [
+    ('c', Perms::CREATE),
+    ('d', Perms::DELETE),
+    ('r', Perms::READ),
+    ('w', Perms::WRITE),
+    ('a', Perms::ADMIN),
+];
+
+fn perms_of(letters: &str) -> Option<Perms> {
+    let mut bits = 0;
+    for letter in letters.chars() {
+        let (_, perm) = PERM_LETTERS.iter().find(|(l, _)| *l == letter)?;
+        bits |= perm.0;
+    }
+    Some(Perms(bits))
+}
+
+fn render_acl(acl: &[Acl]) -> String {
+    let entries: Vec<String> = acl
+        .iter()
+        .map(|entry| {
+            let letters: String = PERM_LETTERS
+                .iter()
+                .filter(|(_, perm)| entry.perms.0 & perm.0 != 0)
+                .map(|(letter, _)| *letter)
+                .collect();
+            format!("{}:{}:{letters}", entry.scheme, entry.id)
+        })
+        .collect();
+    list(&entries)
+}
+
+/// `create:PATH:DATA:MODE`, `delete:PATH:VERSION`, `set:PATH:DATA:VERSION`,
+/// `check:PATH:VERSION`, separated by `;`.
+fn multi_ops(text: &str, zk: &ZkClient) -> Option<Vec<WriteOp>> {
+    let version = |v: &str| -> Option<Option<i32>> {
+        let v: i32 = v.parse().ok()?;
+        Some((v >= 0).then_some(v))
+    };
+    text.split(';')
+        .map(|op| {
+            let parts: Vec<&str> = op.split(':').collect();
+            Some(match parts.as_slice() {
+                ["create", path, data, mode] => WriteOp::Create {
+                    path: path.to_string(),
+                    data: data.to_string(),
+                    mode: create_mode(mode)?,
+                    acl: zk.create_acl(),
+                },
+                ["delete", path, v] => WriteOp::Delete {
+                    path: path.to_string(),
+                    version: version(v)?,
+                },
+                ["set", path, data, v] => WriteOp::SetData {
+                    path: path.to_string(),
+                    data: data.to_string(),
+                    version: version(v)?,
+                },
+                _ => return None,
+            })
+        })
+        .collect()
+}
+
+fn multi_pieces(results: Vec<ZkResponse>) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    for result in results {
+        pieces.push(Piece::Line);
+        match result {
+            ZkResponse::Created { path } => pieces.push(Piece::Text(format!("create path={path}"))),
+            ZkResponse::Deleted => pieces.push(Piece::Text("delete".into())),
+            ZkResponse::Stat { stat } => {
+                pieces.push(Piece::Text("set".into()));
+                pieces.push(Piece::Stat(stat));
+            }
+            other => pieces.push(Piece::Text(format!("{other:?}"))),
+        }
+    }
+    pieces
+}
