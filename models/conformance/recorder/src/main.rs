@@ -158,7 +158,7 @@ fn main() -> ExitCode {
             Ok(probe) if probe.store == args.store => probes.push((file, probe)),
             Ok(probe) => {
                 eprintln!(
-                    "{}: expected a {} probe (from --store), it is in a {} folder",
+                    "{}: expected a probe for --store {}, it is in a {} folder",
                     file.display(),
                     args.store.name(),
                     probe.store.name()

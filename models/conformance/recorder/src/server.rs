@@ -47,6 +47,16 @@ fn fresh_dir(store: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// Refuses a port that something else already listens on: the probes would talk to it.
+fn port_free(port: u16, label: &str) -> Result<(), String> {
+    match port_open(port) {
+        true => Err(format!(
+            "{label}: the port is in use by another process; stop it and record again"
+        )),
+        false => Ok(()),
+    }
+}
+
 fn spawn(label: String, dir: PathBuf, command: &mut Command) -> Result<Server, String> {
     let log = fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
@@ -72,6 +82,7 @@ pub fn start_zookeeper() -> Result<Server, String> {
     );
     fs::write(&config, text).map_err(|e| e.to_string())?;
     let label = format!("ZooKeeper on 127.0.0.1:{ZK_PORT}");
+    port_free(ZK_PORT, &label)?;
     let mut server = spawn(
         label,
         dir,
@@ -96,6 +107,11 @@ pub fn start_etcd() -> Result<Server, String> {
     let client_url = format!("http://127.0.0.1:{ETCD_PORT}");
     let peer_url = format!("http://127.0.0.1:{ETCD_PEER_PORT}");
     let label = format!("etcd on 127.0.0.1:{ETCD_PORT}");
+    port_free(ETCD_PORT, &label)?;
+    port_free(
+        ETCD_PEER_PORT,
+        &format!("etcd's peer port 127.0.0.1:{ETCD_PEER_PORT}"),
+    )?;
     let data = dir.join("data");
     let mut server = spawn(
         label,
