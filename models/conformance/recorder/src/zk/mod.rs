@@ -44,9 +44,7 @@ pub async fn run(probe: &Probe) -> Result<Vec<Vec<String>>, Failure> {
                 tokio::time::sleep(Duration::from_millis(duration_ms)).await;
                 vec!["ok".to_string()]
             }
-            StepKind::Client { client, verb } => {
-                run.step(probe, step, client as usize, verb).await?
-            }
+            StepKind::Client { client, verb } => run.step(step, client as usize, verb).await?,
         };
         answers.push(answer);
     }
@@ -163,12 +161,10 @@ impl Run {
     /// One client step's answer.
     async fn step(
         &mut self,
-        probe: &Probe,
         step: &Step,
         index: usize,
         verb: &str,
     ) -> Result<Vec<String>, Failure> {
-        let _ = probe;
         let one = |line: String| Ok(vec![line]);
         let err = |e: &zookeeper_client::Error| Ok(vec![render::error(e)]);
         match verb {
