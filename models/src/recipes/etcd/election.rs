@@ -16,8 +16,9 @@
 //! - the fencing token is the leader's key's create revision.
 
 use crate::etcd::{EtcdClient, WatchStream};
+use crate::recipes::etcd::held::{EtcdKey, EtcdLeadership};
 use crate::recipes::etcd::keys::{
-    backoff, normalized_prefix, own_key, put_if_absent, read_key, read_prefix, wait_for_deletes,
+    normalized_prefix, own_key, put_if_absent, read_key, read_prefix, wait_for_deletes,
 };
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
@@ -90,11 +91,15 @@ impl EtcdElection {
         match result {
             Ok(token) => {
                 self.recorder.record(ElectionStep::Gained { token });
-                Ok(EtcdLeadership {
+                Ok(EtcdLeadership::new(
                     token,
-                    recorder: self.recorder.clone(),
-                    bugs: self.bugs,
-                })
+                    &self.recorder,
+                    self.context.sim().now(),
+                    self.bugs,
+                    EtcdKey {
+                        key: self.key.clone(),
+                    },
+                ))
             }
             Err(error) => {
                 self.recorder.gave_up(&error);
@@ -146,14 +151,10 @@ impl EtcdElection {
         leadership: &EtcdLeadership,
         value: &str,
     ) -> Result<(), ElectionError> {
-        let result = self.replace_value(client, leadership.token, value).await;
+        let result = self.replace_value(client, leadership.token(), value).await;
         match &result {
-            Err(ElectionError::NotLeader) => leadership
-                .recorder
-                .lost(leadership.token, LossReason::NodeDeleted),
-            Err(ElectionError::SessionEnded) => leadership
-                .recorder
-                .lost(leadership.token, LossReason::LeaseExpired),
+            Err(ElectionError::NotLeader) => leadership.record_lost(LossReason::NodeDeleted),
+            Err(ElectionError::SessionEnded) => leadership.record_lost(LossReason::LeaseExpired),
             _ => {}
         }
         result
@@ -203,25 +204,17 @@ impl EtcdElection {
         leadership: EtcdLeadership,
         session: &EtcdSession,
     ) {
-        self.recorder.record(ElectionStep::Resigned {
-            token: leadership.token,
-        });
-        while !session.is_done() {
-            let result = client
-                .txn(
-                    vec![still_ours(&self.key, leadership.token)],
-                    vec![KvOperation::Delete {
-                        key: self.key.clone(),
-                        range_end: None,
-                    }],
-                    Vec::new(),
-                )
-                .await;
-            if let OpResult::Ok { .. } = result {
-                return;
-            }
-            backoff(&self.context).await;
-        }
+        let delete = KvOperation::Txn {
+            compares: vec![still_ours(&leadership.hold.key, leadership.token())],
+            success: vec![KvOperation::Delete {
+                key: leadership.hold.key.clone(),
+                range_end: None,
+            }],
+            failure: Vec::new(),
+        };
+        leadership
+            .let_go(client, &self.context, session, delete)
+            .await;
     }
 
     /// Who leads now (etcd's `Leader`): the value of the key with the lowest create revision
@@ -326,31 +319,5 @@ impl EtcdLeaderObserver {
         if let Some(watch) = self.watching.take() {
             watch.close();
         }
-    }
-}
-
-/// An etcd leadership: the leader's fencing token.
-pub struct EtcdLeadership {
-    token: u64,
-    recorder: ElectionRecorder,
-    bugs: RecipeBugs,
-}
-
-impl EtcdLeadership {
-    /// The fencing token: the leader's key's create revision.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// Completes when the leader must stop trusting that it leads (`OnStoppedLeading`): its
-    /// session is over. Records the loss.
-    pub async fn lost(&self, session: &EtcdSession) -> LossReason {
-        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
-            // The bug: the leader never looks; its belief lasts until it resigns.
-            return std::future::pending().await;
-        }
-        let why = session.done().await;
-        self.recorder.lost(self.token, why);
-        why
     }
 }

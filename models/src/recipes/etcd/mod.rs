@@ -3,6 +3,7 @@
 
 pub(super) mod discovery;
 pub(super) mod election;
+pub(super) mod held;
 pub(super) mod keys;
 pub(super) mod mutex;
 pub(super) mod pubsub;

@@ -7,8 +7,9 @@
 //! returning. The fencing token is the key's create revision.
 
 use crate::etcd::EtcdClient;
+use crate::recipes::etcd::held::{EtcdKey, EtcdMutexGuard};
 use crate::recipes::etcd::keys::{
-    backoff, normalized_prefix, own_key, put_if_absent, read_key, wait_for_deletes,
+    normalized_prefix, own_key, put_if_absent, read_key, wait_for_deletes,
 };
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
@@ -16,10 +17,9 @@ use crate::recipes::shared::lock::{LockError, LockRecorder};
 use sim::{
     NodeContext,
     history::{
-        OpResult,
-        recipe::{LockMode, LockStep, LossReason},
+        kv::KvOperation,
+        recipe::{LockMode, LockStep},
     },
-    time::SimTime,
 };
 use std::time::Duration;
 
@@ -83,13 +83,15 @@ impl EtcdMutex {
                     token,
                     mode: LockMode::Exclusive,
                 });
-                Ok(EtcdMutexGuard {
-                    key: self.key.clone(),
+                Ok(EtcdMutexGuard::new(
                     token,
-                    recorder: self.recorder.clone(),
-                    acquired_at: self.context.sim().now(),
-                    bugs: self.bugs,
-                })
+                    &self.recorder,
+                    self.context.sim().now(),
+                    self.bugs,
+                    EtcdKey {
+                        key: self.key.clone(),
+                    },
+                ))
             }
             Err(error) => {
                 self.recorder.gave_up(&error);
@@ -130,46 +132,10 @@ impl EtcdMutex {
         guard: EtcdMutexGuard,
         session: &EtcdSession,
     ) {
-        self.recorder
-            .record(LockStep::Released { token: guard.token });
-        while !session.is_done() {
-            if let OpResult::Ok { .. } = client.delete(&guard.key).await {
-                return;
-            }
-            backoff(&self.context).await;
-        }
-    }
-}
-
-/// A held etcd mutex: its key and fencing token.
-pub struct EtcdMutexGuard {
-    key: String,
-    token: u64,
-    recorder: LockRecorder,
-    acquired_at: SimTime,
-    bugs: RecipeBugs,
-}
-
-impl EtcdMutexGuard {
-    /// The fencing token: the key's create revision.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// When the client acquired it (global simulated time, for latency figures).
-    pub fn acquired_at(&self) -> SimTime {
-        self.acquired_at
-    }
-
-    /// Completes when the holder must stop trusting that it holds the mutex: its session is
-    /// over. Records the loss.
-    pub async fn lost(&self, session: &EtcdSession) -> LossReason {
-        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
-            // The bug: the holder never looks; its belief lasts until it lets go.
-            return std::future::pending().await;
-        }
-        let why = session.done().await;
-        self.recorder.lost(self.token, why);
-        why
+        let delete = KvOperation::Delete {
+            key: guard.hold.key.clone(),
+            range_end: None,
+        };
+        guard.let_go(client, &self.context, session, delete).await;
     }
 }

@@ -2,6 +2,7 @@
 //! believes (`OnStartedLeading`, `OnStoppedLeading`, `OnNewLeader` in the seeds' gocorex
 //! election, as `ElectionStep`s).
 
+use crate::recipes::shared::held::Role;
 use crate::recipes::shared::lock::LockError;
 use sim::{
     NodeContext,
@@ -52,7 +53,7 @@ impl From<LockError> for ElectionError {
 
 /// Records one client process's steps in one election, at its node.
 #[derive(Clone)]
-pub(crate) struct ElectionRecorder {
+pub struct ElectionRecorder {
     context: NodeContext,
     process: u32,
     election: String,
@@ -89,11 +90,17 @@ impl ElectionRecorder {
         });
     }
 
-    pub(crate) fn lost(&self, token: u64, why: LossReason) {
-        self.record(ElectionStep::Lost { token, why });
-    }
-
     pub(crate) fn observed(&self, leader: Option<String>) {
         self.record(ElectionStep::Observed { leader });
+    }
+}
+
+impl Role for ElectionRecorder {
+    fn let_go(&self, token: u64) {
+        self.record(ElectionStep::Resigned { token });
+    }
+
+    fn lost(&self, token: u64, why: LossReason) {
+        self.record(ElectionStep::Lost { token, why });
     }
 }

@@ -1,5 +1,6 @@
 //! What every lock recipe shares: its errors and how it records what its client believes.
 
+use crate::recipes::shared::held::Role;
 use sim::{
     NodeContext,
     history::{
@@ -34,7 +35,7 @@ impl std::error::Error for LockError {}
 
 /// Records one client process's steps on one lock, at its node.
 #[derive(Clone)]
-pub(crate) struct LockRecorder {
+pub struct LockRecorder {
     context: NodeContext,
     process: u32,
     lock: String,
@@ -70,8 +71,14 @@ impl LockRecorder {
             why: error.to_string(),
         });
     }
+}
 
-    pub(crate) fn lost(&self, token: u64, why: LossReason) {
+impl Role for LockRecorder {
+    fn let_go(&self, token: u64) {
+        self.record(LockStep::Released { token });
+    }
+
+    fn lost(&self, token: u64, why: LossReason) {
         self.record(LockStep::Lost { token, why });
     }
 }

@@ -4,5 +4,6 @@
 pub(super) mod bugs;
 pub(super) mod election;
 pub(super) mod fenced_resource;
+pub(super) mod held;
 pub(super) mod lock;
 pub(super) mod membership;

@@ -10,20 +10,17 @@
 //! look up or follow who leads ([`ZkElection::leader`], [`ZkLeaderObserver`]): the first
 //! node's data, watched so that its deletion (or a new first node) is noticed.
 
-use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::election::{ElectionError, ElectionRecorder};
+use crate::recipes::zk::held::{NodeName, ZkLeadership, ZkNode};
 use crate::recipes::zk::herd_lock::store_error;
 use crate::recipes::zk::line::{Line, Waits};
-use crate::recipes::zk::node_loss::until_node_lost;
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
 use futures_util::future::{BoxFuture, FutureExt};
 use sim::{
     NodeContext,
-    history::{
-        recipe::{ElectionStep, LossReason},
-        zk::ZkError,
-    },
+    history::{recipe::ElectionStep, zk::ZkError},
 };
 use std::time::Duration;
 
@@ -85,13 +82,13 @@ impl ZkElection {
             Ok(first) => {
                 self.recorder
                     .record(ElectionStep::Gained { token: first.czxid });
-                Ok(ZkLeadership {
-                    zk: self.zk.clone(),
-                    node: first.node,
-                    token: first.czxid,
-                    recorder: self.recorder.clone(),
-                    bugs: self.bugs,
-                })
+                Ok(ZkLeadership::new(
+                    first.czxid,
+                    &self.recorder,
+                    self.context.sim().now(),
+                    self.bugs,
+                    ZkNode::new(&self.zk, first.node, NodeName::Unique),
+                ))
             }
             Err(error) => {
                 let error = ElectionError::from(error);
@@ -259,53 +256,5 @@ impl ZkLeaderObserver {
                 return Ok(identity);
             }
         }
-    }
-}
-
-/// A ZooKeeper leadership: the leader's node and fencing token.
-pub struct ZkLeadership {
-    zk: ZkClient,
-    node: String,
-    token: u64,
-    recorder: ElectionRecorder,
-    bugs: RecipeBugs,
-}
-
-impl ZkLeadership {
-    /// The fencing token: the leader's node's czxid.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// Completes when the leader must stop trusting that it leads (`OnStoppedLeading`):
-    /// its node was deleted, its session ended, or its connection to the ensemble was
-    /// interrupted. Records the loss.
-    pub async fn lost(&self) -> LossReason {
-        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
-            // The bug: the leader never looks; its belief lasts until it resigns.
-            return std::future::pending().await;
-        }
-        let why = until_node_lost(&self.zk, &self.node).await;
-        self.recorder.lost(self.token, why);
-        why
-    }
-
-    /// Resigns: the leader stops believing it leads (recorded first), then deletes its
-    /// node, retrying while the connection is lost, so the next candidate takes over.
-    pub async fn resign(self) {
-        self.recorder
-            .record(ElectionStep::Resigned { token: self.token });
-        self.delete_node().await;
-    }
-
-    /// After a loss: deletes the node if it is still there, so that the next candidate need
-    /// not wait for the session to expire. Records nothing (the loss was recorded).
-    pub async fn abandon(self) {
-        self.delete_node().await;
-    }
-
-    async fn delete_node(&self) {
-        // The node's name is this candidate's alone: deleting it can remove no one else's.
-        while let Err(ZkClientError::ConnectionLoss) = self.zk.delete(&self.node, None).await {}
     }
 }

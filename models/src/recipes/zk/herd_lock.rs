@@ -7,18 +7,17 @@
 //! node and treats the end of its attachment to a server as a possible loss: while
 //! disconnected it cannot know whether its session still lives (Curator's SUSPENDED).
 
-use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
+use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::lock::{LockError, LockRecorder};
-use crate::recipes::zk::node_loss::until_node_lost;
+use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
     NodeContext,
     history::{
-        recipe::{LockMode, LockStep, LossReason},
+        recipe::{LockMode, LockStep},
         zk::{CreateMode, ZkError},
     },
-    time::SimTime,
 };
 use std::time::Duration;
 
@@ -110,97 +109,13 @@ impl ZkHerdLock {
             token,
             mode: LockMode::Exclusive,
         });
-        ZkLockGuard {
-            zk: self.zk.clone(),
-            node: self.path.clone(),
+        ZkLockGuard::new(
             token,
-            recorder: self.recorder.clone(),
-            acquired_at: self.context.sim().now(),
-            node_name: NodeName::Shared,
-            bugs: self.bugs,
-        }
-    }
-}
-
-/// A held ZooKeeper lock (herd or queue): its node and fencing token.
-pub struct ZkLockGuard {
-    pub(crate) zk: ZkClient,
-    pub(crate) node: String,
-    pub(crate) token: u64,
-    pub(crate) recorder: LockRecorder,
-    pub(crate) acquired_at: SimTime,
-    pub(crate) node_name: NodeName,
-    pub(crate) bugs: RecipeBugs,
-}
-
-/// Whether the lock node's name is the lock's (herd lock) or the holder's own (queue lock).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum NodeName {
-    /// Every client creates the same path: another client's node may take its place.
-    Shared,
-    /// A sequential name no one else gets.
-    Unique,
-}
-
-impl ZkLockGuard {
-    /// The fencing token: the lock node's czxid.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// When the client acquired it (global simulated time, for latency figures).
-    pub fn acquired_at(&self) -> SimTime {
-        self.acquired_at
-    }
-
-    /// Completes when the holder must stop trusting that it holds the lock: its node was
-    /// deleted, its session ended, or its connection to the ensemble was interrupted.
-    /// Records the loss.
-    pub async fn lost(&self) -> LossReason {
-        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
-            // The bug: the holder never looks; its belief lasts until it lets go.
-            return std::future::pending().await;
-        }
-        let why = until_node_lost(&self.zk, &self.node).await;
-        self.recorder.lost(self.token, why);
-        why
-    }
-
-    /// Releases the lock: the holder stops believing it holds it (recorded first), then
-    /// deletes its node, retrying while the connection is lost. A node already gone (its
-    /// session ended) is released too.
-    pub async fn release(self) {
-        self.recorder
-            .record(LockStep::Released { token: self.token });
-        self.delete_node().await;
-    }
-
-    /// After a loss: deletes the node if it is still there, so that the others need not
-    /// wait for the session to expire. Records nothing (the loss was recorded).
-    pub async fn abandon(self) {
-        self.delete_node().await;
-    }
-
-    async fn delete_node(&self) {
-        loop {
-            if self.node_name == NodeName::Shared {
-                // The herd lock's path is everyone's: delete it only while it is ours. (A
-                // window remains: our session could expire and another client create the
-                // node between this read and the delete. ZooKeeper cannot delete on a
-                // condition on the owner; the queue lock's unique names avoid the question.)
-                match self.zk.exists(&self.node).await {
-                    Ok(Some(stat)) if Some(stat.ephemeral_owner) == self.zk.session_id() => {}
-                    Err(ZkClientError::ConnectionLoss) => continue,
-                    _ => return,
-                }
-            }
-            match self.zk.delete(&self.node, None).await {
-                // The client waits for a connection inside each call, up to a session
-                // timeout, so this retry does not spin.
-                Err(ZkClientError::ConnectionLoss) => continue,
-                _ => return,
-            }
-        }
+            &self.recorder,
+            self.context.sim().now(),
+            self.bugs,
+            ZkNode::new(&self.zk, self.path.clone(), NodeName::Shared),
+        )
     }
 }
 

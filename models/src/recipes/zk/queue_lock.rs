@@ -6,7 +6,7 @@
 
 use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::lock::{LockError, LockRecorder};
-use crate::recipes::zk::herd_lock::{NodeName, ZkLockGuard};
+use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
 use crate::recipes::zk::line::{CarriedJoin, Line, Waits};
 use crate::zk::ZkClient;
 use sim::{
@@ -88,14 +88,12 @@ impl ZkQueueLock {
             token,
             mode: LockMode::Exclusive,
         });
-        ZkLockGuard {
-            zk: self.zk.clone(),
-            node,
+        ZkLockGuard::new(
             token,
-            recorder: self.recorder.clone(),
-            acquired_at: self.context.sim().now(),
-            node_name: NodeName::Unique,
-            bugs: self.bugs,
-        }
+            &self.recorder,
+            self.context.sim().now(),
+            self.bugs,
+            ZkNode::new(&self.zk, node, NodeName::Unique),
+        )
     }
 }

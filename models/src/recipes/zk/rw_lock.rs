@@ -15,7 +15,7 @@
 
 use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::lock::{LockError, LockRecorder};
-use crate::recipes::zk::herd_lock::{NodeName, ZkLockGuard};
+use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
 use crate::recipes::zk::line::{Line, Waits};
 use crate::zk::ZkClient;
 use sim::{
@@ -106,14 +106,12 @@ impl ZkRwLock {
             token: through.czxid,
             mode,
         });
-        Ok(ZkLockGuard {
-            zk: self.zk.clone(),
-            node: through.node,
-            token: through.czxid,
-            recorder: self.recorder.clone(),
-            acquired_at: self.context.sim().now(),
-            node_name: NodeName::Unique,
-            bugs: self.bugs,
-        })
+        Ok(ZkLockGuard::new(
+            through.czxid,
+            &self.recorder,
+            self.context.sim().now(),
+            self.bugs,
+            ZkNode::new(&self.zk, through.node, NodeName::Unique),
+        ))
     }
 }
