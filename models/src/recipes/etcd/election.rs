@@ -22,12 +22,13 @@ use crate::recipes::etcd::keys::{
 };
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::election::{ElectionError, ElectionRecorder};
+use crate::recipes::shared::election::ElectionRecorder;
+use crate::recipes::shared::error::RecipeError;
 use sim::{
     NodeContext,
     history::{
-        OpError, OpResult, Response,
-        kv::{Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse},
+        OpResult, Response,
+        kv::{Compare, CompareOperator, CompareTarget, KeyValue, KvOperation, KvResponse},
         recipe::{ElectionStep, LossReason},
     },
 };
@@ -77,16 +78,16 @@ impl EtcdElection {
         session: &EtcdSession,
         identity: &str,
         patience: Duration,
-    ) -> Result<EtcdLeadership, ElectionError> {
+    ) -> Result<EtcdLeadership, RecipeError> {
         self.recorder.record(ElectionStep::Campaigned);
         let clock = self.context.clock().clone();
         let result = if session.is_done() {
-            Err(ElectionError::SessionEnded)
+            Err(RecipeError::SessionEnded)
         } else {
             clock
                 .timeout(patience, self.try_campaign(client, identity))
                 .await
-                .unwrap_or(Err(ElectionError::TimedOut))
+                .unwrap_or(Err(RecipeError::TimedOut))
         };
         match result {
             Ok(token) => {
@@ -116,10 +117,10 @@ impl EtcdElection {
         &self,
         client: &mut EtcdClient,
         identity: &str,
-    ) -> Result<u64, ElectionError> {
+    ) -> Result<u64, RecipeError> {
         let mine = put_if_absent(client, &self.context, &self.key, identity, self.lease)
             .await
-            .map_err(|_| ElectionError::SessionEnded)?;
+            .map_err(|_| RecipeError::SessionEnded)?;
         let my_revision = mine.create_revision;
         if mine.value != identity {
             // Our key from an earlier campaign of this session, announcing something else.
@@ -136,25 +137,25 @@ impl EtcdElection {
         // whoever came after us may lead now.
         match read_key(client, &self.context, &self.key).await {
             Some(kv) if kv.create_revision == my_revision => Ok(my_revision),
-            _ => Err(ElectionError::SessionEnded),
+            _ => Err(RecipeError::SessionEnded),
         }
     }
 
     /// Announces `value` as the leader's (etcd's `Proclaim`), if `leadership` is still ours:
     /// its key still has the create revision it had when we won. If it is not, the leader
     /// has learned it lost (recorded): the caller must stop acting as leader. A request the
-    /// store did not answer fails with [`ElectionError::Store`] (the value may or may not
+    /// store did not answer fails with [`RecipeError::Store`] (the value may or may not
     /// have been replaced; the leadership itself is unaffected).
     pub async fn proclaim(
         &self,
         client: &mut EtcdClient,
         leadership: &EtcdLeadership,
         value: &str,
-    ) -> Result<(), ElectionError> {
+    ) -> Result<(), RecipeError> {
         let result = self.replace_value(client, leadership.token(), value).await;
         match &result {
-            Err(ElectionError::NotLeader) => leadership.record_lost(LossReason::NodeDeleted),
-            Err(ElectionError::SessionEnded) => leadership.record_lost(LossReason::LeaseExpired),
+            Err(RecipeError::NotLeader) => leadership.record_lost(LossReason::NodeDeleted),
+            Err(RecipeError::SessionEnded) => leadership.record_lost(LossReason::LeaseExpired),
             _ => {}
         }
         result
@@ -166,7 +167,7 @@ impl EtcdElection {
         client: &mut EtcdClient,
         token: u64,
         value: &str,
-    ) -> Result<(), ElectionError> {
+    ) -> Result<(), RecipeError> {
         let result = client
             .txn(
                 vec![still_ours(&self.key, token)],
@@ -185,13 +186,10 @@ impl EtcdElection {
                 if succeeded {
                     Ok(())
                 } else {
-                    Err(ElectionError::NotLeader)
+                    Err(RecipeError::NotLeader)
                 }
             }
-            OpResult::Fail {
-                error: OpError::Kv(KvError::LeaseNotFound { .. }),
-            } => Err(ElectionError::SessionEnded),
-            other => Err(ElectionError::Store(format!("{other:?}"))),
+            other => Err(RecipeError::from_etcd(other)),
         }
     }
 
@@ -275,7 +273,7 @@ impl EtcdLeaderObserver {
         &mut self,
         client: &mut EtcdClient,
         patience: Duration,
-    ) -> Result<String, ElectionError> {
+    ) -> Result<String, RecipeError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         loop {
@@ -283,14 +281,14 @@ impl EtcdLeaderObserver {
                 // Any change (or a compaction) means: read again.
                 let left = deadline.saturating_duration_since(clock.now());
                 if clock.timeout(left, watch.next()).await.is_err() {
-                    return Err(ElectionError::TimedOut);
+                    return Err(RecipeError::TimedOut);
                 }
                 if let Some(watch) = self.watching.take() {
                     watch.close();
                 }
             }
             if clock.now() >= deadline {
-                return Err(ElectionError::TimedOut);
+                return Err(RecipeError::TimedOut);
             }
             let (revision, kvs) = read_prefix(client, &self.context, &self.prefix).await;
             let first = first_created(kvs);

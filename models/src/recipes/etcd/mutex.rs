@@ -13,7 +13,8 @@ use crate::recipes::etcd::keys::{
 };
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::lock::LockRecorder;
 use sim::{
     NodeContext,
     history::{
@@ -64,18 +65,18 @@ impl EtcdMutex {
         client: &mut EtcdClient,
         session: &EtcdSession,
         patience: Duration,
-    ) -> Result<EtcdMutexGuard, LockError> {
+    ) -> Result<EtcdMutexGuard, RecipeError> {
         self.recorder.record(LockStep::Requested {
             mode: LockMode::Exclusive,
         });
         let clock = self.context.clock().clone();
         let result = if session.is_done() {
-            Err(LockError::SessionEnded)
+            Err(RecipeError::SessionEnded)
         } else {
             clock
                 .timeout(patience, self.try_lock(client))
                 .await
-                .unwrap_or(Err(LockError::TimedOut))
+                .unwrap_or(Err(RecipeError::TimedOut))
         };
         match result {
             Ok(token) => {
@@ -104,10 +105,10 @@ impl EtcdMutex {
     }
 
     /// The locking steps; the token on success.
-    async fn try_lock(&self, client: &mut EtcdClient) -> Result<u64, LockError> {
+    async fn try_lock(&self, client: &mut EtcdClient) -> Result<u64, RecipeError> {
         let mine = put_if_absent(client, &self.context, &self.key, "", self.lease)
             .await
-            .map_err(|_| LockError::SessionEnded)?;
+            .map_err(|_| RecipeError::SessionEnded)?;
         let my_revision = mine.create_revision;
         wait_for_deletes(client, &self.context, &self.prefix, my_revision, |key| {
             self.recorder.woken(key)
@@ -120,7 +121,7 @@ impl EtcdMutex {
         // whoever came after us may hold the lock now.
         match read_key(client, &self.context, &self.key).await {
             Some(kv) if kv.create_revision == my_revision => Ok(my_revision),
-            _ => Err(LockError::SessionEnded),
+            _ => Err(RecipeError::SessionEnded),
         }
     }
 

@@ -1,9 +1,9 @@
-//! What both election recipes share: their errors and how they record what their client
-//! believes (`OnStartedLeading`, `OnStoppedLeading`, `OnNewLeader` in the seeds' gocorex
-//! election, as `ElectionStep`s).
+//! What both election recipes share: how they record what their client believes
+//! (`OnStartedLeading`, `OnStoppedLeading`, `OnNewLeader` in the seeds' gocorex election,
+//! as `ElectionStep`s).
 
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::shared::held::Role;
-use crate::recipes::shared::lock::LockError;
 use sim::{
     NodeContext,
     history::{
@@ -11,45 +11,6 @@ use sim::{
         recipe::{ElectionStep, LossReason},
     },
 };
-use std::fmt;
-
-/// Why a campaign or a proclamation did not succeed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ElectionError {
-    /// The campaign's patience ran out.
-    TimedOut,
-    /// The session (ZooKeeper) or lease (etcd) ended: a new one is needed.
-    SessionEnded,
-    /// The client does not lead (any more): its key was deleted or replaced (etcd's
-    /// `ErrElectionNotLeader`).
-    NotLeader,
-    /// The store refused in a way the recipe does not retry.
-    Store(String),
-}
-
-impl fmt::Display for ElectionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ElectionError::TimedOut => f.write_str("timed out campaigning"),
-            ElectionError::SessionEnded => f.write_str("the session or lease ended"),
-            ElectionError::NotLeader => f.write_str("not the leader"),
-            ElectionError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for ElectionError {}
-
-/// A campaign waits in line as a lock's waiter does, and fails the same ways.
-impl From<LockError> for ElectionError {
-    fn from(error: LockError) -> Self {
-        match error {
-            LockError::TimedOut => ElectionError::TimedOut,
-            LockError::SessionEnded => ElectionError::SessionEnded,
-            LockError::Store(message) => ElectionError::Store(message),
-        }
-    }
-}
 
 /// Records one client process's steps in one election, at its node.
 #[derive(Clone)]
@@ -84,9 +45,10 @@ impl ElectionRecorder {
         });
     }
 
-    pub(crate) fn gave_up(&self, error: &ElectionError) {
+    /// Records that the client stopped trying, and why ([`gave_up_why`]).
+    pub(crate) fn gave_up(&self, error: &RecipeError) {
         self.record(ElectionStep::GaveUp {
-            why: error.to_string(),
+            why: gave_up_why(error),
         });
     }
 
@@ -102,5 +64,33 @@ impl Role for ElectionRecorder {
 
     fn lost(&self, token: u64, why: LossReason) {
         self.record(ElectionStep::Lost { token, why });
+    }
+}
+
+/// What the history says a candidate gave up for: the error's text, but for a timeout the
+/// election's own words. The checkers and the history digests read these texts: keep them.
+fn gave_up_why(error: &RecipeError) -> String {
+    match error {
+        RecipeError::TimedOut => "timed out campaigning".to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_words_a_candidate_that_gave_up_as_it_always_has() {
+        assert_eq!(gave_up_why(&RecipeError::TimedOut), "timed out campaigning");
+        assert_eq!(
+            gave_up_why(&RecipeError::SessionEnded),
+            "the session or lease ended"
+        );
+        assert_eq!(
+            gave_up_why(&RecipeError::Store("NoAuth".into())),
+            "the store refused: NoAuth"
+        );
+        assert_eq!(gave_up_why(&RecipeError::NotLeader), "not the leader");
     }
 }

@@ -1,5 +1,6 @@
-//! What every lock recipe shares: its errors and how it records what its client believes.
+//! What every lock recipe shares: how it records what its client believes.
 
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::shared::held::Role;
 use sim::{
     NodeContext,
@@ -8,30 +9,6 @@ use sim::{
         recipe::{LockStep, LossReason},
     },
 };
-use std::fmt;
-
-/// Why a lock was not acquired.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LockError {
-    /// The try-acquire's patience ran out.
-    TimedOut,
-    /// The session (ZooKeeper) or lease (etcd) ended while acquiring: a new one is needed.
-    SessionEnded,
-    /// The store refused in a way the recipe does not retry.
-    Store(String),
-}
-
-impl fmt::Display for LockError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LockError::TimedOut => f.write_str("timed out waiting for the lock"),
-            LockError::SessionEnded => f.write_str("the session or lease ended"),
-            LockError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for LockError {}
 
 /// Records one client process's steps on one lock, at its node.
 #[derive(Clone)]
@@ -66,9 +43,10 @@ impl LockRecorder {
         });
     }
 
-    pub(crate) fn gave_up(&self, error: &LockError) {
+    /// Records that the client stopped trying, and why ([`gave_up_why`]).
+    pub(crate) fn gave_up(&self, error: &RecipeError) {
         self.record(LockStep::GaveUp {
-            why: error.to_string(),
+            why: gave_up_why(error),
         });
     }
 }
@@ -80,5 +58,35 @@ impl Role for LockRecorder {
 
     fn lost(&self, token: u64, why: LossReason) {
         self.record(LockStep::Lost { token, why });
+    }
+}
+
+/// What the history says a waiter gave up for: the error's text, but for a timeout the
+/// lock's own words. The checkers and the history digests read these texts: keep them.
+fn gave_up_why(error: &RecipeError) -> String {
+    match error {
+        RecipeError::TimedOut => "timed out waiting for the lock".to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_words_a_waiter_that_gave_up_as_it_always_has() {
+        assert_eq!(
+            gave_up_why(&RecipeError::TimedOut),
+            "timed out waiting for the lock"
+        );
+        assert_eq!(
+            gave_up_why(&RecipeError::SessionEnded),
+            "the session or lease ended"
+        );
+        assert_eq!(
+            gave_up_why(&RecipeError::Store("NoAuth".into())),
+            "the store refused: NoAuth"
+        );
     }
 }

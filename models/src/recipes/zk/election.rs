@@ -11,9 +11,9 @@
 //! node's data, watched so that its deletion (or a new first node) is noticed.
 
 use crate::recipes::shared::bugs::RecipeBugs;
-use crate::recipes::shared::election::{ElectionError, ElectionRecorder};
+use crate::recipes::shared::election::ElectionRecorder;
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::zk::held::{NodeName, ZkLeadership, ZkNode};
-use crate::recipes::zk::herd_lock::store_error;
 use crate::recipes::zk::line::{Line, Waits};
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
@@ -72,7 +72,7 @@ impl ZkElection {
         &self,
         identity: &str,
         patience: Duration,
-    ) -> Result<ZkLeadership, ElectionError> {
+    ) -> Result<ZkLeadership, RecipeError> {
         self.recorder.record(ElectionStep::Campaigned);
         match self
             .line()
@@ -91,7 +91,6 @@ impl ZkElection {
                 ))
             }
             Err(error) => {
-                let error = ElectionError::from(error);
                 self.recorder.gave_up(&error);
                 Err(error)
             }
@@ -100,12 +99,12 @@ impl ZkElection {
 
     /// Who leads now: the identity the first candidate in line announced, if any (Curator's
     /// `getLeader`). Records nothing: [`ZkLeaderObserver`] reports changes.
-    pub async fn leader(&self) -> Result<Option<String>, ElectionError> {
+    pub async fn leader(&self) -> Result<Option<String>, RecipeError> {
         loop {
             match first_in_line(&self.line(), Watching::No).await {
                 Ok((first, _)) => return Ok(first.map(|leader| leader.identity)),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(store_error(error).into()),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
@@ -215,7 +214,7 @@ impl ZkLeaderObserver {
     /// reported (at once, the first time) and reports it: the new leader's identity, or
     /// `None` if no one leads. A leader who resigned and won again is a new leadership.
     /// Records what it observed.
-    pub async fn next(&mut self, patience: Duration) -> Result<Option<String>, ElectionError> {
+    pub async fn next(&mut self, patience: Duration) -> Result<Option<String>, RecipeError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         let line = Line {
@@ -232,21 +231,21 @@ impl ZkLeaderObserver {
             if let Some(fired) = &mut self.watching {
                 let left = deadline.saturating_duration_since(clock.now());
                 match clock.timeout(left, fired).await {
-                    Err(_) => return Err(ElectionError::TimedOut),
+                    Err(_) => return Err(RecipeError::TimedOut),
                     Ok(Err(_)) => {
                         self.watching = None;
-                        return Err(ElectionError::SessionEnded);
+                        return Err(RecipeError::SessionEnded);
                     }
                     Ok(Ok(_)) => self.watching = None,
                 }
             }
             if clock.now() >= deadline {
-                return Err(ElectionError::TimedOut);
+                return Err(RecipeError::TimedOut);
             }
             let (first, watch) = match first_in_line(&line, Watching::Yes).await {
                 Ok(found) => found,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(store_error(error).into()),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             self.watching = watch.map(|watch| watch.fired().boxed());
             if self.reported.as_ref() != Some(&first) {

@@ -8,7 +8,8 @@
 //! disconnected it cannot know whether its session still lives (Curator's SUSPENDED).
 
 use crate::recipes::shared::bugs::RecipeBugs;
-use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::lock::LockRecorder;
 use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{ZkClient, ZkClientError};
@@ -49,7 +50,7 @@ impl ZkHerdLock {
     }
 
     /// Waits for the lock, for at most `patience`.
-    pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
+    pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, RecipeError> {
         self.recorder.record(LockStep::Requested {
             mode: LockMode::Exclusive,
         });
@@ -60,12 +61,12 @@ impl ZkHerdLock {
         result
     }
 
-    async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
+    async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, RecipeError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         loop {
             if clock.now() >= deadline {
-                return Err(LockError::TimedOut);
+                return Err(RecipeError::TimedOut);
             }
             match self.zk.create(&self.path, "", CreateMode::Ephemeral).await {
                 Ok(_) | Err(ZkClientError::ConnectionLoss) => {
@@ -78,15 +79,15 @@ impl ZkHerdLock {
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
                     ensure_parents(&self.zk, &self.path)
                         .await
-                        .map_err(store_error)?;
+                        .map_err(RecipeError::from)?;
                     continue;
                 }
-                Err(error) => return Err(store_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
             let (stat, watch) = match self.zk.exists_watch(&self.path).await {
                 Ok(found) => found,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(store_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             let Some(stat) = stat else {
                 // Released between our create and our look: race for it again.
@@ -98,8 +99,8 @@ impl ZkHerdLock {
             let left = deadline.saturating_duration_since(clock.now());
             match clock.timeout(left, watch.fired()).await {
                 Ok(Ok(event)) => self.recorder.woken(&event.path),
-                Ok(Err(_)) => return Err(LockError::SessionEnded),
-                Err(_) => return Err(LockError::TimedOut),
+                Ok(Err(_)) => return Err(RecipeError::SessionEnded),
+                Err(_) => return Err(RecipeError::TimedOut),
             }
         }
     }
@@ -116,12 +117,5 @@ impl ZkHerdLock {
             self.bugs,
             ZkNode::new(&self.zk, self.path.clone(), NodeName::Shared),
         )
-    }
-}
-
-pub(crate) fn store_error(error: ZkClientError) -> LockError {
-    match error {
-        ZkClientError::SessionExpired | ZkClientError::Closed => LockError::SessionEnded,
-        other => LockError::Store(other.to_string()),
     }
 }

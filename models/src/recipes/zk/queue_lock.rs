@@ -5,7 +5,8 @@
 //! the client's node's `czxid`.
 
 use crate::recipes::shared::bugs::RecipeBugs;
-use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::lock::LockRecorder;
 use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
 use crate::recipes::zk::line::{CarriedJoin, Line, Waits};
 use crate::zk::ZkClient;
@@ -56,7 +57,7 @@ impl ZkQueueLock {
     }
 
     /// Waits for the lock, for at most `patience`; on giving up, withdraws from the queue.
-    pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
+    pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, RecipeError> {
         self.recorder.record(LockStep::Requested {
             mode: LockMode::Exclusive,
         });
@@ -67,7 +68,7 @@ impl ZkQueueLock {
         result
     }
 
-    async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
+    async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, RecipeError> {
         let line = Line {
             zk: &self.zk,
             context: &self.context,

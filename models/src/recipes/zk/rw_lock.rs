@@ -14,7 +14,8 @@
 //! node's `czxid`.
 
 use crate::recipes::shared::bugs::RecipeBugs;
-use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::lock::LockRecorder;
 use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
 use crate::recipes::zk::line::{Line, Waits};
 use crate::zk::ZkClient;
@@ -62,13 +63,13 @@ impl ZkRwLock {
     }
 
     /// Waits for the lock in `mode` (shared: the read lock; exclusive: the write lock), for
-    /// at most `patience`; on giving up, withdraws from the line. `LockError::SessionEnded`
+    /// at most `patience`; on giving up, withdraws from the line. `RecipeError::SessionEnded`
     /// tells the caller its session is gone and a new one is needed.
     pub async fn acquire(
         &self,
         mode: LockMode,
         patience: Duration,
-    ) -> Result<ZkLockGuard, LockError> {
+    ) -> Result<ZkLockGuard, RecipeError> {
         self.recorder.record(LockStep::Requested { mode });
         let result = self.try_acquire(mode, patience).await;
         if let Err(error) = &result {
@@ -81,7 +82,7 @@ impl ZkRwLock {
         &self,
         mode: LockMode,
         patience: Duration,
-    ) -> Result<ZkLockGuard, LockError> {
+    ) -> Result<ZkLockGuard, RecipeError> {
         let (child_prefix, blockers) = match mode {
             LockMode::Shared => (READER_PREFIX, WRITERS),
             LockMode::Exclusive => (WRITER_PREFIX, EVERYONE),
