@@ -22,8 +22,8 @@ use crate::recipes::etcd::keys::{
 };
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::election::ElectionRecorder;
 use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::recorder::ElectionRecorder;
 use sim::{
     NodeContext,
     history::{

@@ -5,26 +5,29 @@
 use crate::etcd::EtcdClient;
 use crate::recipes::etcd::keys::backoff;
 use crate::recipes::etcd::session::EtcdSession;
-use crate::recipes::shared::election::ElectionRecorder;
-use crate::recipes::shared::held::{Held, Role};
-use crate::recipes::shared::lock::LockRecorder;
+use crate::recipes::shared::held::Held;
+use crate::recipes::shared::recorder::TokenSteps;
 use sim::{
     NodeContext,
-    history::{OpResult, kv::KvOperation, recipe::LossReason},
+    history::{
+        OpResult,
+        kv::KvOperation,
+        recipe::{ElectionStep, LockStep, LossReason},
+    },
 };
 
 /// A held etcd mutex: its key and fencing token (the key's create revision).
-pub type EtcdMutexGuard = Held<LockRecorder, EtcdKey>;
+pub type EtcdMutexGuard = Held<LockStep, EtcdKey>;
 
 /// An etcd leadership: the leader's key and fencing token (the key's create revision).
-pub type EtcdLeadership = Held<ElectionRecorder, EtcdKey>;
+pub type EtcdLeadership = Held<ElectionStep, EtcdKey>;
 
 /// The key an etcd holder holds by (`prefix/<lease id>`).
 pub struct EtcdKey {
     pub(crate) key: String,
 }
 
-impl<R: Role> Held<R, EtcdKey> {
+impl<S: TokenSteps> Held<S, EtcdKey> {
     /// Completes when the holder must stop trusting that it holds (for a leader,
     /// `OnStoppedLeading`): its session is over. Records the loss.
     pub async fn lost(&self, session: &EtcdSession) -> LossReason {

@@ -14,7 +14,7 @@ use crate::recipes::etcd::keys::{
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
 use crate::recipes::shared::error::RecipeError;
-use crate::recipes::shared::lock::LockRecorder;
+use crate::recipes::shared::recorder::LockRecorder;
 use sim::{
     NodeContext,
     history::{

@@ -1,13 +1,15 @@
 //! A held token — a lock or a leadership, on either store — as one type: the fencing token,
 //! how the end of the hold is recorded, and when the holder must stop trusting it.
 //!
-//! `Held<Role, Hold>` is behind the four names users see: [`ZkLockGuard`] and
+//! `Held<Steps, Hold>` is behind the four names users see: [`ZkLockGuard`] and
 //! [`ZkLeadership`] (Curator's lock and `LeaderLatch`), [`EtcdMutexGuard`] and
-//! [`EtcdLeadership`] (etcd's `concurrency.Mutex` and `Election`). The *role* is the recorder
-//! of the recipe that handed it out (a lock records `Released`, an election `Resigned`; both
-//! record `Lost`); the *hold* is what the token rests on in its store (a ZooKeeper node,
-//! `zk/held.rs`; an etcd key under a session's lease, `etcd/held.rs`), which says how a loss
-//! is noticed and how the holder lets go.
+//! [`EtcdLeadership`] (etcd's `concurrency.Mutex` and `Election`).
+//!
+//! - The *steps* are those of the recipe that handed it out, which its recorder writes: a
+//!   lock's `Released`, an election's `Resigned`, `Lost` for both.
+//! - The *hold* is what the token rests on in its store: a ZooKeeper node (`zk/held.rs`),
+//!   or an etcd key under a session's lease (`etcd/held.rs`). It says how a loss is
+//!   noticed and how the holder lets go.
 //!
 //! [`ZkLockGuard`]: crate::recipes::ZkLockGuard
 //! [`ZkLeadership`]: crate::recipes::ZkLeadership
@@ -15,35 +17,32 @@
 //! [`EtcdLeadership`]: crate::recipes::EtcdLeadership
 
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::lock::LockRecorder;
-use sim::{history::recipe::LossReason, time::SimTime};
+use crate::recipes::shared::recorder::{TokenRecorder, TokenSteps};
+use sim::{
+    history::recipe::{LockStep, LossReason},
+    time::SimTime,
+};
 use std::future::Future;
 
-/// How a holder's steps are recorded: as a lock's or as an election's. Implemented by the
-/// lock's and the election's recorders only.
-pub trait Role: Clone {
-    /// The holder let go of its own will: a lock's `Released`, a leadership's `Resigned`.
-    fn let_go(&self, token: u64);
-    /// The holder learned that it lost the token, and why.
-    fn lost(&self, token: u64, why: LossReason);
-}
-
 /// A held lock or leadership: its fencing token, the recorder of the recipe it came from
-/// (`R`) and what it rests on in its store (`H`).
-pub struct Held<R, H> {
+/// (writing its steps `S`: [`LockStep`] or [`ElectionStep`]) and what it rests on in its
+/// store (`H`).
+///
+/// [`ElectionStep`]: sim::history::recipe::ElectionStep
+pub struct Held<S, H> {
     token: u64,
-    recorder: R,
+    recorder: TokenRecorder<S>,
     acquired_at: SimTime,
     bugs: RecipeBugs,
     pub(crate) hold: H,
 }
 
-impl<R: Role, H> Held<R, H> {
+impl<S: TokenSteps, H> Held<S, H> {
     /// The token `token`, won at `acquired_at` (the winning step is recorded by the caller),
     /// recorded through `recorder`, resting on `hold`.
     pub(crate) fn new(
         token: u64,
-        recorder: &R,
+        recorder: &TokenRecorder<S>,
         acquired_at: SimTime,
         bugs: RecipeBugs,
         hold: H,
@@ -87,7 +86,7 @@ impl<R: Role, H> Held<R, H> {
     }
 }
 
-impl<H> Held<LockRecorder, H> {
+impl<H> Held<LockStep, H> {
     /// When the client acquired the lock (global simulated time, for latency figures).
     pub fn acquired_at(&self) -> SimTime {
         self.acquired_at

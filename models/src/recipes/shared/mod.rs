@@ -3,9 +3,8 @@
 //! elections and membership.
 
 pub(super) mod bugs;
-pub(super) mod election;
 pub(super) mod error;
 pub(super) mod fenced_resource;
 pub(super) mod held;
-pub(super) mod lock;
 pub(super) mod membership;
+pub(super) mod recorder;

@@ -11,8 +11,8 @@
 //! node's data, watched so that its deletion (or a new first node) is noticed.
 
 use crate::recipes::shared::bugs::RecipeBugs;
-use crate::recipes::shared::election::ElectionRecorder;
 use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::recorder::ElectionRecorder;
 use crate::recipes::zk::held::{NodeName, ZkLeadership, ZkNode};
 use crate::recipes::zk::line::{Line, Waits};
 use crate::recipes::zk::paths::ensure_parents;

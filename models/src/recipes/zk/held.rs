@@ -6,20 +6,19 @@
 //! stop trusting its node then (Curator's SUSPENDED state), not only when it hears of the
 //! expiry on reconnecting (CURATOR-460).
 
-use crate::recipes::shared::election::ElectionRecorder;
-use crate::recipes::shared::held::{Held, Role};
-use crate::recipes::shared::lock::LockRecorder;
+use crate::recipes::shared::held::Held;
+use crate::recipes::shared::recorder::TokenSteps;
 use crate::zk::{ZkClient, ZkClientError};
 use futures_util::future::{Either, select};
-use sim::history::recipe::LossReason;
+use sim::history::recipe::{ElectionStep, LockStep, LossReason};
 use std::pin::pin;
 
 /// A held ZooKeeper lock (herd, queue or read/write lock): its node and fencing token (the
 /// node's czxid).
-pub type ZkLockGuard = Held<LockRecorder, ZkNode>;
+pub type ZkLockGuard = Held<LockStep, ZkNode>;
 
 /// A ZooKeeper leadership: the leader's node and fencing token (the node's czxid).
-pub type ZkLeadership = Held<ElectionRecorder, ZkNode>;
+pub type ZkLeadership = Held<ElectionStep, ZkNode>;
 
 /// The node a ZooKeeper holder holds by, and the client that made it.
 pub struct ZkNode {
@@ -73,7 +72,7 @@ impl ZkNode {
     }
 }
 
-impl<R: Role> Held<R, ZkNode> {
+impl<S: TokenSteps> Held<S, ZkNode> {
     /// Completes when the holder must stop trusting that it holds (for a leader,
     /// `OnStoppedLeading`): its node was deleted, its session ended, or its connection to
     /// the ensemble was interrupted. Records the loss.

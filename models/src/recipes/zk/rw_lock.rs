@@ -15,7 +15,7 @@
 
 use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::error::RecipeError;
-use crate::recipes::shared::lock::LockRecorder;
+use crate::recipes::shared::recorder::LockRecorder;
 use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
 use crate::recipes::zk::line::{Line, Waits};
 use crate::zk::ZkClient;
