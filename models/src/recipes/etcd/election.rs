@@ -4,7 +4,7 @@
 //! - [`EtcdElection::campaign`] puts `prefix/<lease id>` = the candidate's identity under the
 //!   session's lease if absent (a key already there with another value is proclaimed over);
 //!   the key with the lowest create revision leads; every other candidate waits for the
-//!   deletion of every key with a lower create revision ([`super::keys`]), **then checks
+//!   deletion of every key with a lower create revision ([`super::line`]), **then checks
 //!   that its own key still exists** — its lease may have expired while it waited (the fix
 //!   for etcd-io/etcd#11051 and #19597; [`RecipeBug::EtcdElectionNoPostwaitCheck`] leaves it
 //!   out);
@@ -16,10 +16,9 @@
 //! - the fencing token is the leader's key's create revision.
 
 use crate::etcd::{EtcdClient, WatchStream};
-use crate::recipes::etcd::held::{EtcdKey, EtcdLeadership};
-use crate::recipes::etcd::keys::{
-    normalized_prefix, own_key, put_if_absent, read_key, read_prefix, wait_for_deletes,
-};
+use crate::recipes::etcd::held::EtcdLeadership;
+use crate::recipes::etcd::keys::{normalized_prefix, read_prefix};
+use crate::recipes::etcd::line::KeyLine;
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
 use crate::recipes::shared::error::RecipeError;
@@ -39,32 +38,21 @@ use std::time::Duration;
 /// `clientv3.Client`): the client numbers its watches, and a process's watches must not
 /// share numbers.
 pub struct EtcdElection {
-    bugs: RecipeBugs,
-    prefix: String,
-    key: String,
-    context: NodeContext,
-    recorder: ElectionRecorder,
-    lease: u64,
+    line: KeyLine<ElectionStep>,
 }
 
 impl EtcdElection {
     /// The election at `prefix` for `session`, entered by the client process `process` on
     /// `context`'s node.
     pub fn new(context: &NodeContext, process: u32, session: &EtcdSession, prefix: &str) -> Self {
-        let prefix = normalized_prefix(prefix);
         Self {
-            bugs: RecipeBugs::default(),
-            key: own_key(&prefix, session.lease()),
-            prefix: prefix.clone(),
-            context: context.clone(),
-            recorder: ElectionRecorder::new(context, process, prefix.trim_end_matches('/')),
-            lease: session.lease(),
+            line: KeyLine::new(context, process, session, prefix),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.line.bugs = bugs;
         self
     }
 
@@ -79,37 +67,14 @@ impl EtcdElection {
         identity: &str,
         patience: Duration,
     ) -> Result<EtcdLeadership, RecipeError> {
-        self.recorder.record(ElectionStep::Campaigned);
-        let clock = self.context.clock().clone();
-        let result = if session.is_done() {
-            Err(RecipeError::SessionEnded)
-        } else {
-            clock
-                .timeout(patience, self.try_campaign(client, identity))
-                .await
-                .unwrap_or(Err(RecipeError::TimedOut))
-        };
-        match result {
-            Ok(token) => {
-                self.recorder.record(ElectionStep::Gained { token });
-                Ok(EtcdLeadership::new(
-                    token,
-                    &self.recorder,
-                    self.context.sim().now(),
-                    self.bugs,
-                    EtcdKey {
-                        key: self.key.clone(),
-                    },
-                ))
-            }
-            Err(error) => {
-                self.recorder.gave_up(&error);
-                // Leave the line: a candidate that gave up must not keep the others waiting
-                // until its lease expires.
-                let _ = client.delete(&self.key).await;
-                Err(error)
-            }
-        }
+        self.line.recorder.record(ElectionStep::Campaigned);
+        let waited = self
+            .line
+            .within(session, patience, self.try_campaign(client, identity))
+            .await;
+        self.line
+            .end_wait(client, waited, |token| ElectionStep::Gained { token })
+            .await
     }
 
     /// The campaign's steps; the token on success.
@@ -118,27 +83,19 @@ impl EtcdElection {
         client: &mut EtcdClient,
         identity: &str,
     ) -> Result<u64, RecipeError> {
-        let mine = put_if_absent(client, &self.context, &self.key, identity, self.lease)
-            .await
-            .map_err(|_| RecipeError::SessionEnded)?;
-        let my_revision = mine.create_revision;
+        let mine = self.line.join(client, identity).await?;
         if mine.value != identity {
             // Our key from an earlier campaign of this session, announcing something else.
-            self.replace_value(client, my_revision, identity).await?;
+            self.replace_value(client, mine.create_revision, identity)
+                .await?;
         }
-        wait_for_deletes(client, &self.context, &self.prefix, my_revision, |key| {
-            self.recorder.woken(key)
-        })
-        .await;
-        if self.bugs.has(RecipeBug::EtcdElectionNoPostwaitCheck) {
-            return Ok(my_revision);
-        }
-        // The post-wait check: the lease may have expired while we waited, deleting our key;
-        // whoever came after us may lead now.
-        match read_key(client, &self.context, &self.key).await {
-            Some(kv) if kv.create_revision == my_revision => Ok(my_revision),
-            _ => Err(RecipeError::SessionEnded),
-        }
+        self.line
+            .wait_for_turn(
+                client,
+                mine.create_revision,
+                RecipeBug::EtcdElectionNoPostwaitCheck,
+            )
+            .await
     }
 
     /// Announces `value` as the leader's (etcd's `Proclaim`), if `leadership` is still ours:
@@ -170,11 +127,11 @@ impl EtcdElection {
     ) -> Result<(), RecipeError> {
         let result = client
             .txn(
-                vec![still_ours(&self.key, token)],
+                vec![still_ours(&self.line.key, token)],
                 vec![KvOperation::Put {
-                    key: self.key.clone(),
+                    key: self.line.key.clone(),
                     value: value.to_string(),
-                    lease: Some(self.lease),
+                    lease: Some(self.line.lease),
                 }],
                 Vec::new(),
             )
@@ -211,14 +168,14 @@ impl EtcdElection {
             failure: Vec::new(),
         };
         leadership
-            .let_go(client, &self.context, session, delete)
+            .let_go(client, &self.line.context, session, delete)
             .await;
     }
 
     /// Who leads now (etcd's `Leader`): the value of the key with the lowest create revision
     /// under the prefix, if any. Records nothing: [`EtcdLeaderObserver`] reports changes.
     pub async fn leader(&self, client: &mut EtcdClient) -> Option<String> {
-        let (_, kvs) = read_prefix(client, &self.context, &self.prefix).await;
+        let (_, kvs) = read_prefix(client, &self.line.context, &self.line.prefix).await;
         first_created(kvs).map(|kv| kv.value)
     }
 }
