@@ -99,9 +99,6 @@ pub(crate) struct TokenRecorder<S> {
     steps: PhantomData<fn(S)>,
 }
 
-/// Records a lock's steps.
-pub(crate) type LockRecorder = TokenRecorder<LockStep>;
-
 /// Records an election's steps.
 pub(crate) type ElectionRecorder = TokenRecorder<ElectionStep>;
 

@@ -13,7 +13,8 @@
 use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::error::RecipeError;
 use crate::recipes::shared::recorder::ElectionRecorder;
-use crate::recipes::zk::held::{NodeName, ZkLeadership, ZkNode};
+use crate::recipes::zk::contender::Contender;
+use crate::recipes::zk::held::{NodeName, ZkLeadership};
 use crate::recipes::zk::line::{Line, Waits};
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
@@ -29,41 +30,26 @@ const CHILD_PREFIX: &str = "candidate-";
 
 /// An election whose candidates line up under `path`.
 pub struct ZkElection {
-    bugs: RecipeBugs,
-    zk: ZkClient,
-    path: String,
-    context: NodeContext,
-    recorder: ElectionRecorder,
+    candidate: Contender<ElectionStep>,
 }
 
 impl ZkElection {
     /// The election at `path`, entered through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
-            bugs: RecipeBugs::default(),
-            zk: zk.clone(),
-            path: path.to_string(),
-            context: context.clone(),
-            recorder: ElectionRecorder::new(context, zk.process(), path),
+            candidate: Contender::new(zk, context, path),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.candidate.bugs = bugs;
         self
     }
 
     fn line(&self) -> Line<'_> {
-        Line {
-            zk: &self.zk,
-            context: &self.context,
-            parent: &self.path,
-            child_prefix: CHILD_PREFIX,
-            bugs: self.bugs,
-            carried: None,
-            waits: Waits::BehindPredecessor,
-        }
+        self.candidate
+            .line(CHILD_PREFIX, None, Waits::BehindPredecessor)
     }
 
     /// Enters the election announcing `identity` and waits, for at most `patience`, to lead
@@ -73,28 +59,21 @@ impl ZkElection {
         identity: &str,
         patience: Duration,
     ) -> Result<ZkLeadership, RecipeError> {
-        self.recorder.record(ElectionStep::Campaigned);
-        match self
-            .line()
-            .wait_to_be_first(identity, patience, |watched| self.recorder.woken(watched))
-            .await
-        {
-            Ok(first) => {
-                self.recorder
-                    .record(ElectionStep::Gained { token: first.czxid });
-                Ok(ZkLeadership::new(
-                    first.czxid,
-                    &self.recorder,
-                    self.context.sim().now(),
-                    self.bugs,
-                    ZkNode::new(&self.zk, first.node, NodeName::Unique),
-                ))
-            }
-            Err(error) => {
-                self.recorder.gave_up(&error);
-                Err(error)
-            }
-        }
+        let candidate = &self.candidate;
+        let steps = async {
+            let first = self
+                .line()
+                .wait_to_be_first(identity, patience, |watched| {
+                    candidate.recorder.woken(watched)
+                })
+                .await?;
+            Ok(
+                candidate.won(first.czxid, first.node, NodeName::Unique, |token| {
+                    ElectionStep::Gained { token }
+                }),
+            )
+        };
+        candidate.contend(ElectionStep::Campaigned, steps).await
     }
 
     /// Who leads now: the identity the first candidate in line announced, if any (Curator's

@@ -9,8 +9,8 @@
 
 use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::error::RecipeError;
-use crate::recipes::shared::recorder::LockRecorder;
-use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
+use crate::recipes::zk::contender::Contender;
+use crate::recipes::zk::held::{NodeName, ZkLockGuard};
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
@@ -24,51 +24,42 @@ use std::time::Duration;
 
 /// A herd lock at `path` (the node whose existence means "held").
 pub struct ZkHerdLock {
-    bugs: RecipeBugs,
-    zk: ZkClient,
-    path: String,
-    context: NodeContext,
-    recorder: LockRecorder,
+    waiter: Contender<LockStep>,
 }
 
 impl ZkHerdLock {
     /// The lock at `path`, used through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
-            bugs: RecipeBugs::default(),
-            zk: zk.clone(),
-            path: path.to_string(),
-            context: context.clone(),
-            recorder: LockRecorder::new(context, zk.process(), path),
+            waiter: Contender::new(zk, context, path),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.waiter.bugs = bugs;
         self
     }
 
     /// Waits for the lock, for at most `patience`.
     pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, RecipeError> {
-        self.recorder.record(LockStep::Requested {
+        let asked = LockStep::Requested {
             mode: LockMode::Exclusive,
-        });
-        let result = self.try_acquire(patience).await;
-        if let Err(error) = &result {
-            self.recorder.gave_up(error);
-        }
-        result
+        };
+        self.waiter.contend(asked, self.try_acquire(patience)).await
     }
 
     async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, RecipeError> {
-        let clock = self.context.clock().clone();
+        let Contender {
+            zk, path, context, ..
+        } = &self.waiter;
+        let clock = context.clock().clone();
         let deadline = clock.now() + patience;
         loop {
             if clock.now() >= deadline {
                 return Err(RecipeError::TimedOut);
             }
-            match self.zk.create(&self.path, "", CreateMode::Ephemeral).await {
+            match zk.create(path, "", CreateMode::Ephemeral).await {
                 Ok(_) | Err(ZkClientError::ConnectionLoss) => {
                     // Created, or maybe created before the connection broke: the node's
                     // owner says whether it is ours.
@@ -77,14 +68,12 @@ impl ZkHerdLock {
                 // The first client ever creates the parents: one failed create, not one
                 // per turn.
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
-                    ensure_parents(&self.zk, &self.path)
-                        .await
-                        .map_err(RecipeError::from)?;
+                    ensure_parents(zk, path).await.map_err(RecipeError::from)?;
                     continue;
                 }
                 Err(error) => return Err(RecipeError::from(error)),
             }
-            let (stat, watch) = match self.zk.exists_watch(&self.path).await {
+            let (stat, watch) = match zk.exists_watch(path).await {
                 Ok(found) => found,
                 Err(ZkClientError::ConnectionLoss) => continue,
                 Err(error) => return Err(RecipeError::from(error)),
@@ -93,29 +82,23 @@ impl ZkHerdLock {
                 // Released between our create and our look: race for it again.
                 continue;
             };
-            if Some(stat.ephemeral_owner) == self.zk.session_id() {
-                return Ok(self.held(stat.czxid));
+            if Some(stat.ephemeral_owner) == zk.session_id() {
+                let node = path.clone();
+                return Ok(self
+                    .waiter
+                    .won(stat.czxid, node, NodeName::Shared, |token| {
+                        LockStep::Acquired {
+                            token,
+                            mode: LockMode::Exclusive,
+                        }
+                    }));
             }
             let left = deadline.saturating_duration_since(clock.now());
             match clock.timeout(left, watch.fired()).await {
-                Ok(Ok(event)) => self.recorder.woken(&event.path),
+                Ok(Ok(event)) => self.waiter.recorder.woken(&event.path),
                 Ok(Err(_)) => return Err(RecipeError::SessionEnded),
                 Err(_) => return Err(RecipeError::TimedOut),
             }
         }
-    }
-
-    fn held(&self, token: u64) -> ZkLockGuard {
-        self.recorder.record(LockStep::Acquired {
-            token,
-            mode: LockMode::Exclusive,
-        });
-        ZkLockGuard::new(
-            token,
-            &self.recorder,
-            self.context.sim().now(),
-            self.bugs,
-            ZkNode::new(&self.zk, self.path.clone(), NodeName::Shared),
-        )
     }
 }

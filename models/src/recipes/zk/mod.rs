@@ -2,6 +2,7 @@
 
 pub(super) mod barrier;
 pub(super) mod config;
+pub(super) mod contender;
 pub(super) mod counter;
 pub(super) mod discovery;
 pub(super) mod election;

@@ -15,9 +15,9 @@
 
 use crate::recipes::shared::bugs::RecipeBugs;
 use crate::recipes::shared::error::RecipeError;
-use crate::recipes::shared::recorder::LockRecorder;
-use crate::recipes::zk::held::{NodeName, ZkLockGuard, ZkNode};
-use crate::recipes::zk::line::{Line, Waits};
+use crate::recipes::zk::contender::Contender;
+use crate::recipes::zk::held::{NodeName, ZkLockGuard};
+use crate::recipes::zk::line::Waits;
 use crate::zk::ZkClient;
 use sim::{
     NodeContext,
@@ -36,29 +36,21 @@ const WRITERS: &[&str] = &[WRITER_PREFIX];
 
 /// A read/write lock whose readers and writers queue under `path`.
 pub struct ZkRwLock {
-    bugs: RecipeBugs,
-    zk: ZkClient,
-    path: String,
-    context: NodeContext,
-    recorder: LockRecorder,
+    waiter: Contender<LockStep>,
 }
 
 impl ZkRwLock {
     /// The lock at `path`, used through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
-            bugs: RecipeBugs::default(),
-            zk: zk.clone(),
-            path: path.to_string(),
-            context: context.clone(),
-            recorder: LockRecorder::new(context, zk.process(), path),
+            waiter: Contender::new(zk, context, path),
         }
     }
 
     /// With the known-bug variants `bugs` switched on (those of the line it shares with the
     /// queue lock, and of its guard).
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.waiter.bugs = bugs;
         self
     }
 
@@ -70,49 +62,28 @@ impl ZkRwLock {
         mode: LockMode,
         patience: Duration,
     ) -> Result<ZkLockGuard, RecipeError> {
-        self.recorder.record(LockStep::Requested { mode });
-        let result = self.try_acquire(mode, patience).await;
-        if let Err(error) = &result {
-            self.recorder.gave_up(error);
-        }
-        result
-    }
-
-    async fn try_acquire(
-        &self,
-        mode: LockMode,
-        patience: Duration,
-    ) -> Result<ZkLockGuard, RecipeError> {
         let (child_prefix, blockers) = match mode {
             LockMode::Shared => (READER_PREFIX, WRITERS),
             LockMode::Exclusive => (WRITER_PREFIX, EVERYONE),
         };
-        let line = Line {
-            zk: &self.zk,
-            context: &self.context,
-            parent: &self.path,
-            child_prefix,
-            bugs: self.bugs,
-            // The read/write lock's clients give up a session only when a server says so.
-            carried: None,
-            waits: Waits::BehindNearest {
+        let waiter = &self.waiter;
+        let steps = async {
+            // The read/write lock's clients give up a session only when a server says so:
+            // no join is carried into the next one.
+            let waits = Waits::BehindNearest {
                 line: EVERYONE,
                 blockers,
-            },
+            };
+            let through = waiter
+                .line(child_prefix, None, waits)
+                .wait_to_be_first("", patience, |watched| waiter.recorder.woken(watched))
+                .await?;
+            Ok(
+                waiter.won(through.czxid, through.node, NodeName::Unique, |token| {
+                    LockStep::Acquired { token, mode }
+                }),
+            )
         };
-        let through = line
-            .wait_to_be_first("", patience, |watched| self.recorder.woken(watched))
-            .await?;
-        self.recorder.record(LockStep::Acquired {
-            token: through.czxid,
-            mode,
-        });
-        Ok(ZkLockGuard::new(
-            through.czxid,
-            &self.recorder,
-            self.context.sim().now(),
-            self.bugs,
-            ZkNode::new(&self.zk, through.node, NodeName::Unique),
-        ))
+        waiter.contend(LockStep::Requested { mode }, steps).await
     }
 }
