@@ -15,25 +15,25 @@ mod shared;
 mod zk;
 
 pub use etcd::discovery::{EtcdDiscoverer, EtcdRegistration};
-pub use etcd::election::{EtcdElection, EtcdLeaderObserver, EtcdLeadership};
-pub use etcd::mutex::{EtcdMutex, EtcdMutexGuard};
-pub use etcd::pubsub::{EtcdPublisher, EtcdSubscriber, Message, PubSubError};
+pub use etcd::election::{EtcdElection, EtcdLeaderObserver};
+pub use etcd::held::{EtcdLeadership, EtcdMutexGuard};
+pub use etcd::mutex::EtcdMutex;
+pub use etcd::pubsub::{EtcdPublisher, EtcdSubscriber, Message};
 pub use etcd::session::{EtcdSession, KEEP_ALIVE_PROCESS};
 pub use shared::bugs::{RecipeBug, RecipeBugs};
-pub use shared::election::ElectionError;
+pub use shared::error::{RecipeError, UnsettledTake};
 pub use shared::fenced_resource::{
     FencedResource, Fencing, ResourceClient, ResourceFrame, ResourceUnavailable,
 };
-pub use shared::lock::LockError;
-pub use shared::membership::DiscoveryError;
-pub use zk::barrier::{BarrierError, ZkDoubleBarrier};
-pub use zk::config::{ConfigError, ZkConfig};
-pub use zk::counter::{CounterError, ZkCounter};
+pub use zk::barrier::ZkDoubleBarrier;
+pub use zk::config::ZkConfig;
+pub use zk::counter::ZkCounter;
 pub use zk::discovery::{ZkDiscoverer, ZkRegistration};
-pub use zk::election::{ZkElection, ZkLeaderObserver, ZkLeadership};
-pub use zk::herd_lock::{ZkHerdLock, ZkLockGuard};
+pub use zk::election::{ZkElection, ZkLeaderObserver};
+pub use zk::held::{ZkLeadership, ZkLockGuard};
+pub use zk::herd_lock::ZkHerdLock;
 pub use zk::line::CarriedJoin;
-pub use zk::queue::{QueueError, UnsettledTake, ZkQueue};
+pub use zk::queue::ZkQueue;
 pub use zk::queue_lock::ZkQueueLock;
-pub use zk::rendezvous::{RendezvousError, ZkRendezvous};
+pub use zk::rendezvous::ZkRendezvous;
 pub use zk::rw_lock::ZkRwLock;

@@ -14,7 +14,8 @@
 
 use crate::etcd::{ChangeKind, EtcdClient, WatchItem, WatchStream, kv_response, prefix_range_end};
 use crate::recipes::etcd::session::EtcdSession;
-use crate::recipes::shared::membership::{DiscoveryError, MembershipRecorder};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::membership::MembershipRecorder;
 use futures_util::FutureExt;
 use sim::{
     NodeContext,
@@ -49,18 +50,18 @@ impl EtcdRegistration {
         group: &str,
         member: &str,
         value: &str,
-    ) -> Result<Self, DiscoveryError> {
+    ) -> Result<Self, RecipeError> {
         let group = group.trim_end_matches('/');
         let key = format!("{group}/{member}");
         loop {
             if session.is_done() {
-                return Err(DiscoveryError::SessionEnded);
+                return Err(RecipeError::SessionEnded);
             }
             match client.put_with_lease(&key, value, session.lease()).await {
                 OpResult::Ok { .. } => break,
                 OpResult::Fail {
                     error: OpError::Kv(KvError::LeaseNotFound { .. }),
-                } => return Err(DiscoveryError::SessionEnded),
+                } => return Err(RecipeError::SessionEnded),
                 _ => context.clock().sleep(RETRY).await,
             }
         }
@@ -81,20 +82,20 @@ impl EtcdRegistration {
     }
 
     /// Unregisters: deletes the key (retried until the store answers) and records it. A
-    /// session over first fails with [`DiscoveryError::SessionEnded`]: the key goes with its
+    /// session over first fails with [`RecipeError::SessionEnded`]: the key goes with its
     /// lease.
     pub async fn unregister(
         self,
         client: &mut EtcdClient,
         session: &EtcdSession,
-    ) -> Result<(), DiscoveryError> {
+    ) -> Result<(), RecipeError> {
         loop {
             if let OpResult::Ok { .. } = client.delete(&self.key).await {
                 self.recorder.unregistered(&self.member);
                 return Ok(());
             }
             if session.is_done() {
-                return Err(DiscoveryError::SessionEnded);
+                return Err(RecipeError::SessionEnded);
             }
             self.context.clock().sleep(RETRY).await;
         }

@@ -4,7 +4,7 @@
 //! - [`EtcdElection::campaign`] puts `prefix/<lease id>` = the candidate's identity under the
 //!   session's lease if absent (a key already there with another value is proclaimed over);
 //!   the key with the lowest create revision leads; every other candidate waits for the
-//!   deletion of every key with a lower create revision ([`super::keys`]), **then checks
+//!   deletion of every key with a lower create revision ([`super::line`]), **then checks
 //!   that its own key still exists** — its lease may have expired while it waited (the fix
 //!   for etcd-io/etcd#11051 and #19597; [`RecipeBug::EtcdElectionNoPostwaitCheck`] leaves it
 //!   out);
@@ -16,17 +16,18 @@
 //! - the fencing token is the leader's key's create revision.
 
 use crate::etcd::{EtcdClient, WatchStream};
-use crate::recipes::etcd::keys::{
-    backoff, normalized_prefix, own_key, put_if_absent, read_key, read_prefix, wait_for_deletes,
-};
+use crate::recipes::etcd::held::EtcdLeadership;
+use crate::recipes::etcd::keys::{normalized_prefix, read_prefix};
+use crate::recipes::etcd::line::KeyLine;
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::election::{ElectionError, ElectionRecorder};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::recorder::ElectionRecorder;
 use sim::{
     NodeContext,
     history::{
-        OpError, OpResult, Response,
-        kv::{Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse},
+        OpResult, Response,
+        kv::{Compare, CompareOperator, CompareTarget, KeyValue, KvOperation, KvResponse},
         recipe::{ElectionStep, LossReason},
     },
 };
@@ -37,32 +38,21 @@ use std::time::Duration;
 /// `clientv3.Client`): the client numbers its watches, and a process's watches must not
 /// share numbers.
 pub struct EtcdElection {
-    bugs: RecipeBugs,
-    prefix: String,
-    key: String,
-    context: NodeContext,
-    recorder: ElectionRecorder,
-    lease: u64,
+    line: KeyLine<ElectionStep>,
 }
 
 impl EtcdElection {
     /// The election at `prefix` for `session`, entered by the client process `process` on
     /// `context`'s node.
     pub fn new(context: &NodeContext, process: u32, session: &EtcdSession, prefix: &str) -> Self {
-        let prefix = normalized_prefix(prefix);
         Self {
-            bugs: RecipeBugs::default(),
-            key: own_key(&prefix, session.lease()),
-            prefix: prefix.clone(),
-            context: context.clone(),
-            recorder: ElectionRecorder::new(context, process, prefix.trim_end_matches('/')),
-            lease: session.lease(),
+            line: KeyLine::new(context, process, session, prefix),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.line.bugs = bugs;
         self
     }
 
@@ -76,34 +66,15 @@ impl EtcdElection {
         session: &EtcdSession,
         identity: &str,
         patience: Duration,
-    ) -> Result<EtcdLeadership, ElectionError> {
-        self.recorder.record(ElectionStep::Campaigned);
-        let clock = self.context.clock().clone();
-        let result = if session.is_done() {
-            Err(ElectionError::SessionEnded)
-        } else {
-            clock
-                .timeout(patience, self.try_campaign(client, identity))
-                .await
-                .unwrap_or(Err(ElectionError::TimedOut))
-        };
-        match result {
-            Ok(token) => {
-                self.recorder.record(ElectionStep::Gained { token });
-                Ok(EtcdLeadership {
-                    token,
-                    recorder: self.recorder.clone(),
-                    bugs: self.bugs,
-                })
-            }
-            Err(error) => {
-                self.recorder.gave_up(&error);
-                // Leave the line: a candidate that gave up must not keep the others waiting
-                // until its lease expires.
-                let _ = client.delete(&self.key).await;
-                Err(error)
-            }
-        }
+    ) -> Result<EtcdLeadership, RecipeError> {
+        self.line.recorder.record(ElectionStep::Campaigned);
+        let waited = self
+            .line
+            .within(session, patience, self.try_campaign(client, identity))
+            .await;
+        self.line
+            .end_wait(client, waited, |token| ElectionStep::Gained { token })
+            .await
     }
 
     /// The campaign's steps; the token on success.
@@ -111,49 +82,37 @@ impl EtcdElection {
         &self,
         client: &mut EtcdClient,
         identity: &str,
-    ) -> Result<u64, ElectionError> {
-        let mine = put_if_absent(client, &self.context, &self.key, identity, self.lease)
-            .await
-            .map_err(|_| ElectionError::SessionEnded)?;
-        let my_revision = mine.create_revision;
+    ) -> Result<u64, RecipeError> {
+        let mine = self.line.join(client, identity).await?;
         if mine.value != identity {
             // Our key from an earlier campaign of this session, announcing something else.
-            self.replace_value(client, my_revision, identity).await?;
+            self.replace_value(client, mine.create_revision, identity)
+                .await?;
         }
-        wait_for_deletes(client, &self.context, &self.prefix, my_revision, |key| {
-            self.recorder.woken(key)
-        })
-        .await;
-        if self.bugs.has(RecipeBug::EtcdElectionNoPostwaitCheck) {
-            return Ok(my_revision);
-        }
-        // The post-wait check: the lease may have expired while we waited, deleting our key;
-        // whoever came after us may lead now.
-        match read_key(client, &self.context, &self.key).await {
-            Some(kv) if kv.create_revision == my_revision => Ok(my_revision),
-            _ => Err(ElectionError::SessionEnded),
-        }
+        self.line
+            .wait_for_turn(
+                client,
+                mine.create_revision,
+                RecipeBug::EtcdElectionNoPostwaitCheck,
+            )
+            .await
     }
 
     /// Announces `value` as the leader's (etcd's `Proclaim`), if `leadership` is still ours:
     /// its key still has the create revision it had when we won. If it is not, the leader
     /// has learned it lost (recorded): the caller must stop acting as leader. A request the
-    /// store did not answer fails with [`ElectionError::Store`] (the value may or may not
+    /// store did not answer fails with [`RecipeError::Store`] (the value may or may not
     /// have been replaced; the leadership itself is unaffected).
     pub async fn proclaim(
         &self,
         client: &mut EtcdClient,
         leadership: &EtcdLeadership,
         value: &str,
-    ) -> Result<(), ElectionError> {
-        let result = self.replace_value(client, leadership.token, value).await;
+    ) -> Result<(), RecipeError> {
+        let result = self.replace_value(client, leadership.token(), value).await;
         match &result {
-            Err(ElectionError::NotLeader) => leadership
-                .recorder
-                .lost(leadership.token, LossReason::NodeDeleted),
-            Err(ElectionError::SessionEnded) => leadership
-                .recorder
-                .lost(leadership.token, LossReason::LeaseExpired),
+            Err(RecipeError::NotLeader) => leadership.record_lost(LossReason::NodeDeleted),
+            Err(RecipeError::SessionEnded) => leadership.record_lost(LossReason::LeaseExpired),
             _ => {}
         }
         result
@@ -165,14 +124,14 @@ impl EtcdElection {
         client: &mut EtcdClient,
         token: u64,
         value: &str,
-    ) -> Result<(), ElectionError> {
+    ) -> Result<(), RecipeError> {
         let result = client
             .txn(
-                vec![still_ours(&self.key, token)],
+                vec![still_ours(&self.line.key, token)],
                 vec![KvOperation::Put {
-                    key: self.key.clone(),
+                    key: self.line.key.clone(),
                     value: value.to_string(),
-                    lease: Some(self.lease),
+                    lease: Some(self.line.lease),
                 }],
                 Vec::new(),
             )
@@ -184,13 +143,10 @@ impl EtcdElection {
                 if succeeded {
                     Ok(())
                 } else {
-                    Err(ElectionError::NotLeader)
+                    Err(RecipeError::NotLeader)
                 }
             }
-            OpResult::Fail {
-                error: OpError::Kv(KvError::LeaseNotFound { .. }),
-            } => Err(ElectionError::SessionEnded),
-            other => Err(ElectionError::Store(format!("{other:?}"))),
+            other => Err(RecipeError::from_etcd(other)),
         }
     }
 
@@ -203,31 +159,23 @@ impl EtcdElection {
         leadership: EtcdLeadership,
         session: &EtcdSession,
     ) {
-        self.recorder.record(ElectionStep::Resigned {
-            token: leadership.token,
-        });
-        while !session.is_done() {
-            let result = client
-                .txn(
-                    vec![still_ours(&self.key, leadership.token)],
-                    vec![KvOperation::Delete {
-                        key: self.key.clone(),
-                        range_end: None,
-                    }],
-                    Vec::new(),
-                )
-                .await;
-            if let OpResult::Ok { .. } = result {
-                return;
-            }
-            backoff(&self.context).await;
-        }
+        let delete = KvOperation::Txn {
+            compares: vec![still_ours(&leadership.hold.key, leadership.token())],
+            success: vec![KvOperation::Delete {
+                key: leadership.hold.key.clone(),
+                range_end: None,
+            }],
+            failure: Vec::new(),
+        };
+        leadership
+            .let_go(client, &self.line.context, session, delete)
+            .await;
     }
 
     /// Who leads now (etcd's `Leader`): the value of the key with the lowest create revision
     /// under the prefix, if any. Records nothing: [`EtcdLeaderObserver`] reports changes.
     pub async fn leader(&self, client: &mut EtcdClient) -> Option<String> {
-        let (_, kvs) = read_prefix(client, &self.context, &self.prefix).await;
+        let (_, kvs) = read_prefix(client, &self.line.context, &self.line.prefix).await;
         first_created(kvs).map(|kv| kv.value)
     }
 }
@@ -282,7 +230,7 @@ impl EtcdLeaderObserver {
         &mut self,
         client: &mut EtcdClient,
         patience: Duration,
-    ) -> Result<String, ElectionError> {
+    ) -> Result<String, RecipeError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         loop {
@@ -290,14 +238,14 @@ impl EtcdLeaderObserver {
                 // Any change (or a compaction) means: read again.
                 let left = deadline.saturating_duration_since(clock.now());
                 if clock.timeout(left, watch.next()).await.is_err() {
-                    return Err(ElectionError::TimedOut);
+                    return Err(RecipeError::TimedOut);
                 }
                 if let Some(watch) = self.watching.take() {
                     watch.close();
                 }
             }
             if clock.now() >= deadline {
-                return Err(ElectionError::TimedOut);
+                return Err(RecipeError::TimedOut);
             }
             let (revision, kvs) = read_prefix(client, &self.context, &self.prefix).await;
             let first = first_created(kvs);
@@ -326,31 +274,5 @@ impl EtcdLeaderObserver {
         if let Some(watch) = self.watching.take() {
             watch.close();
         }
-    }
-}
-
-/// An etcd leadership: the leader's fencing token.
-pub struct EtcdLeadership {
-    token: u64,
-    recorder: ElectionRecorder,
-    bugs: RecipeBugs,
-}
-
-impl EtcdLeadership {
-    /// The fencing token: the leader's key's create revision.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// Completes when the leader must stop trusting that it leads (`OnStoppedLeading`): its
-    /// session is over. Records the loss.
-    pub async fn lost(&self, session: &EtcdSession) -> LossReason {
-        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
-            // The bug: the leader never looks; its belief lasts until it resigns.
-            return std::future::pending().await;
-        }
-        let why = session.done().await;
-        self.recorder.lost(self.token, why);
-        why
     }
 }

@@ -3,7 +3,9 @@
 
 pub(super) mod discovery;
 pub(super) mod election;
+pub(super) mod held;
 pub(super) mod keys;
+pub(super) mod line;
 pub(super) mod mutex;
 pub(super) mod pubsub;
 pub(super) mod session;

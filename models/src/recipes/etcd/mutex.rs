@@ -2,24 +2,22 @@
 //! lock): [`EtcdMutex::lock`] puts `prefix/<lease id>` under the session's lease (if absent)
 //! in a transaction that also reads the key; the key with the lowest create revision holds;
 //! every other waiter waits for the deletion of every key with a lower create revision
-//! (watching the latest of them, one at a time; [`super::keys`]), **then checks that
+//! (watching the latest of them, one at a time; [`super::line`]), **then checks that
 //! its own key still exists** — its lease may have expired while it waited — before
 //! returning. The fencing token is the key's create revision.
 
 use crate::etcd::EtcdClient;
-use crate::recipes::etcd::keys::{
-    backoff, normalized_prefix, own_key, put_if_absent, read_key, wait_for_deletes,
-};
+use crate::recipes::etcd::held::EtcdMutexGuard;
+use crate::recipes::etcd::line::KeyLine;
 use crate::recipes::etcd::session::EtcdSession;
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::lock::{LockError, LockRecorder};
+use crate::recipes::shared::error::RecipeError;
 use sim::{
     NodeContext,
     history::{
-        OpResult,
-        recipe::{LockMode, LockStep, LossReason},
+        kv::KvOperation,
+        recipe::{LockMode, LockStep},
     },
-    time::SimTime,
 };
 use std::time::Duration;
 
@@ -27,32 +25,21 @@ use std::time::Duration;
 /// client, one per client process for its whole life (as with etcd's `clientv3.Client`):
 /// the client numbers its watches, and a process's watches must not share numbers.
 pub struct EtcdMutex {
-    bugs: RecipeBugs,
-    prefix: String,
-    key: String,
-    context: NodeContext,
-    recorder: LockRecorder,
-    lease: u64,
+    line: KeyLine<LockStep>,
 }
 
 impl EtcdMutex {
     /// The mutex at `prefix` for `session`, used by the client process `process` on
     /// `context`'s node.
     pub fn new(context: &NodeContext, process: u32, session: &EtcdSession, prefix: &str) -> Self {
-        let prefix = normalized_prefix(prefix);
         Self {
-            bugs: RecipeBugs::default(),
-            key: own_key(&prefix, session.lease()),
-            prefix: prefix.clone(),
-            context: context.clone(),
-            recorder: LockRecorder::new(context, process, prefix.trim_end_matches('/')),
-            lease: session.lease(),
+            line: KeyLine::new(context, process, session, prefix),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.line.bugs = bugs;
         self
     }
 
@@ -64,62 +51,33 @@ impl EtcdMutex {
         client: &mut EtcdClient,
         session: &EtcdSession,
         patience: Duration,
-    ) -> Result<EtcdMutexGuard, LockError> {
-        self.recorder.record(LockStep::Requested {
-            mode: LockMode::Exclusive,
-        });
-        let clock = self.context.clock().clone();
-        let result = if session.is_done() {
-            Err(LockError::SessionEnded)
-        } else {
-            clock
-                .timeout(patience, self.try_lock(client))
-                .await
-                .unwrap_or(Err(LockError::TimedOut))
-        };
-        match result {
-            Ok(token) => {
-                self.recorder.record(LockStep::Acquired {
-                    token,
-                    mode: LockMode::Exclusive,
-                });
-                Ok(EtcdMutexGuard {
-                    key: self.key.clone(),
-                    token,
-                    recorder: self.recorder.clone(),
-                    acquired_at: self.context.sim().now(),
-                    bugs: self.bugs,
-                })
-            }
-            Err(error) => {
-                self.recorder.gave_up(&error);
-                // Leave the queue: a waiter that gave up must not block the others until
-                // its lease expires.
-                let _ = client.delete(&self.key).await;
-                Err(error)
-            }
-        }
+    ) -> Result<EtcdMutexGuard, RecipeError> {
+        const MODE: LockMode = LockMode::Exclusive;
+        self.line
+            .recorder
+            .record(LockStep::Requested { mode: MODE });
+        let waited = self
+            .line
+            .within(session, patience, self.try_lock(client))
+            .await;
+        self.line
+            .end_wait(client, waited, |token| LockStep::Acquired {
+                token,
+                mode: MODE,
+            })
+            .await
     }
 
     /// The locking steps; the token on success.
-    async fn try_lock(&self, client: &mut EtcdClient) -> Result<u64, LockError> {
-        let mine = put_if_absent(client, &self.context, &self.key, "", self.lease)
+    async fn try_lock(&self, client: &mut EtcdClient) -> Result<u64, RecipeError> {
+        let mine = self.line.join(client, "").await?;
+        self.line
+            .wait_for_turn(
+                client,
+                mine.create_revision,
+                RecipeBug::EtcdMutexNoPostwaitCheck,
+            )
             .await
-            .map_err(|_| LockError::SessionEnded)?;
-        let my_revision = mine.create_revision;
-        wait_for_deletes(client, &self.context, &self.prefix, my_revision, |key| {
-            self.recorder.woken(key)
-        })
-        .await;
-        if self.bugs.has(RecipeBug::EtcdMutexNoPostwaitCheck) {
-            return Ok(my_revision);
-        }
-        // The post-wait check: the lease may have expired while we waited, deleting our key;
-        // whoever came after us may hold the lock now.
-        match read_key(client, &self.context, &self.key).await {
-            Some(kv) if kv.create_revision == my_revision => Ok(my_revision),
-            _ => Err(LockError::SessionEnded),
-        }
     }
 
     /// Releases the mutex: the holder stops believing it holds it (recorded first), then
@@ -130,46 +88,12 @@ impl EtcdMutex {
         guard: EtcdMutexGuard,
         session: &EtcdSession,
     ) {
-        self.recorder
-            .record(LockStep::Released { token: guard.token });
-        while !session.is_done() {
-            if let OpResult::Ok { .. } = client.delete(&guard.key).await {
-                return;
-            }
-            backoff(&self.context).await;
-        }
-    }
-}
-
-/// A held etcd mutex: its key and fencing token.
-pub struct EtcdMutexGuard {
-    key: String,
-    token: u64,
-    recorder: LockRecorder,
-    acquired_at: SimTime,
-    bugs: RecipeBugs,
-}
-
-impl EtcdMutexGuard {
-    /// The fencing token: the key's create revision.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// When the client acquired it (global simulated time, for latency figures).
-    pub fn acquired_at(&self) -> SimTime {
-        self.acquired_at
-    }
-
-    /// Completes when the holder must stop trusting that it holds the mutex: its session is
-    /// over. Records the loss.
-    pub async fn lost(&self, session: &EtcdSession) -> LossReason {
-        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
-            // The bug: the holder never looks; its belief lasts until it lets go.
-            return std::future::pending().await;
-        }
-        let why = session.done().await;
-        self.recorder.lost(self.token, why);
-        why
+        let delete = KvOperation::Delete {
+            key: guard.hold.key.clone(),
+            range_end: None,
+        };
+        guard
+            .let_go(client, &self.line.context, session, delete)
+            .await;
     }
 }

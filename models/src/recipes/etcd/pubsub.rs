@@ -15,6 +15,7 @@
 //!   the new subscription delivers that message again.
 
 use crate::etcd::{ChangeKind, EtcdClient, WatchItem, WatchStream, kv_response, prefix_range_end};
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::{RecipeBug, RecipeBugs, etcd::session::EtcdSession};
 use sim::{
     NodeContext,
@@ -27,40 +28,10 @@ use sim::{
         recipe::PubSubStep,
     },
 };
-use std::{collections::VecDeque, fmt, time::Duration};
+use std::{collections::VecDeque, time::Duration};
 
 /// Pause before retrying a request the store did not answer.
 const RETRY: Duration = Duration::from_millis(50);
-
-/// Why a publish or a subscription stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PubSubError {
-    /// The publisher's session is over: the message was not acknowledged (it may still have
-    /// been published, and then expired with the lease).
-    SessionEnded,
-    /// The revision the subscription needed next was compacted away: messages were lost to
-    /// it, and it is over.
-    Compacted {
-        /// The compaction revision.
-        compact_revision: u64,
-    },
-}
-
-impl fmt::Display for PubSubError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PubSubError::SessionEnded => f.write_str("the publisher's session ended"),
-            PubSubError::Compacted { compact_revision } => {
-                write!(
-                    f,
-                    "the subscription's next revision was compacted (at {compact_revision})"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for PubSubError {}
 
 /// Records one client process's steps on one topic, at its node.
 #[derive(Clone)]
@@ -115,11 +86,11 @@ impl EtcdPublisher {
         session: &EtcdSession,
         message: &str,
         value: &str,
-    ) -> Result<u64, PubSubError> {
+    ) -> Result<u64, RecipeError> {
         let key = format!("{}{message}", self.prefix);
         let revision = loop {
             if session.is_done() {
-                return Err(PubSubError::SessionEnded);
+                return Err(RecipeError::SessionEnded);
             }
             let result = client
                 .txn(
@@ -167,7 +138,7 @@ impl EtcdPublisher {
                 }
                 OpResult::Fail {
                     error: OpError::Kv(KvError::LeaseNotFound { .. }),
-                } => return Err(PubSubError::SessionEnded),
+                } => return Err(RecipeError::SessionEnded),
                 _ => {}
             }
             self.recorder.context.clock().sleep(RETRY).await;
@@ -271,7 +242,7 @@ impl EtcdSubscriber {
 
     /// The next message, in revision order (waits; the watch reconnects as needed).
     /// Records it as received.
-    pub async fn next(&mut self) -> Result<Message, PubSubError> {
+    pub async fn next(&mut self) -> Result<Message, RecipeError> {
         loop {
             if let Some(message) = self.ready.pop_front() {
                 self.delivered_up_to = message.revision;
@@ -306,7 +277,7 @@ impl EtcdSubscriber {
                     }
                 }
                 WatchItem::Compacted { compact_revision } => {
-                    return Err(PubSubError::Compacted { compact_revision });
+                    return Err(RecipeError::Compacted { compact_revision });
                 }
             }
         }

@@ -6,7 +6,7 @@
 
 use crate::etcd::{EtcdClient, EtcdCluster, kv_response};
 use crate::recipes::etcd::keys::RETRY;
-use crate::recipes::shared::lock::LockError;
+use crate::recipes::shared::error::RecipeError;
 use sim::{
     NodeContext,
     history::{
@@ -44,7 +44,7 @@ impl EtcdSession {
         process: u32,
         ttl: Duration,
         patience: Duration,
-    ) -> Result<Self, LockError> {
+    ) -> Result<Self, RecipeError> {
         let clock = context.clock().clone();
         let deadline = clock.now() + patience;
         let mut client = EtcdClient::new(cluster, context.clone(), process);
@@ -58,7 +58,7 @@ impl EtcdSession {
                 break (*lease, asked_at);
             }
             if clock.now() >= deadline {
-                return Err(LockError::TimedOut);
+                return Err(RecipeError::TimedOut);
             }
             clock.sleep(Duration::from_millis(100)).await;
         };

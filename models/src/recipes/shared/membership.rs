@@ -1,33 +1,11 @@
-//! What the discovery recipes (ZooKeeper and etcd) share: their error, and how they record
-//! what their clients believe — a member that it registered or unregistered, a discoverer
-//! the view it reports to its caller.
+//! What the discovery recipes (ZooKeeper and etcd) share: how they record what their
+//! clients believe — a member that it registered or unregistered, a discoverer the view it
+//! reports to its caller.
 
 use sim::{
     NodeContext,
     history::{Event, RecipeEvent, recipe::MembershipStep},
 };
-use std::fmt;
-
-/// Why a discovery step did not complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DiscoveryError {
-    /// The session (ZooKeeper) or lease (etcd) ended: a registration made through it is
-    /// gone, a discoverer on it saw its last view. A new one is needed.
-    SessionEnded,
-    /// The store refused in a way the recipe does not retry.
-    Store(String),
-}
-
-impl fmt::Display for DiscoveryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DiscoveryError::SessionEnded => f.write_str("the session or lease ended"),
-            DiscoveryError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for DiscoveryError {}
 
 /// Records one client process's steps in one group, at its node.
 #[derive(Clone)]

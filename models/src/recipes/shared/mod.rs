@@ -1,8 +1,10 @@
-//! What the recipes of both stores share: the recipe bugs, the fenced resource, and the
-//! recorders and errors of locks, elections and membership.
+//! What the recipes of both stores share: the recipe bugs, the one recipe error, the fenced
+//! resource, the held token (a lock's or a leadership's), and the recorders of locks,
+//! elections and membership.
 
 pub(super) mod bugs;
-pub(super) mod election;
+pub(super) mod error;
 pub(super) mod fenced_resource;
-pub(super) mod lock;
+pub(super) mod held;
 pub(super) mod membership;
+pub(super) mod recorder;

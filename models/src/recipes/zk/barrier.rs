@@ -13,6 +13,7 @@
 //! change of the children instead of `ready`, and goes through on the first one without
 //! counting again (apache/curator GH-1290).
 
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::{RecipeBug, RecipeBugs, zk::paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
@@ -23,40 +24,10 @@ use sim::{
         zk::{CreateMode, ZkError},
     },
 };
-use std::{fmt, time::Duration};
+use std::time::Duration;
 
 /// The node whose creation frees the entry.
 const READY: &str = "ready";
-
-/// Why a participant is not through.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BarrierError {
-    /// The others did not come (or go) within the patience.
-    TimedOut,
-    /// The session ended: the participant's node went with it.
-    SessionEnded,
-    /// The store refused in a way the recipe does not retry.
-    Store(String),
-}
-
-impl fmt::Display for BarrierError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BarrierError::TimedOut => f.write_str("the others did not come in time"),
-            BarrierError::SessionEnded => f.write_str("the session ended"),
-            BarrierError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for BarrierError {}
-
-fn barrier_error(error: ZkClientError) -> BarrierError {
-    match error {
-        ZkClientError::SessionExpired | ZkClientError::Closed => BarrierError::SessionEnded,
-        other => BarrierError::Store(other.to_string()),
-    }
-}
 
 /// One participant of the double barrier at `path` for `size` participants.
 pub struct ZkDoubleBarrier {
@@ -102,7 +73,7 @@ impl ZkDoubleBarrier {
     }
 
     /// Enters, and waits at most `patience` for the others.
-    pub async fn enter(&self, patience: Duration) -> Result<(), BarrierError> {
+    pub async fn enter(&self, patience: Duration) -> Result<(), RecipeError> {
         self.record(BarrierStep::Entering);
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
@@ -113,7 +84,7 @@ impl ZkDoubleBarrier {
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
                     ensure_parents(&self.zk, &mine)
                         .await
-                        .map_err(barrier_error)?;
+                        .map_err(RecipeError::from)?;
                 }
                 // Ours from the lost reply, or a dead session's: whose says the owner.
                 Err(ZkClientError::Api(ZkError::NodeExists))
@@ -124,9 +95,9 @@ impl ZkDoubleBarrier {
                     Ok(_) | Err(ZkClientError::ConnectionLoss) => {
                         clock.sleep(Duration::from_millis(50)).await;
                     }
-                    Err(error) => return Err(barrier_error(error)),
+                    Err(error) => return Err(RecipeError::from(error)),
                 },
-                Err(error) => return Err(barrier_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         let ready = self.node(READY);
@@ -134,7 +105,7 @@ impl ZkDoubleBarrier {
             let (ready_stat, watch) = match self.zk.exists_watch(&ready).await {
                 Ok(found) => found,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(barrier_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             if ready_stat.is_some() {
                 break;
@@ -143,7 +114,7 @@ impl ZkDoubleBarrier {
                 match self.zk.create(&ready, "", CreateMode::Persistent).await {
                     Ok(_) | Err(ZkClientError::Api(ZkError::NodeExists)) => break,
                     Err(ZkClientError::ConnectionLoss) => continue,
-                    Err(error) => return Err(barrier_error(error)),
+                    Err(error) => return Err(RecipeError::from(error)),
                 }
             }
             if self.bugs.has(RecipeBug::BarrierEnterOnWakeup) {
@@ -154,7 +125,7 @@ impl ZkDoubleBarrier {
                         break;
                     }
                     Err(ZkClientError::ConnectionLoss) => continue,
-                    Err(error) => return Err(barrier_error(error)),
+                    Err(error) => return Err(RecipeError::from(error)),
                 }
             }
             self.wait(watch, deadline).await?;
@@ -164,7 +135,7 @@ impl ZkDoubleBarrier {
     }
 
     /// Leaves, and waits at most `patience` for the others to leave.
-    pub async fn leave(&self, patience: Duration) -> Result<(), BarrierError> {
+    pub async fn leave(&self, patience: Duration) -> Result<(), RecipeError> {
         self.record(BarrierStep::Leaving);
         let deadline = self.context.clock().now() + patience;
         loop {
@@ -189,7 +160,7 @@ impl ZkDoubleBarrier {
             let watch = match self.zk.exists_watch(&self.node(&awaited)).await {
                 Ok((Some(_), watch)) => watch,
                 Ok((None, _)) | Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(barrier_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             self.wait(watch, deadline).await?;
         }
@@ -198,24 +169,24 @@ impl ZkDoubleBarrier {
     }
 
     /// The participants' names: the children but `ready`.
-    async fn participants(&self) -> Result<Vec<String>, BarrierError> {
+    async fn participants(&self) -> Result<Vec<String>, RecipeError> {
         loop {
             match self.zk.get_children(&self.path).await {
                 Ok((children, _)) => {
                     return Ok(children.into_iter().filter(|name| name != READY).collect());
                 }
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(barrier_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
 
-    async fn delete_mine(&self) -> Result<(), BarrierError> {
+    async fn delete_mine(&self) -> Result<(), RecipeError> {
         loop {
             match self.zk.delete(&self.node(&self.me), None).await {
                 Ok(()) | Err(ZkClientError::Api(ZkError::NoNode)) => return Ok(()),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(barrier_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
@@ -226,13 +197,13 @@ impl ZkDoubleBarrier {
         &self,
         watch: crate::zk::Watch,
         deadline: sim::clock::LocalTime,
-    ) -> Result<(), BarrierError> {
+    ) -> Result<(), RecipeError> {
         let clock = self.context.clock();
         let left = deadline.saturating_duration_since(clock.now());
         match clock.timeout(left, watch.fired()).await {
-            Ok(_) if self.zk.is_expired() || self.zk.is_closed() => Err(BarrierError::SessionEnded),
+            Ok(_) if self.zk.is_expired() || self.zk.is_closed() => Err(RecipeError::SessionEnded),
             Ok(_) => Ok(()),
-            Err(_) => Err(BarrierError::TimedOut),
+            Err(_) => Err(RecipeError::TimedOut),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! began, so a follower that lags the leader cannot hand it an old version (without it,
 //! `recipe.read_without_sync`).
 
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::{RecipeBug, RecipeBugs, zk::paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
@@ -18,40 +19,9 @@ use sim::{
         zk::{CreateMode, ZkError},
     },
 };
-use std::fmt;
 
 /// The marker node.
 const READY: &str = "ready";
-
-/// Why a publish or a read did not complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigError {
-    /// The session ended.
-    SessionEnded,
-    /// No configuration is published yet, or a part held something else than a version.
-    NotReady,
-    /// The store refused in a way the recipe does not retry.
-    Store(String),
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::SessionEnded => f.write_str("the session ended"),
-            ConfigError::NotReady => f.write_str("no complete configuration to read"),
-            ConfigError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-fn config_error(error: ZkClientError) -> ConfigError {
-    match error {
-        ZkClientError::SessionExpired | ZkClientError::Closed => ConfigError::SessionEnded,
-        other => ConfigError::Store(other.to_string()),
-    }
-}
 
 /// A configuration of `parts` nodes under `path`, used through one session.
 pub struct ZkConfig {
@@ -95,13 +65,13 @@ impl ZkConfig {
     }
 
     /// Publishes every part at `version` (one writer at a time).
-    pub async fn publish(&self, version: u64) -> Result<(), ConfigError> {
+    pub async fn publish(&self, version: u64) -> Result<(), RecipeError> {
         let ready = format!("{}/{READY}", self.path);
         loop {
             match self.zk.delete(&ready, None).await {
                 Ok(()) | Err(ZkClientError::Api(ZkError::NoNode)) => break,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(config_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         for index in 0..self.parts {
@@ -112,7 +82,7 @@ impl ZkConfig {
                     Err(ZkClientError::Api(ZkError::NoNode)) => {
                         ensure_parents(&self.zk, &part)
                             .await
-                            .map_err(config_error)?;
+                            .map_err(RecipeError::from)?;
                         match self
                             .zk
                             .create(&part, &version.to_string(), CreateMode::Persistent)
@@ -121,12 +91,12 @@ impl ZkConfig {
                             Ok(_) => break,
                             Err(ZkClientError::Api(ZkError::NodeExists))
                             | Err(ZkClientError::ConnectionLoss) => {}
-                            Err(error) => return Err(config_error(error)),
+                            Err(error) => return Err(RecipeError::from(error)),
                         }
                     }
                     // Setting the same data twice is harmless.
                     Err(ZkClientError::ConnectionLoss) => {}
-                    Err(error) => return Err(config_error(error)),
+                    Err(error) => return Err(RecipeError::from(error)),
                 }
             }
         }
@@ -138,7 +108,7 @@ impl ZkConfig {
             {
                 Ok(_) | Err(ZkClientError::Api(ZkError::NodeExists)) => break,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(config_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         self.record(ConfigStep::Published { version });
@@ -146,7 +116,7 @@ impl ZkConfig {
     }
 
     /// Reads a complete configuration: every part's version.
-    pub async fn read(&self) -> Result<Vec<u64>, ConfigError> {
+    pub async fn read(&self) -> Result<Vec<u64>, RecipeError> {
         let ready = format!("{}/{READY}", self.path);
         self.record(ConfigStep::Reading);
         let sync = !self.bugs.has(RecipeBug::ReadWithoutSync);
@@ -154,23 +124,23 @@ impl ZkConfig {
             if sync && let Err(error) = self.zk.sync(&self.path).await {
                 match error {
                     ZkClientError::ConnectionLoss => continue,
-                    other => return Err(config_error(other)),
+                    other => return Err(RecipeError::from(other)),
                 }
             }
             let (seen, _watch) = match self.zk.exists_watch(&ready).await {
                 Ok((Some(stat), watch)) => (stat.czxid, watch),
-                Ok((None, _)) => return Err(ConfigError::NotReady),
+                Ok((None, _)) => return Err(RecipeError::NotReady),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(config_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             let mut versions = Vec::with_capacity(self.parts);
             for index in 0..self.parts {
                 match self.zk.get_data(&self.part(index)).await {
                     Ok((data, _)) => {
-                        versions.push(data.parse().map_err(|_| ConfigError::NotReady)?)
+                        versions.push(data.parse().map_err(|_| RecipeError::NotReady)?)
                     }
                     Err(ZkClientError::ConnectionLoss) => continue 'attempt,
-                    Err(error) => return Err(config_error(error)),
+                    Err(error) => return Err(RecipeError::from(error)),
                 }
             }
             // `ready` changed while we read (deleted, or made anew): start again.
@@ -182,7 +152,7 @@ impl ZkConfig {
                     return Ok(versions);
                 }
                 Ok(_) | Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(config_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }

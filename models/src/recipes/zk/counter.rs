@@ -7,6 +7,7 @@
 //! did happen would count twice. [`RecipeBug::CounterRetryAfterConnectionLoss`] retries it
 //! all the same, reading the value again and writing value + 1 (kazoo's `Counter`).
 
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::{RecipeBug, RecipeBugs, zk::paths::ensure_parents};
 use crate::zk::{ZkClient, ZkClientError};
 use sim::{
@@ -17,37 +18,6 @@ use sim::{
         zk::{CreateMode, ZkError},
     },
 };
-use std::fmt;
-
-/// Why an increment or a read did not complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CounterError {
-    /// The conditional write's reply was lost: the increment may or may not have happened.
-    Unknown,
-    /// The session ended before the conditional write was sent, or while reading.
-    SessionEnded,
-    /// The node held something else than a number, or the store refused.
-    Store(String),
-}
-
-impl fmt::Display for CounterError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CounterError::Unknown => f.write_str("the increment's outcome is unknown"),
-            CounterError::SessionEnded => f.write_str("the session ended"),
-            CounterError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for CounterError {}
-
-fn counter_error(error: ZkClientError) -> CounterError {
-    match error {
-        ZkClientError::SessionExpired | ZkClientError::Closed => CounterError::SessionEnded,
-        other => CounterError::Store(other.to_string()),
-    }
-}
 
 /// A counter kept in the data of the node `path`, used through one session.
 pub struct ZkCounter {
@@ -85,7 +55,7 @@ impl ZkCounter {
     }
 
     /// Adds one; the value after the increment.
-    pub async fn increment(&self) -> Result<i64, CounterError> {
+    pub async fn increment(&self) -> Result<i64, RecipeError> {
         loop {
             let (value, version) = self.current().await?;
             let next = value + 1;
@@ -108,21 +78,21 @@ impl ZkCounter {
                 // Sent, and no answer: it may have been applied.
                 Err(ZkClientError::ConnectionLoss | ZkClientError::SessionExpired) => {
                     self.record(CounterStep::Unknown);
-                    return Err(CounterError::Unknown);
+                    return Err(RecipeError::Unknown);
                 }
-                Err(error) => return Err(counter_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
 
     /// Reads the value after a `sync`, so that it counts every increment acknowledged
     /// before the read began.
-    pub async fn read(&self) -> Result<i64, CounterError> {
+    pub async fn read(&self) -> Result<i64, RecipeError> {
         loop {
             match self.zk.sync(&self.path).await {
                 Ok(()) => break,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(counter_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         let (value, _) = self.current().await?;
@@ -131,19 +101,19 @@ impl ZkCounter {
     }
 
     /// The value and its version, creating the node at 0 if it does not exist yet.
-    async fn current(&self) -> Result<(i64, i32), CounterError> {
+    async fn current(&self) -> Result<(i64, i32), RecipeError> {
         loop {
             match self.zk.get_data(&self.path).await {
                 Ok((data, stat)) => {
                     let value = data.parse().map_err(|_| {
-                        CounterError::Store(format!("`{}` holds `{data}`", self.path))
+                        RecipeError::Store(format!("`{}` holds `{data}`", self.path))
                     })?;
                     return Ok((value, stat.version));
                 }
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
                     ensure_parents(&self.zk, &self.path)
                         .await
-                        .map_err(counter_error)?;
+                        .map_err(RecipeError::from)?;
                     // Creating it at 0 twice is harmless: the second finds it there.
                     match self
                         .zk
@@ -153,11 +123,11 @@ impl ZkCounter {
                         Ok(_)
                         | Err(ZkClientError::Api(ZkError::NodeExists))
                         | Err(ZkClientError::ConnectionLoss) => {}
-                        Err(error) => return Err(counter_error(error)),
+                        Err(error) => return Err(RecipeError::from(error)),
                     }
                 }
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(counter_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }

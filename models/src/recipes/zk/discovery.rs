@@ -17,7 +17,8 @@
 //! for.
 
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::membership::{DiscoveryError, MembershipRecorder};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::membership::MembershipRecorder;
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, ZkClient, ZkClientError};
 use sim::{
@@ -46,14 +47,14 @@ impl ZkRegistration {
         group: &str,
         member: &str,
         value: &str,
-    ) -> Result<Self, DiscoveryError> {
+    ) -> Result<Self, RecipeError> {
         let group = group.trim_end_matches('/');
         let path = member_path(group, member);
         loop {
             match zk.create(&path, value, CreateMode::Ephemeral).await {
                 Ok(_) => break,
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
-                    ensure_parents(zk, &path).await.map_err(discovery_error)?;
+                    ensure_parents(zk, &path).await.map_err(RecipeError::from)?;
                 }
                 // Maybe ours: a create whose reply was lost may have happened.
                 Err(ZkClientError::Api(ZkError::NodeExists) | ZkClientError::ConnectionLoss) => {
@@ -61,7 +62,7 @@ impl ZkRegistration {
                         break;
                     }
                 }
-                Err(error) => return Err(discovery_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         let recorder = MembershipRecorder::new(context, zk.process(), group);
@@ -97,8 +98,8 @@ impl ZkRegistration {
 
     /// Unregisters: deletes the node (retrying while the connection is lost) and records
     /// it. A node already gone counts as deleted; a session already over fails with
-    /// [`DiscoveryError::SessionEnded`] (the node went with it).
-    pub async fn unregister(self) -> Result<(), DiscoveryError> {
+    /// [`RecipeError::SessionEnded`] (the node went with it).
+    pub async fn unregister(self) -> Result<(), RecipeError> {
         loop {
             match self.zk.delete(&self.path, None).await {
                 Ok(()) | Err(ZkClientError::Api(ZkError::NoNode)) => {
@@ -106,7 +107,7 @@ impl ZkRegistration {
                     return Ok(());
                 }
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(discovery_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
@@ -114,24 +115,24 @@ impl ZkRegistration {
 
 /// Whether `path` exists and belongs to `zk`'s session; waits for another session's node
 /// to go (then it is not ours, and the caller creates it again).
-async fn owned_by_this_session(zk: &ZkClient, path: &str) -> Result<bool, DiscoveryError> {
+async fn owned_by_this_session(zk: &ZkClient, path: &str) -> Result<bool, RecipeError> {
     loop {
         match zk.exists(path).await {
             Ok(Some(stat)) if Some(stat.ephemeral_owner) == zk.session_id() => return Ok(true),
             Ok(None) => return Ok(false),
             Ok(Some(_)) => {}
             Err(ZkClientError::ConnectionLoss) => continue,
-            Err(error) => return Err(discovery_error(error)),
+            Err(error) => return Err(RecipeError::from(error)),
         }
         // Another session holds the name: wait until it lets go or its session expires.
         match zk.exists_watch(path).await {
             Ok((Some(_), watch)) => {
                 if watch.fired().await.is_err() {
-                    return Err(DiscoveryError::SessionEnded);
+                    return Err(RecipeError::SessionEnded);
                 }
             }
             Ok((None, _)) | Err(ZkClientError::ConnectionLoss) => {}
-            Err(error) => return Err(discovery_error(error)),
+            Err(error) => return Err(RecipeError::from(error)),
         }
     }
 }
@@ -156,7 +157,7 @@ impl ZkDiscoverer {
         context: &NodeContext,
         group: &str,
         bugs: RecipeBugs,
-    ) -> Result<Self, DiscoveryError> {
+    ) -> Result<Self, RecipeError> {
         let group = group.trim_end_matches('/');
         let mut discoverer = Self {
             bugs,
@@ -173,9 +174,9 @@ impl ZkDiscoverer {
     }
 
     /// Waits until the members change, and reports the new view (`OnServiceChanged`,
-    /// recorded). Fails with [`DiscoveryError::SessionEnded`] when the session ends: the
+    /// recorded). Fails with [`RecipeError::SessionEnded`] when the session ends: the
     /// watch is lost, and this discoverer will see nothing more (`OnStoppedDiscovering`).
-    pub async fn changed(&mut self) -> Result<Vec<String>, DiscoveryError> {
+    pub async fn changed(&mut self) -> Result<Vec<String>, RecipeError> {
         let no_reread = self.bugs.has(RecipeBug::OneshotWatchNoReread);
         loop {
             let watch = match self.watch.take() {
@@ -193,7 +194,7 @@ impl ZkDiscoverer {
                 }
             };
             if watch.fired().await.is_err() {
-                return Err(DiscoveryError::SessionEnded);
+                return Err(RecipeError::SessionEnded);
             }
             if no_reread {
                 // Apply the event: read what the group holds now; the one-shot watch is
@@ -214,7 +215,7 @@ impl ZkDiscoverer {
     }
 
     /// The members (sorted) and a child watch set by the same read.
-    async fn read_and_arm(&self) -> Result<(Vec<String>, Watch), DiscoveryError> {
+    async fn read_and_arm(&self) -> Result<(Vec<String>, Watch), RecipeError> {
         loop {
             match self.zk.get_children_watch(&self.group).await {
                 Ok((mut children, _, watch)) => {
@@ -223,13 +224,13 @@ impl ZkDiscoverer {
                 }
                 Err(ZkClientError::Api(ZkError::NoNode)) => self.create_group().await?,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(discovery_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
 
     /// The members (sorted), read without a watch.
-    async fn read_members(&self) -> Result<Vec<String>, DiscoveryError> {
+    async fn read_members(&self) -> Result<Vec<String>, RecipeError> {
         loop {
             match self.zk.get_children(&self.group).await {
                 Ok((mut children, _)) => {
@@ -238,26 +239,19 @@ impl ZkDiscoverer {
                 }
                 Err(ZkClientError::Api(ZkError::NoNode)) => return Ok(Vec::new()),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(discovery_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
 
-    async fn create_group(&self) -> Result<(), DiscoveryError> {
+    async fn create_group(&self) -> Result<(), RecipeError> {
         // `ensure_parents` creates the ancestors of its path: the group and its parents.
         ensure_parents(&self.zk, &member_path(&self.group, "_"))
             .await
-            .map_err(discovery_error)
+            .map_err(RecipeError::from)
     }
 }
 
 fn member_path(group: &str, member: &str) -> String {
     format!("{}/{member}", group.trim_end_matches('/'))
-}
-
-fn discovery_error(error: ZkClientError) -> DiscoveryError {
-    match error {
-        ZkClientError::SessionExpired | ZkClientError::Closed => DiscoveryError::SessionEnded,
-        other => DiscoveryError::Store(other.to_string()),
-    }
 }

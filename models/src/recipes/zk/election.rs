@@ -10,20 +10,18 @@
 //! look up or follow who leads ([`ZkElection::leader`], [`ZkLeaderObserver`]): the first
 //! node's data, watched so that its deletion (or a new first node) is noticed.
 
-use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::election::{ElectionError, ElectionRecorder};
-use crate::recipes::zk::herd_lock::store_error;
+use crate::recipes::shared::bugs::RecipeBugs;
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::shared::recorder::ElectionRecorder;
+use crate::recipes::zk::contender::Contender;
+use crate::recipes::zk::held::{NodeName, ZkLeadership};
 use crate::recipes::zk::line::{Line, Waits};
-use crate::recipes::zk::node_loss::until_node_lost;
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, WatchLost, WatchedEvent, ZkClient, ZkClientError};
 use futures_util::future::{BoxFuture, FutureExt};
 use sim::{
     NodeContext,
-    history::{
-        recipe::{ElectionStep, LossReason},
-        zk::ZkError,
-    },
+    history::{recipe::ElectionStep, zk::ZkError},
 };
 use std::time::Duration;
 
@@ -32,41 +30,26 @@ const CHILD_PREFIX: &str = "candidate-";
 
 /// An election whose candidates line up under `path`.
 pub struct ZkElection {
-    bugs: RecipeBugs,
-    zk: ZkClient,
-    path: String,
-    context: NodeContext,
-    recorder: ElectionRecorder,
+    candidate: Contender<ElectionStep>,
 }
 
 impl ZkElection {
     /// The election at `path`, entered through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
-            bugs: RecipeBugs::default(),
-            zk: zk.clone(),
-            path: path.to_string(),
-            context: context.clone(),
-            recorder: ElectionRecorder::new(context, zk.process(), path),
+            candidate: Contender::new(zk, context, path),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.candidate.bugs = bugs;
         self
     }
 
     fn line(&self) -> Line<'_> {
-        Line {
-            zk: &self.zk,
-            context: &self.context,
-            parent: &self.path,
-            child_prefix: CHILD_PREFIX,
-            bugs: self.bugs,
-            carried: None,
-            waits: Waits::BehindPredecessor,
-        }
+        self.candidate
+            .line(CHILD_PREFIX, None, Waits::BehindPredecessor)
     }
 
     /// Enters the election announcing `identity` and waits, for at most `patience`, to lead
@@ -75,40 +58,32 @@ impl ZkElection {
         &self,
         identity: &str,
         patience: Duration,
-    ) -> Result<ZkLeadership, ElectionError> {
-        self.recorder.record(ElectionStep::Campaigned);
-        match self
-            .line()
-            .wait_to_be_first(identity, patience, |watched| self.recorder.woken(watched))
-            .await
-        {
-            Ok(first) => {
-                self.recorder
-                    .record(ElectionStep::Gained { token: first.czxid });
-                Ok(ZkLeadership {
-                    zk: self.zk.clone(),
-                    node: first.node,
-                    token: first.czxid,
-                    recorder: self.recorder.clone(),
-                    bugs: self.bugs,
+    ) -> Result<ZkLeadership, RecipeError> {
+        let candidate = &self.candidate;
+        let steps = async {
+            let first = self
+                .line()
+                .wait_to_be_first(identity, patience, |watched| {
+                    candidate.recorder.woken(watched)
                 })
-            }
-            Err(error) => {
-                let error = ElectionError::from(error);
-                self.recorder.gave_up(&error);
-                Err(error)
-            }
-        }
+                .await?;
+            Ok(
+                candidate.won(first.czxid, first.node, NodeName::Unique, |token| {
+                    ElectionStep::Gained { token }
+                }),
+            )
+        };
+        candidate.contend(ElectionStep::Campaigned, steps).await
     }
 
     /// Who leads now: the identity the first candidate in line announced, if any (Curator's
     /// `getLeader`). Records nothing: [`ZkLeaderObserver`] reports changes.
-    pub async fn leader(&self) -> Result<Option<String>, ElectionError> {
+    pub async fn leader(&self) -> Result<Option<String>, RecipeError> {
         loop {
             match first_in_line(&self.line(), Watching::No).await {
                 Ok((first, _)) => return Ok(first.map(|leader| leader.identity)),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(store_error(error).into()),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
@@ -218,7 +193,7 @@ impl ZkLeaderObserver {
     /// reported (at once, the first time) and reports it: the new leader's identity, or
     /// `None` if no one leads. A leader who resigned and won again is a new leadership.
     /// Records what it observed.
-    pub async fn next(&mut self, patience: Duration) -> Result<Option<String>, ElectionError> {
+    pub async fn next(&mut self, patience: Duration) -> Result<Option<String>, RecipeError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         let line = Line {
@@ -235,21 +210,21 @@ impl ZkLeaderObserver {
             if let Some(fired) = &mut self.watching {
                 let left = deadline.saturating_duration_since(clock.now());
                 match clock.timeout(left, fired).await {
-                    Err(_) => return Err(ElectionError::TimedOut),
+                    Err(_) => return Err(RecipeError::TimedOut),
                     Ok(Err(_)) => {
                         self.watching = None;
-                        return Err(ElectionError::SessionEnded);
+                        return Err(RecipeError::SessionEnded);
                     }
                     Ok(Ok(_)) => self.watching = None,
                 }
             }
             if clock.now() >= deadline {
-                return Err(ElectionError::TimedOut);
+                return Err(RecipeError::TimedOut);
             }
             let (first, watch) = match first_in_line(&line, Watching::Yes).await {
                 Ok(found) => found,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(store_error(error).into()),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             self.watching = watch.map(|watch| watch.fired().boxed());
             if self.reported.as_ref() != Some(&first) {
@@ -259,53 +234,5 @@ impl ZkLeaderObserver {
                 return Ok(identity);
             }
         }
-    }
-}
-
-/// A ZooKeeper leadership: the leader's node and fencing token.
-pub struct ZkLeadership {
-    zk: ZkClient,
-    node: String,
-    token: u64,
-    recorder: ElectionRecorder,
-    bugs: RecipeBugs,
-}
-
-impl ZkLeadership {
-    /// The fencing token: the leader's node's czxid.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// Completes when the leader must stop trusting that it leads (`OnStoppedLeading`):
-    /// its node was deleted, its session ended, or its connection to the ensemble was
-    /// interrupted. Records the loss.
-    pub async fn lost(&self) -> LossReason {
-        if self.bugs.has(RecipeBug::TrustLocalStateAfterExpiry) {
-            // The bug: the leader never looks; its belief lasts until it resigns.
-            return std::future::pending().await;
-        }
-        let why = until_node_lost(&self.zk, &self.node).await;
-        self.recorder.lost(self.token, why);
-        why
-    }
-
-    /// Resigns: the leader stops believing it leads (recorded first), then deletes its
-    /// node, retrying while the connection is lost, so the next candidate takes over.
-    pub async fn resign(self) {
-        self.recorder
-            .record(ElectionStep::Resigned { token: self.token });
-        self.delete_node().await;
-    }
-
-    /// After a loss: deletes the node if it is still there, so that the next candidate need
-    /// not wait for the session to expire. Records nothing (the loss was recorded).
-    pub async fn abandon(self) {
-        self.delete_node().await;
-    }
-
-    async fn delete_node(&self) {
-        // The node's name is this candidate's alone: deleting it can remove no one else's.
-        while let Err(ZkClientError::ConnectionLoss) = self.zk.delete(&self.node, None).await {}
     }
 }

@@ -26,8 +26,7 @@
 //! hold together ([`Waits::BehindNearest`]).
 
 use crate::recipes::shared::bugs::{RecipeBug, RecipeBugs};
-use crate::recipes::shared::lock::LockError;
-use crate::recipes::zk::herd_lock::store_error;
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::zk::paths::{ensure_parents, in_sequence_order};
 use crate::zk::{FoundNode, ProtectedCreate, ZkClient, ZkClientError};
 use sim::{
@@ -126,28 +125,28 @@ impl Line<'_> {
         data: &str,
         patience: Duration,
         woken: impl Fn(&str),
-    ) -> Result<FirstInLine, LockError> {
+    ) -> Result<FirstInLine, RecipeError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         let mine = self.join(data).await?;
         let my_name = mine.rsplit('/').next().unwrap_or_default().to_string();
-        let withdraw = |error: LockError| async {
+        let withdraw = |error: RecipeError| async {
             self.delete(&mine).await;
             error
         };
         loop {
             if clock.now() >= deadline {
-                return Err(withdraw(LockError::TimedOut).await);
+                return Err(withdraw(RecipeError::TimedOut).await);
             }
             let line = match self.in_order().await {
                 Ok(line) => line,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(store_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             let Some(place) = line.iter().position(|name| *name == my_name) else {
                 // Our node is gone: the session that owned it ended (or someone deleted
                 // it). Coming first through it is impossible.
-                return Err(LockError::SessionEnded);
+                return Err(RecipeError::SessionEnded);
             };
             let Some(blocker) = self.watched(&line[..place]) else {
                 match self.zk.exists(&mine).await {
@@ -157,9 +156,9 @@ impl Line<'_> {
                             czxid: stat.czxid,
                         });
                     }
-                    Ok(_) => return Err(LockError::SessionEnded),
+                    Ok(_) => return Err(RecipeError::SessionEnded),
                     Err(ZkClientError::ConnectionLoss) => continue,
-                    Err(error) => return Err(store_error(error)),
+                    Err(error) => return Err(RecipeError::from(error)),
                 }
             };
             let predecessor = self.path_of(blocker);
@@ -170,13 +169,13 @@ impl Line<'_> {
                 Ok((None, watch)) if self.bugs.has(RecipeBug::NoRelistOnGonePredecessor) => watch,
                 // Gone before the watch was set: list again.
                 Ok((None, _)) | Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(store_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             let left = deadline.saturating_duration_since(clock.now());
             match clock.timeout(left, watch.fired()).await {
                 Ok(Ok(event)) => woken(&event.path),
-                Ok(Err(_)) => return Err(LockError::SessionEnded),
-                Err(_) => return Err(withdraw(LockError::TimedOut).await),
+                Ok(Err(_)) => return Err(RecipeError::SessionEnded),
+                Err(_) => return Err(withdraw(RecipeError::TimedOut).await),
             }
         }
     }
@@ -237,7 +236,7 @@ impl Line<'_> {
 
     /// Creates our node; its path. The first client ever creates the line's node (Curator's
     /// `creatingParentsIfNeeded`): one failed create, not one per turn.
-    async fn join(&self, data: &str) -> Result<String, LockError> {
+    async fn join(&self, data: &str) -> Result<String, RecipeError> {
         let child = self.path_of(self.child_prefix);
         let unprotected = self.bugs.has(RecipeBug::UnprotectedSeqCreate);
         let found = if self.bugs.has(RecipeBug::ProtectionWithoutSessionCheck) {
@@ -275,10 +274,12 @@ impl Line<'_> {
             };
             match created {
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
-                    ensure_parents(self.zk, &child).await.map_err(store_error)?;
+                    ensure_parents(self.zk, &child)
+                        .await
+                        .map_err(RecipeError::from)?;
                 }
                 Err(ZkClientError::ConnectionLoss) if unprotected => {}
-                created => return created.map_err(store_error),
+                created => return created.map_err(RecipeError::from),
             }
         }
     }

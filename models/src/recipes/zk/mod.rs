@@ -2,12 +2,13 @@
 
 pub(super) mod barrier;
 pub(super) mod config;
+pub(super) mod contender;
 pub(super) mod counter;
 pub(super) mod discovery;
 pub(super) mod election;
+pub(super) mod held;
 pub(super) mod herd_lock;
 pub(super) mod line;
-pub(super) mod node_loss;
 pub(super) mod paths;
 pub(super) mod queue;
 pub(super) mod queue_lock;

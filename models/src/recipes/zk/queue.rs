@@ -19,6 +19,7 @@
 //! - An empty queue is waited for with a child watch on the queue node, not by polling.
 
 use crate::recipes::shared::bugs::RecipeBugs;
+use crate::recipes::shared::error::{RecipeError, UnsettledTake};
 use crate::recipes::zk::paths::{ensure_parents, in_sequence_order};
 use crate::zk::{WriteOp, ZkClient, ZkClientError};
 use sim::{
@@ -29,65 +30,16 @@ use sim::{
         zk::{CreateMode, ZkError},
     },
 };
-use std::{fmt, time::Duration};
+use std::time::Duration;
 
 /// The name every item node carries (after the protection GUID, before the sequence).
 const ITEM_PREFIX: &str = "item-";
 
-/// Why a put or a take did not complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum QueueError {
-    /// The session ended: a put's outcome is unknown, a take took nothing.
-    SessionEnded,
-    /// The session ended after a take's claim was sent, before the consumer learned whether
-    /// it won: the item may be this consumer's (the claim committed, its reply lost). Only
-    /// the claim can say, and it outlives the session: settle it with [`ZkQueue::settle`]
-    /// in a new session before taking anything else, or the item is lost to everyone.
-    TakeUnsettled(UnsettledTake),
-    /// The store refused in a way the recipe does not retry.
-    Store(String),
-}
-
-/// A take whose claim a session that ended may have made: what [`ZkQueue::settle`] needs to
-/// find out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnsettledTake {
-    /// The claim node (named after the item node).
-    claim: String,
-    /// What the consumer wrote in the claim: its node, process and old session.
-    claimant: String,
-    /// The item the claim would own.
-    item: String,
-}
-
-impl fmt::Display for QueueError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QueueError::SessionEnded => f.write_str("the session ended"),
-            QueueError::TakeUnsettled(take) => write!(
-                f,
-                "the session ended before the claim `{}` was known to have won",
-                take.claim
-            ),
-            QueueError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for QueueError {}
-
-fn queue_error(error: ZkClientError) -> QueueError {
-    match error {
-        ZkClientError::SessionExpired | ZkClientError::Closed => QueueError::SessionEnded,
-        other => QueueError::Store(other.to_string()),
-    }
-}
-
 /// [`queue_error`] for an error after a take's claim was sent: a session that ended leaves
 /// the take unsettled rather than empty-handed.
-fn take_error(error: ZkClientError, take: &UnsettledTake) -> QueueError {
-    match queue_error(error) {
-        QueueError::SessionEnded => QueueError::TakeUnsettled(take.clone()),
+fn take_error(error: ZkClientError, take: &UnsettledTake) -> RecipeError {
+    match RecipeError::from(error) {
+        RecipeError::SessionEnded => RecipeError::TakeUnsettled(take.clone()),
         other => other,
     }
 }
@@ -123,7 +75,7 @@ impl ZkQueue {
 
     /// Puts `item` at the tail of the queue. `Ok` once the store acknowledged it; on an
     /// error the put may or may not have happened.
-    pub async fn produce(&self, item: &str) -> Result<(), QueueError> {
+    pub async fn produce(&self, item: &str) -> Result<(), RecipeError> {
         self.record(QueueStep::Producing {
             item: item.to_string(),
         });
@@ -148,14 +100,14 @@ impl ZkQueue {
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
                     ensure_parents(&self.zk, &child)
                         .await
-                        .map_err(queue_error)?;
+                        .map_err(RecipeError::from)?;
                 }
                 Err(ZkClientError::ConnectionLoss) => {
                     if self.put_happened(&marker).await? {
                         break;
                     }
                 }
-                Err(error) => return Err(queue_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         self.record(QueueStep::Produced {
@@ -167,7 +119,7 @@ impl ZkQueue {
     /// Whether a put whose reply was lost happened: its marker is among the items, or among
     /// the claims (taken already). After a `sync`, so that the server answering has every
     /// write the leader had committed.
-    async fn put_happened(&self, marker: &str) -> Result<bool, QueueError> {
+    async fn put_happened(&self, marker: &str) -> Result<bool, RecipeError> {
         for parent in [&self.path, &self.claims] {
             loop {
                 if let Err(ZkClientError::ConnectionLoss) = self.zk.sync(parent).await {
@@ -179,7 +131,7 @@ impl ZkQueue {
                     }
                     Ok(_) | Err(ZkClientError::Api(ZkError::NoNode)) => break,
                     Err(ZkClientError::ConnectionLoss) => continue,
-                    Err(error) => return Err(queue_error(error)),
+                    Err(error) => return Err(RecipeError::from(error)),
                 }
             }
         }
@@ -188,7 +140,7 @@ impl ZkQueue {
 
     /// Takes the head of the queue, waiting at most `patience` for one to arrive: `None` if
     /// none did.
-    pub async fn consume(&self, patience: Duration) -> Result<Option<String>, QueueError> {
+    pub async fn consume(&self, patience: Duration) -> Result<Option<String>, RecipeError> {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + patience;
         loop {
@@ -196,7 +148,7 @@ impl ZkQueue {
                 Ok((children, _, watch)) => (children, Some(watch)),
                 Err(ZkClientError::Api(ZkError::NoNode)) => (Vec::new(), None),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(queue_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             let items = in_sequence_order(
                 children
@@ -227,7 +179,7 @@ impl ZkQueue {
                     Ok(Ok(_)) => {}
                     Ok(Err(_)) => {
                         if self.zk.is_expired() || self.zk.is_closed() {
-                            return Err(QueueError::SessionEnded);
+                            return Err(RecipeError::SessionEnded);
                         }
                     }
                     Err(_) => return Ok(None),
@@ -240,7 +192,7 @@ impl ZkQueue {
 
     /// Tries to take the item node `name`: its item if this consumer's claim won, `None` if
     /// someone else's did.
-    async fn take(&self, name: &str) -> Result<Option<String>, QueueError> {
+    async fn take(&self, name: &str) -> Result<Option<String>, RecipeError> {
         let node = format!("{}/{name}", self.path);
         let claim = format!("{}/{name}", self.claims);
         let me = self.claimant();
@@ -254,7 +206,7 @@ impl ZkQueue {
                 Ok((item, _)) => item,
                 Err(ZkClientError::Api(ZkError::NoNode)) => return Ok(None),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(queue_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             let taken = self
                 .zk
@@ -281,7 +233,7 @@ impl ZkQueue {
                 Err(ZkClientError::Api(ZkError::MultiFailed { .. })) => {
                     ensure_parents(&self.zk, &claim)
                         .await
-                        .map_err(queue_error)?;
+                        .map_err(RecipeError::from)?;
                 }
                 // Did our multi happen? The claim says, read after a `sync` (a server
                 // behind would show no claim, and then the item we took, still there).
@@ -314,7 +266,7 @@ impl ZkQueue {
     /// it). The item, recorded as consumed, if the old session's claim won; `None` if
     /// nobody's did (the item is still queued) or another consumer's did. If this session
     /// ends too, the take is still unsettled.
-    pub async fn settle(&self, take: UnsettledTake) -> Result<Option<String>, QueueError> {
+    pub async fn settle(&self, take: UnsettledTake) -> Result<Option<String>, RecipeError> {
         loop {
             match self.zk.sync(&self.claims).await {
                 Err(ZkClientError::ConnectionLoss) => continue,

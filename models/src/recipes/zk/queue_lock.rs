@@ -5,9 +5,10 @@
 //! the client's node's `czxid`.
 
 use crate::recipes::shared::bugs::RecipeBugs;
-use crate::recipes::shared::lock::{LockError, LockRecorder};
-use crate::recipes::zk::herd_lock::{NodeName, ZkLockGuard};
-use crate::recipes::zk::line::{CarriedJoin, Line, Waits};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::zk::contender::Contender;
+use crate::recipes::zk::held::{NodeName, ZkLockGuard};
+use crate::recipes::zk::line::{CarriedJoin, Waits};
 use crate::zk::ZkClient;
 use sim::{
     NodeContext,
@@ -20,30 +21,22 @@ const CHILD_PREFIX: &str = "lock-";
 
 /// A queue lock whose waiters queue under `path`.
 pub struct ZkQueueLock {
-    bugs: RecipeBugs,
+    waiter: Contender<LockStep>,
     carried: Option<CarriedJoin>,
-    zk: ZkClient,
-    path: String,
-    context: NodeContext,
-    recorder: LockRecorder,
 }
 
 impl ZkQueueLock {
     /// The lock at `path`, used through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
-            bugs: RecipeBugs::default(),
+            waiter: Contender::new(zk, context, path),
             carried: None,
-            zk: zk.clone(),
-            path: path.to_string(),
-            context: context.clone(),
-            recorder: LockRecorder::new(context, zk.process(), path),
         }
     }
 
     /// With the known-bug variants `bugs` switched on.
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.waiter.bugs = bugs;
         self
     }
 
@@ -56,46 +49,29 @@ impl ZkQueueLock {
     }
 
     /// Waits for the lock, for at most `patience`; on giving up, withdraws from the queue.
-    pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
-        self.recorder.record(LockStep::Requested {
-            mode: LockMode::Exclusive,
-        });
-        let result = self.try_acquire(patience).await;
-        if let Err(error) = &result {
-            self.recorder.gave_up(error);
-        }
-        result
-    }
-
-    async fn try_acquire(&self, patience: Duration) -> Result<ZkLockGuard, LockError> {
-        let line = Line {
-            zk: &self.zk,
-            context: &self.context,
-            parent: &self.path,
-            child_prefix: CHILD_PREFIX,
-            bugs: self.bugs,
-            carried: self.carried.as_ref(),
-            waits: Waits::BehindPredecessor,
+    pub async fn acquire(&self, patience: Duration) -> Result<ZkLockGuard, RecipeError> {
+        let waiter = &self.waiter;
+        let steps = async {
+            let line = waiter.line(
+                CHILD_PREFIX,
+                self.carried.as_ref(),
+                Waits::BehindPredecessor,
+            );
+            let first = line
+                .wait_to_be_first("", patience, |watched| waiter.recorder.woken(watched))
+                .await?;
+            Ok(
+                waiter.won(first.czxid, first.node, NodeName::Unique, |token| {
+                    LockStep::Acquired {
+                        token,
+                        mode: LockMode::Exclusive,
+                    }
+                }),
+            )
         };
-        let first = line
-            .wait_to_be_first("", patience, |watched| self.recorder.woken(watched))
-            .await?;
-        Ok(self.held(first.node, first.czxid))
-    }
-
-    fn held(&self, node: String, token: u64) -> ZkLockGuard {
-        self.recorder.record(LockStep::Acquired {
-            token,
+        let asked = LockStep::Requested {
             mode: LockMode::Exclusive,
-        });
-        ZkLockGuard {
-            zk: self.zk.clone(),
-            node,
-            token,
-            recorder: self.recorder.clone(),
-            acquired_at: self.context.sim().now(),
-            node_name: NodeName::Unique,
-            bugs: self.bugs,
-        }
+        };
+        waiter.contend(asked, steps).await
     }
 }

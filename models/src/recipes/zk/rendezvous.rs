@@ -8,6 +8,7 @@
 //! ended the rendezvous, the master what it is publishing and that the store acknowledged
 //! it, a worker that it started waiting, what it learned, and that it noticed the end.
 
+use crate::recipes::shared::error::RecipeError;
 use crate::recipes::zk::paths::ensure_parents;
 use crate::zk::{Watch, ZkClient, ZkClientError};
 use sim::clock::LocalTime;
@@ -19,37 +20,7 @@ use sim::{
         zk::{CreateMode, ZkError},
     },
 };
-use std::{fmt, time::Duration};
-
-/// Why a rendezvous step did not complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RendezvousError {
-    /// The session ended: the caller needs a new one.
-    SessionEnded,
-    /// The step's patience ran out.
-    TimedOut,
-    /// The store refused in a way the recipe does not retry.
-    Store(String),
-}
-
-impl fmt::Display for RendezvousError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RendezvousError::SessionEnded => f.write_str("the session ended"),
-            RendezvousError::TimedOut => f.write_str("timed out"),
-            RendezvousError::Store(message) => write!(f, "the store refused: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for RendezvousError {}
-
-fn rendezvous_error(error: ZkClientError) -> RendezvousError {
-    match error {
-        ZkClientError::SessionExpired | ZkClientError::Closed => RendezvousError::SessionEnded,
-        other => RendezvousError::Store(other.to_string()),
-    }
-}
+use std::time::Duration;
 
 /// The rendezvous node at `path`, used through one session by one of its three roles.
 pub struct ZkRendezvous {
@@ -79,14 +50,14 @@ impl ZkRendezvous {
     }
 
     /// The creator: creates the node, ephemeral and empty (and its parents if needed).
-    pub async fn create(&self) -> Result<(), RendezvousError> {
+    pub async fn create(&self) -> Result<(), RecipeError> {
         loop {
             match self.zk.create(&self.path, "", CreateMode::Ephemeral).await {
                 Ok(_) => break,
                 Err(ZkClientError::Api(ZkError::NoNode)) => {
                     ensure_parents(&self.zk, &self.path)
                         .await
-                        .map_err(rendezvous_error)?;
+                        .map_err(RecipeError::from)?;
                 }
                 // Maybe created before the connection broke, or left by an earlier session
                 // of ours that has not expired yet: the owner says whether it is this one.
@@ -100,10 +71,10 @@ impl ZkRendezvous {
                             // Not ours (yet): wait a little for the old node to go.
                             self.context.clock().sleep(Duration::from_millis(50)).await;
                         }
-                        Err(error) => return Err(rendezvous_error(error)),
+                        Err(error) => return Err(RecipeError::from(error)),
                     }
                 }
-                Err(error) => return Err(rendezvous_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         self.record(RendezvousStep::Created);
@@ -112,13 +83,13 @@ impl ZkRendezvous {
 
     /// The creator ends the rendezvous: deletes the node (recorded first: from here on the
     /// creator no longer stands behind it).
-    pub async fn end(&self) -> Result<(), RendezvousError> {
+    pub async fn end(&self) -> Result<(), RecipeError> {
         self.record(RendezvousStep::Ended);
         loop {
             match self.zk.delete(&self.path, None).await {
                 Ok(()) | Err(ZkClientError::Api(ZkError::NoNode)) => return Ok(()),
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(rendezvous_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
@@ -131,7 +102,7 @@ impl ZkRendezvous {
 
     /// The master: fills the node with `info`, waiting, for at most `patience`, for the node
     /// to be created if it is not there yet.
-    pub async fn publish(&self, info: &str, patience: Duration) -> Result<(), RendezvousError> {
+    pub async fn publish(&self, info: &str, patience: Duration) -> Result<(), RecipeError> {
         let deadline = self.context.clock().now() + patience;
         self.record(RendezvousStep::Publishing {
             info: info.to_string(),
@@ -142,7 +113,7 @@ impl ZkRendezvous {
                 // Writing the same data twice is harmless.
                 Err(ZkClientError::ConnectionLoss) => continue,
                 Err(ZkClientError::Api(ZkError::NoNode)) => self.until_created(deadline).await?,
-                Err(error) => return Err(rendezvous_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
         self.record(RendezvousStep::Published {
@@ -153,7 +124,7 @@ impl ZkRendezvous {
 
     /// A worker: the master's information, read with a data watch; if the node is empty
     /// (or not created yet) waits for the notification, for at most `patience`.
-    pub async fn await_info(&self, patience: Duration) -> Result<String, RendezvousError> {
+    pub async fn await_info(&self, patience: Duration) -> Result<String, RecipeError> {
         let deadline = self.context.clock().now() + patience;
         self.record(RendezvousStep::Awaiting);
         loop {
@@ -168,7 +139,7 @@ impl ZkRendezvous {
                     self.until_created(deadline).await?;
                     continue;
                 }
-                Err(error) => return Err(rendezvous_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             self.until_fired(watch, deadline).await?;
         }
@@ -176,7 +147,7 @@ impl ZkRendezvous {
 
     /// The master or a worker: waits, for at most `patience`, until the node is deleted
     /// (the rendezvous ended), and records that it noticed.
-    pub async fn await_end(&self, patience: Duration) -> Result<(), RendezvousError> {
+    pub async fn await_end(&self, patience: Duration) -> Result<(), RecipeError> {
         let deadline = self.context.clock().now() + patience;
         loop {
             let watch = match self.zk.exists_watch(&self.path).await {
@@ -186,7 +157,7 @@ impl ZkRendezvous {
                 }
                 Ok((Some(_), watch)) => watch,
                 Err(ZkClientError::ConnectionLoss) => continue,
-                Err(error) => return Err(rendezvous_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             };
             // Fires on a change of the data too: look again either way.
             self.until_fired(watch, deadline).await?;
@@ -194,24 +165,24 @@ impl ZkRendezvous {
     }
 
     /// Waits until the node exists.
-    async fn until_created(&self, deadline: LocalTime) -> Result<(), RendezvousError> {
+    async fn until_created(&self, deadline: LocalTime) -> Result<(), RecipeError> {
         loop {
             match self.zk.exists_watch(&self.path).await {
                 Ok((Some(_), _)) => return Ok(()),
                 Ok((None, watch)) => self.until_fired(watch, deadline).await?,
                 Err(ZkClientError::ConnectionLoss) => {}
-                Err(error) => return Err(rendezvous_error(error)),
+                Err(error) => return Err(RecipeError::from(error)),
             }
         }
     }
 
-    async fn until_fired(&self, watch: Watch, deadline: LocalTime) -> Result<(), RendezvousError> {
+    async fn until_fired(&self, watch: Watch, deadline: LocalTime) -> Result<(), RecipeError> {
         let clock = self.context.clock();
         let left = deadline.saturating_duration_since(clock.now());
         match clock.timeout(left, watch.fired()).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(_)) => Err(RendezvousError::SessionEnded),
-            Err(_) => Err(RendezvousError::TimedOut),
+            Ok(Err(_)) => Err(RecipeError::SessionEnded),
+            Err(_) => Err(RecipeError::TimedOut),
         }
     }
 }

@@ -14,9 +14,10 @@
 //! node's `czxid`.
 
 use crate::recipes::shared::bugs::RecipeBugs;
-use crate::recipes::shared::lock::{LockError, LockRecorder};
-use crate::recipes::zk::herd_lock::{NodeName, ZkLockGuard};
-use crate::recipes::zk::line::{Line, Waits};
+use crate::recipes::shared::error::RecipeError;
+use crate::recipes::zk::contender::Contender;
+use crate::recipes::zk::held::{NodeName, ZkLockGuard};
+use crate::recipes::zk::line::Waits;
 use crate::zk::ZkClient;
 use sim::{
     NodeContext,
@@ -35,85 +36,54 @@ const WRITERS: &[&str] = &[WRITER_PREFIX];
 
 /// A read/write lock whose readers and writers queue under `path`.
 pub struct ZkRwLock {
-    bugs: RecipeBugs,
-    zk: ZkClient,
-    path: String,
-    context: NodeContext,
-    recorder: LockRecorder,
+    waiter: Contender<LockStep>,
 }
 
 impl ZkRwLock {
     /// The lock at `path`, used through `zk` by the client on `context`'s node.
     pub fn new(zk: &ZkClient, context: &NodeContext, path: &str) -> Self {
         Self {
-            bugs: RecipeBugs::default(),
-            zk: zk.clone(),
-            path: path.to_string(),
-            context: context.clone(),
-            recorder: LockRecorder::new(context, zk.process(), path),
+            waiter: Contender::new(zk, context, path),
         }
     }
 
     /// With the known-bug variants `bugs` switched on (those of the line it shares with the
     /// queue lock, and of its guard).
     pub fn with_bugs(mut self, bugs: RecipeBugs) -> Self {
-        self.bugs = bugs;
+        self.waiter.bugs = bugs;
         self
     }
 
     /// Waits for the lock in `mode` (shared: the read lock; exclusive: the write lock), for
-    /// at most `patience`; on giving up, withdraws from the line. `LockError::SessionEnded`
+    /// at most `patience`; on giving up, withdraws from the line. `RecipeError::SessionEnded`
     /// tells the caller its session is gone and a new one is needed.
     pub async fn acquire(
         &self,
         mode: LockMode,
         patience: Duration,
-    ) -> Result<ZkLockGuard, LockError> {
-        self.recorder.record(LockStep::Requested { mode });
-        let result = self.try_acquire(mode, patience).await;
-        if let Err(error) = &result {
-            self.recorder.gave_up(error);
-        }
-        result
-    }
-
-    async fn try_acquire(
-        &self,
-        mode: LockMode,
-        patience: Duration,
-    ) -> Result<ZkLockGuard, LockError> {
+    ) -> Result<ZkLockGuard, RecipeError> {
         let (child_prefix, blockers) = match mode {
             LockMode::Shared => (READER_PREFIX, WRITERS),
             LockMode::Exclusive => (WRITER_PREFIX, EVERYONE),
         };
-        let line = Line {
-            zk: &self.zk,
-            context: &self.context,
-            parent: &self.path,
-            child_prefix,
-            bugs: self.bugs,
-            // The read/write lock's clients give up a session only when a server says so.
-            carried: None,
-            waits: Waits::BehindNearest {
+        let waiter = &self.waiter;
+        let steps = async {
+            // The read/write lock's clients give up a session only when a server says so:
+            // no join is carried into the next one.
+            let waits = Waits::BehindNearest {
                 line: EVERYONE,
                 blockers,
-            },
+            };
+            let through = waiter
+                .line(child_prefix, None, waits)
+                .wait_to_be_first("", patience, |watched| waiter.recorder.woken(watched))
+                .await?;
+            Ok(
+                waiter.won(through.czxid, through.node, NodeName::Unique, |token| {
+                    LockStep::Acquired { token, mode }
+                }),
+            )
         };
-        let through = line
-            .wait_to_be_first("", patience, |watched| self.recorder.woken(watched))
-            .await?;
-        self.recorder.record(LockStep::Acquired {
-            token: through.czxid,
-            mode,
-        });
-        Ok(ZkLockGuard {
-            zk: self.zk.clone(),
-            node: through.node,
-            token: through.czxid,
-            recorder: self.recorder.clone(),
-            acquired_at: self.context.sim().now(),
-            node_name: NodeName::Unique,
-            bugs: self.bugs,
-        })
+        waiter.contend(LockStep::Requested { mode }, steps).await
     }
 }

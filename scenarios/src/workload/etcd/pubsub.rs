@@ -18,7 +18,7 @@ use crate::workload::{Pending, Workers};
 use checks::recipes::pubsub_delivery::{self, DeliveryProblem, DeliveryViolation};
 use models::{
     etcd::{EtcdClient, EtcdCluster},
-    recipes::{EtcdPublisher, EtcdSession, EtcdSubscriber, PubSubError, RecipeBugs},
+    recipes::{EtcdPublisher, EtcdSession, EtcdSubscriber, RecipeBugs, RecipeError},
 };
 use serde::{Deserialize, Serialize};
 use sim::{NodeContext, Sim, time::SimTime};
@@ -185,7 +185,7 @@ async fn publish(
         };
         sent += 1;
         let message = format!("{}#{sent}", context.id());
-        if let Err(PubSubError::SessionEnded) = publisher
+        if let Err(RecipeError::SessionEnded) = publisher
             .publish(&mut client, &current, &message, &format!("payload {sent}"))
             .await
         {

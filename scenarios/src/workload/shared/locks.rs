@@ -16,7 +16,7 @@ use super::recipe_session::{LockNodeAcl, RecipeSession, RecipeStore, Session};
 use crate::workload::{Pending, Workers};
 use models::{
     recipes::{
-        CarriedJoin, EtcdMutex, FencedResource, Fencing, LockError, RecipeBug, RecipeBugs,
+        CarriedJoin, EtcdMutex, FencedResource, Fencing, RecipeBug, RecipeBugs, RecipeError,
         ResourceClient, ZkHerdLock, ZkQueueLock, ZkRwLock,
     },
     zk::SessionExpiry,
@@ -384,7 +384,7 @@ impl LockClient {
                         }
                         Turn::Held
                     }
-                    Err(LockError::TimedOut) => Turn::TimedOut,
+                    Err(RecipeError::TimedOut) => Turn::TimedOut,
                     Err(_) => Turn::SessionOver,
                 }
             }
@@ -407,7 +407,7 @@ impl LockClient {
                         }
                         Turn::Held
                     }
-                    Err(LockError::TimedOut) => Turn::TimedOut,
+                    Err(RecipeError::TimedOut) => Turn::TimedOut,
                     Err(_) => Turn::SessionOver,
                 }
             }

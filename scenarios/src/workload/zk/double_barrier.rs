@@ -12,7 +12,7 @@
 
 use crate::workload::{Pending, Workers, zk::sessions::Sessions};
 use models::{
-    recipes::{BarrierError, RecipeBugs, ZkDoubleBarrier},
+    recipes::{RecipeBugs, RecipeError, ZkDoubleBarrier},
     zk::ZkEnsemble,
 };
 use rand::Rng;
@@ -99,7 +99,7 @@ impl DoubleBarrier {
                             let barrier = ZkDoubleBarrier::new(&zk, &context, &path, size, &name)
                                 .with_bugs(bugs);
                             match barrier.enter(patience).await {
-                                Err(BarrierError::SessionEnded) => continue,
+                                Err(RecipeError::SessionEnded) => continue,
                                 entered => break entered.is_ok(),
                             }
                         };
@@ -114,7 +114,7 @@ impl DoubleBarrier {
                             let zk = sessions.live().await;
                             let barrier = ZkDoubleBarrier::new(&zk, &context, &path, size, &name)
                                 .with_bugs(bugs);
-                            if barrier.leave(patience).await != Err(BarrierError::SessionEnded) {
+                            if barrier.leave(patience).await != Err(RecipeError::SessionEnded) {
                                 break;
                             }
                         }

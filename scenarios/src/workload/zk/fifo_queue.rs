@@ -10,7 +10,7 @@
 use crate::workload::{Pending, Workers, spawn_per_client, zk::sessions::Sessions};
 use checks::recipes::queue_semantics::DRAINED;
 use models::{
-    recipes::{QueueError, UnsettledTake, ZkQueue},
+    recipes::{RecipeError, UnsettledTake, ZkQueue},
     zk::{ZkClient, ZkEnsemble},
 };
 use serde::{Deserialize, Serialize};
@@ -98,7 +98,7 @@ impl FifoQueue {
                         unsettled = match unsettled {
                             Some(take) => settle(&zk, &context, take).await,
                             None => match queue.consume(CONSUMER_PATIENCE).await {
-                                Err(QueueError::TakeUnsettled(take)) => Some(take),
+                                Err(RecipeError::TakeUnsettled(take)) => Some(take),
                                 _ => None,
                             },
                         };
@@ -145,7 +145,7 @@ impl FifoQueue {
                     let synced = zk.sync(QUEUE_PATH).await.is_ok();
                     match (synced, queue.consume(Duration::ZERO).await) {
                         (true, Ok(None)) => break,
-                        (_, Err(QueueError::TakeUnsettled(take))) => unsettled = Some(take),
+                        (_, Err(RecipeError::TakeUnsettled(take))) => unsettled = Some(take),
                         _ => {}
                     }
                 }
@@ -173,7 +173,7 @@ async fn settle(
     take: UnsettledTake,
 ) -> Option<UnsettledTake> {
     match ZkQueue::new(zk, context, QUEUE_PATH).settle(take).await {
-        Err(QueueError::TakeUnsettled(take)) => Some(take),
+        Err(RecipeError::TakeUnsettled(take)) => Some(take),
         _ => None,
     }
 }

@@ -7,7 +7,7 @@ use crate::workload::shared::locks::fencing_token;
 use crate::workload::shared::recipe_session::{RecipeSession, RecipeStore, Session};
 use futures_util::future::{Either, select};
 use models::recipes::{
-    ElectionError, EtcdElection, FencedResource, RecipeBugs, ResourceClient, ZkElection,
+    EtcdElection, FencedResource, RecipeBugs, RecipeError, ResourceClient, ZkElection,
 };
 use sim::NodeContext;
 use std::{
@@ -143,7 +143,7 @@ impl Candidate {
                         }
                         Turn::Led
                     }
-                    Err(ElectionError::TimedOut) => Turn::TimedOut,
+                    Err(RecipeError::TimedOut) => Turn::TimedOut,
                     Err(_) => Turn::SessionOver,
                 }
             }
@@ -160,7 +160,7 @@ impl Candidate {
                             }
                             let acting = async {
                                 // Still the leader? A deposed one learns it here (recorded).
-                                if let Err(ElectionError::NotLeader | ElectionError::SessionEnded) =
+                                if let Err(RecipeError::NotLeader | RecipeError::SessionEnded) =
                                     election.proclaim(client, &leadership, identity).await
                                 {
                                     return Acted::Deposed;
@@ -187,7 +187,7 @@ impl Candidate {
                         }
                         Turn::Led
                     }
-                    Err(ElectionError::TimedOut) => Turn::TimedOut,
+                    Err(RecipeError::TimedOut) => Turn::TimedOut,
                     Err(_) => Turn::SessionOver,
                 }
             }

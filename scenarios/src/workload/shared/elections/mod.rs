@@ -21,7 +21,7 @@ use super::recipe_session::RecipeStore;
 use crate::workload::{Pending, Workers};
 use candidate::{Candidate, Leading, Turn};
 use finish::Finish;
-use models::recipes::{ElectionError, FencedResource, Fencing, RecipeBugs};
+use models::recipes::{FencedResource, Fencing, RecipeBugs, RecipeError};
 use observer::Observer;
 use serde::{Deserialize, Serialize};
 use sim::{NodeId, Sim};
@@ -198,7 +198,7 @@ impl Elections {
                 let process = elections.observer_process(0);
                 let mut observer = Observer::new(&elections, &store, &context, process);
                 while !stop.load(Ordering::Relaxed) {
-                    if let Err(ElectionError::SessionEnded | ElectionError::Store(_)) =
+                    if let Err(RecipeError::SessionEnded | RecipeError::Store(_)) =
                         observer.next().await
                     {
                         context
@@ -273,7 +273,7 @@ impl Elections {
                 while !finish.everyone_observed.is_set() {
                     match observer.next().await {
                         Ok(leader) => finish.observed(&who, leader),
-                        Err(ElectionError::TimedOut) => finish.check(),
+                        Err(RecipeError::TimedOut) => finish.check(),
                         Err(_) => {
                             context
                                 .clock()

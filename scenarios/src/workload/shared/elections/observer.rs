@@ -4,7 +4,7 @@ use super::{ELECTION_NAME, Elections, OBSERVE_SLICE};
 use crate::workload::shared::recipe_session::RecipeStore;
 use models::{
     etcd::EtcdClient,
-    recipes::{ElectionError, EtcdLeaderObserver, ZkLeaderObserver},
+    recipes::{EtcdLeaderObserver, RecipeError, ZkLeaderObserver},
     zk::ZkClient,
 };
 use sim::NodeContext;
@@ -42,7 +42,7 @@ impl Observer {
 
     /// The next change of leader within [`OBSERVE_SLICE`] (recorded by the recipe's
     /// observer): the leader's identity, `None` for no leader (ZooKeeper only).
-    pub(super) async fn next(&mut self) -> Result<Option<String>, ElectionError> {
+    pub(super) async fn next(&mut self) -> Result<Option<String>, RecipeError> {
         match &self.store {
             RecipeStore::Zab(ensemble) => {
                 if self.zk.is_none() {
@@ -52,7 +52,7 @@ impl Observer {
                     let zk = ensemble
                         .connect(&self.context, config)
                         .await
-                        .map_err(|error| ElectionError::Store(error.to_string()))?;
+                        .map_err(|error| RecipeError::Store(error.to_string()))?;
                     let observer = ZkLeaderObserver::new(&zk, &self.context, ELECTION_NAME);
                     self.zk = Some((zk, observer));
                 }
