@@ -131,6 +131,40 @@ enum Expected {
 }
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
+    let (scenario, expected) = what_to_replay(&args)?;
+    let outcome = driver::run(&scenario, args.seed);
+    let command = replay_command(&args, &outcome);
+    cli::report(
+        &scenario,
+        &outcome,
+        &command,
+        &Outputs {
+            plan: None,
+            history: None,
+            json: false,
+        },
+    )?;
+    // What the digests compared are of, for a mismatch to name.
+    let compared = format!(
+        "scenario `{}` (digest {}) with seed {}",
+        scenario.name,
+        scenario.digest(),
+        args.seed
+    );
+    let reproduced = check_reproduced(expected.as_ref(), &outcome, &compared);
+    write_outputs(&args, &scenario, &outcome)?;
+    if !reproduced {
+        return Ok(ExitCode::from(DIGEST_MISMATCH));
+    }
+    if args.shrink {
+        shrink_plan(&args, &scenario, &outcome)?;
+    }
+    Ok(exit_code(&outcome))
+}
+
+/// The scenario to replay (the one given with its flags, or a recorded run's own, with the
+/// plan given or recorded) and what the replay must reproduce, with where that was said.
+fn what_to_replay(args: &ReplayArgs) -> Result<(Scenario, Option<(Expected, String)>), CliError> {
     let stores = args.variant.stores();
     if stores.len() > 1 {
         return Err(CliError::bad_input(
@@ -150,7 +184,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
         (Some(path), _) => Some((read_plan(path)?, path.display().to_string())),
         (None, Some(outcome)) => Some((
             outcome.fault_plan.clone(),
-            format!("{}: the recorded plan", from_path(&args).display()),
+            format!("{}: the recorded plan", from_path(args).display()),
         )),
         (None, None) => None,
     };
@@ -181,30 +215,21 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
                 Some(digest) => Expected::Digest(digest),
                 None => Expected::Crash(outcome.failure.clone()),
             },
-            format!("recorded in {}", from_path(&args).display()),
+            format!("recorded in {}", from_path(args).display()),
         )),
         (None, None) => None,
     };
-    let outcome = driver::run(&scenario, args.seed);
-    let command = replay_command(&args, &outcome);
-    cli::report(
-        &scenario,
-        &outcome,
-        &command,
-        &Outputs {
-            plan: None,
-            history: None,
-            json: false,
-        },
-    )?;
-    // What the digests compared are of, for a mismatch to name.
-    let compared = format!(
-        "scenario `{}` (digest {}) with seed {}",
-        scenario.name,
-        scenario.digest(),
-        args.seed
-    );
-    let reproduced = match &expected {
+    Ok((scenario, expected))
+}
+
+/// Prints whether the replayed `outcome` reproduced what was `expected` (said where), of
+/// `compared`; whether it did (nothing asked for counts as reproduced).
+fn check_reproduced(
+    expected: Option<&(Expected, String)>,
+    outcome: &Outcome,
+    compared: &str,
+) -> bool {
+    match expected {
         None => {
             println!("digest check:    none asked for (give --digest or --from)");
             true
@@ -217,14 +242,14 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
             Some(replayed) => {
                 println!(
                     "digest check:    MISMATCH: expected history digest {digest} ({source}), \
-                     replayed {replayed}, of {compared}"
+                 replayed {replayed}, of {compared}"
                 );
                 false
             }
             None => {
                 println!(
                     "digest check:    MISMATCH: expected history digest {digest} ({source}), \
-                     the replay of {compared} crashed and has none"
+                 the replay of {compared} crashed and has none"
                 );
                 false
             }
@@ -237,7 +262,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
             if same {
                 println!(
                     "digest check:    reproduced the crash: the recorded run has no history \
-                     digest ({recorded})"
+                 digest ({recorded})"
                 );
             } else {
                 let replayed = match (&outcome.failure, outcome.history_digest) {
@@ -247,20 +272,28 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
                 };
                 println!(
                     "digest check:    MISMATCH: expected the crash {source} ({recorded}), \
-                     the replay of {compared} came to {replayed}"
+                 the replay of {compared} came to {replayed}"
                 );
             }
             same
         }
-    };
+    }
+}
+
+/// Prints the records around the focus, and writes the trace and the timeline asked for.
+fn write_outputs(
+    args: &ReplayArgs,
+    scenario: &Scenario,
+    outcome: &Outcome,
+) -> Result<(), CliError> {
     match &outcome.history {
         Some(history) => {
-            let focus = Focus::of(&outcome, history);
+            let focus = Focus::of(outcome, history);
             if let Some(focus) = &focus {
                 print_window(history, focus, args.around);
             }
             if let Some(path) = &args.trace {
-                write_trace(path, &outcome, history)?;
+                write_trace(path, outcome, history)?;
                 eprintln!("trace written to {}", path.display());
             }
             if let Some(path) = &args.timeline {
@@ -270,8 +303,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
                 );
                 let page = timeline::render(
                     &title,
-                    &scenario,
-                    &outcome,
+                    scenario,
+                    outcome,
                     history,
                     focus.as_ref(),
                     args.around,
@@ -285,13 +318,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
         }
         None => {}
     }
-    if !reproduced {
-        return Ok(ExitCode::from(DIGEST_MISMATCH));
-    }
-    if args.shrink {
-        shrink_plan(&args, &scenario, &outcome)?;
-    }
-    Ok(exit_code(&outcome))
+    Ok(())
 }
 
 /// Shrinks the failing run's plan, prints the result and writes the shrunk plan.

@@ -7,7 +7,7 @@ use crate::cli::{CliError, VariantArgs, failure_code, load_scenario};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::{
-    Outcome, ReplayCommand,
+    Outcome, ReplayCommand, Scenario,
     evidence::Evidence,
     sweep::{OnFailure, Parallel, SeedRun},
 };
@@ -280,36 +280,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
             )
             .seed(seed)
     };
-    println!(
-        "sweep of `{}` (digest {}): {} seeds from {}{}, {}",
-        scenario.name,
-        scenario.digest(),
-        range.count,
-        range.from,
-        shard.map_or_else(String::new, |shard| format!(
-            ", shard {}/{}: {} of them",
-            shard.index,
-            shard.count,
-            seeds.len()
-        )),
-        if args.keep_going {
-            "every seed"
-        } else {
-            "stopping at the first failure"
-        }
-    );
-    println!("scenario: {scenario}");
-    ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            eprintln!("interrupted again: quitting without waiting");
-            std::process::exit(i32::from(INTERRUPTED_CODE));
-        }
-        STOP.store(true, Ordering::SeqCst);
-        eprintln!(
-            "interrupted: no new seed starts; the running ones finish (Ctrl-C again to quit now)"
-        );
-    })
-    .map_err(|error| CliError::bad_input(format!("cannot handle Ctrl-C: {error}")))?;
+    print_header(&scenario, range, shard, seeds.len(), args.keep_going);
+    stop_on_ctrl_c()?;
     let mut progress = Progress::new(
         &format!("sweep {}", scenario.name),
         Units::SEEDS,
@@ -365,6 +337,49 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
         write_results(path, &results)?;
     }
     Ok(exit_code(&results))
+}
+
+/// What the sweep runs: the scenario in full, its seeds and whether it stops at the first
+/// failure.
+fn print_header(
+    scenario: &Scenario,
+    range: SeedRange,
+    shard: Option<Shard>,
+    shard_seeds: usize,
+    keep_going: bool,
+) {
+    println!(
+        "sweep of `{}` (digest {}): {} seeds from {}{}, {}",
+        scenario.name,
+        scenario.digest(),
+        range.count,
+        range.from,
+        shard.map_or_else(String::new, |shard| format!(
+            ", shard {}/{}: {} of them",
+            shard.index, shard.count, shard_seeds
+        )),
+        if keep_going {
+            "every seed"
+        } else {
+            "stopping at the first failure"
+        }
+    );
+    println!("scenario: {scenario}");
+}
+
+/// Ctrl-C starts no new seed (the running ones finish); a second one quits at once.
+fn stop_on_ctrl_c() -> Result<(), CliError> {
+    ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            eprintln!("interrupted again: quitting without waiting");
+            std::process::exit(i32::from(INTERRUPTED_CODE));
+        }
+        STOP.store(true, Ordering::SeqCst);
+        eprintln!(
+            "interrupted: no new seed starts; the running ones finish (Ctrl-C again to quit now)"
+        );
+    })
+    .map_err(|error| CliError::bad_input(format!("cannot handle Ctrl-C: {error}")))
 }
 
 /// The first failing run's exit code; 130 if Ctrl-C stopped a clean sweep; 0.
@@ -575,8 +590,56 @@ fn rate(per_s: f64) -> String {
 
 /// `coordsim sweep merge`.
 fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
+    let parts = read_shards(&args.files)?;
+    let first = &parts[0].1;
+    let range = first.seeds;
+    every_seed_once(&parts, range)?;
+    let scenario = first.scenario.clone();
+    let scenario_digest = first.scenario_digest;
+    let interrupted = parts.iter().any(|(_, part)| part.interrupted);
+    let declared_marks = first.declared_marks.clone();
+    let mut runs: Vec<Outcome> = parts.into_iter().flat_map(|(_, part)| part.runs).collect();
+    runs.sort_by_key(|run| range.index_of(run.seed));
+    let merged = SweepResults {
+        scenario,
+        scenario_digest,
+        seeds: range,
+        shard: None,
+        interrupted,
+        evidence: Evidence::of(&runs, &declared_marks),
+        declared_marks,
+        runs,
+    };
+    println!(
+        "merged {} files: `{}` (digest {}), {} seeds from {}",
+        args.files.len(),
+        merged.scenario,
+        merged.scenario_digest,
+        range.count,
+        range.from
+    );
+    for run in merged.runs.iter().filter(|run| !run.is_clean()) {
+        println!(
+            "\n{}\n{run}",
+            FailureReport::new(run.seed, merged.scenario.clone()).with_command(format!(
+                "{} (with the sweep's --store/--bug flags, if it had any: the scenario digest \
+                 says which ran)",
+                ReplayCommand::run(&merged.scenario).seed(run.seed)
+            ))
+        );
+    }
+    print_summary(&merged, range.count as usize);
+    if let Some(path) = &args.out {
+        write_results(path, &merged)?;
+    }
+    Ok(exit_code(&merged))
+}
+
+/// The sweep results in `files`, each a shard of the same sweep (the same scenario, its
+/// digest, and the same seed range).
+fn read_shards(files: &[PathBuf]) -> Result<Vec<(PathBuf, SweepResults)>, CliError> {
     let mut parts: Vec<(PathBuf, SweepResults)> = Vec::new();
-    for path in &args.files {
+    for path in files {
         let text = crate::cli::read_file(path)?;
         let results: SweepResults = serde_json::from_str(&text).map_err(|error| {
             CliError::bad_input(format!(
@@ -614,10 +677,14 @@ fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
-    let range = first.seeds;
+    Ok(parts)
+}
+
+/// Checks that the shards' runs, together, hold every seed of `range` once and no other.
+fn every_seed_once(parts: &[(PathBuf, SweepResults)], range: SeedRange) -> Result<(), CliError> {
     let mut times_seen: Vec<u32> = vec![0; usize::try_from(range.count).unwrap_or(usize::MAX)];
     let mut outside: Vec<String> = Vec::new();
-    for (path, part) in &parts {
+    for (path, part) in parts {
         for run in &part.runs {
             match range.index_of(run.seed) {
                 Some(index) => times_seen[index as usize] += 1,
@@ -665,45 +732,7 @@ fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
             problems.join("; ")
         )));
     }
-    let scenario = first.scenario.clone();
-    let scenario_digest = first.scenario_digest;
-    let interrupted = parts.iter().any(|(_, part)| part.interrupted);
-    let declared_marks = first.declared_marks.clone();
-    let mut runs: Vec<Outcome> = parts.into_iter().flat_map(|(_, part)| part.runs).collect();
-    runs.sort_by_key(|run| range.index_of(run.seed));
-    let merged = SweepResults {
-        scenario,
-        scenario_digest,
-        seeds: range,
-        shard: None,
-        interrupted,
-        evidence: Evidence::of(&runs, &declared_marks),
-        declared_marks,
-        runs,
-    };
-    println!(
-        "merged {} files: `{}` (digest {}), {} seeds from {}",
-        args.files.len(),
-        merged.scenario,
-        merged.scenario_digest,
-        range.count,
-        range.from
-    );
-    for run in merged.runs.iter().filter(|run| !run.is_clean()) {
-        println!(
-            "\n{}\n{run}",
-            FailureReport::new(run.seed, merged.scenario.clone()).with_command(format!(
-                "{} (with the sweep's --store/--bug flags, if it had any: the scenario digest \
-                 says which ran)",
-                ReplayCommand::run(&merged.scenario).seed(run.seed)
-            ))
-        );
-    }
-    print_summary(&merged, range.count as usize);
-    if let Some(path) = &args.out {
-        write_results(path, &merged)?;
-    }
-    Ok(exit_code(&merged))
+    Ok(())
 }
 
 /// Up to ten seeds, then how many more.

@@ -264,32 +264,8 @@ pub fn run(args: ZooArgs) -> Result<ExitCode, CliError> {
             CliError::bad_input(format!("cannot write {}: {error}", path.display()))
         })?;
     }
-    let scenarios: Vec<Scenario> = cases
-        .iter()
-        .map(|case| {
-            catalogue::get(case.scenario).ok_or_else(|| {
-                CliError::bad_input(format!(
-                    "the known-bug table names `{}`, which is no catalogue scenario",
-                    case.scenario
-                ))
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    // The distinct scenarios, in the order the table first names them.
-    let mut correct: Vec<FalseAlarmRow> = Vec::new();
-    for (case, scenario) in cases.iter().zip(&scenarios) {
-        match correct.iter_mut().find(|row| row.scenario == case.scenario) {
-            Some(row) => row.variants.push(case.bug.name().to_string()),
-            None => correct.push(FalseAlarmRow {
-                scenario: case.scenario.to_string(),
-                store: scenario.store,
-                variants: vec![case.bug.name().to_string()],
-                seeds: args.seeds,
-                false_alarms: Vec::new(),
-                runs_wall_s: 0.0,
-            }),
-        }
-    }
+    let scenarios = scenarios_of(&cases)?;
+    let mut correct = false_alarm_rows(&cases, &scenarios, args.seeds);
     let correct_scenarios: Vec<Scenario> = correct
         .iter()
         .map(|row| catalogue::get(&row.scenario).expect("found above"))
@@ -356,13 +332,64 @@ pub fn run(args: ZooArgs) -> Result<ExitCode, CliError> {
             (Done::Ran { .. }, Job::Detect(_)) => unreachable!("a detection job detects"),
         }
     }
-    let summary = summarize(&variants, &correct);
+    report(&args, &variants, &correct, threads, started)
+}
+
+/// The catalogue scenario of each case.
+fn scenarios_of(cases: &[KnownBugCase]) -> Result<Vec<Scenario>, CliError> {
+    cases
+        .iter()
+        .map(|case| {
+            catalogue::get(case.scenario).ok_or_else(|| {
+                CliError::bad_input(format!(
+                    "the known-bug table names `{}`, which is no catalogue scenario",
+                    case.scenario
+                ))
+            })
+        })
+        .collect()
+}
+
+/// One false-alarm row per distinct scenario of `cases`, in the order the table first
+/// names them, each to run over `seeds` seeds with every variant off.
+fn false_alarm_rows(
+    cases: &[KnownBugCase],
+    scenarios: &[Scenario],
+    seeds: u64,
+) -> Vec<FalseAlarmRow> {
+    let mut correct: Vec<FalseAlarmRow> = Vec::new();
+    for (case, scenario) in cases.iter().zip(scenarios) {
+        match correct.iter_mut().find(|row| row.scenario == case.scenario) {
+            Some(row) => row.variants.push(case.bug.name().to_string()),
+            None => correct.push(FalseAlarmRow {
+                scenario: case.scenario.to_string(),
+                store: scenario.store,
+                variants: vec![case.bug.name().to_string()],
+                seeds,
+                false_alarms: Vec::new(),
+                runs_wall_s: 0.0,
+            }),
+        }
+    }
+    correct
+}
+
+/// Prints the tables, the problems and the summary, writes the JSON report if asked; the
+/// exit code (whether every variant was caught and no correct run alarmed).
+fn report(
+    args: &ZooArgs,
+    variants: &[VariantRow],
+    correct: &[FalseAlarmRow],
+    threads: NonZeroUsize,
+    started: Instant,
+) -> Result<ExitCode, CliError> {
+    let summary = summarize(variants, correct);
     println!();
-    println!("{}", variant_table(&variants));
+    println!("{}", variant_table(variants));
     println!();
-    println!("{}", false_alarm_table(&correct));
+    println!("{}", false_alarm_table(correct));
     println!();
-    print_problems(&variants, &correct);
+    print_problems(variants, correct);
     print_summary(&summary, correct.len(), args.seeds);
     let options = Options {
         false_alarm_seeds: args.seeds,
@@ -374,8 +401,8 @@ pub fn run(args: ZooArgs) -> Result<ExitCode, CliError> {
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&ZooReport {
             options: &options,
-            variants: &variants,
-            false_alarms: &correct,
+            variants,
+            false_alarms: correct,
             summary: &summary,
             wall_s,
         })

@@ -186,6 +186,8 @@ impl KnownBugCase {
 /// `protocol.replica_prefix` on 18 of its trace's first 20.) `zab.fle_nontransitive_order`
 /// is caught by the liveness verdict, no check ([`LIVENESS_VERDICT`]); its trace's test in
 /// `zab_known_bugs.rs` also asserts that no safety check fires.
+///
+/// Long on purpose: one row per known bug, read top to bottom.
 pub fn table() -> Vec<KnownBugCase> {
     use models::{raft::RaftBug as R, zab::ZabBug as Z};
     let case = |bug, scenario, check, seeds, source| KnownBugCase {

@@ -281,6 +281,13 @@ impl Scenario {
     /// Checks what serde cannot: sizes, bounds, that the workload, bugs and checks belong to
     /// the store, and the world (faults included) the scenario implies.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.validate_shape()?;
+        self.validate_names()?;
+        self.validate_settings()
+    }
+
+    /// The liveness bound, the observers, the clients, and the workload's store.
+    fn validate_shape(&self) -> Result<(), ScenarioError> {
         if self.liveness_bound_ms == 0 {
             return Err(ScenarioError::new(
                 "liveness_bound_ms",
@@ -325,6 +332,11 @@ impl Scenario {
                 "0 (expected at least one client node to run the workload)",
             ));
         }
+        Ok(())
+    }
+
+    /// The known bugs, checks and skipped checks it names: each exists and belongs to it.
+    fn validate_names(&self) -> Result<(), ScenarioError> {
         for (index, bug) in self.bugs.iter().enumerate() {
             if !bug.runs_on(self.store) {
                 return Err(ScenarioError::new(
@@ -380,6 +392,11 @@ impl Scenario {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The fault source, the tuning, the workload's own settings and the world.
+    fn validate_settings(&self) -> Result<(), ScenarioError> {
         if let FaultSource::Swarm(swarm) = &self.faults
             && let Some(max) = swarm.max_unavailable_servers
             && max > self.servers

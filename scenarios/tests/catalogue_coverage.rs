@@ -1,10 +1,20 @@
 //! Every catalogue scenario is swept by some suite: `cargo test` runs it over that suite's
 //! default number of seeds through the one driver (`Sweep`), and `COORDSIM_SEEDS` raises
-//! it. A scenario is covered if a test file that sweeps (`Sweep::new`) names it, or if the
-//! known-bug table names it (`known_bugs.rs` sweeps every row's scenario with the bug off
-//! and on). This test runs nothing: it fails when a scenario is added without a suite.
+//! it. A scenario is covered if a test file that sweeps (`Sweep::new`, or the suites' sweeps
+//! in `tests/common`) names it, or if the known-bug table names it (`known_bugs.rs` sweeps
+//! every row's scenario with the bug off and on). This test runs nothing: it fails when a
+//! scenario is added without a suite.
 
 use scenarios::{catalogue, known_bug_table};
+
+/// What a test file that sweeps calls: `Sweep` itself, or one of `tests/common`'s sweeps.
+const SWEEP_CALLS: [&str; 5] = [
+    "Sweep::new(",
+    "sweep(",
+    "sweep_clean(",
+    "sweep_counting(",
+    "sweep_outcomes(",
+];
 
 #[test]
 fn every_catalogue_scenario_is_swept_by_some_suite() {
@@ -14,7 +24,7 @@ fn every_catalogue_scenario_is_swept_by_some_suite() {
         let path = entry.expect("a directory entry").path();
         if path.extension().is_some_and(|ext| ext == "rs") {
             let text = std::fs::read_to_string(&path).expect("a readable test file");
-            if text.contains("Sweep::new(") {
+            if SWEEP_CALLS.iter().any(|call| text.contains(call)) {
                 sweeping_suites.push((path.display().to_string(), text));
             }
         }

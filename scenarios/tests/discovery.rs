@@ -20,9 +20,9 @@ use checks::history::{
     membership::{EndReason, discoverers, registrations},
     pubsub::{publications, subscriptions},
 };
+use common::{catalogued, sweep};
 use scenarios::{
-    KnownBug, Outcome, Scenario, catalogue,
-    sweep::{Sweep, SweepSummary},
+    KnownBug,
     workload::{DISCOVERER_PROCESS, GROUP, MEMBER_PROCESS, SUBSCRIBER_PROCESS},
 };
 use sim::{
@@ -34,9 +34,6 @@ use sim::{
         zk::{ZkEvent, ZkOperation, ZkResponse},
     },
 };
-use std::time::Instant;
-
-const TARGET: &str = "discovery";
 
 const SERVER_FAULTS: [FaultKind; 5] = [
     FaultKind::Partition,
@@ -45,28 +42,6 @@ const SERVER_FAULTS: [FaultKind; 5] = [
     FaultKind::Crash,
     FaultKind::Pause,
 ];
-
-fn get(name: &str) -> Scenario {
-    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
-}
-
-/// Runs the sweep, showing each run's history to `inspect`; prints the wall time.
-fn sweep(
-    scenario: Scenario,
-    test: &str,
-    seeds: u64,
-    mut inspect: impl FnMut(&History),
-) -> SweepSummary {
-    let started = Instant::now();
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds)
-        .run_inspecting(|outcome: &Outcome| inspect(common::history(outcome)));
-    println!(
-        "{test}: {} seeds in {:.1} s",
-        summary.seeds.len(),
-        started.elapsed().as_secs_f64()
-    );
-    summary
-}
 
 /// What the discovery runs of a sweep exercised, counted from their histories.
 #[derive(Debug, Default)]
@@ -101,7 +76,7 @@ fn count_membership(history: &History, counts: &mut Membership) {
 /// Clean, with members coming and going and the discoverers following them.
 fn assert_views_follow_the_members(name: &str, test: &str, seeds: u64, faults: &[FaultKind]) {
     let mut counts = Membership::default();
-    let summary = sweep(get(name), test, seeds, |history| {
+    let summary = sweep(catalogued(name), test, seeds, |history| {
         count_membership(history, &mut counts)
     });
     println!("{name}: {counts:?}");
@@ -220,16 +195,21 @@ fn assert_members_dropped_out_and_came_back(history: &History, why: EndReason) {
 #[test]
 fn zk_members_paused_or_cut_off_past_their_session_drop_out_and_come_back() {
     let test = "zk_members_paused_or_cut_off_past_their_session_drop_out_and_come_back";
-    let summary = sweep(get("zk_discovery_members_expire"), test, 10, |history| {
-        assert_members_dropped_out_and_came_back(history, EndReason::SessionEnded);
-        // The ZooKeeper clients were told: each of c1's and c2's members heard its session
-        // expire.
-        for node in [NodeId::client(0), NodeId::client(1)] {
-            assert!(history.records().iter().any(|record| record.node == Some(node)
+    let summary = sweep(
+        catalogued("zk_discovery_members_expire"),
+        test,
+        10,
+        |history| {
+            assert_members_dropped_out_and_came_back(history, EndReason::SessionEnded);
+            // The ZooKeeper clients were told: each of c1's and c2's members heard its session
+            // expire.
+            for node in [NodeId::client(0), NodeId::client(1)] {
+                assert!(history.records().iter().any(|record| record.node == Some(node)
                 && matches!(record.event,
                     Event::Zk(ZkEvent::SessionExpired { process, .. }) if process == MEMBER_PROCESS)));
-        }
-    });
+            }
+        },
+    );
     summary.assert_clean();
     summary.assert_fired(&[FaultKind::Pause, FaultKind::Partition, FaultKind::Crash]);
 }
@@ -245,7 +225,7 @@ fn zk_members_paused_or_cut_off_past_their_session_drop_out_and_come_back() {
 #[test]
 fn zk_a_member_cut_off_is_seen_leaving_before_it_hears_its_session_expired() {
     let seed = sim::Seed::new(7_300_111);
-    let outcome = scenarios::driver::run(&get("zk_discovery_members_expire"), seed);
+    let outcome = scenarios::driver::run(&catalogued("zk_discovery_members_expire"), seed);
     assert!(outcome.is_clean(), "{outcome}");
     let history = common::history(&outcome);
     assert_members_dropped_out_and_came_back(history, EndReason::SessionEnded);
@@ -281,9 +261,14 @@ fn zk_a_member_cut_off_is_seen_leaving_before_it_hears_its_session_expired() {
 #[test]
 fn etcd_members_paused_or_cut_off_past_their_lease_drop_out_and_come_back() {
     let test = "etcd_members_paused_or_cut_off_past_their_lease_drop_out_and_come_back";
-    let summary = sweep(get("etcd_discovery_members_expire"), test, 10, |history| {
-        assert_members_dropped_out_and_came_back(history, EndReason::LeaseEnded);
-    });
+    let summary = sweep(
+        catalogued("etcd_discovery_members_expire"),
+        test,
+        10,
+        |history| {
+            assert_members_dropped_out_and_came_back(history, EndReason::LeaseEnded);
+        },
+    );
     summary.assert_clean();
     summary.assert_fired(&[FaultKind::Pause, FaultKind::Partition, FaultKind::Crash]);
 }
@@ -321,7 +306,7 @@ fn count_delivery(history: &History, counts: &mut Delivery) {
 
 fn assert_delivered(name: &str, test: &str, seeds: u64, faults: &[FaultKind]) -> Delivery {
     let mut counts = Delivery::default();
-    let summary = sweep(get(name), test, seeds, |history| {
+    let summary = sweep(catalogued(name), test, seeds, |history| {
         count_delivery(history, &mut counts)
     });
     println!("{name}: {counts:?}");
@@ -377,7 +362,7 @@ fn the_cache_that_ignores_its_rearming_read_misses_what_that_read_returned() {
     let bug: KnownBug = "recipe.oneshot_watch_no_reread"
         .parse()
         .expect("a known bug");
-    let buggy = get("zk_discovery").with_bugs([bug]);
+    let buggy = catalogued("zk_discovery").with_bugs([bug]);
     let summary = sweep(buggy, test, 10, |_| {});
     let mut caught = 0;
     for failure in summary.violations_of("discovery converges") {

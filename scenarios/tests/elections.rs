@@ -27,19 +27,14 @@ use checks::{
     },
     recipes::herd_effect,
 };
+use common::catalogued;
 use models::recipes::{Fencing, RecipeBug};
-use scenarios::{
-    KnownBug, Outcome, Scenario, catalogue,
-    sweep::{Sweep, SweepSummary},
-    workload::Workload,
-};
+use scenarios::{KnownBug, Scenario, sweep::SweepSummary, workload::Workload};
 use sim::{
     fault::FaultKind,
-    history::{Event, RecipeEvent, ResourceVerdict, recipe::ElectionStep},
+    history::{Event, History, RecipeEvent, ResourceVerdict, recipe::ElectionStep},
 };
 use std::collections::BTreeSet;
-
-const TARGET: &str = "elections";
 
 /// What the runs of a sweep exercised, counted from their histories.
 #[derive(Debug, Default)]
@@ -61,55 +56,57 @@ struct Exercised {
     finishes_without_agreement: usize,
 }
 
+impl Exercised {
+    /// Adds what the run of `history`, with `clients` clients, exercised.
+    fn count(&mut self, history: &History, clients: usize) {
+        let finishing = final_reads_from(history);
+        for leadership in leaderships(history) {
+            self.leaderships += 1;
+            if let HoldEnd::Lost(_) = leadership.end {
+                self.losses += 1;
+            }
+            if finishing.is_none_or(|finishing| leadership.from < finishing) {
+                let (node, process) = leadership.leader;
+                self.leaders.insert(format!("{node}/{process}"));
+            }
+        }
+        self.observations += observations(history).len();
+        self.departures_judged += herd_effect::departures(history).len();
+        self.campaigns_ended_by_session += history
+            .records()
+            .iter()
+            .filter(|record| {
+                matches!(
+                    &record.event,
+                    Event::Recipe(RecipeEvent::Election {
+                        step: ElectionStep::GaveUp { why },
+                        ..
+                    }) if why.contains("session")
+                )
+            })
+            .count();
+        if !everyone_observed_the_final_leader(history, clients) {
+            self.finishes_without_agreement += 1;
+        }
+        for write in resource_writes(history) {
+            match write.verdict {
+                ResourceVerdict::Accepted => self.accepted_writes += 1,
+                ResourceVerdict::RejectedStaleToken => self.rejected_writes += 1,
+            }
+        }
+    }
+}
+
+/// [`common::sweep_counting`] with this suite's tally, which needs the scenario's number of
+/// clients (to tell whether every client observed the final leader).
 fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised) {
-    let mut exercised = Exercised::default();
     let clients = scenario.clients;
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
-        |outcome: &Outcome| {
-            let history = common::history(outcome);
-            let finishing = final_reads_from(history);
-            for leadership in leaderships(history) {
-                exercised.leaderships += 1;
-                if let HoldEnd::Lost(_) = leadership.end {
-                    exercised.losses += 1;
-                }
-                if finishing.is_none_or(|finishing| leadership.from < finishing) {
-                    let (node, process) = leadership.leader;
-                    exercised.leaders.insert(format!("{node}/{process}"));
-                }
-            }
-            exercised.observations += observations(history).len();
-            exercised.departures_judged += herd_effect::departures(history).len();
-            exercised.campaigns_ended_by_session += history
-                .records()
-                .iter()
-                .filter(|record| {
-                    matches!(
-                        &record.event,
-                        Event::Recipe(RecipeEvent::Election {
-                            step: ElectionStep::GaveUp { why },
-                            ..
-                        }) if why.contains("session")
-                    )
-                })
-                .count();
-            if !everyone_observed_the_final_leader(history, clients) {
-                exercised.finishes_without_agreement += 1;
-            }
-            for write in resource_writes(history) {
-                match write.verdict {
-                    ResourceVerdict::Accepted => exercised.accepted_writes += 1,
-                    ResourceVerdict::RejectedStaleToken => exercised.rejected_writes += 1,
-                }
-            }
-        },
-    );
-    println!(
-        "{} over {} seeds: {exercised:?}",
-        summary.scenario,
-        summary.seeds.len()
-    );
-    (summary, exercised)
+    common::sweep_counting(
+        scenario,
+        test,
+        seeds,
+        |exercised: &mut Exercised, history| exercised.count(history, clients),
+    )
 }
 
 /// Whether, after the final reads began, a leader was elected and an observer on every
@@ -133,13 +130,9 @@ fn everyone_observed_the_final_leader(history: &sim::history::History, clients: 
     observing.len() == clients
 }
 
-fn get(name: &str) -> Scenario {
-    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
-}
-
 /// Clean, with the lead moving around and everyone observing, run after run.
 fn assert_unique_and_busy(name: &str, test: &str) {
-    let (summary, exercised) = sweep(get(name), test, 5);
+    let (summary, exercised) = sweep(catalogued(name), test, 5);
     summary.assert_clean();
     summary.assert_faults_fired();
     let runs = summary.seeds.len();
@@ -190,7 +183,7 @@ fn etcd_election_elects_one_leader_at_a_time_and_everyone_sees_it() {
 }
 
 fn assert_unique_under_server_faults(name: &str, test: &str) {
-    let (summary, exercised) = sweep(get(name), test, 10);
+    let (summary, exercised) = sweep(catalogued(name), test, 10);
     summary.assert_clean();
     summary.assert_fired(&[
         FaultKind::Partition,
@@ -228,7 +221,7 @@ fn etcd_election_stays_unique_under_server_faults() {
 /// Clean, the partitions fired, and they did what they were aimed at: a leader learned it
 /// lost (`holder`), or a candidate's campaign ended with its session (`waiter`).
 fn assert_safe_when_cut_off(name: &str, test: &str) -> Exercised {
-    let (summary, exercised) = sweep(get(name), test, 10);
+    let (summary, exercised) = sweep(catalogued(name), test, 10);
     summary.assert_clean();
     summary.assert_fired(&[FaultKind::Partition]);
     assert!(
@@ -298,7 +291,7 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     let seeds = 10;
     // The scenario judges safety at the resource only; here believed uniqueness is checked
     // too, to show it break.
-    let believed = get(name);
+    let believed = catalogued(name);
     let believed = believed.with_check("recipe.leader_uniqueness");
     let (summary, exercised) = sweep(believed, test, seeds);
     summary.assert_fired(&[FaultKind::Pause]);
@@ -313,10 +306,10 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
         "{name}: the resource never had to refuse a deposed leader: {exercised:?}"
     );
     // As the catalogue has it (the resource judged, not beliefs): clean.
-    let (summary, _) = sweep(get(name), test, seeds);
+    let (summary, _) = sweep(catalogued(name), test, seeds);
     summary.assert_clean();
     // The same runs without fencing: the resource takes the deposed leaders' writes.
-    let mut unfenced = get(name);
+    let mut unfenced = catalogued(name);
     if let Workload::Elections(elections) = &mut unfenced.workload {
         elections.fencing = Fencing::Off;
     }
@@ -352,7 +345,8 @@ fn a_paused_etcd_leader_breaks_belief_and_fencing_saves_the_resource() {
 /// scenarios; here the same bug, in the election recipes' leaders, is caught by
 /// `recipe.leader_uniqueness` when the leader is cut off past its session.
 fn assert_leader_trusting_local_state_is_caught(name: &str, test: &str) {
-    let scenario = get(name).with_bugs([KnownBug::Recipe(RecipeBug::TrustLocalStateAfterExpiry)]);
+    let scenario =
+        catalogued(name).with_bugs([KnownBug::Recipe(RecipeBug::TrustLocalStateAfterExpiry)]);
     let (summary, _) = sweep(scenario, test, 10);
     let caught = summary.seeds_where_fired("recipe.leader_uniqueness");
     println!(
@@ -393,7 +387,7 @@ fn an_etcd_leader_trusting_its_local_state_is_caught() {
 fn a_zk_candidate_whose_predecessor_just_went_lists_again() {
     let name = "zk_election_quick_turns";
     let test = "a_zk_candidate_whose_predecessor_just_went_lists_again";
-    let (summary, exercised) = sweep(get(name), test, 5);
+    let (summary, exercised) = sweep(catalogued(name), test, 5);
     summary.assert_clean();
     let judged = summary
         .evidence()
@@ -406,7 +400,8 @@ fn a_zk_candidate_whose_predecessor_just_went_lists_again() {
         "{name}: too few campaigns judged ({judged}) or leaderships ({})",
         exercised.leaderships
     );
-    let buggy = get(name).with_bugs([KnownBug::Recipe(RecipeBug::NoRelistOnGonePredecessor)]);
+    let buggy =
+        catalogued(name).with_bugs([KnownBug::Recipe(RecipeBug::NoRelistOnGonePredecessor)]);
     let (summary, _) = sweep(buggy, test, 3);
     assert_eq!(summary.failures.len(), summary.seeds.len());
     summary.assert_only_violations_of("recipe.no_lost_wakeup");
@@ -418,7 +413,8 @@ fn a_zk_candidate_whose_predecessor_just_went_lists_again() {
 #[test]
 fn a_resource_refusing_a_leaders_own_token_is_caught() {
     let test = "a_resource_refusing_a_leaders_own_token_is_caught";
-    let buggy = get("zk_election").with_bugs([KnownBug::Recipe(RecipeBug::RejectsEqualToken)]);
+    let buggy =
+        catalogued("zk_election").with_bugs([KnownBug::Recipe(RecipeBug::RejectsEqualToken)]);
     let (summary, exercised) = sweep(buggy, test, 3);
     assert!(exercised.rejected_writes >= 1, "{exercised:?}");
     assert_eq!(summary.failures.len(), summary.seeds.len());
@@ -430,7 +426,7 @@ fn a_resource_refusing_a_leaders_own_token_is_caught() {
 #[test]
 fn election_runs_replay_to_the_same_history() {
     for name in ["zk_election_faults", "etcd_election_cut_off_candidate"] {
-        let scenario = get(name);
+        let scenario = catalogued(name);
         let seed = sim::Seed::new(3);
         let first = scenarios::driver::run(&scenario, seed);
         let second = scenarios::driver::run(&scenario, seed);

@@ -12,13 +12,16 @@
 //! is a row of the known-bug table (`known_bugs.rs`); the store's API without faults is
 //! tested in `models/tests/etcd_api.rs`.
 
+mod common;
+
 use checks::{
     etcd::lease_expires_in_bound,
     history::{final_reads_from, kv::KvHistory, leases::leases},
 };
+use common::{TARGET, catalogued, sweep, sweep_outcomes};
 use scenarios::{
-    Outcome, catalogue,
-    sweep::{Sweep, SweepSummary, run_seed},
+    Outcome,
+    sweep::{SweepSummary, run_seed},
     workload::{COUNTER_KEY, LEASE_PREFIX},
 };
 use sim::{
@@ -33,8 +36,6 @@ use sim::{
     time::SimTime,
 };
 use std::time::Duration;
-
-const TARGET: &str = "etcd_store";
 
 /// Seeds per test (`COORDSIM_SEEDS` says otherwise): these runs are short, so more than the
 /// scripted tests they replace had (three, and five for the stale reader).
@@ -55,26 +56,25 @@ macro_rules! fact {
 /// Sweeps the catalogue scenario `name` over `seeds` seeds through the driver. Every run
 /// must be clean and every fault kind of its plan must fire; each clean run's history must
 /// show `facts` (the interleaving the test is about), else the test fails naming the seeds
-/// and how to replay them.
+/// and how to replay them. (Not [`common::sweep_clean`] with a panicking `inspect`: that
+/// would stop at the first run without its facts, and judge runs that failed anyway; this
+/// names every clean run that lacks them.)
 fn sweep_with_facts(
     name: &str,
     test_name: &str,
     seeds: u64,
     mut facts: impl FnMut(&History) -> Fact,
 ) -> SweepSummary {
-    let scenario = catalogue::get(name).expect("a catalogue scenario");
     let mut missing = Vec::new();
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test_name, seeds).run_inspecting(
-        |outcome: &Outcome| {
-            let Some(history) = outcome.history.as_ref().filter(|_| outcome.is_clean()) else {
-                return;
-            };
-            if let Err(problem) = facts(history) {
-                let report = FailureReport::for_test(outcome.seed, "scenarios", TARGET, test_name);
-                missing.push(format!("{report}\n{problem}"));
-            }
-        },
-    );
+    let summary = sweep_outcomes(catalogued(name), test_name, seeds, |outcome: &Outcome| {
+        let Some(history) = outcome.history.as_ref().filter(|_| outcome.is_clean()) else {
+            return;
+        };
+        if let Err(problem) = facts(history) {
+            let report = FailureReport::for_test(outcome.seed, "scenarios", TARGET, test_name);
+            missing.push(format!("{report}\n{problem}"));
+        }
+    });
     summary.assert_clean();
     summary.assert_faults_fired();
     assert!(
@@ -347,7 +347,7 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
 /// those promotions must accept them.
 #[test]
 fn leases_kept_by_many_leader_changes_are_not_false_alarms() {
-    let scenario = catalogue::get("raft_leases_under_elections").expect("a catalogue scenario");
+    let scenario = catalogued("raft_leases_under_elections");
     let test_name = "leases_kept_by_many_leader_changes_are_not_false_alarms";
     for seed in [0x141, 0x1cf, 0x314, 0x3c9].map(sim::Seed::new) {
         let report = FailureReport::for_test(seed, "scenarios", TARGET, test_name);
@@ -549,10 +549,7 @@ fn read_without_readindex_shows_keys_of_an_expired_lease() {
         Ok(())
     });
     let bug = "raft.read_without_readindex".parse().expect("a known bug");
-    let scenario = catalogue::get(name)
-        .expect("a catalogue scenario")
-        .with_bugs([bug]);
-    let buggy = Sweep::new(scenario, "scenarios", TARGET, test_name, SEEDS).run();
+    let buggy = sweep(catalogued(name).with_bugs([bug]), test_name, SEEDS, |_| {});
     let caught: Vec<&Outcome> = buggy
         .failures
         .iter()

@@ -18,16 +18,14 @@ use checks::{
     history::locks::{holds, resource_writes},
     recipes::herd_effect,
 };
-use common::assert_rate;
+use common::{assert_rate, catalogued, sweep, sweep_counting};
 use models::recipes::Fencing;
-use scenarios::{
-    Outcome, Scenario, catalogue,
-    sweep::{Sweep, SweepSummary},
-    workload::{LOCK_NAME, Workload},
+use scenarios::workload::{LOCK_NAME, Workload};
+use sim::{
+    fault::FaultKind,
+    history::{History, ResourceVerdict},
+    report::FailureReport,
 };
-use sim::{fault::FaultKind, history::ResourceVerdict};
-
-const TARGET: &str = "locks";
 
 /// What the runs of a sweep exercised, counted from their histories.
 #[derive(Debug, Default)]
@@ -38,30 +36,20 @@ struct Exercised {
     wakeups_per_release: Vec<f64>,
 }
 
-fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised) {
-    let mut exercised = Exercised::default();
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
-        |outcome: &Outcome| {
-            let history = common::history(outcome);
-            exercised.acquisitions += holds(history).len();
-            for write in resource_writes(history) {
-                match write.verdict {
-                    ResourceVerdict::Accepted => exercised.accepted_writes += 1,
-                    ResourceVerdict::RejectedStaleToken => exercised.rejected_writes += 1,
-                }
+impl Exercised {
+    /// Adds what the run of `history` exercised.
+    fn count(&mut self, history: &History) {
+        self.acquisitions += holds(history).len();
+        for write in resource_writes(history) {
+            match write.verdict {
+                ResourceVerdict::Accepted => self.accepted_writes += 1,
+                ResourceVerdict::RejectedStaleToken => self.rejected_writes += 1,
             }
-            if let Some(report) = herd_effect::report(history).get(LOCK_NAME) {
-                exercised
-                    .wakeups_per_release
-                    .push(report.wakeups_per_release());
-            }
-        },
-    );
-    (summary, exercised)
-}
-
-fn get(name: &str) -> Scenario {
-    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
+        }
+        if let Some(report) = herd_effect::report(history).get(LOCK_NAME) {
+            self.wakeups_per_release.push(report.wakeups_per_release());
+        }
+    }
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -70,7 +58,7 @@ fn mean(values: &[f64]) -> f64 {
 
 /// Clean, with many acquisitions and writes per run.
 fn assert_safe_and_busy(name: &str, test: &str, seeds: u64) -> Exercised {
-    let (summary, exercised) = sweep(get(name), test, seeds);
+    let (summary, exercised) = sweep_counting(catalogued(name), test, seeds, Exercised::count);
     summary.assert_clean();
     summary.assert_faults_fired();
     let runs = summary.seeds.len();
@@ -112,15 +100,32 @@ fn the_herd_lock_is_exclusive_but_wakes_the_herd() {
     // Five clients: each release wakes the other waiters, about three or four.
     assert!(mean(&exercised.wakeups_per_release) >= 2.5, "{exercised:?}");
     // And the bound the queue lock meets is broken: the check fires on the herd lock.
-    let mut scenario = get("zk_herd_lock");
+    let mut scenario = catalogued("zk_herd_lock");
     scenario = scenario.with_check("recipe.herd_effect");
-    let (summary, _) = sweep(scenario, "the_herd_lock_is_exclusive_but_wakes_the_herd", 2);
+    let (summary, _) = sweep_counting(
+        scenario,
+        "the_herd_lock_is_exclusive_but_wakes_the_herd",
+        2,
+        Exercised::count,
+    );
     assert_eq!(summary.failures.len(), summary.seeds.len());
     summary.assert_only_violations_of("recipe.herd_effect");
+    // Each failure prints its seed and the command that replays it, which names this
+    // suite's own target (`common::TARGET`, taken from the crate being compiled).
+    for failure in &summary.failures {
+        let printed = failure.to_string();
+        let replay = FailureReport::for_test(
+            failure.outcome.seed,
+            "scenarios",
+            "locks",
+            "the_herd_lock_is_exclusive_but_wakes_the_herd",
+        );
+        assert!(printed.starts_with(&replay.to_string()), "{printed}");
+    }
 }
 
 fn assert_safe_under_server_faults(name: &str, test: &str) {
-    let (summary, exercised) = sweep(get(name), test, 10);
+    let (summary, exercised) = sweep_counting(catalogued(name), test, 10, Exercised::count);
     summary.assert_clean();
     summary.assert_fired(&[
         FaultKind::Partition,
@@ -149,10 +154,11 @@ fn the_queue_lock_with_creator_all_acl_nodes_stays_exclusive_under_server_faults
     // `a_foreign_client_cannot_delete_a_lock_node_made_with_creator_all_acl` shows a stranger
     // refused); the ACLs go through the log, recovery and SNAP, and the replicas agree.
     let name = "zk_queue_lock_creator_acl";
-    let (summary, exercised) = sweep(
-        get(name),
+    let (summary, exercised) = sweep_counting(
+        catalogued(name),
         "the_queue_lock_with_creator_all_acl_nodes_stays_exclusive_under_server_faults",
         3,
+        Exercised::count,
     );
     summary.assert_clean();
     // Crashes (recovery from the log and snapshots, SNAP syncs) and partitions at least.
@@ -187,9 +193,9 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
     let seeds = 10;
     // The scenario judges safety at the resource only; here believed exclusion is checked
     // too, to show it break.
-    let mut believed = get(name);
+    let mut believed = catalogued(name);
     believed = believed.with_check("recipe.mutual_exclusion");
-    let (summary, exercised) = sweep(believed, test, seeds);
+    let (summary, exercised) = sweep_counting(believed, test, seeds, Exercised::count);
     summary.assert_fired(&[FaultKind::Pause]);
     // Most runs paused a holder at least once: a pause that finds no holder (the lock
     // between holders when it fires) is skipped, so not every run does (seeds 9100009 of
@@ -223,14 +229,14 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
         "{name}: the resource never had to refuse a stale holder: {exercised:?}"
     );
     // As the catalogue has it (the resource judged, not beliefs): clean.
-    let (summary, _) = sweep(get(name), test, seeds);
+    let (summary, _) = sweep_counting(catalogued(name), test, seeds, Exercised::count);
     summary.assert_clean();
     // The same runs without fencing: the resource takes the stale writes.
-    let mut unfenced = get(name);
+    let mut unfenced = catalogued(name);
     if let Workload::Locks(locks) = &mut unfenced.workload {
         locks.fencing = Fencing::Off;
     }
-    let (summary, exercised) = sweep(unfenced, test, seeds);
+    let (summary, exercised) = sweep_counting(unfenced, test, seeds, Exercised::count);
     let stale_accepted = summary.seeds_where_fired("recipe.fenced_writes");
     assert!(
         stale_accepted >= 1,
@@ -239,7 +245,7 @@ fn assert_expiry_breaks_belief_but_not_the_fenced_resource(name: &str, test: &st
 }
 
 fn assert_safe_when_cut_off(name: &str, test: &str) {
-    let (summary, exercised) = sweep(get(name), test, 10);
+    let (summary, exercised) = sweep_counting(catalogued(name), test, 10, Exercised::count);
     summary.assert_clean();
     summary.assert_fired(&[FaultKind::Partition]);
     assert!(
@@ -369,19 +375,16 @@ fn old_session_nodes_deleted(history: &sim::history::History) -> (usize, usize) 
 fn a_curator_queue_lock_client_deletes_the_node_its_given_up_session_made() {
     let name = "zk_queue_lock_curator_joiner_cut_off";
     let mut counts = (0, 0);
-    let summary = Sweep::new(
-        get(name),
-        "scenarios",
-        TARGET,
+    let summary = sweep(
+        catalogued(name),
         "a_curator_queue_lock_client_deletes_the_node_its_given_up_session_made",
         10,
-    )
-    .run_inspecting(|outcome: &Outcome| {
-        let history = common::history(outcome);
-        let (deleted, abandoned) = old_session_nodes_deleted(history);
-        counts.0 += deleted;
-        counts.1 += abandoned;
-    });
+        |history| {
+            let (deleted, abandoned) = old_session_nodes_deleted(history);
+            counts.0 += deleted;
+            counts.1 += abandoned;
+        },
+    );
     summary.assert_clean();
     summary.assert_fired(&[FaultKind::Partition, FaultKind::Crash]);
     let (deleted, abandoned) = counts;
@@ -422,12 +425,10 @@ fn a_zk_queue_lock_joiner_whose_predecessor_just_went_lists_again() {
     let test = "a_zk_queue_lock_joiner_whose_predecessor_just_went_lists_again";
     let mut races = Vec::new();
     let mut acquisitions = 0;
-    let summary =
-        Sweep::new(get(name), "scenarios", TARGET, test, 5).run_inspecting(|outcome: &Outcome| {
-            let history = common::history(outcome);
-            races.push(predecessors_found_gone(history));
-            acquisitions += holds(history).len();
-        });
+    let summary = sweep(catalogued(name), test, 5, |history| {
+        races.push(predecessors_found_gone(history));
+        acquisitions += holds(history).len();
+    });
     summary.assert_clean();
     let runs = summary.seeds.len();
     println!("{name}: predecessors found gone per run {races:?}, {acquisitions} acquisitions");
@@ -436,10 +437,10 @@ fn a_zk_queue_lock_joiner_whose_predecessor_just_went_lists_again() {
         "{name}: the race was not reached in every run ({races:?}), or too little work \
          ({acquisitions} acquisitions)"
     );
-    let buggy = get(name).with_bugs(["recipe.no_relist_on_gone_predecessor"
+    let buggy = catalogued(name).with_bugs(["recipe.no_relist_on_gone_predecessor"
         .parse()
         .expect("a known bug")]);
-    let (summary, _) = sweep(buggy, test, 3);
+    let (summary, _) = sweep_counting(buggy, test, 3, Exercised::count);
     assert_eq!(summary.failures.len(), summary.seeds.len());
     summary.assert_only_violations_of("recipe.no_lost_wakeup");
 }

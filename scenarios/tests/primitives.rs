@@ -16,11 +16,8 @@ use checks::{
     history::sessions::{committed_expiries, told_expired},
     recipes::barrier::{self, BarrierViolation, Gate},
 };
-use scenarios::{
-    Outcome, Scenario, catalogue,
-    sweep::{Sweep, SweepSummary},
-    workload::Workload,
-};
+use common::{catalogued, sweep, sweep_counting, sweep_outcomes};
+use scenarios::{Outcome, Scenario, sweep::SweepSummary, workload::Workload};
 use sim::{
     NodeId,
     fault::{Fault, FaultKind, FaultPlan, PartitionShape},
@@ -33,8 +30,6 @@ use sim::{
 
 use std::collections::BTreeSet;
 
-const TARGET: &str = "primitives";
-
 const SERVER_FAULTS: [FaultKind; 5] = [
     FaultKind::Partition,
     FaultKind::Loss,
@@ -42,28 +37,6 @@ const SERVER_FAULTS: [FaultKind; 5] = [
     FaultKind::Crash,
     FaultKind::Pause,
 ];
-
-fn get(name: &str) -> Scenario {
-    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
-}
-
-/// Sweeps `name` over `seeds`, counting with `count` in each run's history; the summary and
-/// each run's count.
-fn sweep(
-    name: &str,
-    test: &str,
-    seeds: u64,
-    count: impl Fn(&History) -> usize,
-) -> (SweepSummary, Vec<usize>) {
-    let mut counts = Vec::new();
-    let summary = Sweep::new(get(name), "scenarios", TARGET, test, seeds).run_inspecting(
-        |outcome: &Outcome| {
-            let history = common::history(outcome);
-            counts.push(count(history));
-        },
-    );
-    (summary, counts)
-}
 
 /// Clean, every run counted something and the runs `least` on average, and (with faults)
 /// every kind fired. (Not `least` in every run: under server faults a run's progress
@@ -77,7 +50,12 @@ fn assert_clean_and_busy(
     least: usize,
     count: impl Fn(&History) -> usize,
 ) {
-    let (summary, counts) = sweep(name, test, seeds, count);
+    let (summary, counts) = sweep_counting(
+        catalogued(name),
+        test,
+        seeds,
+        |counts: &mut Vec<usize>, history| counts.push(count(history)),
+    );
     summary.assert_clean();
     if name.ends_with("_faults") {
         summary.assert_fired(&SERVER_FAULTS);
@@ -184,7 +162,9 @@ fn caught_in_flight(outcome: &Outcome) -> BTreeSet<NodeId> {
 /// Sweeps an `_expiry` scenario over `seeds`: every planned pause fired in every run, every
 /// paused client's session expired mid-recipe, and every run counted at least `least` with
 /// `count`; `inspect` sees each outcome too. The summary, not yet judged, and how many
-/// paused clients had a request in flight when paused ([`caught_in_flight`]).
+/// paused clients had a request in flight when paused ([`caught_in_flight`]). (Its own
+/// helper, on [`common::sweep_outcomes`]: what it asserts of each run is about the
+/// `_expiry` plans only.)
 fn sweep_expiry(
     name: &str,
     test: &str,
@@ -194,34 +174,32 @@ fn sweep_expiry(
     mut inspect: impl FnMut(&Outcome),
 ) -> (SweepSummary, usize) {
     let (mut fewest, mut expired, mut caught) = (usize::MAX, 0, 0);
-    let summary = Sweep::new(get(name), "scenarios", TARGET, test, seeds).run_inspecting(
-        |outcome: &Outcome| {
-            let paused = paused_clients(&outcome.fault_plan);
-            assert!(!paused.is_empty(), "{name}: the plan pauses nobody");
-            for kind in [FaultKind::Pause, FaultKind::Partition] {
-                assert!(
-                    outcome.fault_counts.fired(kind) >= planned(&outcome.fault_plan, kind),
-                    "seed {}: not every planned {kind:?} fired: {:?}",
-                    outcome.seed,
-                    outcome.fault_counts
-                );
-            }
-            let told = expired_mid_recipe(outcome);
-            for (client, _) in &paused {
-                assert!(
-                    told.contains(client),
-                    "seed {}: {client}, paused or cut off, was never told its session expired (told: \
+    let summary = sweep_outcomes(catalogued(name), test, seeds, |outcome: &Outcome| {
+        let paused = paused_clients(&outcome.fault_plan);
+        assert!(!paused.is_empty(), "{name}: the plan pauses nobody");
+        for kind in [FaultKind::Pause, FaultKind::Partition] {
+            assert!(
+                outcome.fault_counts.fired(kind) >= planned(&outcome.fault_plan, kind),
+                "seed {}: not every planned {kind:?} fired: {:?}",
+                outcome.seed,
+                outcome.fault_counts
+            );
+        }
+        let told = expired_mid_recipe(outcome);
+        for (client, _) in &paused {
+            assert!(
+                told.contains(client),
+                "seed {}: {client}, paused or cut off, was never told its session expired (told: \
                      {told:?})",
-                    outcome.seed
-                );
-            }
-            expired += told.len();
-            caught += caught_in_flight(outcome).len();
-            let history = common::history(outcome);
-            fewest = fewest.min(count(history));
-            inspect(outcome);
-        },
-    );
+                outcome.seed
+            );
+        }
+        expired += told.len();
+        caught += caught_in_flight(outcome).len();
+        let history = common::history(outcome);
+        fewest = fewest.min(count(history));
+        inspect(outcome);
+    });
     println!(
         "{name}: {expired} sessions expired mid-recipe over {seeds} seeds, {caught} paused \
          or cut off with a request in flight; fewest counted in a run: {fewest}"
@@ -428,12 +406,11 @@ fn the_counter_counts_every_acknowledged_increment_once_when_replies_are_lost() 
     let test = "the_counter_counts_every_acknowledged_increment_once_when_replies_are_lost";
     let mut lost_replies = Vec::new();
     let mut fewest = (usize::MAX, 0);
-    let summary =
-        Sweep::new(get(name), "scenarios", TARGET, test, 6).run_inspecting(|outcome: &Outcome| {
-            let history = common::history(outcome);
-            fewest = fewest.min((increments(history), outcome.seed.value()));
-            lost_replies.push(unknown_increments(history) > 0);
-        });
+    let summary = sweep_outcomes(catalogued(name), test, 6, |outcome: &Outcome| {
+        let history = common::history(outcome);
+        fewest = fewest.min((increments(history), outcome.seed.value()));
+        lost_replies.push(unknown_increments(history) > 0);
+    });
     summary.assert_clean();
     summary.assert_fired(&[FaultKind::Clog]);
     assert!(
@@ -465,8 +442,7 @@ fn caught_by(
     evidence: &str,
 ) -> Vec<u64> {
     let bug: scenarios::KnownBug = bug.parse().expect("a known-bug variant");
-    Sweep::new(get(name).with_bugs([bug]), "scenarios", TARGET, test, seeds)
-        .run()
+    sweep(catalogued(name).with_bugs([bug]), test, seeds, |_| {})
         .failures
         .iter()
         .filter(|failure| {
@@ -569,7 +545,7 @@ fn the_double_barrier_lets_everyone_through_together_under_server_faults() {
 #[test]
 fn the_double_barrier_keeps_its_entry_when_sessions_expire_inside() {
     let name = "zk_double_barrier_expiry";
-    let (rounds, participants) = match get(name) {
+    let (rounds, participants) = match catalogued(name) {
         Scenario {
             workload: Workload::DoubleBarrier(barrier),
             clients,
@@ -762,24 +738,22 @@ fn rendezvous_run(history: &History) -> RendezvousRun {
 /// every worker and the master noticed the end; over the sweep, workers both waited for the
 /// master and found the address already there. The counts of workers of each kind.
 fn assert_rendezvous(name: &str, test: &str, seeds: u64) -> (usize, usize) {
-    let scenario = get(name);
+    let scenario = catalogued(name);
     let workers = scenario.clients - 2;
     let (mut waited, mut found) = (0, 0);
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
-        |outcome: &Outcome| {
-            let history = common::history(outcome);
-            let run = rendezvous_run(history);
-            assert_eq!(run.learned.len(), workers, "seed {}: {run:?}", outcome.seed);
-            assert_eq!(
-                run.noticed_end.len(),
-                workers + 1,
-                "seed {}: {run:?}",
-                outcome.seed
-            );
-            waited += run.waited_for_the_master.intersection(&run.learned).count();
-            found += run.found_it_there.intersection(&run.learned).count();
-        },
-    );
+    let summary = sweep_outcomes(scenario, test, seeds, |outcome: &Outcome| {
+        let history = common::history(outcome);
+        let run = rendezvous_run(history);
+        assert_eq!(run.learned.len(), workers, "seed {}: {run:?}", outcome.seed);
+        assert_eq!(
+            run.noticed_end.len(),
+            workers + 1,
+            "seed {}: {run:?}",
+            outcome.seed
+        );
+        waited += run.waited_for_the_master.intersection(&run.learned).count();
+        found += run.found_it_there.intersection(&run.learned).count();
+    });
     summary.assert_clean();
     if name.ends_with("_faults") {
         summary.assert_fired(&SERVER_FAULTS);
@@ -817,7 +791,7 @@ fn rendezvous_workers_learn_the_masters_address_under_server_faults() {
 #[test]
 fn rendezvous_survives_its_creators_session_expiring() {
     let name = "zk_rendezvous_expiry";
-    let scenario = get(name);
+    let scenario = catalogued(name);
     let workers = scenario.clients - 2;
     let creator = NodeId::client(0);
     let (summary, _) = sweep_expiry(

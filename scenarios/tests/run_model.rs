@@ -262,6 +262,8 @@ loss = "1/20"
 }
 
 /// Bad scenario files: one line with the file, the line, the field and what was expected.
+///
+/// Long on purpose: a data-driven table, one bad file and the line it must print per row.
 #[test]
 fn bad_scenario_files_name_the_file_line_and_field() {
     let base = r#"name = "bad"

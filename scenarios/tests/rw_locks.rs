@@ -14,16 +14,11 @@ use checks::{
     history::locks::{Hold, holds, resource_writes},
     recipes::rw_reader_waits,
 };
-use scenarios::{
-    Outcome, Scenario, catalogue,
-    sweep::{Sweep, SweepSummary},
-};
+use common::{catalogued, sweep_counting};
 use sim::{
     fault::FaultKind,
-    history::{ResourceVerdict, recipe::LockMode},
+    history::{History, ResourceVerdict, recipe::LockMode},
 };
-
-const TARGET: &str = "rw_locks";
 
 /// What the runs of a sweep exercised, counted from their histories.
 #[derive(Debug, Default)]
@@ -56,47 +51,38 @@ fn readers_overlapped(holds: &[Hold]) -> bool {
     })
 }
 
-fn sweep(scenario: Scenario, test: &str, seeds: u64) -> (SweepSummary, Exercised) {
-    let mut exercised = Exercised::default();
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(
-        |outcome: &Outcome| {
-            let history = common::history(outcome);
-            let holds = holds(history);
-            for hold in &holds {
-                match hold.mode {
-                    LockMode::Shared => exercised.reads += 1,
-                    LockMode::Exclusive => exercised.writes += 1,
-                }
+impl Exercised {
+    /// Adds what the run of `history` exercised.
+    fn count(&mut self, history: &History) {
+        let holds = holds(history);
+        for hold in &holds {
+            match hold.mode {
+                LockMode::Shared => self.reads += 1,
+                LockMode::Exclusive => self.writes += 1,
             }
-            if readers_overlapped(&holds) {
-                exercised.runs_with_overlapping_readers += 1;
+        }
+        if readers_overlapped(&holds) {
+            self.runs_with_overlapping_readers += 1;
+        }
+        for write in resource_writes(history) {
+            match write.verdict {
+                ResourceVerdict::Accepted => self.accepted_writes += 1,
+                ResourceVerdict::RejectedStaleToken => self.rejected_writes += 1,
             }
-            for write in resource_writes(history) {
-                match write.verdict {
-                    ResourceVerdict::Accepted => exercised.accepted_writes += 1,
-                    ResourceVerdict::RejectedStaleToken => exercised.rejected_writes += 1,
-                }
-            }
-            let woken = rw_reader_waits::readers_woken(history);
-            exercised.readers_woken += woken;
-            if woken == 0 {
-                exercised.runs_without_waiting_readers += 1;
-            }
-            exercised.readers_woken_by_non_writers += rw_reader_waits::check(history).len();
-        },
-    );
-    println!("exercised: {exercised:?}");
-    (summary, exercised)
-}
-
-fn get(name: &str) -> Scenario {
-    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
+        }
+        let woken = rw_reader_waits::readers_woken(history);
+        self.readers_woken += woken;
+        if woken == 0 {
+            self.runs_without_waiting_readers += 1;
+        }
+        self.readers_woken_by_non_writers += rw_reader_waits::check(history).len();
+    }
 }
 
 #[test]
 fn readers_share_the_rw_lock_and_writers_hold_it_alone() {
     let test = "readers_share_the_rw_lock_and_writers_hold_it_alone";
-    let (summary, exercised) = sweep(get("zk_rw_lock"), test, 5);
+    let (summary, exercised) = sweep_counting(catalogued("zk_rw_lock"), test, 5, Exercised::count);
     summary.assert_clean();
     summary.assert_faults_fired();
     let runs = summary.seeds.len();
@@ -124,10 +110,11 @@ fn readers_share_the_rw_lock_and_writers_hold_it_alone() {
 
 #[test]
 fn the_rw_lock_stays_exclusive_for_writers_under_server_faults() {
-    let (summary, exercised) = sweep(
-        get("zk_rw_lock_faults"),
+    let (summary, exercised) = sweep_counting(
+        catalogued("zk_rw_lock_faults"),
         "the_rw_lock_stays_exclusive_for_writers_under_server_faults",
         10,
+        Exercised::count,
     );
     summary.assert_clean();
     summary.assert_fired(&[
@@ -160,9 +147,9 @@ fn a_paused_rw_lock_holder_breaks_belief_and_fencing_saves_the_resource() {
     let seeds = 10;
     // The scenario judges writers' safety at the resource only; here believed exclusion is
     // checked too, to show it break.
-    let mut believed = get("zk_rw_lock_expiry");
+    let mut believed = catalogued("zk_rw_lock_expiry");
     believed = believed.with_check("recipe.rw_exclusion");
-    let (summary, exercised) = sweep(believed, test, seeds);
+    let (summary, exercised) = sweep_counting(believed, test, seeds, Exercised::count);
     summary.assert_fired(&[FaultKind::Pause]);
     let broken_belief = summary.assert_only_violations_of("recipe.rw_exclusion");
     assert!(

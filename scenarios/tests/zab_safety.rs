@@ -4,14 +4,17 @@
 //! own counter), and after the heal every client opens a session, syncs, reads everything
 //! and writes within the liveness bound.
 
+mod common;
+
 use checks::history::{
     leaders::leaderships,
     sessions::attachments,
     zk::{preceding_syncs, zk_operations},
 };
-use scenarios::{Outcome, catalogue, sweep::Sweep};
+use common::{catalogued, sweep_clean, sweep_counting};
+use scenarios::sweep::SweepSummary;
 use sim::history::{
-    Event, ProtocolEvent,
+    Event, History, ProtocolEvent,
     zk::{ZkOperation, ZkResponse},
 };
 use std::collections::BTreeMap;
@@ -44,16 +47,8 @@ impl Exercised {
         self.linearizability_plain_reads += other.linearizability_plain_reads;
     }
 
-    fn add(&mut self, outcome: &Outcome) {
-        self.add_history(
-            outcome
-                .history
-                .as_ref()
-                .expect("an inspected run has its history"),
-        );
-    }
-
-    fn add_history(&mut self, history: &sim::history::History) {
+    /// Adds what the run of `history` exercised.
+    fn add_history(&mut self, history: &History) {
         // What the linearizability check (in `zk_store_checks`) gets to search: reading the
         // history again is cheap, the search is not repeated.
         let (_, checked) = checks::linearizability::zk::from_history(history);
@@ -113,40 +108,32 @@ impl Exercised {
     }
 }
 
-/// Sweeps a catalogue scenario; returns what it exercised, after asserting every run clean.
-fn sweep(
-    scenario: &str,
-    test_name: &str,
-    seeds: u64,
-) -> (scenarios::sweep::SweepSummary, Exercised) {
-    sweep_counting(scenario, test_name, seeds, |_, _| {})
+/// Sweeps the catalogue scenario `name`; returns what it exercised, after asserting every
+/// run clean.
+fn sweep(name: &str, test_name: &str, seeds: u64) -> (SweepSummary, Exercised) {
+    sweep_each_run(name, test_name, seeds, |_, _| {})
 }
 
-/// [`sweep`], showing `each_run` each run's history and what it exercised.
-fn sweep_counting(
-    scenario: &str,
+/// [`sweep`], showing `each_run` each run's history and what that run alone exercised
+/// (the tests that judge runs one by one need the run's own tally, not the sweep's).
+fn sweep_each_run(
+    name: &str,
     test_name: &str,
     seeds: u64,
-    mut each_run: impl FnMut(&sim::history::History, &Exercised),
-) -> (scenarios::sweep::SweepSummary, Exercised) {
-    let scenario = catalogue::get(scenario).expect("a catalogue scenario");
-    let mut exercised = Exercised::default();
-    let summary = Sweep::new(scenario, "scenarios", "zab_safety", test_name, seeds).run_inspecting(
-        |outcome| {
+    mut each_run: impl FnMut(&History, &Exercised),
+) -> (SweepSummary, Exercised) {
+    let (summary, exercised) = sweep_counting(
+        catalogued(name),
+        test_name,
+        seeds,
+        |exercised: &mut Exercised, history| {
             let mut run = Exercised::default();
-            run.add(outcome);
-            each_run(
-                outcome
-                    .history
-                    .as_ref()
-                    .expect("an inspected run's history"),
-                &run,
-            );
+            run.add_history(history);
+            each_run(history, &run);
             exercised.merge(run);
         },
     );
     summary.assert_clean();
-    println!("{} seeds exercised {exercised:?}", summary.seeds.len());
     (summary, exercised)
 }
 
@@ -278,7 +265,7 @@ impl ObserverRun {
 #[test]
 fn observers_stay_safe_under_swarm_faults() {
     let mut total = ObserverRun::default();
-    let (summary, _) = sweep_counting(
+    let (summary, _) = sweep_each_run(
         "zab_observers",
         "observers_stay_safe_under_swarm_faults",
         20,
@@ -305,7 +292,7 @@ fn observers_stay_safe_under_swarm_faults() {
 fn voters_keep_committing_with_every_observer_cut_off() {
     use sim::time::SimTime;
     let (from, until) = (SimTime::from_millis(1_500), SimTime::from_millis(5_500));
-    let (summary, _) = sweep_counting(
+    let (summary, _) = sweep_each_run(
         "zab_observers_cut_off",
         "voters_keep_committing_with_every_observer_cut_off",
         5,
@@ -395,32 +382,23 @@ fn three_servers_stay_safe_when_leaders_keep_crashing() {
 #[test]
 fn clients_paused_past_their_session_timeout_lose_their_sessions_safely() {
     let mut told_expired = 0;
-    let scenario = catalogue::get("zab_paused_clients").unwrap();
-    let summary = Sweep::new(
-        scenario,
-        "scenarios",
-        "zab_safety",
+    let summary = sweep_clean(
+        catalogued("zab_paused_clients"),
         "clients_paused_past_their_session_timeout_lose_their_sessions_safely",
         50,
-    )
-    .run_inspecting(|outcome| {
-        let history = outcome
-            .history
-            .as_ref()
-            .expect("an inspected run has its history");
-        told_expired += history
-            .records()
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r.event,
-                    Event::Zk(sim::history::zk::ZkEvent::SessionExpired { .. })
-                )
-            })
-            .count();
-    });
-    summary.assert_clean();
-    summary.assert_faults_fired();
+        |history| {
+            told_expired += history
+                .records()
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.event,
+                        Event::Zk(sim::history::zk::ZkEvent::SessionExpired { .. })
+                    )
+                })
+                .count();
+        },
+    );
     assert!(
         told_expired > summary.seeds.len(),
         "paused clients were rarely told their session expired: {told_expired} over {} seeds",
@@ -430,7 +408,7 @@ fn clients_paused_past_their_session_timeout_lose_their_sessions_safely() {
 
 #[test]
 fn same_seed_same_history() {
-    let scenario = catalogue::get("zab_swarm_3").unwrap();
+    let scenario = catalogued("zab_swarm_3");
     let seed = sim::Seed::new(7);
     let first = scenarios::driver::run(&scenario, seed);
     let second = scenarios::driver::run(&scenario, seed);
@@ -449,7 +427,7 @@ fn same_seed_same_history() {
 fn follower_reads_may_be_stale_but_sync_then_read_is_not() {
     let (reader, follower) = (sim::NodeId::client(1), sim::NodeId::server(0));
     let mut stale_seeds = 0;
-    let (summary, exercised) = sweep_counting(
+    let (summary, exercised) = sweep_each_run(
         "zab_follower_reads",
         "follower_reads_may_be_stale_but_sync_then_read_is_not",
         50,
@@ -507,7 +485,7 @@ fn regression_seeds_stay_clean() {
         ("zab_swarm_3", 169),
         ("zab_swarm_3", 0x18884),
     ] {
-        let scenario = catalogue::get(scenario).unwrap();
+        let scenario = catalogued(scenario);
         let outcome = scenarios::driver::run(&scenario, sim::Seed::new(seed));
         assert!(outcome.is_clean(), "{outcome}");
     }

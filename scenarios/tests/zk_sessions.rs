@@ -7,17 +7,16 @@
 //! driver also requires progress), every fault kind of its plan fires, and the interleaving
 //! the test is about is read back from the history.
 
+mod common;
+
 use checks::history::{
     faults::{FiredFault, fired_faults},
     leaders::leaderships,
     sessions::{Attach, Attachment, attachments, committed_expiries, told_expired},
     zk::{ZkOp, preceding_syncs, zk_operations},
 };
-use scenarios::{
-    Outcome, catalogue,
-    sweep::{Sweep, SweepSummary},
-    workload::{SEQUENCE_PARENT, holder_path},
-};
+use common::{catalogued, sweep_clean};
+use scenarios::workload::{SEQUENCE_PARENT, holder_path};
 use sim::{
     NodeId,
     fault::Fault,
@@ -29,27 +28,8 @@ use sim::{
 };
 use std::collections::BTreeMap;
 
-const TARGET: &str = "zk_sessions";
 const C1: NodeId = NodeId::client(0);
 const C2: NodeId = NodeId::client(1);
-
-fn history(outcome: &Outcome) -> &History {
-    outcome
-        .history
-        .as_ref()
-        .expect("an inspected run's history")
-}
-
-/// Sweeps the catalogue scenario `name`, showing `inspect` each run's history; asserts
-/// every run clean and every fault kind of its plan fired.
-fn sweep(name: &str, test: &str, seeds: u64, mut inspect: impl FnMut(&History)) -> SweepSummary {
-    let scenario = catalogue::get(name).expect("a catalogue scenario");
-    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds)
-        .run_inspecting(|outcome| inspect(history(outcome)));
-    summary.assert_clean();
-    summary.assert_faults_fired();
-    summary
-}
 
 /// The first session `client` established: (when, session, negotiated timeout).
 fn first_session(history: &History, client: NodeId) -> (SimTime, u64, u64) {
@@ -109,7 +89,7 @@ fn cut_off_span<'a>(faults: &'a [FiredFault<'a>]) -> (&'a FiredFault<'a>, &'a Fi
 /// Holder c1 cut off past its session timeout: its session is the one that expires, while
 /// it is cut off; c2 saw c1's node owned by that session before, and gone after; c1 is told.
 fn holder_cut_off_past_its_timeout_is_expired(name: &str, test: &str) {
-    sweep(name, test, 50, |history| {
+    sweep_clean(catalogued(name), test, 50, |history| {
         let (_, session, timeout_ms) = first_session(history, C1);
         let faults = fired_faults(history);
         let (cut, back) = cut_off_span(&faults);
@@ -188,8 +168,8 @@ fn attached_at(attachments: &[Attachment], client: NodeId, at: SimTime) -> Optio
 #[test]
 fn client_that_reconnects_within_its_timeout_keeps_session_and_ephemerals() {
     let mut seeds_away_from_the_leader = 0;
-    let summary = sweep(
-        "zk_failover_keeps_session",
+    let summary = sweep_clean(
+        catalogued("zk_failover_keeps_session"),
         "client_that_reconnects_within_its_timeout_keeps_session_and_ephemerals",
         50,
         |history| {
@@ -277,8 +257,8 @@ fn client_that_reconnects_within_its_timeout_keeps_session_and_ephemerals() {
 /// is down; every holder then writes its node in its first session and sees it its own.
 #[test]
 fn leader_change_does_not_expire_live_sessions() {
-    sweep(
-        "zk_leader_crash_keeps_sessions",
+    sweep_clean(
+        catalogued("zk_leader_crash_keeps_sessions"),
         "leader_change_does_not_expire_live_sessions",
         50,
         |history| {
@@ -333,8 +313,8 @@ fn protected_marker(name: &str) -> Option<&str> {
 #[test]
 fn sequential_names_stay_unique_and_increasing_under_faults() {
     let mut unknown_outcomes = 0;
-    let summary = sweep(
-        "zk_sequential_names_under_faults",
+    let summary = sweep_clean(
+        catalogued("zk_sequential_names_under_faults"),
         "sequential_names_stay_unique_and_increasing_under_faults",
         50,
         |history| {
@@ -407,8 +387,8 @@ fn sequential_names_stay_unique_and_increasing_under_faults() {
 #[test]
 fn protected_create_finds_its_node_after_the_reply_is_lost() {
     let mut recovered = 0;
-    let summary = sweep(
-        "zk_protected_create_lost_reply",
+    let summary = sweep_clean(
+        catalogued("zk_protected_create_lost_reply"),
         "protected_create_finds_its_node_after_the_reply_is_lost",
         50,
         |history| {

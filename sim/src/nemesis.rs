@@ -279,7 +279,8 @@ impl Nemesis {
         outcome
     }
 
-    /// Applies `fault` with its subject resolved to `target`.
+    /// Applies `fault` with its subject resolved to `target`: to the network, to one node,
+    /// or, for `HealAll`, to everything.
     fn apply_locked(
         &self,
         state: &mut WorldState,
@@ -287,18 +288,42 @@ impl Nemesis {
         target: Option<NodeId>,
         deferred: &mut Vec<Deferred>,
     ) -> FaultOutcome {
-        // Validated and resolved: every fault with a subject has its node here.
-        let subject = || target.expect("a resolved subject");
+        match fault {
+            Fault::Partition { .. }
+            | Fault::Heal
+            | Fault::Clog { .. }
+            | Fault::Unclog { .. }
+            | Fault::Loss { .. }
+            | Fault::Duplication { .. }
+            | Fault::Latency { .. } => self.apply_to_network_locked(state, fault, target, deferred),
+            Fault::Crash { .. }
+            | Fault::Restart { .. }
+            | Fault::Pause { .. }
+            | Fault::Resume { .. }
+            | Fault::ClockStep { .. }
+            | Fault::ClockDrift { .. } => {
+                // Validated and resolved: every fault with a subject has its node here.
+                let subject = target.expect("a resolved subject");
+                self.apply_to_node_locked(state, fault, subject, deferred)
+            }
+            Fault::HealAll => {
+                self.heal_all_locked(state);
+                applied()
+            }
+        }
+    }
+
+    /// Applies a fault of the network (partitions, clogs, loss, duplication, latency);
+    /// `target` is a partition's subject, if its shape has one.
+    fn apply_to_network_locked(
+        &self,
+        state: &mut WorldState,
+        fault: &Fault,
+        target: Option<NodeId>,
+        deferred: &mut Vec<Deferred>,
+    ) -> FaultOutcome {
         let world = &self.world;
         let n = world.nodes.len();
-        let applied = || FaultOutcome::Applied {
-            cut_links: Vec::new(),
-            broken_connections: 0,
-            lost_writes: 0,
-        };
-        let skipped = |reason: &str| FaultOutcome::Skipped {
-            reason: reason.to_string(),
-        };
         match fault {
             Fault::Partition { shape } => {
                 let servers: Vec<NodeId> = (0..world.config.servers).map(NodeId::server).collect();
@@ -384,15 +409,29 @@ impl Nemesis {
                 }
                 applied()
             }
+            _ => unreachable!("not a fault of the network: {fault:?}"),
+        }
+    }
+
+    /// Applies a fault of the node `subject` (crash, restart, pause, resume, clock step or
+    /// drift).
+    fn apply_to_node_locked(
+        &self,
+        state: &mut WorldState,
+        fault: &Fault,
+        subject: NodeId,
+        deferred: &mut Vec<Deferred>,
+    ) -> FaultOutcome {
+        let world = &self.world;
+        let index = world.index(subject);
+        match fault {
             Fault::Crash { .. } => {
-                let index = world.index(subject());
                 if state.statuses[index] == NodeStatus::Crashed {
                     return skipped("node already crashed");
                 }
                 self.crash_locked(state, index, deferred)
             }
             Fault::Restart { .. } => {
-                let index = world.index(subject());
                 if state.statuses[index] != NodeStatus::Crashed {
                     return skipped("node is not crashed");
                 }
@@ -400,7 +439,6 @@ impl Nemesis {
                 applied()
             }
             Fault::Pause { .. } => {
-                let index = world.index(subject());
                 match state.statuses[index] {
                     NodeStatus::Crashed => return skipped("node is crashed"),
                     NodeStatus::Paused => return skipped("node already paused"),
@@ -412,7 +450,6 @@ impl Nemesis {
                 applied()
             }
             Fault::Resume { .. } => {
-                let index = world.index(subject());
                 if state.statuses[index] != NodeStatus::Paused {
                     return skipped("node is not paused");
                 }
@@ -420,7 +457,6 @@ impl Nemesis {
                 applied()
             }
             Fault::ClockStep { delta_ms, .. } => {
-                let index = world.index(subject());
                 world.nodes[index]
                     .clock
                     .step(delta_ms.saturating_mul(1_000_000));
@@ -428,7 +464,6 @@ impl Nemesis {
                 applied()
             }
             Fault::ClockDrift { drift_ppm, .. } => {
-                let index = world.index(subject());
                 world.nodes[index].clock.set_drift(*drift_ppm);
                 if *drift_ppm == 0 {
                     state.counts.clock_drift_stops += 1;
@@ -437,24 +472,29 @@ impl Nemesis {
                 }
                 applied()
             }
-            Fault::HealAll => {
-                state.partition_cut.iter_mut().for_each(|cut| *cut = false);
-                state.clogged.iter_mut().for_each(|cut| *cut = false);
-                state.conditions = Conditions::from_config(&world.config);
-                for index in 0..n {
-                    match state.statuses[index] {
-                        NodeStatus::Crashed => self.restart_locked(state, index),
-                        NodeStatus::Paused => self.resume_locked(state, index),
-                        NodeStatus::Up => {}
-                    }
-                    if world.nodes[index].clock.drift_ppm() != 0 {
-                        world.nodes[index].clock.set_drift(0);
-                    }
-                }
-                state.counts.heal_alls += 1;
-                applied()
+            _ => unreachable!("not a fault of one node: {fault:?}"),
+        }
+    }
+
+    /// Heals everything: partitions, clogs, network conditions, crashed and paused nodes,
+    /// clock drift.
+    fn heal_all_locked(&self, state: &mut WorldState) {
+        let world = &self.world;
+        let n = world.nodes.len();
+        state.partition_cut.iter_mut().for_each(|cut| *cut = false);
+        state.clogged.iter_mut().for_each(|cut| *cut = false);
+        state.conditions = Conditions::from_config(&world.config);
+        for index in 0..n {
+            match state.statuses[index] {
+                NodeStatus::Crashed => self.restart_locked(state, index),
+                NodeStatus::Paused => self.resume_locked(state, index),
+                NodeStatus::Up => {}
+            }
+            if world.nodes[index].clock.drift_ppm() != 0 {
+                world.nodes[index].clock.set_drift(0);
             }
         }
+        state.counts.heal_alls += 1;
     }
 
     fn crash_locked(
@@ -572,4 +612,21 @@ pub(crate) async fn run_plan(world: Arc<WorldShared>, plan: FaultPlan, phase_end
         world.record(None, Event::Phase(PhaseEvent::Healed));
     }
     world.fault_phase_ended.set();
+}
+
+/// A fault applied, with nothing cut, broken or lost (yet: the caller counts broken
+/// connections after the lock is released).
+fn applied() -> FaultOutcome {
+    FaultOutcome::Applied {
+        cut_links: Vec::new(),
+        broken_connections: 0,
+        lost_writes: 0,
+    }
+}
+
+/// A fault skipped, and why.
+fn skipped(reason: &str) -> FaultOutcome {
+    FaultOutcome::Skipped {
+        reason: reason.to_string(),
+    }
 }

@@ -277,53 +277,12 @@ impl Interaction {
         let mut words = command.split_whitespace();
         let verb = words.next().expect("a command");
         let args: Vec<&str> = words.collect();
-        let keyed = |name: &str| -> Option<&str> {
-            args.iter().find_map(|arg| {
-                arg.strip_prefix(name)
-                    .and_then(|rest| rest.strip_prefix('='))
-            })
-        };
         match verb {
-            "add-nodes" => {
-                let count: usize = args[0].parse().expect("a node count");
-                let bugs: Vec<RaftBug> = keyed("bugs")
-                    .map(|list| {
-                        list.split(',')
-                            .map(|name| name.parse().expect("a bug name"))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let voters: Vec<NodeId> = (0..count).map(NodeId::server).collect();
-                for &id in &voters {
-                    let mut config = RaftConfig::new(id, voters.clone()).with_bugs(bugs.clone());
-                    if let Some(max) = keyed("max-entries") {
-                        config.max_entries_per_append = max.parse().expect("a count");
-                    }
-                    let now = LocalTime::from_millis(0);
-                    let core = Self::boot(&config, now, HardState::default(), Vec::new());
-                    self.nodes.insert(
-                        id,
-                        Node {
-                            core: Some(core),
-                            config,
-                            durable_hard_state: HardState::default(),
-                            durable_log: Vec::new(),
-                            unsynced: Vec::new(),
-                            held: Vec::new(),
-                            now,
-                            armed_timer: None,
-                            volatile_log: Vec::new(),
-                            volatile_hard_state: HardState::default(),
-                        },
-                    );
-                    self.collect(id, &mut String::new());
-                }
-                writeln!(out, "ok").unwrap();
-            }
+            "add-nodes" => self.add_nodes(&args, &mut out),
             "campaign" | "tick" => {
                 let id = node_id(args[0]);
                 let node = self.nodes.get_mut(&id).expect("known node");
-                node.now = match keyed("ms") {
+                node.now = match keyed(&args, "ms") {
                     Some(ms) => node.now + Duration::from_millis(ms.parse().expect("ms")),
                     None => node.armed_timer.expect("a timer is armed").max(node.now),
                 };
@@ -331,34 +290,10 @@ impl Interaction {
                 node.core().tick(now);
                 self.collect(id, &mut out);
             }
-            "deliver" => {
-                let from = keyed("from").map(node_id);
-                let to = keyed("to").map(node_id);
-                let drop = args.contains(&"drop");
-                let (chosen, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
-                    .into_iter()
-                    .partition(|(f, t, _)| {
-                        from.is_none_or(|x| x == *f) && to.is_none_or(|x| x == *t)
-                    });
-                self.in_flight = rest;
-                for (f, t, message) in chosen {
-                    if drop {
-                        writeln!(out, "dropped {f}->{t} {}", render_message(&message)).unwrap();
-                        continue;
-                    }
-                    let node = self.nodes.get_mut(&t).expect("known node");
-                    let Some(core) = node.core.as_mut() else {
-                        writeln!(out, "lost {f}->{t} (crashed) {}", render_message(&message))
-                            .unwrap();
-                        continue;
-                    };
-                    core.step(node.now, f, message);
-                    self.collect(t, &mut out);
-                }
-            }
+            "deliver" => self.deliver(&args, &mut out),
             "duplicate" => {
-                let from = keyed("from").map(node_id);
-                let to = keyed("to").map(node_id);
+                let from = keyed(&args, "from").map(node_id);
+                let to = keyed(&args, "to").map(node_id);
                 for (f, t, message) in &self.in_flight {
                     if from.is_none_or(|x| x == *f) && to.is_none_or(|x| x == *t) {
                         writeln!(out, "delayed copy of {f}->{t} {}", render_message(message))
@@ -373,38 +308,7 @@ impl Interaction {
                     self.in_flight.push((f, t, message));
                 }
             }
-            "persist" => {
-                for name in &args {
-                    let id = node_id(name);
-                    let node = self.nodes.get_mut(&id).expect("known node");
-                    let Some(&(last, _)) = node.unsynced.last() else {
-                        continue;
-                    };
-                    for (_, write) in std::mem::take(&mut node.unsynced) {
-                        apply_write(&mut node.durable_hard_state, &mut node.durable_log, &write);
-                    }
-                    let now = node.now;
-                    let released: Vec<_> = std::mem::take(&mut node.held);
-                    for (after, to, message) in released {
-                        if after <= last {
-                            self.in_flight.push((id, to, message));
-                        } else {
-                            self.nodes
-                                .get_mut(&id)
-                                .unwrap()
-                                .held
-                                .push((after, to, message));
-                        }
-                    }
-                    writeln!(out, "{id} durable through {last}").unwrap();
-                    self.nodes
-                        .get_mut(&id)
-                        .unwrap()
-                        .core()
-                        .on_persisted(now, last);
-                    self.collect(id, &mut out);
-                }
-            }
+            "persist" => self.persist(&args, &mut out),
             "propose" => {
                 let id = node_id(args[0]);
                 let node = self.nodes.get_mut(&id).expect("known node");
@@ -425,71 +329,176 @@ impl Interaction {
                 node.core().read_index(now, request);
                 self.collect(id, &mut out);
             }
-            "crash" => {
-                let id = node_id(args[0]);
-                let node = self.nodes.get_mut(&id).expect("known node");
-                node.core = None;
-                node.unsynced.clear();
-                node.held.clear();
-                node.volatile_log = node.durable_log.clone();
-                node.volatile_hard_state = node.durable_hard_state;
-                self.in_flight.retain(|(_, to, _)| *to != id);
-                writeln!(
-                    out,
-                    "{id} crashed; durable log {}",
-                    render_entries(&node.durable_log)
-                )
-                .unwrap();
-            }
-            "restart" => {
-                let id = node_id(args[0]);
-                let node = self.nodes.get_mut(&id).expect("known node");
-                let core = Self::boot(
-                    &node.config,
-                    node.now,
-                    node.durable_hard_state,
-                    node.durable_log.clone(),
-                );
-                node.core = Some(core);
-                node.armed_timer = None;
-                writeln!(
-                    out,
-                    "{id} restarted at term {}",
-                    node.durable_hard_state.term
-                )
-                .unwrap();
-                self.collect(id, &mut String::new());
-            }
-            "status" => {
-                for name in &args {
-                    let id = node_id(name);
-                    let node = self.nodes.get_mut(&id).expect("known node");
-                    match node.core.as_ref() {
-                        None => writeln!(out, "{id} crashed").unwrap(),
-                        Some(core) => {
-                            let log: Vec<Entry<Command>> = (1..=core.log().last_index())
-                                .map(|index| core.log().get(index).unwrap().clone())
-                                .collect();
-                            writeln!(
-                                out,
-                                "{id} term={} role={:?} commit={} applied={} log={}",
-                                core.term(),
-                                core.role(),
-                                core.commit_index(),
-                                core.applied_index(),
-                                render_entries(&log)
-                            )
-                            .unwrap();
-                        }
-                    }
-                }
-            }
+            "crash" => self.crash(&args, &mut out),
+            "restart" => self.restart(&args, &mut out),
+            "status" => self.status(&args, &mut out),
             other => panic!("unknown command {other}"),
         }
         if out.is_empty() {
             out.push_str("ok\n");
         }
         out
+    }
+
+    /// `add-nodes N [bugs=…] [max-entries=…]`: N voters, booted with empty durable state.
+    fn add_nodes(&mut self, args: &[&str], out: &mut String) {
+        let count: usize = args[0].parse().expect("a node count");
+        let bugs: Vec<RaftBug> = keyed(args, "bugs")
+            .map(|list| {
+                list.split(',')
+                    .map(|name| name.parse().expect("a bug name"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let voters: Vec<NodeId> = (0..count).map(NodeId::server).collect();
+        for &id in &voters {
+            let mut config = RaftConfig::new(id, voters.clone()).with_bugs(bugs.clone());
+            if let Some(max) = keyed(args, "max-entries") {
+                config.max_entries_per_append = max.parse().expect("a count");
+            }
+            let now = LocalTime::from_millis(0);
+            let core = Self::boot(&config, now, HardState::default(), Vec::new());
+            self.nodes.insert(
+                id,
+                Node {
+                    core: Some(core),
+                    config,
+                    durable_hard_state: HardState::default(),
+                    durable_log: Vec::new(),
+                    unsynced: Vec::new(),
+                    held: Vec::new(),
+                    now,
+                    armed_timer: None,
+                    volatile_log: Vec::new(),
+                    volatile_hard_state: HardState::default(),
+                },
+            );
+            self.collect(id, &mut String::new());
+        }
+        writeln!(out, "ok").unwrap();
+    }
+
+    /// `deliver [from=…] [to=…] [drop]`: the messages in flight that match, stepped into their receivers (or dropped).
+    fn deliver(&mut self, args: &[&str], out: &mut String) {
+        let from = keyed(args, "from").map(node_id);
+        let to = keyed(args, "to").map(node_id);
+        let drop = args.contains(&"drop");
+        let (chosen, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
+            .into_iter()
+            .partition(|(f, t, _)| from.is_none_or(|x| x == *f) && to.is_none_or(|x| x == *t));
+        self.in_flight = rest;
+        for (f, t, message) in chosen {
+            if drop {
+                writeln!(out, "dropped {f}->{t} {}", render_message(&message)).unwrap();
+                continue;
+            }
+            let node = self.nodes.get_mut(&t).expect("known node");
+            let Some(core) = node.core.as_mut() else {
+                writeln!(out, "lost {f}->{t} (crashed) {}", render_message(&message)).unwrap();
+                continue;
+            };
+            core.step(node.now, f, message);
+            self.collect(t, out);
+        }
+    }
+
+    /// `persist sX …`: each node's unsynced writes made durable, the messages held for them sent.
+    fn persist(&mut self, args: &[&str], out: &mut String) {
+        for name in args {
+            let id = node_id(name);
+            let node = self.nodes.get_mut(&id).expect("known node");
+            let Some(&(last, _)) = node.unsynced.last() else {
+                continue;
+            };
+            for (_, write) in std::mem::take(&mut node.unsynced) {
+                apply_write(&mut node.durable_hard_state, &mut node.durable_log, &write);
+            }
+            let now = node.now;
+            let released: Vec<_> = std::mem::take(&mut node.held);
+            for (after, to, message) in released {
+                if after <= last {
+                    self.in_flight.push((id, to, message));
+                } else {
+                    self.nodes
+                        .get_mut(&id)
+                        .unwrap()
+                        .held
+                        .push((after, to, message));
+                }
+            }
+            writeln!(out, "{id} durable through {last}").unwrap();
+            self.nodes
+                .get_mut(&id)
+                .unwrap()
+                .core()
+                .on_persisted(now, last);
+            self.collect(id, out);
+        }
+    }
+
+    /// `crash sX`: the node loses its core, what it had not synced, and the messages to it.
+    fn crash(&mut self, args: &[&str], out: &mut String) {
+        let id = node_id(args[0]);
+        let node = self.nodes.get_mut(&id).expect("known node");
+        node.core = None;
+        node.unsynced.clear();
+        node.held.clear();
+        node.volatile_log = node.durable_log.clone();
+        node.volatile_hard_state = node.durable_hard_state;
+        self.in_flight.retain(|(_, to, _)| *to != id);
+        writeln!(
+            out,
+            "{id} crashed; durable log {}",
+            render_entries(&node.durable_log)
+        )
+        .unwrap();
+    }
+
+    /// `restart sX`: the node boots again from what is durable.
+    fn restart(&mut self, args: &[&str], out: &mut String) {
+        let id = node_id(args[0]);
+        let node = self.nodes.get_mut(&id).expect("known node");
+        let core = Self::boot(
+            &node.config,
+            node.now,
+            node.durable_hard_state,
+            node.durable_log.clone(),
+        );
+        node.core = Some(core);
+        node.armed_timer = None;
+        writeln!(
+            out,
+            "{id} restarted at term {}",
+            node.durable_hard_state.term
+        )
+        .unwrap();
+        self.collect(id, &mut String::new());
+    }
+
+    /// `status sX …`: each node's term, role, commit, applied index and log.
+    fn status(&mut self, args: &[&str], out: &mut String) {
+        for name in args {
+            let id = node_id(name);
+            let node = self.nodes.get_mut(&id).expect("known node");
+            match node.core.as_ref() {
+                None => writeln!(out, "{id} crashed").unwrap(),
+                Some(core) => {
+                    let log: Vec<Entry<Command>> = (1..=core.log().last_index())
+                        .map(|index| core.log().get(index).unwrap().clone())
+                        .collect();
+                    writeln!(
+                        out,
+                        "{id} term={} role={:?} commit={} applied={} log={}",
+                        core.term(),
+                        core.role(),
+                        core.commit_index(),
+                        core.applied_index(),
+                        render_entries(&log)
+                    )
+                    .unwrap();
+                }
+            }
+        }
     }
 }
 
@@ -556,4 +565,12 @@ pub fn run_script(path: &str) -> Transcript {
     let mut interaction = Interaction::new();
     let blocks = crate::script_runner::run_script(path, |command| interaction.run(command));
     Transcript { blocks }
+}
+
+/// The value of the argument `name=value` among `args`, if given.
+fn keyed<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
+    args.iter().find_map(|arg| {
+        arg.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('='))
+    })
 }

@@ -525,55 +525,13 @@ impl Interaction {
         let mut words = command.split_whitespace();
         let verb = words.next().expect("a command");
         let args: Vec<&str> = words.collect();
-        let keyed = |name: &str| -> Option<&str> {
-            args.iter().find_map(|arg| {
-                arg.strip_prefix(name)
-                    .and_then(|rest| rest.strip_prefix('='))
-            })
-        };
         let nodes: Vec<NodeId> = args
             .iter()
             .filter(|arg| !arg.contains('=') && arg.starts_with('s'))
             .map(|arg| node_id(arg))
             .collect();
         match verb {
-            "add-nodes" => {
-                let count: usize = args[0].parse().expect("a node count");
-                let bugs: Vec<ZabBug> = keyed("bugs")
-                    .map(|list| {
-                        list.split(',')
-                            .map(|name| name.parse().expect("a bug name"))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let observer_count: usize =
-                    keyed("observers").map_or(0, |text| text.parse().expect("an observer count"));
-                let ensemble: Vec<NodeId> = (0..count).map(NodeId::server).collect();
-                let observers: Vec<NodeId> = (count..count + observer_count)
-                    .map(NodeId::server)
-                    .collect();
-                for &id in ensemble.iter().chain(&observers) {
-                    let mut config = ZabConfig::new(id, ensemble.clone());
-                    config.observers = observers.clone();
-                    config.bugs = bugs.iter().copied().collect();
-                    if let Some(window) = keyed("diff-window") {
-                        config.diff_window = window.parse().expect("a DIFF window");
-                    }
-                    let core = Core::new(config.clone()).expect("a valid configuration");
-                    self.nodes.insert(
-                        id,
-                        Node {
-                            core: Some(core),
-                            config,
-                            durable: Disk::default(),
-                            unsynced: Vec::new(),
-                            requested: None,
-                            now: LocalTime::from_millis(0),
-                        },
-                    );
-                }
-                writeln!(out, "ok").unwrap();
-            }
+            "add-nodes" => self.add_nodes(&args, &mut out),
             "start" => {
                 for id in nodes {
                     let node = self.node(id);
@@ -585,7 +543,7 @@ impl Interaction {
             "tick" => {
                 for id in nodes {
                     let node = self.node(id);
-                    node.now = match keyed("ms") {
+                    node.now = match keyed(&args, "ms") {
                         Some(ms) => node.now + Duration::from_millis(ms.parse().expect("ms")),
                         None => node.core().next_deadline().max(node.now),
                     };
@@ -595,8 +553,8 @@ impl Interaction {
                 }
             }
             "deliver" => {
-                let from = keyed("from").map(node_id);
-                let to = keyed("to").map(node_id);
+                let from = keyed(&args, "from").map(node_id);
+                let to = keyed(&args, "to").map(node_id);
                 let drop = args.contains(&"drop");
                 let (chosen, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
                     .into_iter()
@@ -608,23 +566,7 @@ impl Interaction {
                     self.deliver_one(item, drop, &mut out);
                 }
             }
-            "stabilize" => {
-                for round in 0.. {
-                    assert!(round < 100, "stabilize: still busy after 100 rounds");
-                    let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
-                    let mut busy = false;
-                    for id in ids {
-                        busy |= self.persist(id, &mut out);
-                    }
-                    for item in std::mem::take(&mut self.in_flight) {
-                        busy = true;
-                        self.deliver_one(item, false, &mut out);
-                    }
-                    if !busy {
-                        break;
-                    }
-                }
-            }
+            "stabilize" => self.stabilize(&mut out),
             "persist" => {
                 for id in nodes {
                     self.persist(id, &mut out);
@@ -641,64 +583,9 @@ impl Interaction {
                 }
                 self.collect(id, &mut out);
             }
-            "crash" => {
-                for id in nodes {
-                    let node = self.node(id);
-                    node.core = None;
-                    node.unsynced.clear();
-                    node.requested = None;
-                    writeln!(out, "{id} crashed; disk: {}", render_disk(&node.durable)).unwrap();
-                    self.in_flight.retain(|item| item.to != id);
-                    let links: Vec<Link> = self
-                        .open_links
-                        .iter()
-                        .copied()
-                        .filter(|link| {
-                            let (dialer, acceptor) = self.link_ends[link];
-                            dialer == id || acceptor == id
-                        })
-                        .collect();
-                    for link in links {
-                        let other = self.other_end(link, id);
-                        self.close_link(link, &[other]);
-                    }
-                }
-            }
-            "restart" => {
-                for id in nodes {
-                    let node = self.node(id);
-                    assert!(node.core.is_none(), "restart {id}: it is not crashed");
-                    let core = Core::restore(node.config.clone(), node.durable.clone())
-                        .expect("a valid configuration");
-                    node.core = Some(core);
-                    writeln!(
-                        out,
-                        "{id} restarted from disk: {}",
-                        render_disk(&node.durable)
-                    )
-                    .unwrap();
-                }
-            }
-            "status" => {
-                for id in nodes {
-                    match self.nodes[&id].core.as_ref() {
-                        None => writeln!(out, "{id} crashed").unwrap(),
-                        Some(core) => writeln!(
-                            out,
-                            "{id} {} accepted_epoch={} current_epoch={} last={} committed={} applied={} log={} state={}",
-                            core.role_name(),
-                            core.accepted_epoch(),
-                            core.current_epoch(),
-                            hex(core.last_logged()),
-                            hex(core.committed()),
-                            hex(core.last_applied()),
-                            render_entries(core.log()),
-                            render_numbers(&core.machine().applied)
-                        )
-                        .unwrap(),
-                    }
-                }
-            }
+            "crash" => self.crash(nodes, &mut out),
+            "restart" => self.restart(nodes, &mut out),
+            "status" => self.status(nodes, &mut out),
             "disk" => {
                 for id in nodes {
                     writeln!(out, "{id} disk: {}", render_disk(&self.nodes[&id].durable)).unwrap();
@@ -710,6 +597,128 @@ impl Interaction {
             out.push_str("ok\n");
         }
         out
+    }
+
+    /// `add-nodes N [observers=M] [bugs=…] [diff-window=…]`: N voters (and M observers) with empty disks.
+    fn add_nodes(&mut self, args: &[&str], out: &mut String) {
+        let count: usize = args[0].parse().expect("a node count");
+        let bugs: Vec<ZabBug> = keyed(args, "bugs")
+            .map(|list| {
+                list.split(',')
+                    .map(|name| name.parse().expect("a bug name"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let observer_count: usize =
+            keyed(args, "observers").map_or(0, |text| text.parse().expect("an observer count"));
+        let ensemble: Vec<NodeId> = (0..count).map(NodeId::server).collect();
+        let observers: Vec<NodeId> = (count..count + observer_count)
+            .map(NodeId::server)
+            .collect();
+        for &id in ensemble.iter().chain(&observers) {
+            let mut config = ZabConfig::new(id, ensemble.clone());
+            config.observers = observers.clone();
+            config.bugs = bugs.iter().copied().collect();
+            if let Some(window) = keyed(args, "diff-window") {
+                config.diff_window = window.parse().expect("a DIFF window");
+            }
+            let core = Core::new(config.clone()).expect("a valid configuration");
+            self.nodes.insert(
+                id,
+                Node {
+                    core: Some(core),
+                    config,
+                    durable: Disk::default(),
+                    unsynced: Vec::new(),
+                    requested: None,
+                    now: LocalTime::from_millis(0),
+                },
+            );
+        }
+        writeln!(out, "ok").unwrap();
+    }
+
+    /// `stabilize`: every node persists and every message in flight is delivered, round after round, until nothing is left to do.
+    fn stabilize(&mut self, out: &mut String) {
+        for round in 0.. {
+            assert!(round < 100, "stabilize: still busy after 100 rounds");
+            let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+            let mut busy = false;
+            for id in ids {
+                busy |= self.persist(id, out);
+            }
+            for item in std::mem::take(&mut self.in_flight) {
+                busy = true;
+                self.deliver_one(item, false, out);
+            }
+            if !busy {
+                break;
+            }
+        }
+    }
+
+    /// `crash sX …`: each node loses its core and what it had not synced; its links close.
+    fn crash(&mut self, nodes: Vec<NodeId>, out: &mut String) {
+        for id in nodes {
+            let node = self.node(id);
+            node.core = None;
+            node.unsynced.clear();
+            node.requested = None;
+            writeln!(out, "{id} crashed; disk: {}", render_disk(&node.durable)).unwrap();
+            self.in_flight.retain(|item| item.to != id);
+            let links: Vec<Link> = self
+                .open_links
+                .iter()
+                .copied()
+                .filter(|link| {
+                    let (dialer, acceptor) = self.link_ends[link];
+                    dialer == id || acceptor == id
+                })
+                .collect();
+            for link in links {
+                let other = self.other_end(link, id);
+                self.close_link(link, &[other]);
+            }
+        }
+    }
+
+    /// `restart sX …`: each crashed node restores its core from its disk.
+    fn restart(&mut self, nodes: Vec<NodeId>, out: &mut String) {
+        for id in nodes {
+            let node = self.node(id);
+            assert!(node.core.is_none(), "restart {id}: it is not crashed");
+            let core = Core::restore(node.config.clone(), node.durable.clone())
+                .expect("a valid configuration");
+            node.core = Some(core);
+            writeln!(
+                out,
+                "{id} restarted from disk: {}",
+                render_disk(&node.durable)
+            )
+            .unwrap();
+        }
+    }
+
+    /// `status sX …`: each node's role, epochs, zxids, log and applied transactions.
+    fn status(&mut self, nodes: Vec<NodeId>, out: &mut String) {
+        for id in nodes {
+            match self.nodes[&id].core.as_ref() {
+                None => writeln!(out, "{id} crashed").unwrap(),
+                Some(core) => writeln!(
+                    out,
+                    "{id} {} accepted_epoch={} current_epoch={} last={} committed={} applied={} log={} state={}",
+                    core.role_name(),
+                    core.accepted_epoch(),
+                    core.current_epoch(),
+                    hex(core.last_logged()),
+                    hex(core.committed()),
+                    hex(core.last_applied()),
+                    render_entries(core.log()),
+                    render_numbers(&core.machine().applied)
+                )
+                .unwrap(),
+            }
+        }
     }
 }
 
@@ -824,4 +833,12 @@ pub fn run_script(path: &str) -> Transcript {
     let mut interaction = Interaction::new();
     let blocks = crate::script_runner::run_script(path, |command| interaction.run(command));
     Transcript { blocks }
+}
+
+/// The value of the argument `name=value` among `args`, if given.
+fn keyed<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
+    args.iter().find_map(|arg| {
+        arg.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('='))
+    })
 }

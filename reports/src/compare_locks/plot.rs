@@ -81,24 +81,7 @@ fn drawing(error: impl std::fmt::Display) -> String {
 }
 
 fn draw(area: &DrawingArea<SVGBackend, Shift>, rows: &[Row], panel: Panel) -> Result<(), String> {
-    // One line per lock, in the rows' order, its points by client count.
-    let mut lines: Vec<(String, Points)> = Vec::new();
-    for row in rows {
-        let label = row.label();
-        let index = match lines.iter().position(|(known, _)| *known == label) {
-            Some(index) => index,
-            None => {
-                lines.push((label, BTreeMap::new()));
-                lines.len() - 1
-            }
-        };
-        let figure = (panel.figure)(row);
-        if let Some(value) = figure.all_seeds {
-            let low = figure.seed_min.unwrap_or(value).min(value);
-            let high = figure.seed_max.unwrap_or(value).max(value);
-            lines[index].1.insert(row.clients, (value, low, high));
-        }
-    }
+    let lines = lines_of(rows, &panel);
     // The client counts, in order: the x axis's ticks.
     let mut clients: Vec<f64> = rows.iter().map(|row| row.clients as f64).collect();
     clients.sort_by(f64::total_cmp);
@@ -204,6 +187,29 @@ fn draw(area: &DrawingArea<SVGBackend, Shift>, rows: &[Row], panel: Panel) -> Re
         .draw()
         .map_err(drawing)?;
     Ok(())
+}
+
+/// One line per lock, in the rows' order, its points by client count: the panel's figure
+/// over all seeds, with the least and greatest per-seed value.
+fn lines_of(rows: &[Row], panel: &Panel) -> Vec<(String, Points)> {
+    let mut lines: Vec<(String, Points)> = Vec::new();
+    for row in rows {
+        let label = row.label();
+        let index = match lines.iter().position(|(known, _)| *known == label) {
+            Some(index) => index,
+            None => {
+                lines.push((label, BTreeMap::new()));
+                lines.len() - 1
+            }
+        };
+        let figure = (panel.figure)(row);
+        if let Some(value) = figure.all_seeds {
+            let low = figure.seed_min.unwrap_or(value).min(value);
+            let high = figure.seed_max.unwrap_or(value).max(value);
+            lines[index].1.insert(row.clients, (value, low, high));
+        }
+    }
+    lines
 }
 
 /// A lock's marker, so that lines drawn over each other can be told apart.

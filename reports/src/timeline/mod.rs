@@ -28,7 +28,7 @@ use sim::{
     NodeId,
     fault::Fault,
     history::{
-        Event, FaultOutcome, History, OpResult, Operation, PhaseEvent, Response,
+        Event, FaultOutcome, History, OpResult, Operation, PhaseEvent, Record, Response,
         kv::{KvOperation, KvResponse},
         zk::ZkEvent,
     },
@@ -187,6 +187,8 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The page's data: one lane per node (and the network's), the spans drawn on them, the
+/// marks across them, every record, and where the page opens.
 fn data(
     title: &str,
     scenario: &Scenario,
@@ -200,7 +202,36 @@ fn data(
         .last()
         .map_or(0, |record| record.at.as_nanos())
         .max(SimTime::from_millis(outcome.metrics.ended_at_ms).as_nanos());
-    // Lanes: the world, then every node the scenario has or the history names, in order.
+    let (lanes, lane_of) = lanes(scenario, outcome, records);
+    // Every node the history names has a lane; anything else goes on the network lane.
+    let lane = |node: NodeId| lane_of.get(&node).copied().unwrap_or(0);
+    let mut spans = Vec::new();
+    leader_spans(history, scenario.store, &lane, &mut spans);
+    session_spans(history, &lane, &mut spans);
+    lease_spans(history, &lane, &mut spans);
+    recipe_spans(history, &lane, &mut spans);
+    operation_spans(history, &lane, &mut spans);
+    fault_spans(history, &lane, &mut spans);
+    Data {
+        title: title.to_string(),
+        outcome: outcome.to_string(),
+        end_ns,
+        lanes,
+        spans,
+        marks: marks(records, outcome),
+        records: rows(records, &lane),
+        focus: focus.map(|focus| focus_data(focus, records, around, end_ns)),
+    }
+}
+
+/// The lanes: the network's, then every node the scenario has or the history names, in
+/// order (those the evidence of the violation the page opens at names are marked); and
+/// each node's lane.
+fn lanes(
+    scenario: &Scenario,
+    outcome: &Outcome,
+    records: &[Record],
+) -> (Vec<Lane>, BTreeMap<NodeId, usize>) {
     let mut nodes: Vec<NodeId> = (0..scenario.servers)
         .map(NodeId::server)
         .chain((0..scenario.clients).map(NodeId::client))
@@ -236,10 +267,17 @@ fn data(
                 .is_some_and(|violation| names_node(&violation.evidence, &node.to_string())),
         });
     }
-    // Every node the history names has a lane; anything else goes on the network lane.
-    let lane = |node: NodeId| lane_of.get(&node).copied().unwrap_or(0);
-    let mut spans = Vec::new();
-    let term = match scenario.store {
+    (lanes, lane_of)
+}
+
+/// The store's leaders, with their terms (epochs for ZAB).
+fn leader_spans(
+    history: &History,
+    store: Store,
+    lane: &impl Fn(NodeId) -> usize,
+    spans: &mut Vec<Span>,
+) {
+    let term = match store {
         Store::Zab => "epoch",
         Store::Raft | Store::Ledger => "term",
     };
@@ -253,8 +291,10 @@ fn data(
             label: format!("leader, {term} {}", leadership.term),
         });
     }
-    session_spans(history, &lane, &mut spans);
-    lease_spans(history, &lane, &mut spans);
+}
+
+/// The recipes' lock holds, waits in line and election leaderships.
+fn recipe_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut Vec<Span>) {
     for hold in locks::holds(history) {
         let (node, process) = hold.holder;
         let shared = hold.mode == sim::history::recipe::LockMode::Shared;
@@ -309,6 +349,10 @@ fn data(
             ),
         });
     }
+}
+
+/// Client operations, from invocation to completion, by how they ended.
+fn operation_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut Vec<Span>) {
     for operation in history.operations() {
         let (to_ns, kind, result) = match operation.completion {
             Some((at, OpResult::Ok { .. })) => (Some(at.as_nanos()), SpanKind::OpOk, "ok"),
@@ -330,7 +374,10 @@ fn data(
             label: format!("{} {text}: {result}", operation.op_id),
         });
     }
-    fault_spans(history, &lane, &mut spans);
+}
+
+/// The marks across every lane: phases, and violations that have a time.
+fn marks(records: &[Record], outcome: &Outcome) -> Vec<Mark> {
     let mut marks = Vec::new();
     for record in records {
         if let Event::Phase(phase) = &record.event {
@@ -357,31 +404,41 @@ fn data(
             });
         }
     }
-    let focus = focus.map(|focus| {
-        let window = focus.window(records.len(), around);
-        let (first, last) = (
-            records[window.start].at.as_nanos(),
-            records[window.end - 1].at.as_nanos(),
-        );
-        // At least a two-hundredth of the run (and a millisecond) in view, centred on the
-        // focus, so that a burst of records at one instant still shows its surroundings.
-        let at_ns = focus.at.as_nanos();
-        let half = (at_ns - first.min(at_ns))
-            .max(last.max(at_ns) - at_ns)
-            .max(end_ns / 400)
-            .max(500_000)
-            * 6
-            / 5;
-        FocusData {
-            at_ns,
-            kind: focus.kind,
-            label: focus.what.clone(),
-            from_ns: at_ns.saturating_sub(half),
-            to_ns: at_ns + half,
-            record: focus.record,
-        }
-    });
-    let records = records
+    marks
+}
+
+/// Where the page opens: the focus, with the records `around` it in view.
+fn focus_data(focus: &Focus, records: &[Record], around: usize, end_ns: u64) -> FocusData {
+    let window = focus.window(records.len(), around);
+    let (first, last) = (
+        records[window.start].at.as_nanos(),
+        records[window.end - 1].at.as_nanos(),
+    );
+    // At least a two-hundredth of the run (and a millisecond) in view, centred on the
+    // focus, so that a burst of records at one instant still shows its surroundings.
+    let at_ns = focus.at.as_nanos();
+    let half = (at_ns - first.min(at_ns))
+        .max(last.max(at_ns) - at_ns)
+        .max(end_ns / 400)
+        .max(500_000)
+        * 6
+        / 5;
+    FocusData {
+        at_ns,
+        kind: focus.kind,
+        label: focus.what.clone(),
+        from_ns: at_ns.saturating_sub(half),
+        to_ns: at_ns + half,
+        record: focus.record,
+    }
+}
+
+/// Every record as the page lists it: time, lane, category, the record on one line.
+fn rows(
+    records: &[Record],
+    lane: &impl Fn(NodeId) -> usize,
+) -> Vec<(u64, usize, Category, String)> {
+    records
         .iter()
         .map(|record| {
             let category = match &record.event {
@@ -400,17 +457,7 @@ fn data(
                 describe_record(record),
             )
         })
-        .collect();
-    Data {
-        title: title.to_string(),
-        outcome: outcome.to_string(),
-        end_ns,
-        lanes,
-        spans,
-        marks,
-        records,
-        focus,
-    }
+        .collect()
 }
 
 /// ZooKeeper sessions as their clients saw them: from established until the client was
@@ -505,29 +552,6 @@ fn lease_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut V
 /// partitions, clogs and network conditions are on the network lane. Skipped faults are
 /// marks.
 fn fault_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut Vec<Span>) {
-    /// What an open span waits for to end.
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-    enum Open {
-        Partition,
-        Isolated,
-        Clog(NodeId, NodeId),
-        Loss,
-        Latency,
-        Duplication,
-        Crash(NodeId),
-        Pause(NodeId),
-        Drift(NodeId),
-    }
-    let mut open: BTreeMap<Open, usize> = BTreeMap::new();
-    let close = |open: &mut BTreeMap<Open, usize>, spans: &mut Vec<Span>, key, at: SimTime| {
-        if let Some(index) = open.remove(&key) {
-            spans[index].to_ns = Some(at.as_nanos());
-        }
-    };
-    let start = |open: &mut BTreeMap<Open, usize>, spans: &mut Vec<Span>, key: Open, span: Span| {
-        open.insert(key, spans.len());
-        spans.push(span);
-    };
     let healed = healed_at(history);
     let world = |row: i8, from: SimTime, kind, label: String| Span {
         lane: 0,
@@ -545,12 +569,13 @@ fn fault_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut V
         kind,
         label,
     };
+    let mut open = OpenFaultSpans {
+        open: BTreeMap::new(),
+        spans,
+    };
     for fired in fired_faults(history) {
-        if healed.is_some_and(|healed| healed <= fired.at) {
-            let keys: Vec<Open> = open.keys().copied().collect();
-            for key in keys {
-                close(&mut open, spans, key, healed.expect("some"));
-            }
+        if let Some(healed) = healed.filter(|healed| *healed <= fired.at) {
+            open.close_all(healed);
         }
         let at = fired.at;
         let label = match fired.target {
@@ -559,91 +584,65 @@ fn fault_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut V
         };
         match (fired.fault, fired.target) {
             (Fault::Partition { .. }, target) => {
-                close(&mut open, spans, Open::Partition, at);
-                close(&mut open, spans, Open::Isolated, at);
-                start(
-                    &mut open,
-                    spans,
+                open.close(Open::Partition, at);
+                open.close(Open::Isolated, at);
+                open.start(
                     Open::Partition,
                     world(0, at, SpanKind::Partition, label.clone()),
                 );
                 if let Some(target) = target {
-                    start(
-                        &mut open,
-                        spans,
+                    open.start(
                         Open::Isolated,
                         node_span(target, at, SpanKind::Isolated, label),
                     );
                 }
             }
             (Fault::Heal, _) => {
-                close(&mut open, spans, Open::Partition, at);
-                close(&mut open, spans, Open::Isolated, at);
+                open.close(Open::Partition, at);
+                open.close(Open::Isolated, at);
             }
-            (Fault::Clog { from, to }, _) => start(
-                &mut open,
-                spans,
-                Open::Clog(*from, *to),
-                world(1, at, SpanKind::Clog, label),
-            ),
-            (Fault::Unclog { from, to }, _) => close(&mut open, spans, Open::Clog(*from, *to), at),
+            (Fault::Clog { from, to }, _) => {
+                open.start(Open::Clog(*from, *to), world(1, at, SpanKind::Clog, label))
+            }
+            (Fault::Unclog { from, to }, _) => open.close(Open::Clog(*from, *to), at),
             (Fault::Loss { .. } | Fault::Latency { .. } | Fault::Duplication { .. }, _) => {
                 let key = match fired.fault {
                     Fault::Loss { .. } => Open::Loss,
                     Fault::Latency { .. } => Open::Latency,
                     _ => Open::Duplication,
                 };
-                close(&mut open, spans, key, at);
-                start(
-                    &mut open,
-                    spans,
-                    key,
-                    world(2, at, SpanKind::Network, label),
-                );
+                open.close(key, at);
+                open.start(key, world(2, at, SpanKind::Network, label));
             }
-            (Fault::Crash { .. }, Some(node)) => start(
-                &mut open,
-                spans,
+            (Fault::Crash { .. }, Some(node)) => open.start(
                 Open::Crash(node),
                 node_span(node, at, SpanKind::Crash, label),
             ),
-            (Fault::Restart { .. }, Some(node)) => close(&mut open, spans, Open::Crash(node), at),
-            (Fault::Pause { .. }, Some(node)) => start(
-                &mut open,
-                spans,
+            (Fault::Restart { .. }, Some(node)) => open.close(Open::Crash(node), at),
+            (Fault::Pause { .. }, Some(node)) => open.start(
                 Open::Pause(node),
                 node_span(node, at, SpanKind::Pause, label),
             ),
-            (Fault::Resume { .. }, Some(node)) => close(&mut open, spans, Open::Pause(node), at),
+            (Fault::Resume { .. }, Some(node)) => open.close(Open::Pause(node), at),
             (Fault::ClockDrift { drift_ppm, .. }, Some(node)) => {
-                close(&mut open, spans, Open::Drift(node), at);
+                open.close(Open::Drift(node), at);
                 if *drift_ppm != 0 {
-                    start(
-                        &mut open,
-                        spans,
+                    open.start(
                         Open::Drift(node),
                         node_span(node, at, SpanKind::ClockDrift, label),
                     );
                 }
             }
-            (Fault::ClockStep { .. }, Some(node)) => spans.push(Span {
+            (Fault::ClockStep { .. }, Some(node)) => open.spans.push(Span {
                 to_ns: Some(at.as_nanos()),
                 ..node_span(node, at, SpanKind::ClockStep, label)
             }),
-            (Fault::HealAll, _) => {
-                let keys: Vec<Open> = open.keys().copied().collect();
-                for key in keys {
-                    close(&mut open, spans, key, at);
-                }
-            }
+            (Fault::HealAll, _) => open.close_all(at),
             _ => {}
         }
     }
     if let Some(healed) = healed {
-        let keys: Vec<Open> = open.keys().copied().collect();
-        for key in keys {
-            close(&mut open, spans, key, healed);
-        }
+        open.close_all(healed);
     }
     for record in history.records() {
         if let Event::Fault(fault) = &record.event
@@ -657,6 +656,48 @@ fn fault_spans(history: &History, lane: &impl Fn(NodeId) -> usize, spans: &mut V
                 kind: SpanKind::Skipped,
                 label: format!("{} skipped: {reason}", fault.fault),
             });
+        }
+    }
+}
+
+/// What an open fault span waits for to end.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Open {
+    Partition,
+    Isolated,
+    Clog(NodeId, NodeId),
+    Loss,
+    Latency,
+    Duplication,
+    Crash(NodeId),
+    Pause(NodeId),
+    Drift(NodeId),
+}
+
+/// The fault spans drawn so far, and which of them are still open.
+struct OpenFaultSpans<'s> {
+    open: BTreeMap<Open, usize>,
+    spans: &'s mut Vec<Span>,
+}
+
+impl OpenFaultSpans<'_> {
+    /// Draws `span`, open until what `key` names ends it.
+    fn start(&mut self, key: Open, span: Span) {
+        self.open.insert(key, self.spans.len());
+        self.spans.push(span);
+    }
+
+    /// Ends the span `key` names, if one is open, at `at`.
+    fn close(&mut self, key: Open, at: SimTime) {
+        if let Some(index) = self.open.remove(&key) {
+            self.spans[index].to_ns = Some(at.as_nanos());
+        }
+    }
+
+    /// Ends every open span at `at`.
+    fn close_all(&mut self, at: SimTime) {
+        for index in std::mem::take(&mut self.open).into_values() {
+            self.spans[index].to_ns = Some(at.as_nanos());
         }
     }
 }

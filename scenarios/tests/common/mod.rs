@@ -1,15 +1,92 @@
 #![allow(dead_code)] // each test file uses some of these
-//! What the scenario suites share: detection and exercise rates asserted as far as the
-//! seeds a test runs can show them, so that a test holds for whatever seeds it runs
-//! (`COORDSIM_SEEDS`, `COORDSIM_SEED_BASE`, `COORDSIM_SEED`).
+//! What the scenario suites share: the one sweep a suite runs ([`sweep_outcomes`] and, built
+//! on it, [`sweep`], [`sweep_clean`] and [`sweep_counting`]), and detection and exercise
+//! rates asserted as far as the seeds a test runs can show them, so that a test holds for
+//! whatever seeds it runs (`COORDSIM_SEEDS`, `COORDSIM_SEED_BASE`, `COORDSIM_SEED`).
 //!
 //! A rate is measured once over many seeds (the test's doc says where and how many), and a
 //! bound below it is asserted through [`fewest`]: the fewest runs of a sweep in which the
 //! thing must happen but for a one-in-a-million chance. A long sweep then asserts nearly
 //! the measured rate; one pinned seed promises nothing.
 
-use scenarios::Outcome;
+use scenarios::{
+    Outcome, Scenario, catalogue,
+    sweep::{Sweep, SweepSummary},
+};
 use sim::history::History;
+use std::{fmt, time::Instant};
+
+/// This test target's name, for the command that replays a failing seed: `mod common` is
+/// compiled into each suite, so it is always the suite's own (no constant to copy wrong).
+pub const TARGET: &str = env!("CARGO_CRATE_NAME");
+
+/// The catalogue scenario `name` (a test naming one that does not exist panics, naming it).
+pub fn catalogued(name: &str) -> Scenario {
+    catalogue::get(name).unwrap_or_else(|| panic!("no catalogue scenario `{name}`"))
+}
+
+/// The suites' one sweep: `scenario` over `seeds` seeds for the test `test` of this
+/// target, each run's outcome shown to `inspect`. It asserts nothing itself (each test
+/// says what it expects); [`Sweep`] reports every failing seed, and every panic of
+/// `inspect`, with the seed and the command that replays it.
+pub fn sweep_outcomes(
+    scenario: Scenario,
+    test: &str,
+    seeds: u64,
+    inspect: impl FnMut(&Outcome),
+) -> SweepSummary {
+    let started = Instant::now();
+    let summary = Sweep::new(scenario, "scenarios", TARGET, test, seeds).run_inspecting(inspect);
+    println!(
+        "{test}: {} seeds of `{}` in {:.1} s",
+        summary.seeds.len(),
+        summary.scenario,
+        started.elapsed().as_secs_f64()
+    );
+    summary
+}
+
+/// [`sweep_outcomes`], showing `inspect` each run's history.
+pub fn sweep(
+    scenario: Scenario,
+    test: &str,
+    seeds: u64,
+    mut inspect: impl FnMut(&History),
+) -> SweepSummary {
+    sweep_outcomes(scenario, test, seeds, |outcome| inspect(history(outcome)))
+}
+
+/// [`sweep`], asserting every run clean and every fault kind the scenario turns on fired
+/// (what most suites require before they read what the runs did).
+pub fn sweep_clean(
+    scenario: Scenario,
+    test: &str,
+    seeds: u64,
+    inspect: impl FnMut(&History),
+) -> SweepSummary {
+    let summary = sweep(scenario, test, seeds, inspect);
+    summary.assert_clean();
+    summary.assert_faults_fired();
+    summary
+}
+
+/// [`sweep`], adding up with `count` what each run's history exercised, so that a green
+/// sweep is seen not to be a vacuous one: the summary and the tally (printed).
+pub fn sweep_counting<Tally: Default + fmt::Debug>(
+    scenario: Scenario,
+    test: &str,
+    seeds: u64,
+    mut count: impl FnMut(&mut Tally, &History),
+) -> (SweepSummary, Tally) {
+    let mut tally = Tally::default();
+    let summary = sweep(scenario, test, seeds, |history| count(&mut tally, history));
+    println!(
+        "{} over {} seeds exercised {tally:?}",
+        summary.scenario,
+        summary.seeds.len()
+    );
+    (summary, tally)
+}
 
 /// A sweep's run's history: the driver keeps it for every run a sweep inspects.
 pub fn history(outcome: &Outcome) -> &History {

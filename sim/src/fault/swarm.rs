@@ -204,6 +204,13 @@ impl<'a> Generator<'a> {
         }
     }
 
+    /// Adds a fault of `kind` at `now` (with its inverse, for the kinds that have one) to
+    /// the plan, unless one of its kind is still in force there or the world is too small
+    /// for it.
+    ///
+    /// Long on purpose: one match, one arm per fault kind, each drawing from the nemesis
+    /// stream in a fixed order (splitting it must not reorder a draw: every plan would
+    /// change).
     fn schedule(&mut self, kind: FaultKind, now: u64) {
         let servers: Vec<NodeId> = (0..self.config.servers()).map(NodeId::server).collect();
         match kind {

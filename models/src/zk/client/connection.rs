@@ -5,7 +5,10 @@ use super::{
     ClientState, Phase, Registration, SessionExpiry, Shared, Watch, WatchRequest, WatchedEvent,
     ZkClientError, failed, ok, unknown,
 };
-use crate::zk::wire::{ClientMessage, Refusal};
+use crate::zk::{
+    txn::SessionId,
+    wire::{ClientMessage, Refusal},
+};
 use futures_util::future::{Either, select};
 use rand::seq::SliceRandom;
 use sim::{
@@ -17,7 +20,6 @@ use std::{sync::Arc, time::Duration};
 
 /// The connection manager: connects, reads replies and events, pings, reconnects.
 pub(super) async fn run_connection(shared: Arc<Shared>) {
-    let me = shared.context.id();
     let mut servers = shared.config.servers.clone();
     servers.shuffle(
         &mut shared
@@ -30,87 +32,7 @@ pub(super) async fn run_connection(shared: Arc<Shared>) {
     // connection is made first.
     let mut abandon_at = None;
     loop {
-        // Connecting.
-        let connecting = async {
-            loop {
-                if matches!(shared.lock().phase, Phase::Expired | Phase::Closed) {
-                    return None;
-                }
-                let server = servers[next % servers.len()];
-                next += 1;
-                if next.is_multiple_of(servers.len()) {
-                    clock.sleep(Duration::from_millis(50)).await;
-                }
-                let (session, timeout_ms, last_zxid, auth) = {
-                    let state = shared.lock();
-                    (
-                        state.session,
-                        state.timeout_ms,
-                        state.last_zxid,
-                        state.auth.clone(),
-                    )
-                };
-                let connect_timeout =
-                    Duration::from_millis((timeout_ms / servers.len() as u64).max(50));
-                let Ok(connection) = shared.network.connect(me, server, connect_timeout).await
-                else {
-                    continue;
-                };
-                let hello = ClientMessage::Connect {
-                    session,
-                    timeout_ms,
-                    last_zxid_seen: last_zxid,
-                    auth,
-                };
-                if connection.send(hello).is_err() {
-                    continue;
-                }
-                match clock.timeout(connect_timeout, connection.recv()).await {
-                    Ok(Ok(ClientMessage::Connected {
-                        session: granted,
-                        timeout_ms,
-                    })) => {
-                        let mut state = shared.lock();
-                        if matches!(state.phase, Phase::Closed | Phase::Expired) {
-                            connection.close();
-                            return None;
-                        }
-                        state.timeout_ms = timeout_ms;
-                        let process = shared.config.process;
-                        match state.session {
-                            None => shared.record_zk(ZkEvent::SessionEstablished {
-                                process,
-                                session: granted,
-                                timeout_ms,
-                                server,
-                            }),
-                            Some(_) => shared.record_zk(ZkEvent::SessionResumed {
-                                process,
-                                session: granted,
-                                server,
-                            }),
-                        }
-                        state.session = Some(granted);
-                        resend_watches(&state, &connection);
-                        state.phase = Phase::Connected {
-                            connection: connection.clone(),
-                        };
-                        state.attachment = sim::signal::Signal::new();
-                        for waiter in state.waiting_for_connection.drain(..) {
-                            let _ = waiter.try_send(());
-                        }
-                        return Some((connection, server));
-                    }
-                    Ok(Ok(ClientMessage::Refused {
-                        reason: Refusal::SessionExpired,
-                    })) => {
-                        expire(&shared);
-                        return None;
-                    }
-                    _ => connection.close(),
-                }
-            }
-        };
+        let connecting = connect(&shared, &servers, &mut next);
         let connected = match abandon_at {
             Some(at) => {
                 let deadline = std::pin::pin!(clock.sleep_until(at));
@@ -128,49 +50,164 @@ pub(super) async fn run_connection(shared: Arc<Shared>) {
             return;
         };
         abandon_at = None;
-        // Connected.
         let timeout = Duration::from_millis(shared.lock().timeout_ms);
-        let read_timeout = timeout * 2 / 3;
-        let ping_interval = read_timeout / 2;
-        let mut last_heard = clock.now();
-        let mut next_ping = clock.now() + ping_interval;
-        loop {
-            let deadline = next_ping.min(last_heard + read_timeout);
-            let received = {
-                let receive = std::pin::pin!(connection.recv());
-                let sleep = std::pin::pin!(clock.sleep_until(deadline));
-                match select(receive, sleep).await {
-                    Either::Left((received, _)) => Some(received),
-                    Either::Right(((), _)) => None,
-                }
-            };
-            match received {
-                Some(Ok(message)) => {
-                    last_heard = clock.now();
-                    if handle_message(&shared, message) == Continue::Stop {
-                        connection.close();
-                        return;
-                    }
-                }
-                Some(Err(_)) => break,
-                None => {
-                    let now = clock.now();
-                    if now >= last_heard + read_timeout {
-                        break;
-                    }
-                    if now >= next_ping {
-                        next_ping = now + ping_interval;
-                        // A failed send means the server closed: keep reading what it sent
-                        // before closing; the receive reports the end.
-                        let _ = connection.send(ClientMessage::Ping);
-                    }
-                }
-            }
+        if serve(&shared, &connection, timeout).await == Continue::Stop {
+            connection.close();
+            return;
         }
         connection.close();
         disconnected(&shared, server);
         if shared.config.expiry == SessionExpiry::AfterDisconnectedTimeout {
             abandon_at = Some(clock.now() + timeout);
+        }
+    }
+}
+
+/// Tries the servers in turn from `next` (a pause of 50 ms after each round) until one
+/// attaches the session: the connection and its server, or `None` once the session is
+/// expired or closed.
+async fn connect(
+    shared: &Shared,
+    servers: &[NodeId],
+    next: &mut usize,
+) -> Option<(Connection<ClientMessage>, NodeId)> {
+    let me = shared.context.id();
+    let clock = shared.context.clock();
+    loop {
+        if matches!(shared.lock().phase, Phase::Expired | Phase::Closed) {
+            return None;
+        }
+        let server = servers[*next % servers.len()];
+        *next += 1;
+        if next.is_multiple_of(servers.len()) {
+            clock.sleep(Duration::from_millis(50)).await;
+        }
+        let (session, timeout_ms, last_zxid, auth) = {
+            let state = shared.lock();
+            (
+                state.session,
+                state.timeout_ms,
+                state.last_zxid,
+                state.auth.clone(),
+            )
+        };
+        let connect_timeout = Duration::from_millis((timeout_ms / servers.len() as u64).max(50));
+        let Ok(connection) = shared.network.connect(me, server, connect_timeout).await else {
+            continue;
+        };
+        let hello = ClientMessage::Connect {
+            session,
+            timeout_ms,
+            last_zxid_seen: last_zxid,
+            auth,
+        };
+        if connection.send(hello).is_err() {
+            continue;
+        }
+        match clock.timeout(connect_timeout, connection.recv()).await {
+            Ok(Ok(ClientMessage::Connected {
+                session: granted,
+                timeout_ms,
+            })) => {
+                return attach(shared, &connection, server, granted, timeout_ms)
+                    .then_some((connection, server));
+            }
+            Ok(Ok(ClientMessage::Refused {
+                reason: Refusal::SessionExpired,
+            })) => {
+                expire(shared);
+                return None;
+            }
+            _ => connection.close(),
+        }
+    }
+}
+
+/// The session `granted` attached on `connection` to `server`: recorded (established or
+/// resumed), watches set again, waiting calls woken. False, with the connection closed, if
+/// the client was closed or expired meanwhile.
+fn attach(
+    shared: &Shared,
+    connection: &Connection<ClientMessage>,
+    server: NodeId,
+    granted: SessionId,
+    timeout_ms: u64,
+) -> bool {
+    let mut state = shared.lock();
+    if matches!(state.phase, Phase::Closed | Phase::Expired) {
+        connection.close();
+        return false;
+    }
+    state.timeout_ms = timeout_ms;
+    let process = shared.config.process;
+    match state.session {
+        None => shared.record_zk(ZkEvent::SessionEstablished {
+            process,
+            session: granted,
+            timeout_ms,
+            server,
+        }),
+        Some(_) => shared.record_zk(ZkEvent::SessionResumed {
+            process,
+            session: granted,
+            server,
+        }),
+    }
+    state.session = Some(granted);
+    resend_watches(&state, connection);
+    state.phase = Phase::Connected {
+        connection: connection.clone(),
+    };
+    state.attachment = sim::signal::Signal::new();
+    for waiter in state.waiting_for_connection.drain(..) {
+        let _ = waiter.try_send(());
+    }
+    true
+}
+
+/// Reads replies and events from `connection` and pings it, until the connection is lost
+/// or silent for two thirds of the session `timeout` (`Continue::Yes`: connect again), or a
+/// message ends the session (`Continue::Stop`).
+async fn serve(
+    shared: &Shared,
+    connection: &Connection<ClientMessage>,
+    timeout: Duration,
+) -> Continue {
+    let clock = shared.context.clock();
+    let read_timeout = timeout * 2 / 3;
+    let ping_interval = read_timeout / 2;
+    let mut last_heard = clock.now();
+    let mut next_ping = clock.now() + ping_interval;
+    loop {
+        let deadline = next_ping.min(last_heard + read_timeout);
+        let received = {
+            let receive = std::pin::pin!(connection.recv());
+            let sleep = std::pin::pin!(clock.sleep_until(deadline));
+            match select(receive, sleep).await {
+                Either::Left((received, _)) => Some(received),
+                Either::Right(((), _)) => None,
+            }
+        };
+        match received {
+            Some(Ok(message)) => {
+                last_heard = clock.now();
+                if handle_message(shared, message) == Continue::Stop {
+                    return Continue::Stop;
+                }
+            }
+            Some(Err(_)) => return Continue::Yes,
+            None => {
+                let now = clock.now();
+                if now >= last_heard + read_timeout {
+                    return Continue::Yes;
+                }
+                if now >= next_ping {
+                    next_ping = now + ping_interval;
+                    // A failed send means the server closed: keep reading what it sent
+                    // before closing; the receive reports the end.
+                    let _ = connection.send(ClientMessage::Ping);
+                }
+            }
         }
     }
 }

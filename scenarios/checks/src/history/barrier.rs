@@ -97,12 +97,7 @@ struct Sent {
 
 /// Reads every barrier's records from `history`.
 pub fn read(history: &History) -> BarrierRecords {
-    let mut records = BarrierRecords::default();
-    // The attempt each process is in (an index into `records.attempts`).
-    let mut current: BTreeMap<Holder, usize> = BTreeMap::new();
-    let mut own_names: BTreeMap<(String, Holder), BTreeSet<String>> = BTreeMap::new();
-    let mut sessions: BTreeMap<Holder, u64> = BTreeMap::new();
-    let mut sent: BTreeMap<OpId, Sent> = BTreeMap::new();
+    let mut reading = BarrierReading::default();
     for record in history.records() {
         match &record.event {
             Event::Recipe(RecipeEvent::Barrier {
@@ -110,46 +105,15 @@ pub fn read(history: &History) -> BarrierRecords {
                 barrier,
                 step,
             }) => {
-                let Some(node) = record.node else { continue };
-                let who = (node, *process);
-                records
-                    .steps
-                    .entry(barrier.clone())
-                    .or_default()
-                    .entry(who)
-                    .or_default()
-                    .push((*step, record.at));
-                match step {
-                    BarrierStep::Entering | BarrierStep::Leaving => {
-                        let gate = if *step == BarrierStep::Entering {
-                            Gate::Entry
-                        } else {
-                            Gate::Exit
-                        };
-                        current.insert(who, records.attempts.len());
-                        records.attempts.push(GateAttempt {
-                            barrier: barrier.clone(),
-                            participant: who,
-                            gate,
-                            began_at: record.at,
-                            through_at: None,
-                            saw_ready: false,
-                            most_listed: None,
-                            others_in_last_listing: None,
-                        });
-                    }
-                    BarrierStep::Entered | BarrierStep::Left => {
-                        if let Some(index) = current.remove(&who) {
-                            records.attempts[index].through_at = Some(record.at);
-                        }
-                    }
+                if let Some(node) = record.node {
+                    reading.step((node, *process), barrier, *step, record.at);
                 }
             }
             Event::Zk(ZkEvent::SessionEstablished {
                 process, session, ..
             }) => {
                 if let Some(node) = record.node {
-                    sessions.insert((node, *process), *session);
+                    reading.sessions.insert((node, *process), *session);
                 }
             }
             Event::Invoke {
@@ -157,89 +121,147 @@ pub fn read(history: &History) -> BarrierRecords {
                 process,
                 op_id,
                 operation: Operation::Zk(operation),
-            } => {
-                let who = (*client, *process);
-                let Some(&index) = current.get(&who) else {
-                    continue;
-                };
-                let barrier = records.attempts[index].barrier.clone();
-                if let ZkOperation::Create { path, .. } = operation
-                    && let Some(name) = child_of(&barrier, path)
-                {
-                    if name == READY {
-                        records.ready_creates.push(ReadyCreate {
-                            barrier: barrier.clone(),
-                            creator: who,
-                            at: record.at,
-                            most_listed: records.attempts[index].most_listed,
-                        });
-                    } else {
-                        own_names
-                            .entry((barrier.clone(), who))
-                            .or_default()
-                            .insert(name.to_string());
-                        if let Some(&session) = sessions.get(&who) {
-                            records
-                                .node_sessions
-                                .entry((barrier.clone(), who))
-                                .or_default()
-                                .insert(session);
-                        }
-                    }
-                }
-                sent.insert(
-                    *op_id,
-                    Sent {
-                        who,
-                        operation: operation.clone(),
-                    },
-                );
-            }
-            Event::Complete { op_id, result } => {
-                let Some(Sent { who, operation }) = sent.remove(op_id) else {
-                    continue;
-                };
-                let Some(&index) = current.get(&who) else {
-                    continue;
-                };
-                let attempt = &mut records.attempts[index];
-                let ready = format!("{}/{READY}", attempt.barrier);
-                match (&operation, result) {
-                    (
-                        ZkOperation::GetChildren { path },
-                        OpResult::Ok {
-                            response: Response::Zk(ZkResponse::Children { children, .. }),
-                        },
-                    ) if *path == attempt.barrier => {
-                        let mine = own_names.get(&(attempt.barrier.clone(), who));
-                        let listed = children.iter().filter(|name| *name != READY);
-                        let participants = listed.clone().count();
-                        let others = listed
-                            .filter(|name| mine.is_none_or(|mine| !mine.contains(*name)))
-                            .count();
-                        attempt.most_listed = attempt.most_listed.max(Some(participants));
-                        attempt.others_in_last_listing = Some(others);
-                    }
-                    (
-                        ZkOperation::Exists { path },
-                        OpResult::Ok {
-                            response: Response::Zk(ZkResponse::Exists { stat: Some(_) }),
-                        },
-                    )
-                    | (
-                        ZkOperation::Create { path, .. },
-                        OpResult::Ok { .. }
-                        | OpResult::Fail {
-                            error: sim::history::OpError::Zk(ZkError::NodeExists),
-                        },
-                    ) if *path == ready => attempt.saw_ready = true,
-                    _ => {}
-                }
-            }
+            } => reading.invoked((*client, *process), *op_id, operation, record.at),
+            Event::Complete { op_id, result } => reading.completed(*op_id, result),
             _ => {}
         }
     }
-    records
+    reading.records
+}
+
+/// The barriers' records as the history goes by, with what ties operations to attempts.
+#[derive(Default)]
+struct BarrierReading {
+    records: BarrierRecords,
+    /// The attempt each process is in (an index into `records.attempts`).
+    current: BTreeMap<Holder, usize>,
+    /// The names each process created under each barrier.
+    own_names: BTreeMap<(String, Holder), BTreeSet<String>>,
+    /// Each process's latest session.
+    sessions: BTreeMap<Holder, u64>,
+    sent: BTreeMap<OpId, Sent>,
+}
+
+impl BarrierReading {
+    /// `who` recorded `step` of `barrier`: an attempt at a gate begins or goes through.
+    fn step(&mut self, who: Holder, barrier: &str, step: BarrierStep, at: SimTime) {
+        self.records
+            .steps
+            .entry(barrier.to_string())
+            .or_default()
+            .entry(who)
+            .or_default()
+            .push((step, at));
+        match step {
+            BarrierStep::Entering | BarrierStep::Leaving => {
+                let gate = if step == BarrierStep::Entering {
+                    Gate::Entry
+                } else {
+                    Gate::Exit
+                };
+                self.current.insert(who, self.records.attempts.len());
+                self.records.attempts.push(GateAttempt {
+                    barrier: barrier.to_string(),
+                    participant: who,
+                    gate,
+                    began_at: at,
+                    through_at: None,
+                    saw_ready: false,
+                    most_listed: None,
+                    others_in_last_listing: None,
+                });
+            }
+            BarrierStep::Entered | BarrierStep::Left => {
+                if let Some(index) = self.current.remove(&who) {
+                    self.records.attempts[index].through_at = Some(at);
+                }
+            }
+        }
+    }
+
+    /// `who` invoked `operation`: a create under the barrier it is in names its node (or
+    /// the ready node); the operation is kept for its completion.
+    fn invoked(&mut self, who: Holder, op_id: OpId, operation: &ZkOperation, at: SimTime) {
+        let Some(&index) = self.current.get(&who) else {
+            return;
+        };
+        let barrier = self.records.attempts[index].barrier.clone();
+        if let ZkOperation::Create { path, .. } = operation
+            && let Some(name) = child_of(&barrier, path)
+        {
+            if name == READY {
+                self.records.ready_creates.push(ReadyCreate {
+                    barrier: barrier.clone(),
+                    creator: who,
+                    at,
+                    most_listed: self.records.attempts[index].most_listed,
+                });
+            } else {
+                self.own_names
+                    .entry((barrier.clone(), who))
+                    .or_default()
+                    .insert(name.to_string());
+                if let Some(&session) = self.sessions.get(&who) {
+                    self.records
+                        .node_sessions
+                        .entry((barrier.clone(), who))
+                        .or_default()
+                        .insert(session);
+                }
+            }
+        }
+        self.sent.insert(
+            op_id,
+            Sent {
+                who,
+                operation: operation.clone(),
+            },
+        );
+    }
+
+    /// An operation completed: a listing of the barrier counts who is in it; the ready
+    /// node seen (or found existing by a create) is noted.
+    fn completed(&mut self, op_id: OpId, result: &OpResult) {
+        let Some(Sent { who, operation }) = self.sent.remove(&op_id) else {
+            return;
+        };
+        let Some(&index) = self.current.get(&who) else {
+            return;
+        };
+        let attempt = &mut self.records.attempts[index];
+        let ready = format!("{}/{READY}", attempt.barrier);
+        match (&operation, result) {
+            (
+                ZkOperation::GetChildren { path },
+                OpResult::Ok {
+                    response: Response::Zk(ZkResponse::Children { children, .. }),
+                },
+            ) if *path == attempt.barrier => {
+                let mine = self.own_names.get(&(attempt.barrier.clone(), who));
+                let listed = children.iter().filter(|name| *name != READY);
+                let participants = listed.clone().count();
+                let others = listed
+                    .filter(|name| mine.is_none_or(|mine| !mine.contains(*name)))
+                    .count();
+                attempt.most_listed = attempt.most_listed.max(Some(participants));
+                attempt.others_in_last_listing = Some(others);
+            }
+            (
+                ZkOperation::Exists { path },
+                OpResult::Ok {
+                    response: Response::Zk(ZkResponse::Exists { stat: Some(_) }),
+                },
+            )
+            | (
+                ZkOperation::Create { path, .. },
+                OpResult::Ok { .. }
+                | OpResult::Fail {
+                    error: sim::history::OpError::Zk(ZkError::NodeExists),
+                },
+            ) if *path == ready => attempt.saw_ready = true,
+            _ => {}
+        }
+    }
 }
 
 /// The name of `path`'s child if `path` is directly under `parent`.

@@ -21,11 +21,14 @@
 //! answer was lost, a crashed member whose ZooKeeper session has not yet had a timeout to
 //! run out after the crash and the heal), either.
 
-use super::{healed_at, leases::leases};
+use super::{
+    healed_at,
+    leases::{LeaseFacts, leases},
+};
 use sim::{
     NodeId,
     history::{
-        Event, History, OpResult, Operation, RecipeEvent, Response,
+        Event, History, OpResult, Operation, RecipeEvent, Record, Response,
         kv::{KvOperation, KvResponse},
         recipe::MembershipStep,
         zk::ZkEvent,
@@ -112,23 +115,11 @@ impl Registration {
             .and_then(|end| end.certain_from)
             .is_some_and(|gone| gone <= from)
     }
-}
 
-/// Every registration, in the order they were recorded.
-pub fn registrations(history: &History) -> Vec<Registration> {
-    let leases = leases(history);
-    let healed = healed_at(history);
-    let mut attachments: BTreeMap<Process, Attachment> = BTreeMap::new();
-    let mut lease_grants: BTreeMap<sim::history::OpId, Process> = BTreeMap::new();
-    let mut open: BTreeMap<(Process, String, String), usize> = BTreeMap::new();
-    let mut registrations: Vec<Registration> = Vec::new();
-    // Ends known as the records go by; lease ends are added after.
-    // `certain_from`: when the end is certain (`None`: not in this history).
-    let end_at = |registration: &mut Registration,
-                  at: SimTime,
-                  why: EndReason,
-                  certain_from: Option<SimTime>| {
-        registration.end = Some(match registration.end {
+    /// Ends it at `at` for `why` (certainly gone from `certain_from`; `None`: not in this
+    /// history), unless an end it already has came first; the earliest certainty wins.
+    fn end_at(&mut self, at: SimTime, why: EndReason, certain_from: Option<SimTime>) {
+        self.end = Some(match self.end {
             None => RegistrationEnd {
                 at,
                 why,
@@ -143,8 +134,39 @@ pub fn registrations(history: &History) -> Vec<Registration> {
                 },
             },
         });
+    }
+}
+
+/// Every registration, in the order they were recorded.
+pub fn registrations(history: &History) -> Vec<Registration> {
+    let mut reading = RegistrationReading {
+        healed: healed_at(history),
+        ..RegistrationReading::default()
     };
     for record in history.records() {
+        reading.read(record);
+    }
+    let mut registrations = reading.registrations;
+    add_lease_ends(&mut registrations, &leases(history));
+    registrations
+}
+
+/// The registrations as the records go by, with what ties them to sessions and leases.
+/// Ends known from the records are set as they come; lease ends are added after.
+#[derive(Default)]
+struct RegistrationReading {
+    healed: Option<SimTime>,
+    /// Each process's latest session or lease.
+    attachments: BTreeMap<Process, Attachment>,
+    /// Lease grants invoked and not yet acknowledged, by operation.
+    lease_grants: BTreeMap<sim::history::OpId, Process>,
+    /// The registrations not yet ended, by process, group and member.
+    open: BTreeMap<(Process, String, String), usize>,
+    registrations: Vec<Registration>,
+}
+
+impl RegistrationReading {
+    fn read(&mut self, record: &Record) {
         match (&record.event, record.node) {
             (
                 Event::Zk(ZkEvent::SessionEstablished {
@@ -155,7 +177,7 @@ pub fn registrations(history: &History) -> Vec<Registration> {
                 }),
                 Some(node),
             ) => {
-                attachments.insert(
+                self.attachments.insert(
                     (node, *process),
                     Attachment::ZkSession {
                         session: *session,
@@ -172,7 +194,7 @@ pub fn registrations(history: &History) -> Vec<Registration> {
                 },
                 _,
             ) => {
-                lease_grants.insert(*op_id, (*client, *process));
+                self.lease_grants.insert(*op_id, (*client, *process));
             }
             (
                 Event::Complete {
@@ -184,8 +206,9 @@ pub fn registrations(history: &History) -> Vec<Registration> {
                 },
                 _,
             ) => {
-                if let Some(process) = lease_grants.remove(op_id) {
-                    attachments.insert(process, Attachment::Lease { lease: *lease });
+                if let Some(process) = self.lease_grants.remove(op_id) {
+                    self.attachments
+                        .insert(process, Attachment::Lease { lease: *lease });
                 }
             }
             (
@@ -194,23 +217,7 @@ pub fn registrations(history: &History) -> Vec<Registration> {
                     | ZkEvent::SessionClosed { process, session },
                 ),
                 Some(node),
-            ) => {
-                for (key, index) in &open {
-                    let registration = &mut registrations[*index];
-                    if key.0 == (node, *process)
-                        && matches!(registration.attachment,
-                            Some(Attachment::ZkSession { session: s, .. }) if s == *session)
-                    {
-                        end_at(
-                            registration,
-                            record.at,
-                            EndReason::SessionEnded,
-                            Some(record.at),
-                        );
-                    }
-                }
-                open.retain(|_, index| registrations[*index].end.is_none());
-            }
+            ) => self.session_ended((node, *process), *session, record.at),
             (
                 Event::Recipe(RecipeEvent::Membership {
                     process,
@@ -218,66 +225,87 @@ pub fn registrations(history: &History) -> Vec<Registration> {
                     step,
                 }),
                 Some(node),
-            ) => match step {
-                MembershipStep::Registered { member } => {
-                    let key = ((node, *process), group.clone(), member.clone());
-                    // Registered again without an end: the newer belief replaces the older.
-                    if let Some(index) = open.remove(&key) {
-                        end_at(
-                            &mut registrations[index],
-                            record.at,
-                            EndReason::Unregistered,
-                            Some(record.at),
-                        );
-                    }
-                    open.insert(key, registrations.len());
-                    registrations.push(Registration {
-                        group: group.clone(),
-                        member: member.clone(),
-                        process: (node, *process),
-                        attachment: attachments.get(&(node, *process)).copied(),
-                        from: record.at,
-                        end: None,
-                    });
-                }
-                MembershipStep::Unregistered { member } => {
-                    let key = ((node, *process), group.clone(), member.clone());
-                    if let Some(index) = open.remove(&key) {
-                        end_at(
-                            &mut registrations[index],
-                            record.at,
-                            EndReason::Unregistered,
-                            Some(record.at),
-                        );
-                    }
-                }
-                MembershipStep::ViewChanged { .. } => {}
-            },
+            ) => self.membership((node, *process), group, step, record.at),
             (Event::Fault(fault), _) => {
                 if let Some(crashed) = fault.crashed() {
-                    for (key, index) in &open {
-                        if key.0.0 != crashed {
-                            continue;
-                        }
-                        let registration = &mut registrations[*index];
-                        // A ZooKeeper session runs out a timeout after its last ping, and
-                        // no sooner than a timeout after a leader can hear of it (the heal).
-                        let certain = match registration.attachment {
-                            Some(Attachment::ZkSession { timeout_ms, .. }) => Some(
-                                record.at.max(healed.unwrap_or(record.at)) + millis(timeout_ms),
-                            ),
-                            // A lease's committed expiry is in the history (added below).
-                            _ => None,
-                        };
-                        end_at(registration, record.at, EndReason::Crashed, certain);
-                    }
-                    open.retain(|key, _| key.0.0 != crashed);
+                    self.crashed(crashed, record.at);
                 }
             }
             _ => {}
         }
     }
-    for registration in &mut registrations {
+
+    /// A server told `process` its ZooKeeper session `session` ended.
+    fn session_ended(&mut self, process: Process, session: u64, at: SimTime) {
+        for (key, index) in &self.open {
+            let registration = &mut self.registrations[*index];
+            if key.0 == process
+                && matches!(registration.attachment,
+                    Some(Attachment::ZkSession { session: s, .. }) if s == session)
+            {
+                registration.end_at(at, EndReason::SessionEnded, Some(at));
+            }
+        }
+        let registrations = &self.registrations;
+        self.open
+            .retain(|_, index| registrations[*index].end.is_none());
+    }
+
+    /// A member registered or unregistered (a discoverer's view is read elsewhere).
+    fn membership(&mut self, process: Process, group: &str, step: &MembershipStep, at: SimTime) {
+        match step {
+            MembershipStep::Registered { member } => {
+                let key = (process, group.to_string(), member.clone());
+                // Registered again without an end: the newer belief replaces the older.
+                if let Some(index) = self.open.remove(&key) {
+                    self.registrations[index].end_at(at, EndReason::Unregistered, Some(at));
+                }
+                self.open.insert(key, self.registrations.len());
+                self.registrations.push(Registration {
+                    group: group.to_string(),
+                    member: member.clone(),
+                    process,
+                    attachment: self.attachments.get(&process).copied(),
+                    from: at,
+                    end: None,
+                });
+            }
+            MembershipStep::Unregistered { member } => {
+                let key = (process, group.to_string(), member.clone());
+                if let Some(index) = self.open.remove(&key) {
+                    self.registrations[index].end_at(at, EndReason::Unregistered, Some(at));
+                }
+            }
+            MembershipStep::ViewChanged { .. } => {}
+        }
+    }
+
+    /// The client node `crashed` crashed: its processes' registrations may end from `at`.
+    fn crashed(&mut self, crashed: NodeId, at: SimTime) {
+        for (key, index) in &self.open {
+            if key.0.0 != crashed {
+                continue;
+            }
+            let registration = &mut self.registrations[*index];
+            // A ZooKeeper session runs out a timeout after its last ping, and no sooner
+            // than a timeout after a leader can hear of it (the heal).
+            let certain = match registration.attachment {
+                Some(Attachment::ZkSession { timeout_ms, .. }) => {
+                    Some(at.max(self.healed.unwrap_or(at)) + millis(timeout_ms))
+                }
+                // A lease's committed expiry is in the history (added after).
+                _ => None,
+            };
+            registration.end_at(at, EndReason::Crashed, certain);
+        }
+        self.open.retain(|key, _| key.0.0 != crashed);
+    }
+}
+
+/// Ends each lease-bound registration when its lease ended (expired or revoked), or may
+/// have (a revoke whose answer was lost), after it began.
+fn add_lease_ends(registrations: &mut [Registration], leases: &BTreeMap<u64, LeaseFacts>) {
+    for registration in registrations {
         let Some(Attachment::Lease { lease }) = registration.attachment else {
             continue;
         };
@@ -286,7 +314,7 @@ pub fn registrations(history: &History) -> Vec<Registration> {
         };
         let from = registration.from;
         if let Some(ended) = facts.ended_at().filter(|at| *at >= from) {
-            end_at(registration, ended, EndReason::LeaseEnded, Some(ended));
+            registration.end_at(ended, EndReason::LeaseEnded, Some(ended));
         }
         if let Some(maybe) = facts
             .maybe_revoked_at
@@ -295,10 +323,9 @@ pub fn registrations(history: &History) -> Vec<Registration> {
             .filter(|at| *at >= from)
             .min()
         {
-            end_at(registration, maybe, EndReason::MaybeRevoked, None);
+            registration.end_at(maybe, EndReason::MaybeRevoked, None);
         }
     }
-    registrations
 }
 
 fn millis(ms: u64) -> Duration {

@@ -86,24 +86,9 @@ fn svg(evidence: &Evidence) -> String {
             lanes.push(&operation.lane);
         }
     }
-    // Rank every distinct instant; unknown returns go one column past the last instant.
-    let mut instants: BTreeMap<u64, usize> = BTreeMap::new();
-    for operation in &evidence.operations {
-        instants.insert(operation.invoked_at, 0);
-        if let Some(at) = operation.returned_at {
-            instants.insert(at, 0);
-        }
-    }
-    for (rank, column) in instants.values_mut().enumerate() {
-        *column = rank;
-    }
+    // Unknown returns go one column past the last instant.
+    let instants = instant_columns(evidence);
     let open_end = instants.len();
-    let order: BTreeMap<usize, usize> = evidence
-        .longest_prefix
-        .iter()
-        .enumerate()
-        .map(|(step, &index)| (index, step + 1))
-        .collect();
     let width = LEFT_MARGIN + (open_end + 1) * COLUMN_WIDTH + 20;
     let height = TOP_MARGIN + lanes.len() * LANE_HEIGHT + 10;
     let mut svg = String::new();
@@ -167,6 +152,42 @@ fn svg(evidence: &Evidence) -> String {
             width - 10
         );
     }
+    draw_operations(&mut svg, evidence, &lanes, &instants);
+    svg.push_str("</svg></div></div>\n");
+    svg
+}
+
+/// Every distinct instant of `evidence`'s operations, by its rank: its column.
+fn instant_columns(evidence: &Evidence) -> BTreeMap<u64, usize> {
+    let mut instants: BTreeMap<u64, usize> = BTreeMap::new();
+    for operation in &evidence.operations {
+        instants.insert(operation.invoked_at, 0);
+        if let Some(at) = operation.returned_at {
+            instants.insert(at, 0);
+        }
+    }
+    for (rank, column) in instants.values_mut().enumerate() {
+        *column = rank;
+    }
+    instants
+}
+
+/// One bar per operation on its lane, from its invocation's column to its return's (or
+/// past the last instant): numbered in the longest linearizable prefix, red where it
+/// could not be placed, dashed if it never returned.
+fn draw_operations(
+    svg: &mut String,
+    evidence: &Evidence,
+    lanes: &[&str],
+    instants: &BTreeMap<u64, usize>,
+) {
+    let open_end = instants.len();
+    let order: BTreeMap<usize, usize> = evidence
+        .longest_prefix
+        .iter()
+        .enumerate()
+        .map(|(step, &index)| (index, step + 1))
+        .collect();
     for (index, operation) in evidence.operations.iter().enumerate() {
         let row = lanes
             .iter()
@@ -210,8 +231,6 @@ fn svg(evidence: &Evidence) -> String {
             escape(&label)
         );
     }
-    svg.push_str("</svg></div></div>\n");
-    svg
 }
 
 /// `text` cut to what fits in a bar `bar_width` pixels wide, with `…` where it was cut.

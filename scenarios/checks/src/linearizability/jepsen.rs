@@ -80,28 +80,20 @@ pub fn read_etcd_log(
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let error = |problem: String| JepsenParseError { line, problem };
-        let Some(position) = raw.find(MARKER) else {
+        let Some(LogLine {
+            process,
+            kind,
+            function,
+            value,
+        }) = log_line(raw, &error)?
+        else {
             continue;
         };
-        let fields: Vec<&str> = raw[position + MARKER.len()..].split_whitespace().collect();
-        let Some(&process_field) = fields.first() else {
-            return Err(error("no process".into()));
-        };
-        if process_field == ":nemesis" {
-            continue;
-        }
-        let process: u64 = process_field
-            .parse()
-            .map_err(|_| error(format!("process `{process_field}` is not a number")))?;
-        let (Some(&kind), Some(&function)) = (fields.get(1), fields.get(2)) else {
-            return Err(error("missing the event type or the function".into()));
-        };
-        let value = &fields[3..];
         let action = match (function, kind) {
             (":read", _) => RegisterAction::Read,
-            (":write", ":invoke") => RegisterAction::Write(model.value(single(value, &error)?)),
+            (":write", ":invoke") => RegisterAction::Write(model.value(single(&value, &error)?)),
             (":cas", ":invoke") => {
-                let (from, to) = pair(value, &error)?;
+                let (from, to) = pair(&value, &error)?;
                 RegisterAction::CompareAndSet {
                     expected: model.value(from),
                     new: model.value(to),
@@ -133,45 +125,14 @@ pub fn read_etcd_log(
                 "`{kind}` for process {process}, which has no open operation"
             )));
         };
-        let at = line as u64;
         let invoked = &invocation.input.action;
-        let outcome = match (kind, invoked) {
-            (":ok", RegisterAction::Read) => {
-                let read = single(value, &error)?;
-                let read = (read != "nil").then(|| model.value(read));
-                Outcome::Returned {
-                    at,
-                    output: RegisterOutput::Read(read),
-                }
-            }
-            (":ok", RegisterAction::Write(_)) => Outcome::Returned {
-                at,
-                output: RegisterOutput::Written,
-            },
-            (":ok", RegisterAction::CompareAndSet { .. }) => Outcome::Returned {
-                at,
-                output: RegisterOutput::Swapped,
-            },
-            (":fail", RegisterAction::CompareAndSet { .. })
-                if value.first() != Some(&":timed-out") =>
-            {
-                Outcome::Returned {
-                    at,
-                    output: RegisterOutput::Mismatch,
-                }
-            }
-            (":fail", RegisterAction::Read) if value.first() == Some(&":timed-out") => {
-                Outcome::Unknown
-            }
-            (":fail", _) => {
-                history.skipped.push(Skipped {
-                    id: invocation.line as u64,
-                    reason: "failed definitely (did not take effect)",
-                });
-                continue;
-            }
-            (":info", _) => Outcome::Unknown,
-            _ => return Err(error(format!("unknown event type `{kind}`"))),
+        let Some(outcome) = completion(kind, invoked, &value, line as u64, &mut model, &error)?
+        else {
+            history.skipped.push(Skipped {
+                id: invocation.line as u64,
+                reason: "failed definitely (did not take effect)",
+            });
+            continue;
         };
         history.operations.push(Operation {
             id: invocation.line as u64,
@@ -200,6 +161,87 @@ pub fn read_etcd_log(
         .operations
         .sort_by_key(|operation| operation.invoked_at);
     Ok((model, history))
+}
+
+/// One client event of the log: `<process> <type> <function> <value...>`.
+struct LogLine<'a> {
+    process: u64,
+    /// `:invoke`, `:ok`, `:fail` or `:info`.
+    kind: &'a str,
+    /// `:read`, `:write` or `:cas`.
+    function: &'a str,
+    value: Vec<&'a str>,
+}
+
+/// The client event on the log line `raw`; `None` for a line without one (no marker, or
+/// the nemesis's).
+fn log_line<'a>(
+    raw: &'a str,
+    error: &impl Fn(String) -> JepsenParseError,
+) -> Result<Option<LogLine<'a>>, JepsenParseError> {
+    let Some(position) = raw.find(MARKER) else {
+        return Ok(None);
+    };
+    let fields: Vec<&str> = raw[position + MARKER.len()..].split_whitespace().collect();
+    let Some(&process_field) = fields.first() else {
+        return Err(error("no process".into()));
+    };
+    if process_field == ":nemesis" {
+        return Ok(None);
+    }
+    let process: u64 = process_field
+        .parse()
+        .map_err(|_| error(format!("process `{process_field}` is not a number")))?;
+    let (Some(&kind), Some(&function)) = (fields.get(1), fields.get(2)) else {
+        return Err(error("missing the event type or the function".into()));
+    };
+    Ok(Some(LogLine {
+        process,
+        kind,
+        function,
+        value: fields[3..].to_vec(),
+    }))
+}
+
+/// How the operation `invoked` ended, by the completion `kind` with `value` at line `at`;
+/// `None` for one that failed definitely (it did not take effect: left out).
+fn completion(
+    kind: &str,
+    invoked: &RegisterAction,
+    value: &[&str],
+    at: u64,
+    model: &mut RegisterModel,
+    error: &impl Fn(String) -> JepsenParseError,
+) -> Result<Option<Outcome<RegisterOutput>>, JepsenParseError> {
+    let outcome = match (kind, invoked) {
+        (":ok", RegisterAction::Read) => {
+            let read = single(value, error)?;
+            let read = (read != "nil").then(|| model.value(read));
+            Outcome::Returned {
+                at,
+                output: RegisterOutput::Read(read),
+            }
+        }
+        (":ok", RegisterAction::Write(_)) => Outcome::Returned {
+            at,
+            output: RegisterOutput::Written,
+        },
+        (":ok", RegisterAction::CompareAndSet { .. }) => Outcome::Returned {
+            at,
+            output: RegisterOutput::Swapped,
+        },
+        (":fail", RegisterAction::CompareAndSet { .. }) if value.first() != Some(&":timed-out") => {
+            Outcome::Returned {
+                at,
+                output: RegisterOutput::Mismatch,
+            }
+        }
+        (":fail", RegisterAction::Read) if value.first() == Some(&":timed-out") => Outcome::Unknown,
+        (":fail", _) => return Ok(None),
+        (":info", _) => Outcome::Unknown,
+        _ => return Err(error(format!("unknown event type `{kind}`"))),
+    };
+    Ok(Some(outcome))
 }
 
 fn single<'a>(

@@ -26,7 +26,7 @@ use sim::{
     NodeId,
     history::{
         History, OpError, OpId, OpResult,
-        zk::{CreateMode, ZkError, ZkOperation, ZkResponse},
+        zk::{CreateMode, Stat, ZkError, ZkOperation, ZkResponse},
     },
     time::SimTime,
 };
@@ -226,27 +226,13 @@ pub fn check(history: &History) -> Checked<StaleReadAfterSync> {
     let ops = zk_operations(history);
     let syncs = preceding_syncs(&ops);
     let writes = acknowledged_writes(&ops);
-    // Each read looks only at the writes on its path and on its children: indexed once,
-    // rather than every read scanning every write.
-    let mut writes_on: BTreeMap<&str, Vec<&Write>> = BTreeMap::new();
-    // Writes on children, by parent and then by the child's name.
-    let mut writes_below: BTreeMap<&str, BTreeMap<&str, Vec<&Write>>> = BTreeMap::new();
-    for write in &writes {
-        writes_on
-            .entry(write.path.as_str())
-            .or_default()
-            .push(write);
-        if write.path != "/" {
-            let name = &write.path[write.path.rfind('/').map_or(0, |i| i + 1)..];
-            writes_below
-                .entry(parent_of(&write.path))
-                .or_default()
-                .entry(name)
-                .or_default()
-                .push(write);
-        }
-    }
     let (ephemeral, ephemeral_parents) = maybe_ephemeral(&ops);
+    let judge = Judge {
+        ops: &ops,
+        writes: WriteIndex::of(&writes),
+        ephemeral: &ephemeral,
+        ephemeral_parents: &ephemeral_parents,
+    };
     let mut violations = Vec::new();
     let mut judged = 0;
     for (op, sync) in ops.iter().zip(&syncs) {
@@ -256,53 +242,144 @@ pub fn check(history: &History) -> Checked<StaleReadAfterSync> {
         let Some((read_done, result)) = op.completion else {
             continue;
         };
-        let (path, observed) = match (op.operation, result) {
-            (ZkOperation::GetData { path } | ZkOperation::Exists { path }, _)
-            | (ZkOperation::GetChildren { path }, _) => (path, result),
-            _ => continue,
+        let Some((path, seen)) = what_the_read_saw(op, result) else {
+            continue;
         };
-        let node_stat = match (op.operation, op.ok()) {
-            (ZkOperation::GetData { .. }, Some(ZkResponse::Data { data, stat })) => {
-                Some(Some((Some(data.as_str()), *stat)))
-            }
-            (ZkOperation::Exists { .. }, Some(ZkResponse::Exists { stat })) => {
-                Some(stat.map(|stat| (None, stat)))
-            }
-            (ZkOperation::GetChildren { .. }, Some(ZkResponse::Children { stat, .. })) => {
-                Some(Some((None, *stat)))
-            }
-            (ZkOperation::GetData { .. } | ZkOperation::GetChildren { .. }, None)
-                if matches!(
-                    observed,
-                    OpResult::Fail {
-                        error: OpError::Zk(ZkError::NoNode)
-                    }
-                ) =>
-            {
-                Some(None)
-            }
-            _ => None,
-        };
-        let Some(node_stat) = node_stat else { continue };
         judged += 1;
-        let mut report = |write: &Write, problem: String| {
-            violations.push(StaleReadAfterSync {
-                read: op.op_id,
-                client: op.client,
-                sync_invoked_at,
-                write: write.op,
-                write_acknowledged_at: write.acknowledged_at,
-                path: path.clone(),
-                problem,
-            });
+        let read = SyncedRead {
+            op,
+            path,
+            sync_invoked_at,
+            read_done,
         };
-        // Writes on the path itself.
-        let on_path = writes_on
-            .get(path.as_str())
+        judge.writes_on_the_path(&read, seen, &mut violations);
+        if let Some(ZkResponse::Children { children, .. }) = op.ok() {
+            judge.writes_on_children(&read, children, &mut violations);
+        }
+    }
+    Checked::new(violations, judged)
+}
+
+/// What a read saw of its node: `Some(None)` that it does not exist, `Some(Some(..))` its
+/// stat (and its data, for `getData`). `None` for an operation that is no read, or a read
+/// that failed otherwise (it says nothing about the node).
+type NodeSeen<'a> = Option<(Option<&'a str>, Stat)>;
+
+/// The path a read asked about and what it saw of the node there, if it is a read this
+/// check judges.
+fn what_the_read_saw<'a>(op: &ZkOp<'a>, result: &OpResult) -> Option<(&'a String, NodeSeen<'a>)> {
+    let path = match op.operation {
+        ZkOperation::GetData { path }
+        | ZkOperation::Exists { path }
+        | ZkOperation::GetChildren { path } => path,
+        _ => return None,
+    };
+    let seen = match (op.operation, op.ok()) {
+        (ZkOperation::GetData { .. }, Some(ZkResponse::Data { data, stat })) => {
+            Some((Some(data.as_str()), *stat))
+        }
+        (ZkOperation::Exists { .. }, Some(ZkResponse::Exists { stat })) => {
+            stat.map(|stat| (None, stat))
+        }
+        (ZkOperation::GetChildren { .. }, Some(ZkResponse::Children { stat, .. })) => {
+            Some((None, *stat))
+        }
+        (ZkOperation::GetData { .. } | ZkOperation::GetChildren { .. }, None)
+            if matches!(
+                result,
+                OpResult::Fail {
+                    error: OpError::Zk(ZkError::NoNode)
+                }
+            ) =>
+        {
+            None
+        }
+        _ => return None,
+    };
+    Some((path, seen))
+}
+
+/// The acknowledged writes indexed once, so that each read looks only at the writes on its
+/// path and on its children rather than every read scanning every write.
+struct WriteIndex<'w> {
+    on: BTreeMap<&'w str, Vec<&'w Write>>,
+    /// Writes on children, by parent and then by the child's name.
+    below: BTreeMap<&'w str, BTreeMap<&'w str, Vec<&'w Write>>>,
+}
+
+impl<'w> WriteIndex<'w> {
+    fn of(writes: &'w [Write]) -> Self {
+        let mut index = WriteIndex {
+            on: BTreeMap::new(),
+            below: BTreeMap::new(),
+        };
+        for write in writes {
+            index.on.entry(write.path.as_str()).or_default().push(write);
+            if write.path != "/" {
+                let name = &write.path[write.path.rfind('/').map_or(0, |i| i + 1)..];
+                index
+                    .below
+                    .entry(parent_of(&write.path))
+                    .or_default()
+                    .entry(name)
+                    .or_default()
+                    .push(write);
+            }
+        }
+        index
+    }
+}
+
+/// A read after a sync, being judged.
+struct SyncedRead<'r, 'a> {
+    op: &'r ZkOp<'a>,
+    path: &'a String,
+    sync_invoked_at: SimTime,
+    read_done: SimTime,
+}
+
+impl SyncedRead<'_, '_> {
+    /// The read missed `write`, as `problem` says.
+    fn missed(&self, write: &Write, problem: String) -> StaleReadAfterSync {
+        StaleReadAfterSync {
+            read: self.op.op_id,
+            client: self.op.client,
+            sync_invoked_at: self.sync_invoked_at,
+            write: write.op,
+            write_acknowledged_at: write.acknowledged_at,
+            path: self.path.clone(),
+            problem,
+        }
+    }
+}
+
+/// What every read is judged against: the operations (to explain a difference), the
+/// acknowledged writes, and the paths that may be ephemeral.
+struct Judge<'j, 'a> {
+    ops: &'j [ZkOp<'a>],
+    writes: WriteIndex<'j>,
+    ephemeral: &'j BTreeSet<String>,
+    ephemeral_parents: &'j BTreeSet<String>,
+}
+
+impl Judge<'_, '_> {
+    /// The writes on the read's own path acknowledged before its sync: the latest
+    /// `setData`'s mzxid and data, creates and deletes.
+    fn writes_on_the_path(
+        &self,
+        read: &SyncedRead<'_, '_>,
+        seen: NodeSeen<'_>,
+        violations: &mut Vec<StaleReadAfterSync>,
+    ) {
+        let path = read.path.as_str();
+        let on_path = self
+            .writes
+            .on
+            .get(path)
             .into_iter()
             .flatten()
             .copied()
-            .filter(|w| w.acknowledged_at < sync_invoked_at);
+            .filter(|w| w.acknowledged_at < read.sync_invoked_at);
         let latest_set = on_path
             .clone()
             .filter_map(|w| match &w.fact {
@@ -311,72 +388,85 @@ pub fn check(history: &History) -> Checked<StaleReadAfterSync> {
             })
             .max_by_key(|(mzxid, _)| *mzxid);
         let is_ephemeral =
-            ephemeral.contains(path.as_str()) || ephemeral_parents.contains(parent_of(path));
+            self.ephemeral.contains(path) || self.ephemeral_parents.contains(parent_of(path));
+        let explained = |write: &Write, creates: bool| {
+            explained_by(self.ops, path, creates, write.invoked_at, read.read_done)
+        };
         if let Some((mzxid, write)) = latest_set {
-            match node_stat {
+            match seen {
                 Some((data, stat)) => {
                     if stat.mzxid < mzxid {
-                        report(
+                        violations.push(read.missed(
                             write,
                             format!("mzxid {:#x} older than {mzxid:#x}", stat.mzxid),
-                        );
+                        ));
                     } else if let (Some(data), Fact::Set { data: written, .. }) =
                         (data, &write.fact)
                         && stat.mzxid == mzxid
                         && data != written
                     {
-                        report(
+                        violations.push(read.missed(
                             write,
                             format!("data {data:?} at mzxid {mzxid:#x}, written {written:?}"),
-                        );
+                        ));
                     }
                 }
                 None => {
-                    if !is_ephemeral
-                        && !explained_by(&ops, path, false, write.invoked_at, read_done)
-                    {
-                        report(write, "node missing".into());
+                    if !is_ephemeral && !explained(write, false) {
+                        violations.push(read.missed(write, "node missing".into()));
                     }
                 }
             }
         }
         for write in on_path {
-            match (&write.fact, node_stat) {
-                (Fact::Created, None)
-                    if !is_ephemeral
-                        && !explained_by(&ops, path, false, write.invoked_at, read_done) =>
-                {
-                    report(write, "created node missing".into())
+            match (&write.fact, seen) {
+                (Fact::Created, None) if !is_ephemeral && !explained(write, false) => {
+                    violations.push(read.missed(write, "created node missing".into()))
                 }
-                (Fact::Deleted, Some(_))
-                    if !explained_by(&ops, path, true, write.invoked_at, read_done) =>
-                {
-                    report(write, "deleted node present".into())
+                (Fact::Deleted, Some(_)) if !explained(write, true) => {
+                    violations.push(read.missed(write, "deleted node present".into()))
                 }
                 _ => {}
             }
         }
-        // Children.
-        let Some(ZkResponse::Children { children, .. }) = op.ok() else {
-            continue;
+    }
+
+    /// The writes on children of the read's path acknowledged before its sync, against
+    /// the `children` it listed.
+    fn writes_on_children(
+        &self,
+        read: &SyncedRead<'_, '_>,
+        children: &[String],
+        violations: &mut Vec<StaleReadAfterSync>,
+    ) {
+        let path = read.path.as_str();
+        let Some(below) = self.writes.below.get(path) else {
+            return;
         };
-        let Some(below) = writes_below.get(path.as_str()) else {
-            continue;
+        let explained = |write: &Write, creates: bool| {
+            explained_by(
+                self.ops,
+                &write.path,
+                creates,
+                write.invoked_at,
+                read.read_done,
+            )
         };
         // A child created and not listed; none counts under a parent that may hold
         // ephemeral children (they may be gone with their session). A lock's directory is
         // such a parent, and its thousands of past children are not walked for each listing.
-        if !ephemeral_parents.contains(path.as_str()) {
+        if !self.ephemeral_parents.contains(path) {
             for (name, writes) in below {
                 if children.iter().any(|child| child == name) {
                     continue;
                 }
-                for write in acknowledged_before(writes, sync_invoked_at) {
+                for write in acknowledged_before(writes, read.sync_invoked_at) {
                     if matches!(write.fact, Fact::Created)
-                        && !ephemeral.contains(&write.path)
-                        && !explained_by(&ops, &write.path, false, write.invoked_at, read_done)
+                        && !self.ephemeral.contains(&write.path)
+                        && !explained(write, false)
                     {
-                        report(write, format!("created child {name} not listed"))
+                        violations
+                            .push(read.missed(write, format!("created child {name} not listed")))
                     }
                 }
             }
@@ -386,16 +476,13 @@ pub fn check(history: &History) -> Checked<StaleReadAfterSync> {
             let Some(writes) = below.get(name.as_str()) else {
                 continue;
             };
-            for write in acknowledged_before(writes, sync_invoked_at) {
-                if matches!(write.fact, Fact::Deleted)
-                    && !explained_by(&ops, &write.path, true, write.invoked_at, read_done)
-                {
-                    report(write, format!("deleted child {name} listed"))
+            for write in acknowledged_before(writes, read.sync_invoked_at) {
+                if matches!(write.fact, Fact::Deleted) && !explained(write, true) {
+                    violations.push(read.missed(write, format!("deleted child {name} listed")))
                 }
             }
         }
     }
-    Checked::new(violations, judged)
 }
 
 #[cfg(test)]

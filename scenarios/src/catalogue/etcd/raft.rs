@@ -17,6 +17,9 @@ use sim::{
 const EVERY_KIND: [FaultKind; 9] = FaultKind::FAULTS;
 
 /// The Raft store's scenarios: sweeps of every size and the directed schedules.
+///
+/// Long on purpose: a catalogue list, one entry per scenario in the order `coordsim list`
+/// shows them.
 pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let kv = |name: &str, description: &str, servers: usize| Scenario {
         recovery_ms: 3_000,

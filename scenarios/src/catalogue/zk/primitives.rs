@@ -75,6 +75,9 @@ fn fault_free_and_faulty(
 }
 
 /// Every primitive scenario.
+///
+/// Long on purpose: a catalogue list, one entry per scenario in the order `coordsim list`
+/// shows them.
 pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
     let mut scenarios = Vec::new();
     scenarios.extend(fault_free_and_faulty(

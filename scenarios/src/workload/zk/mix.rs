@@ -192,82 +192,97 @@ async fn worker(
             }
             continue;
         }
-        match rng.gen_range(0..100) {
-            0..=24 => {
-                let _ = zk.set_data(key, &value, None).await;
-            }
-            25..=34 => {
-                if let Ok((_, stat)) = zk.get_data(key).await {
-                    let _ = zk.set_data(key, &value, Some(stat.version)).await;
-                }
-            }
-            35..=44 => {
-                let _ = zk.get_data(key).await;
-            }
-            45..=54 => {
-                if zk.sync("/").await.is_ok() {
-                    let _ = zk.get_data(key).await;
-                }
-            }
-            55..=62 => {
-                if let Ok((_, _, watch)) = zk.get_data_watch(key).await {
-                    watches.push(watch);
-                }
-            }
-            63..=67 => {
-                if let Ok((_, _, watch)) = zk.get_children_watch("/q").await {
-                    watches.push(watch);
-                }
-            }
-            68..=75 => {
-                let mode = if rng.gen_bool(0.5) {
-                    CreateMode::EphemeralSequential
-                } else {
-                    CreateMode::PersistentSequential
-                };
-                let _ = zk.create_protected("/q/n-", &value, mode).await;
-            }
-            76..=81 => {
-                let path = format!("/e/p{process}");
-                if let Err(ZkClientError::Api(_)) =
-                    zk.create(&path, &value, CreateMode::Ephemeral).await
-                {
-                    let _ = zk.delete(&path, None).await;
-                }
-            }
-            82..=87 => {
-                if zk.sync("/").await.is_ok() {
-                    let _ = zk.exists(&format!("/e/p{}", rng.gen_range(0..4))).await;
-                }
-            }
-            88..=92 => {
-                if let Ok((children, _)) = zk.get_children("/q").await
-                    && let Some(child) = children.first()
-                {
-                    let _ = zk.delete(&format!("/q/{child}"), None).await;
-                }
-            }
-            _ => {
-                let _ = zk
-                    .multi(vec![
-                        WriteOp::SetData {
-                            path: key.into(),
-                            data: value.clone(),
-                            version: None,
-                        },
-                        WriteOp::Create {
-                            path: "/q/m-".into(),
-                            data: value,
-                            mode: CreateMode::PersistentSequential,
-                            acl: zk.create_acl(),
-                        },
-                    ])
-                    .await;
-            }
-        }
+        write(&zk, &mut rng, process, key, value, &mut watches).await;
         // Keep at most a few watches alive; dropping one does not unregister it.
         if watches.len() > 8 {
             watches.remove(0);
+        }
+    }
+}
+
+/// One operation of a writer: a write of `value` to `key` (plain, versioned, or in a
+/// multi with a queue create), a plain or synced read, a data or children watch, a
+/// protected sequential create, its own ephemeral node made or deleted, a synced look at
+/// an ephemeral node, or a queue item taken.
+async fn write(
+    zk: &ZkClient,
+    rng: &mut impl Rng,
+    process: u32,
+    key: &str,
+    value: String,
+    watches: &mut Vec<models::zk::Watch>,
+) {
+    match rng.gen_range(0..100) {
+        0..=24 => {
+            let _ = zk.set_data(key, &value, None).await;
+        }
+        25..=34 => {
+            if let Ok((_, stat)) = zk.get_data(key).await {
+                let _ = zk.set_data(key, &value, Some(stat.version)).await;
+            }
+        }
+        35..=44 => {
+            let _ = zk.get_data(key).await;
+        }
+        45..=54 => {
+            if zk.sync("/").await.is_ok() {
+                let _ = zk.get_data(key).await;
+            }
+        }
+        55..=62 => {
+            if let Ok((_, _, watch)) = zk.get_data_watch(key).await {
+                watches.push(watch);
+            }
+        }
+        63..=67 => {
+            if let Ok((_, _, watch)) = zk.get_children_watch("/q").await {
+                watches.push(watch);
+            }
+        }
+        68..=75 => {
+            let mode = if rng.gen_bool(0.5) {
+                CreateMode::EphemeralSequential
+            } else {
+                CreateMode::PersistentSequential
+            };
+            let _ = zk.create_protected("/q/n-", &value, mode).await;
+        }
+        76..=81 => {
+            let path = format!("/e/p{process}");
+            if let Err(ZkClientError::Api(_)) =
+                zk.create(&path, &value, CreateMode::Ephemeral).await
+            {
+                let _ = zk.delete(&path, None).await;
+            }
+        }
+        82..=87 => {
+            if zk.sync("/").await.is_ok() {
+                let _ = zk.exists(&format!("/e/p{}", rng.gen_range(0..4))).await;
+            }
+        }
+        88..=92 => {
+            if let Ok((children, _)) = zk.get_children("/q").await
+                && let Some(child) = children.first()
+            {
+                let _ = zk.delete(&format!("/q/{child}"), None).await;
+            }
+        }
+        _ => {
+            let _ = zk
+                .multi(vec![
+                    WriteOp::SetData {
+                        path: key.into(),
+                        data: value.clone(),
+                        version: None,
+                    },
+                    WriteOp::Create {
+                        path: "/q/m-".into(),
+                        data: value,
+                        mode: CreateMode::PersistentSequential,
+                        acl: zk.create_acl(),
+                    },
+                ])
+                .await;
         }
     }
 }

@@ -247,6 +247,9 @@ fn version_matches(node: &Znode, expected: Option<i32>) -> Option<bool> {
 }
 
 /// One action on `state`, with its result (`None`: unknown outcome).
+///
+/// Long on purpose: one state machine's match, one arm per (action, result, state), read
+/// as the znode model's specification.
 fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Option<ZkState> {
     use ActionResult as R;
     use PathAction as A;
