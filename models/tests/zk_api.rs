@@ -183,8 +183,8 @@ fn stat_bookkeeping_follows_zookeeper() {
         assert_eq!(children, vec!["c2".to_string()]);
         assert_eq!(parent.num_children, 1);
         assert_eq!(
-            parent.cversion, 2,
-            "two creates; a delete moves pzxid, not cversion, as in ZooKeeper"
+            parent.cversion, 3,
+            "two creates and a delete: ZooKeeper's stat counts both (DataNode.copyStat)"
         );
         assert_eq!(
             parent.version, 2,
@@ -212,11 +212,14 @@ fn sequential_names_come_from_the_parent_cversion() {
         assert_eq!(second.as_deref(), Ok("/q/n-0000000001"));
         assert_eq!(bare.as_deref(), Ok("/q/0000000002"));
         zk.delete("/q/n-0000000000", None).await.unwrap();
-        // Only creates bump cversion (as in ZooKeeper): sequence numbers never repeat.
+        // The name counts creates only, as in ZooKeeper (the stat's cversion counts the
+        // delete too): sequence numbers never repeat.
         let after = zk
             .create("/q/n-", "", CreateMode::PersistentSequential)
             .await;
         assert_eq!(after.as_deref(), Ok("/q/n-0000000003"));
+        let (_, parent) = zk.get_children("/q").await.unwrap();
+        assert_eq!((parent.cversion, parent.num_children), (5, 3));
     });
 }
 

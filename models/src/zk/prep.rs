@@ -106,11 +106,12 @@ pub fn prepare(
             let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
             parent.acl().check(Perms::CREATE, ids)?;
             let parent_stat = parent.stat();
+            let created = parent.children_created();
             let final_path = if sequential {
-                // The sequence is the parent's cversion, `%010d` as in ZooKeeper (read as a
-                // signed number of the counter's width, which is 32 bits unless a test
-                // narrows it).
-                format!("{path}{}", width.suffix(parent_stat.cversion))
+                // The sequence is the parent's count of creates (its persisted cversion),
+                // `%010d` as in ZooKeeper (read as a signed number of the counter's width,
+                // which is 32 bits unless a test narrows it).
+                format!("{path}{}", width.suffix(created))
             } else {
                 path.clone()
             };
@@ -124,7 +125,7 @@ pub fn prepare(
                 path: final_path,
                 data: data.clone(),
                 ephemeral_owner: if is_ephemeral(*mode) { session } else { 0 },
-                parent_cversion: bump(parent_stat.cversion),
+                parent_cversion: bump(created),
                 acl: node_acl,
             })
         }

@@ -17,7 +17,9 @@ use std::{
 pub struct Znode {
     /// Its data.
     pub data: String,
-    /// Its stat (`num_children` and `data_length` are derived when read).
+    /// Its stat as ZooKeeper persists it (`StatPersisted`): `cversion` here counts the
+    /// children created under it, and the stat a client reads derives its `cversion`,
+    /// `num_children` and `data_length` (see [`Znode::stat`]).
     stat: Stat,
     /// Child names.
     children: BTreeSet<String>,
@@ -38,12 +40,29 @@ impl Znode {
         self.aversion
     }
 
-    /// The full stat.
+    /// The full stat, as a client reads it. Its `cversion` counts the children created AND
+    /// deleted: ZooKeeper keeps only the creates and derives the rest, as
+    /// `DataNode.copyStat` does (`cversion * 2 - numChildren`: "for every create there is a
+    /// delete except for the children still present"). A create then a delete under a
+    /// fresh parent reads 1, then 2 (checked against ZooKeeper 3.8.0).
     pub fn stat(&self) -> Stat {
+        let stat = full_stat(&self.stat, self.children.len(), &self.data);
         Stat {
             aversion: self.aversion,
-            ..full_stat(&self.stat, self.children.len(), &self.data)
+            cversion: self
+                .stat
+                .cversion
+                .wrapping_mul(2)
+                .wrapping_sub(stat.num_children as i32),
+            ..stat
         }
+    }
+
+    /// How many children were ever created under it (ZooKeeper's persisted `cversion`):
+    /// the counter that names sequential children (`PrepRequestProcessor` appends
+    /// `parentRecord.stat.getCversion()`, which deletes do not move).
+    pub fn children_created(&self) -> i32 {
+        self.stat.cversion
     }
 
     /// Child names, in order.
@@ -336,8 +355,8 @@ impl DataTree {
         }
         let parent_path = path::parent(path);
         if let Some(parent) = self.nodes.get_mut(parent_path) {
-            // As ZooKeeper's `DataTree.deleteNode`: the parent's pzxid moves, its cversion
-            // does not (only creates count; sequence numbers still never repeat).
+            // As ZooKeeper's `DataTree.deleteNode`: the parent's pzxid moves, its count of
+            // creates does not (the `cversion` a stat shows does: see `Znode::stat`).
             parent.children.remove(path::name(path));
             parent.stat.pzxid = zxid;
         }

@@ -56,7 +56,8 @@ pub enum TxnBody {
         data: String,
         /// Owning session for an ephemeral node, else 0.
         ephemeral_owner: SessionId,
-        /// The parent's cversion after this create.
+        /// The parent's count of children created, after this create (ZooKeeper's
+        /// `CreateTxn.parentCVersion`).
         parent_cversion: i32,
         /// The node's ACL (validated, `auth` expanded).
         acl: NodeAcl,
