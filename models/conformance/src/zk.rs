@@ -37,7 +37,8 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
         .run(move |sim: Sim| async move {
             let mut config = ZkEnsembleConfig::new(sim.servers());
             config.tick = TICK;
-            config.max_session_timeout = TICK * 20;
+            // ZooKeeper's default bounds (2 and 20 ticks), as Debian's zoo.cfg leaves them.
+            config.max_session_timeout = None;
             let ensemble = ZkEnsemble::new(&sim, config).expect("a valid ensemble");
             ensemble.start(&sim);
             let mut state = State {

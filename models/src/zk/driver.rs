@@ -44,8 +44,10 @@ pub struct ZkEnsembleConfig {
     pub sync_limit_ticks: u32,
     /// Leader's DIFF window before it sends a SNAP.
     pub diff_window: usize,
-    /// Largest session timeout granted.
-    pub max_session_timeout: Duration,
+    /// Largest session timeout granted (ZooKeeper's `maxSessionTimeout`); `None` is
+    /// ZooKeeper's default, 20 ticks. Ensembles set 4 s unless told otherwise, so that
+    /// the catalogue's sessions of up to 4 s get what they ask with a 100 ms tick.
+    pub max_session_timeout: Option<Duration>,
     /// The width of each parent's sequence counter (ZooKeeper's 32 bits, or fewer for a
     /// test in which it wraps); the servers name sequential nodes by it and the clients
     /// order them by it.
@@ -63,7 +65,7 @@ impl ZkEnsembleConfig {
             tick: Duration::from_millis(100),
             sync_limit_ticks: 5,
             diff_window: 500,
-            max_session_timeout: Duration::from_secs(4),
+            max_session_timeout: Some(Duration::from_secs(4)),
             sequence_width: super::SequenceWidth::ZOOKEEPER,
             bugs: KnownBugs::none(),
         }
@@ -88,7 +90,9 @@ impl ZkEnsembleConfig {
         zab.diff_window = self.diff_window;
         zab.bugs = self.bugs.clone();
         let mut config = ZkServerConfig::new(zab);
-        config.max_session_timeout = self.max_session_timeout;
+        if let Some(max) = self.max_session_timeout {
+            config.max_session_timeout = max;
+        }
         config.sequence_width = self.sequence_width;
         config
     }

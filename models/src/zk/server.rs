@@ -62,20 +62,24 @@ pub struct ClientLink(pub u64);
 pub struct ZkServerConfig {
     /// The ZAB side.
     pub zab: ZabConfig,
-    /// Smallest session timeout granted (ZooKeeper: 2 ticks).
+    /// Smallest session timeout granted (ZooKeeper's `minSessionTimeout`, 2 ticks by
+    /// default).
     pub min_session_timeout: Duration,
-    /// Largest session timeout granted (ZooKeeper: 20 ticks; here 40).
+    /// Largest session timeout granted (ZooKeeper's `maxSessionTimeout`, 20 ticks by
+    /// default).
     pub max_session_timeout: Duration,
     /// The width of each parent's sequence counter, which names sequential nodes.
     pub sequence_width: SequenceWidth,
 }
 
 impl ZkServerConfig {
-    /// Defaults around `zab`'s tick.
+    /// Defaults around `zab`'s tick: ZooKeeper's session bounds, 2 and 20 ticks
+    /// (`ZooKeeperServer.getMinSessionTimeout`/`getMaxSessionTimeout`; a ZooKeeper 3.8.0
+    /// with `tickTime=2000` grants 4000 ms for 100 or 1000 asked, 40000 ms for 100000).
     pub fn new(zab: ZabConfig) -> Self {
         Self {
             min_session_timeout: zab.tick * 2,
-            max_session_timeout: zab.tick * 40,
+            max_session_timeout: zab.tick * 20,
             sequence_width: SequenceWidth::ZOOKEEPER,
             zab,
         }
