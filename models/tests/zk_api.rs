@@ -746,3 +746,37 @@ fn a_client_of_an_observer_reads_writes_and_gets_its_watches() {
     observing.sort();
     assert_eq!(observing, vec![NodeId::server(3), NodeId::server(4)]);
 }
+
+/// `getChildren` answers in an order keyed by the world's seed: the same for every read and
+/// client of a run, another for another seed, and unrelated to the names (ZooKeeper's
+/// hash order is unrelated too), so a recipe that forgets to sort fails here.
+#[test]
+fn children_come_in_an_order_of_the_seed_not_of_the_names() {
+    let names: Vec<String> = (0..10).map(|n| format!("n{n}")).collect();
+    let order_for = |seed: u64| {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let names = names.clone();
+        assert_finished(with_clients(seed, move |zk, other| async move {
+            zk.create("/p", "", CreateMode::Persistent).await.unwrap();
+            for name in &names {
+                zk.create(&format!("/p/{name}"), "", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+            }
+            let (first, _) = zk.get_children("/p").await.unwrap();
+            other.sync("/").await.unwrap();
+            let (second, _) = other.get_children("/p").await.unwrap();
+            assert_eq!(first, second, "one order within a run");
+            *sink.lock().unwrap() = first;
+        }));
+        let order = seen.lock().unwrap().clone();
+        order
+    };
+    let (one, two) = (order_for(31), order_for(32));
+    assert_ne!(one, two, "another seed, another order");
+    assert!(one != names || two != names, "not the names' order");
+    let mut sorted = one.clone();
+    sorted.sort();
+    assert_eq!(sorted, names);
+}

@@ -8,6 +8,7 @@
 //! Disk syncs are group commits: one in flight at a time, covering every write before it.
 
 use super::{
+    children_order::ChildrenOrder,
     server::{ClientLink, ServerEffect, ZkPeerMessage, ZkServer, ZkServerConfig},
     tree::DataTree,
     wire::ClientMessage,
@@ -16,7 +17,7 @@ use crate::zab::{
     ConfigError, Effect, KnownBugs, Link, LinkDirection, Notification, PersistToken, ZabConfig,
     storage::ZabFiles,
 };
-use rand::Rng;
+use rand::{Rng, RngCore};
 use sim::{
     NodeContext, NodeId, Sim,
     clock::LocalTime,
@@ -102,6 +103,8 @@ impl ZkEnsembleConfig {
 #[derive(Clone)]
 pub struct ZkEnsemble {
     config: Arc<ZkEnsembleConfig>,
+    /// The order every server answers `getChildren` in, keyed by the world's seed.
+    children_order: ChildrenOrder,
     peers: StreamNetwork<ZkPeerMessage>,
     election: DatagramNetwork<Notification>,
     clients: StreamNetwork<ClientMessage>,
@@ -125,6 +128,7 @@ impl ZkEnsemble {
         }
         Ok(Self {
             config: Arc::new(config),
+            children_order: ChildrenOrder::keyed(sim.seed().stream("zk-children-order").next_u64()),
             peers: sim.stream_network(),
             election: sim.datagram_network(),
             clients: sim.stream_network(),
@@ -198,7 +202,9 @@ async fn run_server(context: NodeContext, ensemble: ZkEnsemble) {
         }
     };
     let instance: u64 = context.rng("zk-server-instance").r#gen();
-    let server = match ZkServer::new(ensemble.config.server_config(me), files.load(), instance) {
+    let mut config = ensemble.config.server_config(me);
+    config.children_order = ensemble.children_order;
+    let server = match ZkServer::new(config, files.load(), instance) {
         Ok(server) => server,
         Err(error) => {
             context

@@ -20,6 +20,7 @@
 
 use super::{
     acl::{self, AuthIds},
+    children_order::ChildrenOrder,
     prep,
     sequence::SequenceWidth,
     sessions::{SessionStatus, SessionTracker},
@@ -70,6 +71,8 @@ pub struct ZkServerConfig {
     pub max_session_timeout: Duration,
     /// The width of each parent's sequence counter, which names sequential nodes.
     pub sequence_width: SequenceWidth,
+    /// The order `getChildren` answers in (an ensemble keys it by the world's seed).
+    pub children_order: ChildrenOrder,
 }
 
 impl ZkServerConfig {
@@ -81,6 +84,7 @@ impl ZkServerConfig {
             min_session_timeout: zab.tick * 2,
             max_session_timeout: zab.tick * 20,
             sequence_width: SequenceWidth::ZOOKEEPER,
+            children_order: ChildrenOrder::keyed(0),
             zab,
         }
     }
@@ -156,6 +160,7 @@ pub struct ZkServer {
     min_session_timeout: Duration,
     max_session_timeout: Duration,
     sequence_width: SequenceWidth,
+    children_order: ChildrenOrder,
     /// Random per incarnation: tokens of a restarted server never match old ones.
     instance: u64,
     next_token: u64,
@@ -186,6 +191,7 @@ impl ZkServer {
             min_session_timeout: config.min_session_timeout,
             max_session_timeout: config.max_session_timeout.max(config.min_session_timeout),
             sequence_width: config.sequence_width,
+            children_order: config.children_order,
             instance,
             next_token: 0,
             clients: BTreeMap::new(),
@@ -741,7 +747,10 @@ impl ZkServer {
                 result
             }
             ClientRequest::GetChildren { path, watch } => {
-                let result = tree.get_children(path, ids);
+                let mut result = tree.get_children(path, ids);
+                if let Ok(ZkResponse::Children { children, .. }) = &mut result {
+                    self.children_order.arrange(children);
+                }
                 if *watch && result.is_ok() {
                     self.watches.watch_children(path, link);
                 }

@@ -215,7 +215,8 @@ pub enum ZkResponse {
         /// Stat, if the node exists.
         stat: Option<Stat>,
     },
-    /// Children listed (in name order).
+    /// Children listed, in the server's order (ZooKeeper's hash order; the model's is keyed
+    /// by the world's seed): unrelated to the names.
     Children {
         /// Child names (last path segment).
         children: Vec<String>,
