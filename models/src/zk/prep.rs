@@ -99,10 +99,11 @@ pub fn prepare(
             mode,
             acl: requested,
         } => {
+            // ZooKeeper's `pRequest2TxnCreate`: split at the last `/`, look the parent up,
+            // then check the full final path (so `/a//x` is NoNode, `/a/` BadArguments).
             let sequential = is_sequential(*mode);
-            path::validate_create(path, sequential)?;
+            let parent_path = path::split_request(path)?;
             let node_acl = acl::fixup(requested, ids)?;
-            let parent_path = path::parent(path);
             let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
             parent.acl().check(Perms::CREATE, ids)?;
             let parent_stat = parent.stat();
@@ -115,6 +116,7 @@ pub fn prepare(
             } else {
                 path.clone()
             };
+            path::validate(&final_path)?;
             if tree.node(&final_path).is_some() {
                 return Err(ZkError::NodeExists);
             }
@@ -130,11 +132,14 @@ pub fn prepare(
             })
         }
         WriteOp::Delete { path, version } => {
-            path::validate(path)?;
+            // `getParentPathAndValidate`: only the split (and the root, a special path) is
+            // checked; a path no node can have is NoNode.
             if path == "/" {
                 return Err(ZkError::BadArguments);
             }
-            let parent = tree.node(path::parent(path)).ok_or(ZkError::NoNode)?;
+            let parent = tree
+                .node(path::split_request(path)?)
+                .ok_or(ZkError::NoNode)?;
             parent.acl().check(Perms::DELETE, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             let stat = node.stat();

@@ -26,7 +26,7 @@ use connection::run_connection;
 
 use super::{
     acl::NodeAcl,
-    path,
+    path::{self, TrailingSlash},
     prep::WriteOp,
     txn::SessionId,
     wire::{AuthInfo, ClientMessage, ClientRequest},
@@ -890,10 +890,11 @@ impl ZkClient {
     }
 }
 
-/// Client-side argument checks (ZooKeeper's client validates paths before sending).
+/// Client-side argument checks: `zookeeper-client` 0.11 checks every path before sending
+/// (its rules, and the server's, are in [`path`]).
 fn validate(request: &ClientRequest) -> Result<(), ZkError> {
     let check = |op: &WriteOp| match op {
-        WriteOp::Create { path, mode, .. } => path::validate_create(
+        WriteOp::Create { path, mode, .. } => path::validate_create_request(
             path,
             matches!(
                 mode,
@@ -902,7 +903,7 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         ),
         WriteOp::Delete { path, .. }
         | WriteOp::SetData { path, .. }
-        | WriteOp::SetAcl { path, .. } => path::validate(path),
+        | WriteOp::SetAcl { path, .. } => path::validate_request(path, TrailingSlash::Refused),
     };
     match request {
         ClientRequest::Write(op) => check(op),
@@ -926,7 +927,7 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         | ClientRequest::Exists { path, .. }
         | ClientRequest::GetChildren { path, .. }
         | ClientRequest::GetAcl { path }
-        | ClientRequest::Sync { path } => path::validate(path),
+        | ClientRequest::Sync { path } => path::validate_request(path, TrailingSlash::Refused),
         ClientRequest::CloseSession | ClientRequest::AddAuth(_) => Ok(()),
     }
 }
