@@ -594,10 +594,6 @@ fn malformed_acls_and_unknown_schemes_are_invalid_acl() {
             );
         }
         assert_eq!(zk.exists("/bad").await, Ok(None));
-        assert_eq!(
-            zk.add_auth("kerberos", "alice").await,
-            Err(api(ZkError::AuthFailed))
-        );
         // The ACL version is checked like a data version.
         let ip_acl = vec![Acl::new(Perms::ALL, "ip", "10.1.0.0/16")];
         let (aversion, stat) = zk.set_acl("/n", ip_acl.clone(), Some(0)).await.unwrap();
@@ -608,6 +604,34 @@ fn malformed_acls_and_unknown_schemes_are_invalid_acl() {
         );
         let (acl, aversion, _) = zk.get_acl("/n").await.unwrap();
         assert_eq!((acl, aversion), (ip_acl, 1));
+    }));
+}
+
+/// ZooKeeper 3.8.0 answers an `addAuth` with an unknown scheme AuthFailed and closes the
+/// connection; the client (Java's, and zookeeper-client 0.11) is then done, and every call
+/// fails AuthFailed. The session is not closed: it lives, with its ephemeral nodes, until
+/// it expires (about 4.9 s for a 4 s session on the real server).
+#[test]
+fn a_failed_auth_ends_the_client_but_not_its_session() {
+    assert_finished(with_clients(23, |zk, other| async move {
+        zk.create("/e", "", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(
+            zk.add_auth("kerberos", "alice").await,
+            Err(ZkClientError::AuthFailed)
+        );
+        assert!(zk.is_auth_failed() && !zk.is_expired() && !zk.is_connected());
+        assert_eq!(zk.exists("/").await, Err(ZkClientError::AuthFailed));
+        assert_eq!(
+            zk.create("/f", "", CreateMode::Persistent).await,
+            Err(ZkClientError::AuthFailed)
+        );
+        assert!(
+            other.exists("/e").await.unwrap().is_some(),
+            "the session lives"
+        );
+        sim::time::sleep(zk.session_timeout() * 3).await;
+        assert_eq!(other.exists("/e").await, Ok(None), "until it expires");
+        assert_eq!(other.exists("/f").await, Ok(None));
     }));
 }
 

@@ -221,6 +221,7 @@ fn error_name(error: &ZkClientError) -> String {
         ZkClientError::Api(error) => api_error_name(error),
         ZkClientError::ConnectionLoss => "ConnectionLoss".into(),
         ZkClientError::SessionExpired => "SessionExpired".into(),
+        ZkClientError::AuthFailed => "AuthFailed".into(),
         ZkClientError::Closed => "ClientClosed".into(),
         other => format!("Other({other})"),
     }

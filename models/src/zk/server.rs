@@ -329,10 +329,15 @@ impl ZkServer {
                     auth,
                 },
             ) => {
-                // Credentials the client had added before: they were accepted then, and
-                // are checked the same way now (one that fails is left out).
+                // Credentials the client sends with every connection: one that fails ends
+                // the connection, as an `addAuth` does. (ZooKeeper attaches the session
+                // first and leaves it to expire; the model refuses before attaching.)
                 for info in &auth {
-                    let _ = self.add_auth(link, info);
+                    if self.add_auth(link, info).is_err() {
+                        self.refuse(link, Refusal::AuthFailed);
+                        self.pump(now);
+                        return;
+                    }
                 }
                 self.on_connect(now, link, session, timeout_ms, last_zxid_seen)
             }
@@ -668,6 +673,15 @@ impl ZkServer {
             // Takes effect at once for the requests after it (ZooKeeper handles auth
             // packets on arrival); the answer waits for the replies before it.
             let result = self.add_auth(link, info);
+            if result.is_err() {
+                // `ZooKeeperServer.processPacket`: an auth packet with an unknown scheme is
+                // answered AuthFailed at once and the connection is closed (replies still
+                // owed on it are lost); the session stays until it expires.
+                let zxid = self.core.last_applied().as_u64();
+                self.send_to_client(link, ClientMessage::Reply { xid, zxid, result });
+                self.close_client(link);
+                return;
+            }
             let conn = self.clients.get_mut(&link).expect("known connection");
             if conn.queue.is_empty() {
                 let zxid = self.core.last_applied().as_u64();

@@ -81,6 +81,9 @@ pub enum Refusal {
     ServerBehind,
     /// The server is not in broadcast (electing or synchronizing).
     NotServing,
+    /// Credentials sent with the connect failed (an unknown scheme): ZooKeeper answers the
+    /// auth packet `AuthFailed` and closes the connection; the client is done.
+    AuthFailed,
 }
 
 /// Both directions of a client connection.

@@ -117,6 +117,11 @@ pub enum ZkClientError {
     ConnectionLoss,
     /// The session expired: its ephemeral nodes are gone and it cannot be used again.
     SessionExpired,
+    /// Authentication failed (`addAuth` with a scheme the server does not know): the
+    /// server closed the connection and the client is done, as `zookeeper-client` 0.11's
+    /// terminal `SessionState::AuthFailed` (and Java's `AUTH_FAILED`). The servers keep the
+    /// session until it expires.
+    AuthFailed,
     /// The client was closed.
     Closed,
     /// The configuration names no server.
@@ -131,6 +136,7 @@ impl fmt::Display for ZkClientError {
             ZkClientError::Api(error) => write!(f, "{error:?}"),
             ZkClientError::ConnectionLoss => write!(f, "connection loss (outcome unknown)"),
             ZkClientError::SessionExpired => write!(f, "session expired"),
+            ZkClientError::AuthFailed => write!(f, "authentication failed"),
             ZkClientError::Closed => write!(f, "client closed"),
             ZkClientError::NoServers => write!(f, "no servers configured"),
             ZkClientError::UnknownServer(node) => {
@@ -214,6 +220,8 @@ enum Phase {
         connection: Connection<ClientMessage>,
     },
     Expired,
+    /// Terminal: the server refused the client's credentials and closed the connection.
+    AuthFailed,
     Closed,
 }
 
@@ -361,6 +369,12 @@ impl ZkClient {
         matches!(self.shared.lock().phase, Phase::Expired)
     }
 
+    /// Whether the client is done because its authentication failed
+    /// ([`ZkClientError::AuthFailed`]).
+    pub fn is_auth_failed(&self) -> bool {
+        matches!(self.shared.lock().phase, Phase::AuthFailed)
+    }
+
     /// Whether the client was closed (by [`close`](Self::close) or a failed connect).
     pub fn is_closed(&self) -> bool {
         matches!(self.shared.lock().phase, Phase::Closed)
@@ -395,6 +409,7 @@ impl ZkClient {
                 match state.phase {
                     Phase::Connected { .. } => return Ok(()),
                     Phase::Expired => return Err(ZkClientError::SessionExpired),
+                    Phase::AuthFailed => return Err(ZkClientError::AuthFailed),
                     Phase::Closed => return Err(ZkClientError::Closed),
                     Phase::Connecting => {
                         let (sender, receiver) = async_channel::bounded(1);
@@ -415,7 +430,7 @@ impl ZkClient {
         if let Phase::Connected { connection } = &state.phase {
             connection.close();
         }
-        if !matches!(state.phase, Phase::Expired) {
+        if !matches!(state.phase, Phase::Expired | Phase::AuthFailed) {
             state.phase = Phase::Closed;
         }
         state.attachment.set();
@@ -475,6 +490,10 @@ impl ZkClient {
                     Phase::Closed => {
                         shared.complete(op_id, failed(ZkError::SessionExpired));
                         Step::Done(Err(ZkClientError::Closed))
+                    }
+                    Phase::AuthFailed => {
+                        shared.complete(op_id, failed(ZkError::AuthFailed));
+                        Step::Done(Err(ZkClientError::AuthFailed))
                     }
                     Phase::Connected { connection } => {
                         let connection = connection.clone();
@@ -666,7 +685,10 @@ impl ZkClient {
 
     /// `addAuth`: authenticates the session's connection as one more id, now and after
     /// every reconnection. Only `digest` (`user:password`) is known; anything else fails
-    /// with `AuthFailed`. Not recorded in the history (it carries a password).
+    /// with [`ZkClientError::AuthFailed`], and the client is done: the server closes the
+    /// connection (`ZooKeeperServer.processPacket`) and the client stays in its terminal
+    /// AUTH_FAILED state, failing every later call the same way. Not recorded in the
+    /// history (it carries a password).
     pub async fn add_auth(&self, scheme: &str, auth: &str) -> Result<(), ZkClientError> {
         let info = AuthInfo {
             scheme: scheme.into(),
