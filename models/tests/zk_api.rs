@@ -781,6 +781,22 @@ fn a_client_of_an_observer_reads_writes_and_gets_its_watches() {
     assert_eq!(observing, vec![NodeId::server(3), NodeId::server(4)]);
 }
 
+/// ZooKeeper's `sync` proposes nothing (`Leader.processSync`): the next write takes the
+/// next zxid; a read after a sync still sees every write before it.
+#[test]
+fn a_sync_takes_no_zxid() {
+    assert_finished(with_clients(24, |zk, other| async move {
+        zk.create("/a", "x", CreateMode::Persistent).await.unwrap();
+        let a = zk.exists("/a").await.unwrap().unwrap();
+        zk.sync("/").await.unwrap();
+        other.sync("/").await.unwrap();
+        assert_eq!(other.get_data("/a").await.unwrap().0, "x");
+        zk.create("/b", "", CreateMode::Persistent).await.unwrap();
+        let b = zk.exists("/b").await.unwrap().unwrap();
+        assert_eq!(b.czxid, a.czxid + 1, "two syncs between, no zxid taken");
+    }));
+}
+
 /// `getChildren` answers in an order keyed by the world's seed: the same for every read and
 /// client of a run, another for another seed, and unrelated to the names (ZooKeeper's
 /// hash order is unrelated too), so a recipe that forgets to sort fails here.

@@ -114,6 +114,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 stage: LearnerStage::Connected,
                 acked: Zxid::ZERO,
                 last_heard: now,
+                pings_sent: 0,
+                pings_echoed: 0,
             },
         );
         leader.links.insert(link, peer);
@@ -235,7 +237,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                     self.advance_commit();
                 }
             }
-            PeerMessage::Ping => {}
+            PeerMessage::Ping => learner.pings_echoed += 1,
             PeerMessage::App(message) => self.effects.push(Effect::App {
                 from: peer,
                 message,
@@ -633,6 +635,62 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
     }
 
+    /// Pings every learner of `kind` that receives the broadcast, counting the pings.
+    fn ping_forwarding(&mut self, kind: LearnerKind) {
+        self.send_to_forwarding(kind, || PeerMessage::Ping);
+        let Role::Leading(leader) = &mut self.role else {
+            return;
+        };
+        for learner in leader.learners.values_mut() {
+            if learner.kind == kind && learner.forwarding() {
+                learner.pings_sent += 1;
+            }
+        }
+    }
+
+    /// Starts confirming that this server still leads (established leader only): pings
+    /// every follower now; [`Self::leadership_confirmed`] says when a quorum (the leader
+    /// included) has answered. A quorum that answers a ping sent after this call has not
+    /// joined a newer epoch by then, so no newer leader had committed anything before the
+    /// call: the check a `sync` needs without a proposal (and without its zxid).
+    pub fn confirm_leadership(&mut self) -> Option<LeadershipCheck> {
+        if self.last_proposed().is_none() {
+            return None;
+        }
+        self.ping_forwarding(LearnerKind::Follower);
+        let Role::Leading(leader) = &self.role else {
+            return None;
+        };
+        let echoes = leader
+            .learners
+            .iter()
+            .filter(|(_, learner)| learner.counts())
+            .map(|(peer, learner)| (*peer, learner.link, learner.pings_sent))
+            .collect();
+        Some(LeadershipCheck { echoes })
+    }
+
+    /// Whether a quorum, the leader included, has answered the pings of `check` on the
+    /// links they were sent on.
+    pub fn leadership_confirmed(&self, check: &LeadershipCheck) -> bool {
+        let Role::Leading(leader) = &self.role else {
+            return false;
+        };
+        if !leader.is_established() {
+            return false;
+        }
+        let answered = check
+            .echoes
+            .iter()
+            .filter(|(peer, link, sent)| {
+                leader.learners.get(peer).is_some_and(|learner| {
+                    learner.link == *link && learner.counts() && learner.pings_echoed >= *sent
+                })
+            })
+            .count();
+        1 + answered >= self.quorum
+    }
+
     /// Proposes a transaction (established leader only): logs it, asks for it to be made
     /// durable, and sends it to every synced follower.
     pub fn propose(&mut self, now: LocalTime, txn: S::Txn) -> Result<Zxid, ProposeError> {
@@ -704,8 +762,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
         if now >= leader.next_ping_at {
             leader.next_ping_at = now + tick;
-            self.send_to_forwarding(LearnerKind::Follower, || PeerMessage::Ping);
-            self.send_to_forwarding(LearnerKind::Observer, || PeerMessage::Ping);
+            self.ping_forwarding(LearnerKind::Follower);
+            self.ping_forwarding(LearnerKind::Observer);
         }
         let leader = self.leader_mut();
         if now >= leader.next_quorum_check_at {
@@ -725,6 +783,13 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             }
         }
     }
+}
+
+/// A leader's check that it still leads ([`ZabCore::confirm_leadership`]): for each
+/// voting follower, the link and the number of the ping it must answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeadershipCheck {
+    echoes: Vec<(NodeId, Link, u64)>,
 }
 
 /// `ackers` and the leader itself, ascending: whom a discovery or NEWLEADER quorum counted.

@@ -144,6 +144,10 @@ pub(super) struct Learner {
     /// Cumulative ACK: every entry up to here is durable on the follower.
     pub(super) acked: Zxid,
     pub(super) last_heard: LocalTime,
+    /// Pings sent on this link, and pings the learner sent back (it echoes every ping, in
+    /// order, and sends no other): the k-th echo answers the k-th ping.
+    pub(super) pings_sent: u64,
+    pub(super) pings_echoed: u64,
 }
 
 impl Learner {

@@ -32,8 +32,8 @@ use super::{
     },
 };
 use crate::zab::{
-    ConfigError, Effect, Link, LinkDirection, Notification, PeerMessage, PersistToken,
-    PersistentState, Serving, ZabBug, ZabConfig, ZabCore, Zxid,
+    ConfigError, Effect, LeadershipCheck, Link, LinkDirection, Notification, PeerMessage,
+    PersistToken, PersistentState, Serving, ZabBug, ZabConfig, ZabCore, Zxid,
 };
 use sim::{
     NodeId,
@@ -136,9 +136,13 @@ struct ClientConn {
     ids: AuthIds,
 }
 
+/// A `sync` the leader answers once every proposal before it is committed (and, unless
+/// `zab.sync_not_quorum` is on, a quorum confirmed the leader after it arrived).
 #[derive(Debug)]
 struct PendingSync {
     after: Zxid,
+    /// `None` with `zab.sync_not_quorum`: no quorum is asked.
+    leadership: Option<LeadershipCheck>,
     origin: NodeId,
     session: SessionId,
     cxid: u64,
@@ -150,7 +154,7 @@ struct LeaderSide {
     /// The committed tree plus every proposed, not yet committed, transaction.
     prepared: DataTree,
     tracker: SessionTracker,
-    /// `sync`s answered once earlier proposals commit (the `zab.sync_not_quorum` bug).
+    /// `sync`s not answered yet.
     pending_syncs: Vec<PendingSync>,
 }
 
@@ -176,6 +180,9 @@ pub struct ZkServer {
     effects: Vec<ServerEffect>,
     core_buffer: Vec<Effect<DataTree, ServerMessage>>,
     fired: Vec<ClientLink>,
+    /// The last transaction whose `Applied` effect this server has handled (replies sent):
+    /// the leader answers a sync only after it, so the replies before the sync go first.
+    handled_upto: Zxid,
 }
 
 impl ZkServer {
@@ -205,6 +212,7 @@ impl ZkServer {
             effects: Vec::new(),
             core_buffer: Vec::new(),
             fired: Vec::new(),
+            handled_upto: Zxid::ZERO,
         })
     }
 
@@ -274,6 +282,9 @@ impl ZkServer {
     /// A peer message.
     pub fn on_peer_message(&mut self, now: LocalTime, link: Link, message: ZkPeerMessage) {
         self.core.on_message(now, link, message);
+        self.pump(now);
+        // A follower's echo may confirm the leadership a waiting sync needs.
+        self.release_syncs(now);
         self.pump(now);
     }
 
@@ -427,6 +438,7 @@ impl ZkServer {
 
     fn on_applied(&mut self, now: LocalTime, zxid: Zxid, txn: &Arc<Txn>, outcome: ApplyOutcome) {
         let zxid_value = zxid.as_u64();
+        self.handled_upto = zxid;
         // 1. Watch events first: the client must see them before any later reply.
         for (path, event) in &outcome.triggers {
             self.fired.clear();
@@ -458,7 +470,6 @@ impl ZkServer {
                 )));
             }
         }
-        self.release_syncs(now);
         // 3. The reply, if the session is attached here.
         match outcome.result {
             TxnResult::SessionCreated {
@@ -494,6 +505,8 @@ impl ZkServer {
             }
             TxnResult::SessionMoved => self.close_moved(txn.session(), txn.cxid()),
         }
+        // 4. Syncs waiting for this transaction.
+        self.release_syncs(now);
     }
 
     fn on_server_message(&mut self, now: LocalTime, from: NodeId, message: ServerMessage) {
@@ -926,12 +939,25 @@ impl ZkServer {
             LeaderRequest::Multi(ops) => {
                 prep::prepare_multi(&leader.prepared, session, ids, &ops, width)
             }
-            LeaderRequest::Sync if sync_not_quorum => {
-                // ZOOKEEPER-1675: answered once earlier proposals commit, with no check that
-                // a quorum still follows this leader.
+            LeaderRequest::Sync => {
+                // As ZooKeeper's `Leader.processSync`: no proposal and no zxid; the answer
+                // goes to the follower once every proposal before the sync is committed,
+                // after those COMMITs on the same FIFO link, so the follower has applied
+                // them when it answers. ZooKeeper asks no quorum (ZOOKEEPER-1675, the
+                // `zab.sync_not_quorum` bug); the model also waits until a quorum answers
+                // a ping sent after the sync arrived, so a deposed leader cannot answer.
                 let after = self.core.last_proposed().unwrap_or(Zxid::ZERO);
+                let leadership = if sync_not_quorum {
+                    None
+                } else {
+                    self.core.confirm_leadership()
+                };
+                let Some(leader) = &mut self.leader else {
+                    return;
+                };
                 leader.pending_syncs.push(PendingSync {
                     after,
+                    leadership,
                     origin,
                     session,
                     cxid,
@@ -939,7 +965,6 @@ impl ZkServer {
                 self.release_syncs(now);
                 return;
             }
-            LeaderRequest::Sync => TxnBody::Sync,
             LeaderRequest::CloseSession => {
                 leader.tracker.mark_closing(session);
                 TxnBody::CloseSession {
@@ -973,17 +998,22 @@ impl ZkServer {
     }
 
     fn release_syncs(&mut self, _now: LocalTime) {
-        let committed = self.core.committed();
+        let handled = self.handled_upto.min(self.core.committed());
         let Some(leader) = &mut self.leader else {
             return;
         };
         if leader.pending_syncs.is_empty() {
             return;
         }
-        let (ready, waiting): (Vec<PendingSync>, Vec<PendingSync>) = leader
-            .pending_syncs
-            .drain(..)
-            .partition(|sync| sync.after <= committed);
+        let core = &self.core;
+        let (ready, waiting): (Vec<PendingSync>, Vec<PendingSync>) =
+            leader.pending_syncs.drain(..).partition(|sync| {
+                sync.after <= handled
+                    && sync
+                        .leadership
+                        .as_ref()
+                        .is_none_or(|check| core.leadership_confirmed(check))
+            });
         leader.pending_syncs = waiting;
         let me = self.core.me();
         for sync in ready {

@@ -283,7 +283,6 @@ impl DataTree {
                 }
                 TxnResult::Done(ZkResponse::Multi { results })
             }
-            TxnBody::Sync => TxnResult::Done(ZkResponse::Synced),
             TxnBody::Error(error) => TxnResult::Failed(error.clone()),
             TxnBody::SessionMoved => TxnResult::SessionMoved,
         }

@@ -87,9 +87,6 @@ pub enum TxnBody {
     },
     /// Several changes, all applied (the leader checked they all succeed).
     Multi(Vec<TxnBody>),
-    /// No change: orders a `sync` after everything before it (committed by a quorum, so the
-    /// leader that answers it was still leading).
-    Sync,
     /// A request that failed validation: no change, the error goes back to the client.
     Error(ZkError),
     /// A request forwarded by a server that no longer owns the session (the client resumed
@@ -236,7 +233,7 @@ fn hash_body(hasher: &mut StableHasher, body: &TxnBody) {
                 hash_body(hasher, body);
             }
         }
-        TxnBody::Sync => hasher.write_u64(7),
+        // 7 was a `sync`'s transaction: a sync now takes none (and no zxid), as in ZooKeeper.
         TxnBody::Error(error) => {
             hasher.write_u64(8);
             hash_str(hasher, &format!("{error:?}"));
