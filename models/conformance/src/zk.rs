@@ -509,6 +509,10 @@ fn multi_ops(text: &str, zk: &ZkClient) -> Option<Vec<WriteOp>> {
                     data: data.to_string(),
                     version: version(v)?,
                 },
+                ["check", path, v] => WriteOp::Check {
+                    path: path.to_string(),
+                    version: version(v)?,
+                },
                 _ => return None,
             })
         })
@@ -522,6 +526,7 @@ fn multi_pieces(results: Vec<ZkResponse>) -> Vec<Piece> {
         match result {
             ZkResponse::Created { path } => pieces.push(Piece::Text(format!("create path={path}"))),
             ZkResponse::Deleted => pieces.push(Piece::Text("delete".into())),
+            ZkResponse::Checked => pieces.push(Piece::Text("check".into())),
             ZkResponse::Stat { stat } => {
                 pieces.push(Piece::Text("set".into()));
                 pieces.push(Piece::Stat(stat));

@@ -54,6 +54,14 @@ pub enum WriteOp {
         /// Expected ACL version (`aversion`).
         version: Option<i32>,
     },
+    /// Check a node's version, in a multi only (`Op.check`): the multi fails unless the
+    /// node exists with that version (`None`: any).
+    Check {
+        /// Path.
+        path: String,
+        /// Expected version.
+        version: Option<i32>,
+    },
 }
 
 impl WriteOp {
@@ -63,7 +71,8 @@ impl WriteOp {
             WriteOp::Create { path, .. }
             | WriteOp::Delete { path, .. }
             | WriteOp::SetData { path, .. }
-            | WriteOp::SetAcl { path, .. } => path,
+            | WriteOp::SetAcl { path, .. }
+            | WriteOp::Check { path, .. } => path,
         }
     }
 }
@@ -186,6 +195,17 @@ pub fn prepare(
                 acl: node_acl,
                 aversion: bump(node.aversion()),
             })
+        }
+        WriteOp::Check { path, version } => {
+            // `PrepRequestProcessor`, `OpCode.check`: the path, the node, READ on it, the
+            // version (ZooKeeper's `CheckVersionTxn` changes nothing when applied).
+            path::validate(path)?;
+            let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            node.acl().check(Perms::READ, ids)?;
+            if version.is_some_and(|expected| expected != node.stat().version) {
+                return Err(ZkError::BadVersion);
+            }
+            Ok(TxnBody::Check { path: path.clone() })
         }
     }
 }

@@ -283,6 +283,7 @@ impl DataTree {
                 }
                 TxnResult::Done(ZkResponse::Multi { results })
             }
+            TxnBody::Check { .. } => TxnResult::Done(ZkResponse::Checked),
             TxnBody::Error(error) => TxnResult::Failed(error.clone()),
             TxnBody::SessionMoved => TxnResult::SessionMoved,
         }

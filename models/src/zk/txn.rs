@@ -87,6 +87,11 @@ pub enum TxnBody {
     },
     /// Several changes, all applied (the leader checked they all succeed).
     Multi(Vec<TxnBody>),
+    /// A multi's version check, which passed: no change (ZooKeeper's `CheckVersionTxn`).
+    Check {
+        /// Path.
+        path: String,
+    },
     /// A request that failed validation: no change, the error goes back to the client.
     Error(ZkError),
     /// A request forwarded by a server that no longer owns the session (the client resumed
@@ -239,6 +244,10 @@ fn hash_body(hasher: &mut StableHasher, body: &TxnBody) {
             hash_str(hasher, &format!("{error:?}"));
         }
         TxnBody::SessionMoved => hasher.write_u64(9),
+        TxnBody::Check { path } => {
+            hasher.write_u64(11);
+            hash_str(hasher, path);
+        }
     }
 }
 

@@ -87,6 +87,16 @@ pub enum ZkOperation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         version: Option<i32>,
     },
+    // New operations go last: histories hash variants by index.
+    /// Check a znode's version, inside a multi (ZooKeeper's `Op.check`): the multi fails
+    /// unless the node exists with that version (`None`: any version).
+    Check {
+        /// Path.
+        path: String,
+        /// Expected version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<i32>,
+    },
 }
 
 /// ZooKeeper's permission bits (`ZooDefs.Perms`), as ZooKeeper numbers them.
@@ -251,6 +261,8 @@ pub enum ZkResponse {
         /// Stat.
         stat: Stat,
     },
+    /// A multi's `check` passed.
+    Checked,
 }
 
 /// ZooKeeper's error kinds for a definite failure (the operation did not take effect).

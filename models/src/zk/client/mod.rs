@@ -856,7 +856,9 @@ impl ZkClient {
         .map(|_| ())
     }
 
-    /// Several writes, all or nothing. On failure, `Api(MultiFailed { index, error })`.
+    /// Several writes, all or nothing; a [`WriteOp::Check`] among them fences the multi on a
+    /// node's version (its result is [`ZkResponse::Checked`]). On failure,
+    /// `Api(MultiFailed { index, error })`.
     pub async fn multi(&self, ops: Vec<WriteOp>) -> Result<Vec<ZkResponse>, ZkClientError> {
         let recorded = ops
             .iter()
@@ -884,6 +886,10 @@ impl ZkClient {
                 WriteOp::SetAcl { path, acl, version } => ZkOperation::SetAcl {
                     path: path.clone(),
                     acl: acl.entries(),
+                    version: *version,
+                },
+                WriteOp::Check { path, version } => ZkOperation::Check {
+                    path: path.clone(),
                     version: *version,
                 },
             })
@@ -925,9 +931,12 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         ),
         WriteOp::Delete { path, .. }
         | WriteOp::SetData { path, .. }
-        | WriteOp::SetAcl { path, .. } => path::validate_request(path, TrailingSlash::Refused),
+        | WriteOp::SetAcl { path, .. }
+        | WriteOp::Check { path, .. } => path::validate_request(path, TrailingSlash::Refused),
     };
     match request {
+        // A version check exists only inside a multi (`Op.check`).
+        ClientRequest::Write(WriteOp::Check { .. }) => Err(ZkError::BadArguments),
         ClientRequest::Write(op) => check(op),
         ClientRequest::Multi(ops) => {
             for (index, op) in ops.iter().enumerate() {

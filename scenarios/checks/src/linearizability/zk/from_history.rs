@@ -123,7 +123,8 @@ fn op_path(operation: &ZkOperation) -> Option<&str> {
         | ZkOperation::GetChildren { path }
         | ZkOperation::Sync { path }
         | ZkOperation::GetAcl { path }
-        | ZkOperation::SetAcl { path, .. } => Some(path),
+        | ZkOperation::SetAcl { path, .. }
+        | ZkOperation::Check { path, .. } => Some(path),
         ZkOperation::Multi { .. } => None,
     }
 }
@@ -458,6 +459,17 @@ impl PathSplit<'_> {
                 self.add(path, PathAction::Exists, outcome);
             }
             ZkOperation::GetChildren { path } => self.add_children(path, result),
+            ZkOperation::Check { path, version } => {
+                let outcome = match result {
+                    Some(Ok(ZkResponse::Checked)) => Some(ActionResult::Done),
+                    Some(Ok(_)) => {
+                        self.mismatch = true;
+                        None
+                    }
+                    other => error_result(other),
+                };
+                self.add(path, PathAction::Check(*version), outcome);
+            }
             ZkOperation::Sync { .. }
             | ZkOperation::Multi { .. }
             | ZkOperation::GetAcl { .. }

@@ -25,6 +25,8 @@ pub enum PathAction {
     HasChild,
     /// A child under it was deleted (done: one child fewer, cversion + 1, pzxid moved).
     ChildDeleted,
+    /// A multi's version check passed on it (it exists, with that version if one is given).
+    Check(Option<i32>),
 }
 
 /// A stat as a response showed it (the fields the model checks).
@@ -387,6 +389,16 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
             _ => Some(Present(node.with_child_deleted())),
         },
         (A::HasChild, Some(R::Error(PathError::NoNode)), Absent) => Some(state),
+        (A::Check(expected), Some(R::Done), Present(node)) => match expected {
+            None => Some(state),
+            Some(expected) => match node.version {
+                Some(version) if version != expected => None,
+                _ => Some(Present(Znode {
+                    version: Some(expected),
+                    ..node
+                })),
+            },
+        },
         _ => None,
     }
 }
@@ -473,6 +485,10 @@ impl Model for ZkModel {
                     PathAction::Listed(_) => format!("sync+getChildren(parent of {path})"),
                     PathAction::HasChild => format!("create(a child of {path})"),
                     PathAction::ChildDeleted => format!("delete(a child of {path})"),
+                    PathAction::Check(version) => match version {
+                        Some(version) => format!("multi check({path}, version {version})"),
+                        None => format!("multi check({path})"),
+                    },
                 };
                 let result = match output.map(|results| &results[index]) {
                     None => "unknown".to_string(),
