@@ -830,3 +830,57 @@ fn children_come_in_an_order_of_the_seed_not_of_the_names() {
     sorted.sort();
     assert_eq!(sorted, names);
 }
+
+/// `create2` answers the new node's stat (ZooKeeper's `create2`): the one a read right
+/// after it shows; a plain create answers its path alone, in a multi too.
+#[test]
+fn create2_answers_the_new_nodes_stat() {
+    let outcome = with_clients(25, |zk, _| async move {
+        let (path, stat) = zk
+            .create2("/p", "hello", CreateMode::Persistent)
+            .await
+            .unwrap();
+        assert_eq!(path, "/p");
+        assert_eq!(zk.exists("/p").await.unwrap(), Some(stat));
+        assert_eq!(
+            (stat.czxid, stat.version, stat.data_length),
+            (stat.mzxid, 0, 5)
+        );
+        let (path, stat) = zk
+            .create2("/p/e-", "", CreateMode::EphemeralSequential)
+            .await
+            .unwrap();
+        assert_eq!(path, "/p/e-0000000000");
+        assert_eq!(Some(stat.ephemeral_owner), zk.session_id());
+        assert_eq!(
+            zk.create2("/p", "", CreateMode::Persistent).await,
+            Err(api(ZkError::NodeExists))
+        );
+        assert_eq!(
+            zk.create("/q", "", CreateMode::Persistent).await.as_deref(),
+            Ok("/q")
+        );
+    });
+    assert!(
+        matches!(outcome.end, sim::RunEnd::Completed { .. }),
+        "the test body failed: {:?}",
+        outcome.end
+    );
+    let creates_with_stat = outcome
+        .history
+        .operations()
+        .iter()
+        .filter(|op| {
+            matches!(
+                &op.completion,
+                Some((
+                    _,
+                    OpResult::Ok {
+                        response: sim::history::Response::Zk(ZkResponse::CreatedWithStat { .. })
+                    }
+                ))
+            )
+        })
+        .count();
+    assert_eq!(creates_with_stat, 2, "only create2 records the stat");
+}

@@ -284,6 +284,22 @@ async fn call(
                 None,
             )
         }
+        "create2" => {
+            let Some(mode) = create_mode(step.named("mode").unwrap_or("persistent")) else {
+                return (
+                    Raw::Ok(vec![Piece::Text("probe: unknown mode".into())]),
+                    None,
+                );
+            };
+            let data = step.named("data").unwrap_or("");
+            let result = zk.create2(path(), data, mode).await;
+            (
+                raw(result.map(|(path, stat)| {
+                    vec![Piece::Text(format!("path={path}")), Piece::Stat(stat)]
+                })),
+                None,
+            )
+        }
         "delete" => (
             raw(zk.delete(path(), version()).await.map(|()| vec![])),
             None,

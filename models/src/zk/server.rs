@@ -118,12 +118,41 @@ enum ConnState {
     Attached { session: SessionId },
 }
 
+/// How a write's reply looks: a create answers its stat only to `create2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplyShape {
+    /// `create2`: the created node's stat too.
+    WithStat,
+    /// Every other request: a create answers its path alone (in a multi too).
+    Plain,
+}
+
+impl ReplyShape {
+    fn shape(self, result: Result<ZkResponse, ZkError>) -> Result<ZkResponse, ZkError> {
+        match (self, result) {
+            (ReplyShape::WithStat, result) => result,
+            (ReplyShape::Plain, Ok(response)) => Ok(plain(response)),
+            (ReplyShape::Plain, error) => error,
+        }
+    }
+}
+
+fn plain(response: ZkResponse) -> ZkResponse {
+    match response {
+        ZkResponse::CreatedWithStat { path, .. } => ZkResponse::Created { path },
+        ZkResponse::Multi { results } => ZkResponse::Multi {
+            results: results.into_iter().map(plain).collect(),
+        },
+        other => other,
+    }
+}
+
 #[derive(Debug)]
 enum Queued {
     /// A read waiting for the writes before it.
     Read(u64, ClientRequest),
-    /// A write, sync or close sent to the leader.
-    Forwarded(u64),
+    /// A write, sync or close sent to the leader, and how its reply looks.
+    Forwarded(u64, ReplyShape),
     /// An answer given at once (`addAuth`), sent in its turn.
     Answer(u64, Result<ZkResponse, ZkError>),
 }
@@ -713,10 +742,14 @@ impl ZkServer {
             }
             return;
         }
-        conn.queue.push_back(Queued::Forwarded(xid));
+        let shape = match request {
+            ClientRequest::Create2(_) => ReplyShape::WithStat,
+            _ => ReplyShape::Plain,
+        };
+        conn.queue.push_back(Queued::Forwarded(xid, shape));
         let ids = conn.ids.clone();
         let request = match request {
-            ClientRequest::Write(op) => LeaderRequest::Write(op),
+            ClientRequest::Write(op) | ClientRequest::Create2(op) => LeaderRequest::Write(op),
             ClientRequest::Multi(ops) => LeaderRequest::Multi(ops),
             ClientRequest::Sync { .. } => LeaderRequest::Sync,
             ClientRequest::CloseSession => LeaderRequest::CloseSession,
@@ -804,13 +837,16 @@ impl ZkServer {
         let Some(conn) = self.clients.get_mut(&link) else {
             return;
         };
-        match conn.queue.front() {
-            Some(Queued::Forwarded(xid)) if *xid == cxid => {
+        let shape = match conn.queue.front() {
+            Some(Queued::Forwarded(xid, shape)) if *xid == cxid => {
+                let shape = *shape;
                 conn.queue.pop_front();
+                shape
             }
             // Asked through another connection (the client moved): not ours to answer.
             _ => return,
-        }
+        };
+        let result = shape.shape(result);
         self.send_to_client(
             link,
             ClientMessage::Reply {
@@ -847,7 +883,7 @@ impl ZkServer {
             return;
         };
         let sent_here = self.clients.get(&link).is_some_and(
-            |conn| matches!(conn.queue.front(), Some(Queued::Forwarded(xid)) if *xid == cxid),
+            |conn| matches!(conn.queue.front(), Some(Queued::Forwarded(xid, _)) if *xid == cxid),
         );
         if sent_here {
             self.close_client(link);

@@ -227,7 +227,16 @@ impl DataTree {
                 acl,
                 triggers,
             ) {
-                Ok(()) => TxnResult::Done(ZkResponse::Created { path: path.clone() }),
+                // With the stat, for a `create2`; the server answers a plain create
+                // without it (`ReplyShape`).
+                Ok(()) => TxnResult::Done(ZkResponse::CreatedWithStat {
+                    path: path.clone(),
+                    stat: self
+                        .nodes
+                        .get(path.as_str())
+                        .map(Znode::stat)
+                        .unwrap_or_default(),
+                }),
                 Err(error) => TxnResult::Failed(error),
             },
             TxnBody::Delete { path } => {

@@ -9,6 +9,9 @@ use sim::history::zk::{WatchEventType, ZkError, ZkResponse};
 pub enum ClientRequest {
     /// A single write.
     Write(WriteOp),
+    /// A create answered with the new node's stat (ZooKeeper's `create2`; the op is a
+    /// [`WriteOp::Create`]).
+    Create2(WriteOp),
     /// All-or-nothing writes.
     Multi(Vec<WriteOp>),
     /// `getData`, optionally setting a data watch.

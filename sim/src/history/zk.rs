@@ -263,6 +263,14 @@ pub enum ZkResponse {
     },
     /// A multi's `check` passed.
     Checked,
+    /// Created, with the new node's stat (ZooKeeper's `create2`); `path` as in
+    /// [`ZkResponse::Created`].
+    CreatedWithStat {
+        /// Actual path.
+        path: String,
+        /// The new node's stat.
+        stat: Stat,
+    },
 }
 
 /// ZooKeeper's error kinds for a definite failure (the operation did not take effect).

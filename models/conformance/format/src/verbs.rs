@@ -80,6 +80,12 @@ const ZK: &[Verb] = &[
         &[("data", Word), ("mode", Word), ("acl", Word)],
         &[],
     ),
+    verb(
+        "create2",
+        &[("path", Word)],
+        &[("data", Word), ("mode", Word)],
+        &[],
+    ),
     verb("delete", &[("path", Word)], &[("version", Int)], &[]),
     verb(
         "set",

@@ -618,6 +618,38 @@ impl ZkClient {
         }
     }
 
+    /// Creates a node with the configured ACL and returns its actual path and its stat
+    /// (ZooKeeper's `create2`; `zookeeper-client` 0.11's `create` always asks this way).
+    /// Recorded as a create whose response carries the stat
+    /// ([`ZkResponse::CreatedWithStat`]).
+    pub async fn create2(
+        &self,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+    ) -> Result<(String, Stat), ZkClientError> {
+        let (response, _) = self
+            .call(
+                Some(Operation::Zk(ZkOperation::Create {
+                    path: path.into(),
+                    data: data.into(),
+                    mode,
+                })),
+                ClientRequest::Create2(WriteOp::Create {
+                    path: path.into(),
+                    data: data.into(),
+                    mode,
+                    acl: self.shared.config.create_acl.clone(),
+                }),
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::CreatedWithStat { path, stat } => Ok((path, stat)),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
     /// Deletes a node without children if its version matches (`None`: any).
     pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), ZkClientError> {
         self.write(
@@ -938,6 +970,8 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         // A version check exists only inside a multi (`Op.check`).
         ClientRequest::Write(WriteOp::Check { .. }) => Err(ZkError::BadArguments),
         ClientRequest::Write(op) => check(op),
+        ClientRequest::Create2(op @ WriteOp::Create { .. }) => check(op),
+        ClientRequest::Create2(_) => Err(ZkError::BadArguments),
         ClientRequest::Multi(ops) => {
             for (index, op) in ops.iter().enumerate() {
                 // ZooKeeper's multi has no setACL.

@@ -40,7 +40,9 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
             match operation {
                 ZkOperation::Create { path, mode, .. } => {
                     let actual = match responses.get(index) {
-                        Some(ZkResponse::Created { path }) => Some(path.clone()),
+                        Some(
+                            ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. },
+                        ) => Some(path.clone()),
                         _ => None,
                     };
                     let sequential = matches!(
@@ -207,7 +209,9 @@ fn checked_paths(ops: &[ZkOp<'_>], excluded: &BTreeMap<String, &'static str>) ->
                 universe.insert(path.to_string());
             }
         }
-        if let Some(ZkResponse::Created { path }) = op.ok() {
+        if let Some(ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. }) =
+            op.ok()
+        {
             universe.insert(path.clone());
         }
         if let Some(ZkResponse::Multi { results }) = op.ok() {
@@ -486,7 +490,9 @@ impl PathSplit<'_> {
         result: Option<Result<&ZkResponse, PathError>>,
     ) {
         let actual = match result {
-            Some(Ok(ZkResponse::Created { path })) => Some(path.as_str()),
+            Some(Ok(ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. })) => {
+                Some(path.as_str())
+            }
             Some(Ok(_)) => {
                 self.mismatch = true;
                 None
@@ -503,6 +509,15 @@ impl PathSplit<'_> {
         if let Some(actual) = actual {
             // NoNode is about the parent; the node itself is then absent too.
             self.add(actual, PathAction::Create(data), outcome);
+            // A `create2` shows the new node's stat, as a read right after it would.
+            if let Some(Ok(ZkResponse::CreatedWithStat { stat, .. })) = result {
+                let stat = self.seen(actual, stat);
+                self.add(
+                    actual,
+                    PathAction::Exists,
+                    Some(ActionResult::Exists(Some(stat))),
+                );
+            }
         }
         let parent = parent_of(actual.unwrap_or(path));
         if parent != "/" {
