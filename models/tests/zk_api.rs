@@ -884,3 +884,29 @@ fn create2_answers_the_new_nodes_stat() {
         .count();
     assert_eq!(creates_with_stat, 2, "only create2 records the stat");
 }
+
+/// Stat `ctime` and `mtime` (ms of simulated time, the leader's clock when it prepared the
+/// change, as ZooKeeper stamps `TxnHeader.time`): a create sets both, a `setData` moves
+/// `mtime` only, and every server shows the same times.
+#[test]
+fn stats_carry_the_leaders_ctime_and_mtime() {
+    assert_finished(with_clients(26, |zk, other| async move {
+        let start_ms = sim::time::now().as_millis();
+        let (_, created) = zk.create2("/t", "a", CreateMode::Persistent).await.unwrap();
+        assert!(created.ctime_ms > 0 && created.ctime_ms == created.mtime_ms);
+        assert!(
+            created.ctime_ms + 1_000 > start_ms,
+            "about now: {created:?}"
+        );
+        sim::time::sleep(Duration::from_millis(500)).await;
+        let set = zk.set_data("/t", "b", None).await.unwrap();
+        assert_eq!(set.ctime_ms, created.ctime_ms);
+        assert!(
+            set.mtime_ms >= created.mtime_ms + 400,
+            "{set:?} after {created:?}"
+        );
+        other.sync("/").await.unwrap();
+        let (_, seen) = other.get_data("/t").await.unwrap();
+        assert_eq!((seen.ctime_ms, seen.mtime_ms), (set.ctime_ms, set.mtime_ms));
+    }));
+}

@@ -1012,6 +1012,8 @@ impl ZkServer {
     }
 
     fn propose(&mut self, now: LocalTime, txn: Txn) {
+        // Stamped as ZooKeeper's `TxnHeader.time`: the times a stat shows are the leader's.
+        let txn = txn.at(now.as_nanos() / 1_000_000);
         let Ok(zxid) = self.core.propose(now, txn) else {
             return;
         };

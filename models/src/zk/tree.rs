@@ -12,6 +12,13 @@ use std::{
     sync::Arc,
 };
 
+/// When a change happens: its zxid and the leader's clock when it prepared it (ms).
+#[derive(Clone, Copy, Debug, Default)]
+struct Stamp {
+    zxid: u64,
+    time_ms: u64,
+}
+
 /// One znode.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Znode {
@@ -174,18 +181,19 @@ impl DataTree {
     /// Applies a prepared change to a scratch copy (the zxid does not matter there).
     pub(crate) fn apply_prepared(&mut self, session: SessionId, body: &TxnBody) {
         let mut triggers = Vec::new();
-        self.apply_body(0, session, body, &mut triggers);
+        self.apply_body(Stamp::default(), session, body, &mut triggers);
     }
 
     /// Applies one change; on a replica that diverged (only with known bugs on) a change
     /// that does not fit fails without effect instead of panicking.
     fn apply_body(
         &mut self,
-        zxid: u64,
+        stamp: Stamp,
         session: SessionId,
         body: &TxnBody,
         triggers: &mut Vec<(String, WatchEventType)>,
     ) -> TxnResult {
+        let zxid = stamp.zxid;
         match body {
             TxnBody::CreateSession { timeout_ms, .. } => {
                 self.sessions.insert(zxid, *timeout_ms);
@@ -219,7 +227,7 @@ impl DataTree {
                 parent_cversion,
                 acl,
             } => match self.create_node(
-                zxid,
+                stamp,
                 path,
                 data,
                 *ephemeral_owner,
@@ -257,6 +265,7 @@ impl DataTree {
                 node.data = data.clone();
                 node.stat.version = *version;
                 node.stat.mzxid = zxid;
+                node.stat.mtime_ms = stamp.time_ms;
                 triggers.push((path.clone(), WatchEventType::NodeDataChanged));
                 TxnResult::Done(ZkResponse::Stat { stat: node.stat() })
             }
@@ -279,7 +288,7 @@ impl DataTree {
             TxnBody::Multi(bodies) => {
                 let mut results = Vec::with_capacity(bodies.len());
                 for (index, body) in bodies.iter().enumerate() {
-                    match self.apply_body(zxid, session, body, triggers) {
+                    match self.apply_body(stamp, session, body, triggers) {
                         TxnResult::Done(response) => results.push(response),
                         TxnResult::Failed(error) => {
                             return TxnResult::Failed(ZkError::MultiFailed {
@@ -300,7 +309,7 @@ impl DataTree {
 
     fn create_node(
         &mut self,
-        zxid: u64,
+        stamp: Stamp,
         path: &str,
         data: &str,
         ephemeral_owner: SessionId,
@@ -311,6 +320,7 @@ impl DataTree {
         if self.nodes.contains_key(path) {
             return Err(ZkError::NodeExists);
         }
+        let zxid = stamp.zxid;
         let parent_path = path::parent(path);
         let parent = self.nodes.get_mut(parent_path).ok_or(ZkError::NoNode)?;
         parent.children.insert(path::name(path).to_string());
@@ -330,6 +340,8 @@ impl DataTree {
                     num_children: 0,
                     data_length: 0,
                     aversion: 0,
+                    ctime_ms: stamp.time_ms,
+                    mtime_ms: stamp.time_ms,
                 },
                 children: BTreeSet::new(),
                 acl: acl.clone(),
@@ -379,7 +391,11 @@ impl StateMachine for DataTree {
 
     fn apply(&mut self, zxid: Zxid, txn: &Txn) -> ApplyOutcome {
         let mut triggers = Vec::new();
-        let result = self.apply_body(zxid.as_u64(), txn.session(), txn.body(), &mut triggers);
+        let stamp = Stamp {
+            zxid: zxid.as_u64(),
+            time_ms: txn.time_ms(),
+        };
+        let result = self.apply_body(stamp, txn.session(), txn.body(), &mut triggers);
         ApplyOutcome { result, triggers }
     }
 

@@ -30,6 +30,9 @@ pub struct Txn {
     cxid: u64,
     body: Arc<TxnBody>,
     digest: u64,
+    /// The leader's clock when it prepared the transaction, in ms (ZooKeeper's
+    /// `TxnHeader.time`): a create's `ctime`, a change's `mtime`. Not part of the digest.
+    time_ms: u64,
 }
 
 /// The change itself. The leader has validated it against the state it will apply to, so
@@ -149,7 +152,19 @@ impl Txn {
             cxid,
             body: Arc::new(body),
             digest: hasher.finish().0,
+            time_ms: 0,
         }
+    }
+
+    /// The transaction stamped with the leader's clock (`time_ms`) when it prepared it.
+    pub fn at(mut self, time_ms: u64) -> Self {
+        self.time_ms = time_ms;
+        self
+    }
+
+    /// The leader's clock when it prepared the transaction, in ms.
+    pub fn time_ms(&self) -> u64 {
+        self.time_ms
     }
 
     /// The session that asked (0 for a session creation).

@@ -191,9 +191,22 @@ pub struct Stat {
     /// written before it was recorded read the same (and hash the same).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub aversion: i32,
+    /// When the node was created (ZooKeeper's `ctime`): the leader's clock when it
+    /// prepared the create, in ms of simulated time (ZooKeeper's is wall-clock ms). Left out
+    /// of the record while 0, as `aversion`.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub ctime_ms: u64,
+    /// When the node's data last changed (ZooKeeper's `mtime`), likewise; the create's
+    /// time until a `setData`.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub mtime_ms: u64,
 }
 
 fn is_zero(value: &i32) -> bool {
+    *value == 0
+}
+
+fn is_zero_ms(value: &u64) -> bool {
     *value == 0
 }
 
