@@ -910,3 +910,39 @@ fn stats_carry_the_leaders_ctime_and_mtime() {
         assert_eq!((seen.ctime_ms, seen.mtime_ms), (set.ctime_ms, set.mtime_ms));
     }));
 }
+
+/// `getEphemerals` lists the session's own ephemeral nodes whose path starts with a string
+/// prefix; `getAllChildrenNumber` counts every node below a node, NoNode if it is missing
+/// (as ZooKeeper 3.8.0 answers).
+#[test]
+fn ephemerals_by_prefix_and_descendants_by_count() {
+    assert_finished(with_clients(27, |zk, other| async move {
+        for (path, mode) in [
+            ("/a", CreateMode::Persistent),
+            ("/a/e1", CreateMode::Ephemeral),
+            ("/a/p", CreateMode::Persistent),
+            ("/a/p/e2", CreateMode::Ephemeral),
+            ("/ab", CreateMode::Ephemeral),
+        ] {
+            zk.create(path, "", mode).await.unwrap();
+        }
+        other
+            .create("/a/x", "", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        assert_eq!(
+            zk.get_ephemerals("/a").await.unwrap(),
+            vec!["/a/e1", "/a/p/e2", "/ab"]
+        );
+        assert_eq!(zk.get_ephemerals("/").await.unwrap().len(), 3);
+        assert_eq!(other.get_ephemerals("/a").await.unwrap(), vec!["/a/x"]);
+        zk.sync("/").await.unwrap();
+        assert_eq!(zk.get_all_children_number("/a").await, Ok(4));
+        assert_eq!(zk.get_all_children_number("/a/e1").await, Ok(0));
+        assert_eq!(
+            zk.get_all_children_number("/a/none").await,
+            Err(api(ZkError::NoNode))
+        );
+        assert_eq!(zk.get_all_children_number("/").await, Ok(6));
+    }));
+}

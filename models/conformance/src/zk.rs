@@ -408,6 +408,24 @@ async fn call(
             }
             None => (Raw::Ok(vec![Piece::Text("probe: bad acl".into())]), None),
         },
+        "ephemerals" => {
+            let result = zk.get_ephemerals(path()).await;
+            (
+                raw(result.map(|mut paths| {
+                    // Compared sorted: the real server answers in its hash order.
+                    paths.sort();
+                    vec![Piece::Text(format!("paths={}", list(&paths)))]
+                })),
+                None,
+            )
+        }
+        "count" => {
+            let result = zk.get_all_children_number(path()).await;
+            (
+                raw(result.map(|number| vec![Piece::Text(format!("number={number}"))])),
+                None,
+            )
+        }
         "close" => (raw(zk.close().await.map(|()| vec![])), None),
         other => (
             Raw::Ok(vec![Piece::Text(format!("probe: verb {other} not run"))]),

@@ -757,6 +757,8 @@ impl ZkServer {
             | ClientRequest::Exists { .. }
             | ClientRequest::GetChildren { .. }
             | ClientRequest::GetAcl { .. }
+            | ClientRequest::GetEphemerals { .. }
+            | ClientRequest::GetAllChildrenNumber { .. }
             | ClientRequest::AddAuth(_) => unreachable!("reads and auth handled above"),
         };
         self.submit(now, session, xid, request, ids);
@@ -817,6 +819,11 @@ impl ZkServer {
                 result
             }
             ClientRequest::GetAcl { path } => tree.get_acl(path, ids),
+            ClientRequest::GetEphemerals { prefix } => match conn.state {
+                ConnState::Attached { session } => Ok(tree.get_ephemerals(session, prefix)),
+                _ => Err(ZkError::SessionExpired),
+            },
+            ClientRequest::GetAllChildrenNumber { path } => tree.get_all_children_number(path, ids),
             _ => Err(ZkError::BadArguments),
         };
         let zxid = self.core.last_applied().as_u64();

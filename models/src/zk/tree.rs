@@ -178,6 +178,48 @@ impl DataTree {
         })
     }
 
+    /// `getEphemerals` of `session` (`FinalRequestProcessor`): its ephemeral nodes whose
+    /// path starts with `prefix` as a string (`/`, or blank, for all), in path order. No
+    /// ACL is checked.
+    pub fn get_ephemerals(&self, session: SessionId, prefix: &str) -> ZkResponse {
+        let all = prefix.trim().is_empty() || prefix.trim() == "/";
+        ZkResponse::Ephemerals {
+            paths: self
+                .ephemerals_of(session)
+                .filter(|path| all || path.starts_with(prefix))
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+
+    /// `getAllChildrenNumber` by a session authenticated as `ids` (`FinalRequestProcessor`:
+    /// the node must exist, READ on it): how many nodes lie below it
+    /// (`DataTree.getAllChildrenNumber`). Below the root ZooKeeper also counts its own
+    /// `/zookeeper` subtree (three nodes), which the model does not have.
+    pub fn get_all_children_number(
+        &self,
+        path: &str,
+        ids: &[AuthId],
+    ) -> Result<ZkResponse, ZkError> {
+        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ, ids)?;
+        let below = if path == "/" {
+            self.nodes.len() - 1
+        } else {
+            let prefix = format!("{path}/");
+            self.nodes
+                .range::<str, _>((
+                    std::ops::Bound::Excluded(prefix.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(key, _)| key.starts_with(&prefix))
+                .count()
+        };
+        Ok(ZkResponse::ChildrenNumber {
+            number: u32::try_from(below).unwrap_or(u32::MAX),
+        })
+    }
+
     /// Applies a prepared change to a scratch copy (the zxid does not matter there).
     pub(crate) fn apply_prepared(&mut self, session: SessionId, body: &TxnBody) {
         let mut triggers = Vec::new();

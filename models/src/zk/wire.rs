@@ -40,6 +40,16 @@ pub enum ClientRequest {
         /// Path.
         path: String,
     },
+    /// `getEphemerals`: the session's ephemeral nodes whose path starts with `prefix`.
+    GetEphemerals {
+        /// Prefix (a plain string prefix; `/` for all).
+        prefix: String,
+    },
+    /// `getAllChildrenNumber`: how many nodes lie below `path`.
+    GetAllChildrenNumber {
+        /// Path.
+        path: String,
+    },
     /// `addAuth`: authenticate the connection as one more id (kept by the client and sent
     /// again with every reconnection, as ZooKeeper's client does).
     AddAuth(AuthInfo),
@@ -61,6 +71,8 @@ impl ClientRequest {
                 | ClientRequest::Exists { .. }
                 | ClientRequest::GetChildren { .. }
                 | ClientRequest::GetAcl { .. }
+                | ClientRequest::GetEphemerals { .. }
+                | ClientRequest::GetAllChildrenNumber { .. }
         )
     }
 }

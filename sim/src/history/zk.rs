@@ -97,6 +97,17 @@ pub enum ZkOperation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         version: Option<i32>,
     },
+    /// List the session's own ephemeral nodes whose path starts with `prefix` (ZooKeeper's
+    /// `getEphemerals`: a plain string prefix; `/` lists them all).
+    GetEphemerals {
+        /// Prefix.
+        prefix: String,
+    },
+    /// Count every node below a znode (ZooKeeper's `getAllChildrenNumber`).
+    GetAllChildrenNumber {
+        /// Path.
+        path: String,
+    },
 }
 
 /// ZooKeeper's permission bits (`ZooDefs.Perms`), as ZooKeeper numbers them.
@@ -283,6 +294,17 @@ pub enum ZkResponse {
         path: String,
         /// The new node's stat.
         stat: Stat,
+    },
+    /// The session's ephemeral nodes under a prefix (in path order; ZooKeeper answers in
+    /// its hash order).
+    Ephemerals {
+        /// Full paths.
+        paths: Vec<String>,
+    },
+    /// How many nodes lie below a znode.
+    ChildrenNumber {
+        /// The count.
+        number: u32,
     },
 }
 

@@ -101,6 +101,8 @@ const ZK: &[Verb] = &[
     verb("multi", &[("ops", Word)], &[], &[]),
     verb("auth", &[("scheme", Word), ("credentials", Word)], &[], &[]),
     verb("get_acl", &[("path", Word)], &[], &[]),
+    verb("ephemerals", &[("prefix", Word)], &[], &[]),
+    verb("count", &[("path", Word)], &[], &[]),
     verb(
         "set_acl",
         &[("path", Word), ("acl", Word)],

@@ -876,6 +876,43 @@ impl ZkClient {
         }
     }
 
+    /// The session's own ephemeral nodes whose path starts with `prefix` (a string prefix:
+    /// `/a` also finds `/ab`; `/` finds them all), in path order (ZooKeeper's
+    /// `getEphemerals`, 3.6+; `zookeeper-client`'s `list_ephemerals`).
+    pub async fn get_ephemerals(&self, prefix: &str) -> Result<Vec<String>, ZkClientError> {
+        let (response, _) = self
+            .read(
+                ZkOperation::GetEphemerals {
+                    prefix: prefix.into(),
+                },
+                ClientRequest::GetEphemerals {
+                    prefix: prefix.into(),
+                },
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::Ephemerals { paths } => Ok(paths),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// How many nodes lie below `path`, at any depth (ZooKeeper's `getAllChildrenNumber`,
+    /// 3.6+; `zookeeper-client`'s `count_descendants_number`). Needs READ on the node.
+    pub async fn get_all_children_number(&self, path: &str) -> Result<u32, ZkClientError> {
+        let (response, _) = self
+            .read(
+                ZkOperation::GetAllChildrenNumber { path: path.into() },
+                ClientRequest::GetAllChildrenNumber { path: path.into() },
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::ChildrenNumber { number } => Ok(number),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
     /// Makes the attached server catch up with the leader: a read after a successful sync
     /// sees every write acknowledged (to anyone) before the sync started.
     pub async fn sync(&self, path: &str) -> Result<(), ZkClientError> {
@@ -992,6 +1029,8 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         | ClientRequest::Exists { path, .. }
         | ClientRequest::GetChildren { path, .. }
         | ClientRequest::GetAcl { path }
+        | ClientRequest::GetAllChildrenNumber { path }
+        | ClientRequest::GetEphemerals { prefix: path }
         | ClientRequest::Sync { path } => path::validate_request(path, TrailingSlash::Refused),
         ClientRequest::CloseSession | ClientRequest::AddAuth(_) => Ok(()),
     }

@@ -315,6 +315,8 @@ fn operation_name(operation: &ZkOperation) -> &'static str {
         ZkOperation::GetAcl { .. } => "getACL",
         ZkOperation::SetAcl { .. } => "setACL",
         ZkOperation::Check { .. } => "check",
+        ZkOperation::GetEphemerals { .. } => "getEphemerals",
+        ZkOperation::GetAllChildrenNumber { .. } => "getAllChildrenNumber",
     }
 }
 

@@ -126,7 +126,9 @@ fn op_path(operation: &ZkOperation) -> Option<&str> {
         | ZkOperation::Sync { path }
         | ZkOperation::GetAcl { path }
         | ZkOperation::SetAcl { path, .. }
-        | ZkOperation::Check { path, .. } => Some(path),
+        | ZkOperation::Check { path, .. }
+        | ZkOperation::GetAllChildrenNumber { path } => Some(path),
+        ZkOperation::GetEphemerals { .. } => None,
         ZkOperation::Multi { .. } => None,
     }
 }
@@ -237,6 +239,14 @@ fn read_operation(
         ZkOperation::GetAcl { .. } | ZkOperation::SetAcl { .. }
     ) {
         return Err("ACL operation (ACLs and aversion are not modelled)");
+    }
+    if matches!(
+        op.operation,
+        ZkOperation::GetEphemerals { .. } | ZkOperation::GetAllChildrenNumber { .. }
+    ) {
+        return Err(
+            "getEphemerals or getAllChildrenNumber (a session's or a subtree's view, not one path's)",
+        );
     }
     let invoked_at = checked_invocation(op, sync_invoked)?;
     let results = sub_results(op)?;
@@ -475,6 +485,8 @@ impl PathSplit<'_> {
                 self.add(path, PathAction::Check(*version), outcome);
             }
             ZkOperation::Sync { .. }
+            | ZkOperation::GetEphemerals { .. }
+            | ZkOperation::GetAllChildrenNumber { .. }
             | ZkOperation::Multi { .. }
             | ZkOperation::GetAcl { .. }
             | ZkOperation::SetAcl { .. } => self.mismatch = true,
