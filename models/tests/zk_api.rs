@@ -40,7 +40,7 @@ where
         .seed(Seed::new(seed))
         .servers(3)
         .clients(2)
-        .time_limit(Duration::from_secs(60))
+        .time_limit(Duration::from_secs(200))
         .build()
         .expect("a valid world")
         .run(move |sim: Sim| async move {
@@ -696,7 +696,7 @@ fn a_client_of_an_observer_reads_writes_and_gets_its_watches() {
         .seed(Seed::new(23))
         .servers(5)
         .clients(2)
-        .time_limit(Duration::from_secs(60))
+        .time_limit(Duration::from_secs(200))
         .build()
         .expect("a valid world")
         .run(move |sim: Sim| async move {
@@ -944,5 +944,28 @@ fn ephemerals_by_prefix_and_descendants_by_count() {
             Err(api(ZkError::NoNode))
         );
         assert_eq!(zk.get_all_children_number("/").await, Ok(6));
+    }));
+}
+
+/// A container (ZooKeeper 3.5+) is deleted by the leader once it has had a child and has
+/// none (within `znode.container.checkIntervalMs`, 60 s); one that never had a child stays;
+/// its stat shows no owner; a watch on it sees the delete.
+#[test]
+fn an_emptied_container_is_deleted_by_the_leader() {
+    assert_finished(with_clients(28, |zk, _| async move {
+        zk.create("/c", "", CreateMode::Container).await.unwrap();
+        zk.create("/never", "", CreateMode::Container)
+            .await
+            .unwrap();
+        zk.create("/c/k", "", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(zk.exists("/c").await.unwrap().unwrap().ephemeral_owner, 0);
+        sim::time::sleep(Duration::from_secs(61)).await;
+        assert!(zk.exists("/c").await.unwrap().is_some(), "a child keeps it");
+        let (_, watch) = zk.exists_watch("/c").await.unwrap();
+        zk.delete("/c/k", None).await.unwrap();
+        let event = watch.fired().await.unwrap();
+        assert_eq!(event.event, WatchEventType::NodeDeleted);
+        assert_eq!(zk.exists("/c").await, Ok(None));
+        assert!(zk.exists("/never").await.unwrap().is_some());
     }));
 }

@@ -455,6 +455,7 @@ fn create_mode(mode: &str) -> Option<CreateMode> {
         "ephemeral" => CreateMode::Ephemeral,
         "persistent_sequential" => CreateMode::PersistentSequential,
         "ephemeral_sequential" => CreateMode::EphemeralSequential,
+        "container" => CreateMode::Container,
         _ => return None,
     })
 }

@@ -84,6 +84,10 @@ fn is_sequential(mode: CreateMode) -> bool {
     )
 }
 
+/// The owner a container carries instead of a session (ZooKeeper's
+/// `EphemeralType.CONTAINER_EPHEMERAL_OWNER`, `Long.MIN_VALUE`); a stat shows 0.
+pub const CONTAINER_OWNER: SessionId = 1 << 63;
+
 fn is_ephemeral(mode: CreateMode) -> bool {
     matches!(
         mode,
@@ -135,7 +139,11 @@ pub fn prepare(
             Ok(TxnBody::Create {
                 path: final_path,
                 data: data.clone(),
-                ephemeral_owner: if is_ephemeral(*mode) { session } else { 0 },
+                ephemeral_owner: match mode {
+                    CreateMode::Container => CONTAINER_OWNER,
+                    _ if is_ephemeral(*mode) => session,
+                    _ => 0,
+                },
                 parent_cversion: bump(created),
                 acl: node_acl,
             })

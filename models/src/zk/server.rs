@@ -73,6 +73,9 @@ pub struct ZkServerConfig {
     pub sequence_width: SequenceWidth,
     /// The order `getChildren` answers in (an ensemble keys it by the world's seed).
     pub children_order: ChildrenOrder,
+    /// How often the leader deletes containers that had children and have none
+    /// (ZooKeeper's `znode.container.checkIntervalMs`, 60 s by default).
+    pub container_check_interval: Duration,
 }
 
 impl ZkServerConfig {
@@ -85,6 +88,7 @@ impl ZkServerConfig {
             max_session_timeout: zab.tick * 20,
             sequence_width: SequenceWidth::ZOOKEEPER,
             children_order: ChildrenOrder::keyed(0),
+            container_check_interval: Duration::from_secs(60),
             zab,
         }
     }
@@ -185,6 +189,8 @@ struct LeaderSide {
     tracker: SessionTracker,
     /// `sync`s not answered yet.
     pending_syncs: Vec<PendingSync>,
+    /// When the leader next looks for empty containers (`ContainerManager`).
+    next_container_check: LocalTime,
 }
 
 /// One ZooKeeper server. Feed it inputs; drain [`ServerEffect`]s.
@@ -194,6 +200,7 @@ pub struct ZkServer {
     max_session_timeout: Duration,
     sequence_width: SequenceWidth,
     children_order: ChildrenOrder,
+    container_check_interval: Duration,
     /// Random per incarnation: tokens of a restarted server never match old ones.
     instance: u64,
     next_token: u64,
@@ -228,6 +235,7 @@ impl ZkServer {
             max_session_timeout: config.max_session_timeout.max(config.min_session_timeout),
             sequence_width: config.sequence_width,
             children_order: config.children_order,
+            container_check_interval: config.container_check_interval,
             instance,
             next_token: 0,
             clients: BTreeMap::new(),
@@ -446,6 +454,7 @@ impl ZkServer {
                     prepared: tree.clone(),
                     tracker: SessionTracker::from_committed(tree.sessions(), now),
                     pending_syncs: Vec::new(),
+                    next_container_check: now + self.container_check_interval,
                 });
             }
             Serving::AsFollower { .. } | Serving::AsObserver { .. } => {}
@@ -1078,6 +1087,7 @@ impl ZkServer {
     }
 
     fn housekeeping(&mut self, now: LocalTime) {
+        self.delete_empty_containers(now);
         if let Some(leader) = &mut self.leader {
             let expired = leader.tracker.expired(now);
             for session in expired {
@@ -1099,6 +1109,23 @@ impl ZkServer {
         } else if !self.touched.is_empty() && self.core.serving() != Serving::Stopped {
             let sessions: Vec<SessionId> = std::mem::take(&mut self.touched).into_iter().collect();
             self.core.send_to_leader(ServerMessage::Touch { sessions });
+        }
+    }
+
+    /// The leader's `ContainerManager`: every check interval, a delete (of no session,
+    /// answered to no one) for each container that has had children and has none, judged
+    /// on the prepared tree, so a delete is never proposed twice.
+    fn delete_empty_containers(&mut self, now: LocalTime) {
+        let interval = self.container_check_interval;
+        let Some(leader) = &mut self.leader else {
+            return;
+        };
+        if now < leader.next_container_check {
+            return;
+        }
+        leader.next_container_check = now + interval;
+        for path in leader.prepared.empty_containers() {
+            self.propose(now, Txn::new(0, 0, TxnBody::Delete { path }));
         }
     }
 

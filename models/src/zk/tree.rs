@@ -3,6 +3,7 @@
 use super::{
     acl::{AuthId, NodeAcl},
     path,
+    prep::CONTAINER_OWNER,
     txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, full_stat},
 };
 use crate::zab::{StateMachine, Zxid};
@@ -55,6 +56,12 @@ impl Znode {
     pub fn stat(&self) -> Stat {
         let stat = full_stat(&self.stat, self.children.len(), &self.data);
         Stat {
+            // A container's owner is a marker, shown as 0 (`DataNode.getClientEphemeralOwner`).
+            ephemeral_owner: if self.is_container() {
+                0
+            } else {
+                stat.ephemeral_owner
+            },
             aversion: self.aversion,
             cversion: self
                 .stat
@@ -63,6 +70,11 @@ impl Znode {
                 .wrapping_sub(stat.num_children as i32),
             ..stat
         }
+    }
+
+    /// Whether it is a container (deleted by the leader once its last child is gone).
+    pub fn is_container(&self) -> bool {
+        self.stat.ephemeral_owner == CONTAINER_OWNER
     }
 
     /// How many children were ever created under it (ZooKeeper's persisted `cversion`):
@@ -218,6 +230,19 @@ impl DataTree {
         Ok(ZkResponse::ChildrenNumber {
             number: u32::try_from(below).unwrap_or(u32::MAX),
         })
+    }
+
+    /// The containers the leader deletes now (ZooKeeper's
+    /// `ContainerManager.getCandidates`): those that have had a child and have none. (A
+    /// container that never had one stays: `maxNeverUsedIntervalMs` is 0 by default.)
+    pub fn empty_containers(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|(_, node)| {
+                node.is_container() && node.children_created() > 0 && node.children.is_empty()
+            })
+            .map(|(path, _)| path.clone())
+            .collect()
     }
 
     /// Applies a prepared change to a scratch copy (the zxid does not matter there).
@@ -390,7 +415,7 @@ impl DataTree {
                 aversion: 0,
             },
         );
-        if ephemeral_owner != 0 {
+        if ephemeral_owner != 0 && ephemeral_owner != CONTAINER_OWNER {
             self.ephemerals
                 .entry(ephemeral_owner)
                 .or_default()

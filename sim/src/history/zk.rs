@@ -14,6 +14,11 @@ pub enum CreateMode {
     PersistentSequential,
     /// Ephemeral, with a sequence suffix.
     EphemeralSequential,
+    // New modes go last: histories hash variants by index.
+    /// A container (ZooKeeper 3.5+): persistent, but the leader deletes it once it has had
+    /// a child and has none left (`ContainerManager`, every `checkIntervalMs`, 60 s by
+    /// default).
+    Container,
 }
 
 /// A znode operation. `version: None` means "any version" (ZooKeeper's -1).

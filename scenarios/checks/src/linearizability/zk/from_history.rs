@@ -91,6 +91,8 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
             CreateMode::Ephemeral | CreateMode::EphemeralSequential
         ) {
             excluded.insert(path, "ephemeral node (session expiry deletes it)");
+        } else if mode == CreateMode::Container {
+            excluded.insert(path, "container (the leader deletes it once empty)");
         }
     }
     for path in seen_paths {
