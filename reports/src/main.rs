@@ -6,6 +6,7 @@
 mod check_history;
 mod cli;
 mod compare_locks;
+mod conformance;
 mod demo;
 mod describe;
 mod evidence_table;
@@ -56,6 +57,10 @@ enum Command {
     /// Run the known-bug zoo: each variant of the known-bug table over its scenario's seeds
     /// until its check fires, the failing plan shrunk, and the correct model for false alarms.
     Zoo(zoo::ZooArgs),
+    /// Run the conformance probes against the models: each step's answer against the one
+    /// real ZooKeeper 3.8 or etcd 3.4 gave (exit 0: all agree or declare their deviation,
+    /// 1: a step differs, 2: a malformed probe file).
+    Conformance(conformance::ConformanceArgs),
 }
 
 /// Lets a closed pipe end the process as it ends other Unix tools (`coordsim sweep … | head`),
@@ -135,6 +140,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::CompareLocks(args) => compare_locks::run(args),
         Command::Zoo(args) => zoo::run(args),
+        Command::Conformance(args) => conformance::run(args),
     };
     match result {
         Ok(code) => code,

@@ -7,8 +7,11 @@
 //! probe file.
 
 mod etcd;
+mod judge;
 mod render;
 mod zk;
+
+pub use judge::{Judgement, Tally, judge, judge_committed, probe_files, probes_dir};
 
 use probe_format::{Probe, Store};
 
