@@ -84,6 +84,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             last_proposed: last_logged,
             self_durable: last_logged,
             next_ping_at: now,
+            ping_round: 0,
             next_quorum_check_at: now,
             _machine: std::marker::PhantomData,
         }));
@@ -114,8 +115,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 stage: LearnerStage::Connected,
                 acked: Zxid::ZERO,
                 last_heard: now,
-                pings_sent: 0,
-                pings_echoed: 0,
+                pings_awaiting: std::collections::VecDeque::new(),
+                echoed_round: 0,
             },
         );
         leader.links.insert(link, peer);
@@ -237,7 +238,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                     self.advance_commit();
                 }
             }
-            PeerMessage::Ping => learner.pings_echoed += 1,
+            PeerMessage::Ping => {
+                if let Some(round) = learner.pings_awaiting.pop_front() {
+                    learner.echoed_round = round;
+                }
+            }
             PeerMessage::App(message) => self.effects.push(Effect::App {
                 from: peer,
                 message,
@@ -635,15 +640,17 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
     }
 
-    /// Pings every learner of `kind` that receives the broadcast, counting the pings.
+    /// Pings every learner of `kind` that receives the broadcast, as the next round.
     fn ping_forwarding(&mut self, kind: LearnerKind) {
         self.send_to_forwarding(kind, || PeerMessage::Ping);
         let Role::Leading(leader) = &mut self.role else {
             return;
         };
+        leader.ping_round += 1;
+        let round = leader.ping_round;
         for learner in leader.learners.values_mut() {
             if learner.kind == kind && learner.forwarding() {
-                learner.pings_sent += 1;
+                learner.pings_awaiting.push_back(round);
             }
         }
     }
@@ -661,17 +668,13 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         let Role::Leading(leader) = &self.role else {
             return None;
         };
-        let echoes = leader
-            .learners
-            .iter()
-            .filter(|(_, learner)| learner.counts())
-            .map(|(peer, learner)| (*peer, learner.link, learner.pings_sent))
-            .collect();
-        Some(LeadershipCheck { echoes })
+        Some(LeadershipCheck {
+            round: leader.ping_round,
+        })
     }
 
-    /// Whether a quorum, the leader included, has answered the pings of `check` on the
-    /// links they were sent on.
+    /// Whether a quorum, the leader included, has answered a ping of `check`'s round or a
+    /// later one (a follower that reconnected since answers the next regular ping).
     pub fn leadership_confirmed(&self, check: &LeadershipCheck) -> bool {
         let Role::Leading(leader) = &self.role else {
             return false;
@@ -679,14 +682,10 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         if !leader.is_established() {
             return false;
         }
-        let answered = check
-            .echoes
-            .iter()
-            .filter(|(peer, link, sent)| {
-                leader.learners.get(peer).is_some_and(|learner| {
-                    learner.link == *link && learner.counts() && learner.pings_echoed >= *sent
-                })
-            })
+        let answered = leader
+            .learners
+            .values()
+            .filter(|learner| learner.counts() && learner.echoed_round >= check.round)
             .count();
         1 + answered >= self.quorum
     }
@@ -785,11 +784,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
     }
 }
 
-/// A leader's check that it still leads ([`ZabCore::confirm_leadership`]): for each
-/// voting follower, the link and the number of the ping it must answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A leader's check that it still leads ([`ZabCore::confirm_leadership`]): the round of
+/// the ping a quorum must answer (or a later one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeadershipCheck {
-    echoes: Vec<(NodeId, Link, u64)>,
+    round: u64,
 }
 
 /// `ackers` and the leader itself, ascending: whom a discovery or NEWLEADER quorum counted.

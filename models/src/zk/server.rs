@@ -229,6 +229,8 @@ impl ZkServer {
         instance: u64,
     ) -> Result<Self, ConfigError> {
         let core = ZabCore::restore(config.zab, disk)?;
+        // What it restored owes no replies.
+        let handled_upto = core.last_applied();
         Ok(Self {
             core,
             min_session_timeout: config.min_session_timeout,
@@ -249,7 +251,7 @@ impl ZkServer {
             effects: Vec::new(),
             core_buffer: Vec::new(),
             fired: Vec::new(),
-            handled_upto: Zxid::ZERO,
+            handled_upto,
         })
     }
 
@@ -429,6 +431,9 @@ impl ZkServer {
         loop {
             self.core.swap_effects(&mut self.core_buffer);
             if self.core_buffer.is_empty() {
+                // Every transaction applied so far is handled (some, restored from disk or
+                // a snapshot, never had replies to send).
+                self.handled_upto = self.core.last_applied();
                 return;
             }
             let mut buffer = std::mem::take(&mut self.core_buffer);
@@ -1002,7 +1007,11 @@ impl ZkServer {
                 let leadership = if sync_not_quorum {
                     None
                 } else {
-                    self.core.confirm_leadership()
+                    match self.core.confirm_leadership() {
+                        Some(check) => Some(check),
+                        // Not an established leader: nothing to answer with.
+                        None => return,
+                    }
                 };
                 let Some(leader) = &mut self.leader else {
                     return;
