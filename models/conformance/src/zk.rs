@@ -359,16 +359,16 @@ async fn call(
             (raw(pieces), watch)
         }
         "wait" => {
-            let Some(watch) = watch else {
-                return (
-                    Raw::Ok(vec![Piece::Text("probe: no such watch".into())]),
-                    None,
-                );
-            };
             let within = Duration::from_millis(
                 step.named_int("within_ms")
                     .map_or(DEFAULT_WAIT_MS, |ms| ms.max(0) as u64),
             );
+            let Some(watch) = watch else {
+                // Never set (its read failed) or fired already: a watch is one-shot, so
+                // nothing comes within the wait (README).
+                sim::time::sleep(within).await;
+                return (Raw::NoEvent, None);
+            };
             wait_for(watch, within, step.arg(0).to_string()).await
         }
         "sync" => (raw(zk.sync(path()).await.map(|()| vec![])), None),
@@ -559,11 +559,14 @@ fn multi_pieces(results: Vec<ZkResponse>) -> Vec<Piece> {
     for result in results {
         pieces.push(Piece::Line);
         match result {
-            ZkResponse::Created { path } => pieces.push(Piece::Text(format!("create path={path}"))),
-            ZkResponse::Deleted => pieces.push(Piece::Text("delete".into())),
-            ZkResponse::Checked => pieces.push(Piece::Text("check".into())),
+            // Each op's line is indented by two spaces (README).
+            ZkResponse::Created { path } => {
+                pieces.push(Piece::Text(format!("  create path={path}")))
+            }
+            ZkResponse::Deleted => pieces.push(Piece::Text("  delete".into())),
+            ZkResponse::Checked => pieces.push(Piece::Text("  check".into())),
             ZkResponse::Stat { stat } => {
-                pieces.push(Piece::Text("set".into()));
+                pieces.push(Piece::Text("  set".into()));
                 pieces.push(Piece::Stat(stat));
             }
             other => pieces.push(Piece::Text(format!("{other:?}"))),
