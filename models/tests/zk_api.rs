@@ -100,10 +100,18 @@ fn bad_input_gets_zookeeper_error_kinds_never_a_panic() {
         assert_eq!(zk.get_data("/..").await, Err(api(ZkError::NoNode)));
         assert_eq!(zk.exists("/..").await, Ok(None));
         assert_eq!(zk.delete("/..", None).await, Err(api(ZkError::NoNode)));
+        // zookeeper-client refuses to create or delete the root; the server refuses to
+        // delete `/zookeeper` (a special path) and lists it under the root.
         assert_eq!(
             zk.create("/", "", CreateMode::Persistent).await,
-            Err(api(ZkError::NodeExists))
+            Err(api(ZkError::BadArguments))
         );
+        assert_eq!(
+            zk.delete("/zookeeper", None).await,
+            Err(api(ZkError::BadArguments))
+        );
+        let (top, root) = zk.get_children("/").await.unwrap();
+        assert_eq!((top, root.cversion), (vec!["zookeeper".to_string()], -1));
         assert_eq!(zk.delete("/", None).await, Err(api(ZkError::BadArguments)));
         assert_eq!(
             zk.create("/missing/child", "", CreateMode::Persistent)
@@ -160,7 +168,7 @@ fn bad_input_gets_zookeeper_error_kinds_never_a_panic() {
             )
         })
         .count();
-    assert_eq!(failures, 6 * 4 + 3 + 13);
+    assert_eq!(failures, 6 * 4 + 3 + 14);
 }
 
 #[test]
@@ -943,7 +951,8 @@ fn ephemerals_by_prefix_and_descendants_by_count() {
             zk.get_all_children_number("/a/none").await,
             Err(api(ZkError::NoNode))
         );
-        assert_eq!(zk.get_all_children_number("/").await, Ok(6));
+        // The root's count takes in /zookeeper, /zookeeper/quota and /zookeeper/config.
+        assert_eq!(zk.get_all_children_number("/").await, Ok(9));
     }));
 }
 
@@ -967,5 +976,29 @@ fn an_emptied_container_is_deleted_by_the_leader() {
         assert_eq!(event.event, WatchEventType::NodeDeleted);
         assert_eq!(zk.exists("/c").await, Ok(None));
         assert!(zk.exists("/never").await.unwrap().is_some());
+    }));
+}
+
+/// An expected version of -1 is ZooKeeper's "any version" (`checkAndIncVersion`), also when
+/// a client sends it as it is (`zookeeper-client` sends `Some(-1)` unchanged).
+#[test]
+fn version_minus_one_matches_any_version() {
+    assert_finished(with_clients(29, |zk, _| async move {
+        zk.create("/v", "a", CreateMode::Persistent).await.unwrap();
+        zk.set_data("/v", "b", None).await.unwrap();
+        assert_eq!(zk.set_data("/v", "c", Some(-1)).await.unwrap().version, 2);
+        assert_eq!(
+            zk.set_data("/v", "d", Some(0)).await,
+            Err(api(ZkError::BadVersion))
+        );
+        assert!(zk.set_acl("/v", vec![Acl::open()], Some(-1)).await.is_ok());
+        zk.multi(vec![WriteOp::Check {
+            path: "/v".into(),
+            version: Some(-1),
+        }])
+        .await
+        .unwrap();
+        zk.delete("/v", Some(-1)).await.unwrap();
+        assert_eq!(zk.exists("/v").await, Ok(None));
     }));
 }

@@ -10,7 +10,7 @@ use super::{
     acl::{self, AuthId, NodeAcl},
     path,
     sequence::SequenceWidth,
-    tree::DataTree,
+    tree::{DataTree, SPECIAL_PATHS},
     txn::{SessionId, TxnBody, bump},
 };
 use sim::history::zk::{CreateMode, Perms, ZkError};
@@ -74,6 +74,16 @@ impl WriteOp {
             | WriteOp::SetAcl { path, .. }
             | WriteOp::Check { path, .. } => path,
         }
+    }
+}
+
+/// Whether an expected version allows the current one: `None` and -1 (ZooKeeper's "any",
+/// as `checkAndIncVersion` reads it; `zookeeper-client` sends `Some(-1)` as it is) match
+/// every version.
+fn version_matches(expected: Option<i32>, current: i32) -> bool {
+    match expected {
+        None | Some(-1) => true,
+        Some(expected) => expected == current,
     }
 }
 
@@ -151,7 +161,7 @@ pub fn prepare(
         WriteOp::Delete { path, version } => {
             // `getParentPathAndValidate`: only the split (and the root, a special path) is
             // checked; a path no node can have is NoNode.
-            if path == "/" {
+            if SPECIAL_PATHS.contains(&path.as_str()) {
                 return Err(ZkError::BadArguments);
             }
             let parent = tree
@@ -160,7 +170,7 @@ pub fn prepare(
             parent.acl().check(Perms::DELETE, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             let stat = node.stat();
-            if version.is_some_and(|expected| expected != stat.version) {
+            if !version_matches(*version, stat.version) {
                 return Err(ZkError::BadVersion);
             }
             if stat.num_children > 0 {
@@ -177,7 +187,7 @@ pub fn prepare(
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             node.acl().check(Perms::WRITE, ids)?;
             let stat = node.stat();
-            if version.is_some_and(|expected| expected != stat.version) {
+            if !version_matches(*version, stat.version) {
                 return Err(ZkError::BadVersion);
             }
             Ok(TxnBody::SetData {
@@ -195,7 +205,7 @@ pub fn prepare(
             let node_acl = acl::fixup(requested, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             node.acl().check(Perms::ADMIN, ids)?;
-            if version.is_some_and(|expected| expected != node.aversion()) {
+            if !version_matches(*version, node.aversion()) {
                 return Err(ZkError::BadVersion);
             }
             Ok(TxnBody::SetAcl {
@@ -210,7 +220,7 @@ pub fn prepare(
             path::validate(path)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             node.acl().check(Perms::READ, ids)?;
-            if version.is_some_and(|expected| expected != node.stat().version) {
+            if !version_matches(*version, node.stat().version) {
                 return Err(ZkError::BadVersion);
             }
             Ok(TxnBody::Check { path: path.clone() })

@@ -98,19 +98,35 @@ pub struct DataTree {
     ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
 }
 
+/// The nodes every ZooKeeper server starts with, besides the root (`DataTree`'s
+/// constructor): `/zookeeper`, `/zookeeper/quota` (open) and `/zookeeper/config` (read
+/// only), none counted as created, so the root's stat shows cversion -1 and
+/// `/zookeeper`'s -2 (as ZooKeeper 3.8.0 answers). None of them, nor the root, can be
+/// deleted (`DataTree.isSpecialPath`).
+pub const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
+
 impl Default for DataTree {
     fn default() -> Self {
+        let node = |children: &[&str], acl: NodeAcl| Znode {
+            data: String::new(),
+            stat: Stat::default(),
+            children: children.iter().map(|name| name.to_string()).collect(),
+            acl,
+            aversion: 0,
+        };
+        let read_only = NodeAcl::from_entries(vec![sim::history::zk::Acl::new(
+            Perms::READ,
+            "world",
+            "anyone",
+        )]);
         let mut nodes = BTreeMap::new();
+        nodes.insert("/".to_string(), node(&["zookeeper"], NodeAcl::Open));
         nodes.insert(
-            "/".to_string(),
-            Znode {
-                data: String::new(),
-                stat: Stat::default(),
-                children: BTreeSet::new(),
-                acl: NodeAcl::Open,
-                aversion: 0,
-            },
+            "/zookeeper".to_string(),
+            node(&["config", "quota"], NodeAcl::Open),
         );
+        nodes.insert("/zookeeper/quota".to_string(), node(&[], NodeAcl::Open));
+        nodes.insert("/zookeeper/config".to_string(), node(&[], read_only));
         Self {
             nodes,
             sessions: BTreeMap::new(),
@@ -130,9 +146,9 @@ impl DataTree {
         self.nodes.len()
     }
 
-    /// Whether only the root exists.
+    /// Whether only the nodes every server starts with exist ([`SPECIAL_PATHS`]).
     pub fn is_empty(&self) -> bool {
-        self.nodes.len() == 1
+        self.nodes.len() == SPECIAL_PATHS.len()
     }
 
     /// Live sessions and their timeouts.
@@ -206,8 +222,7 @@ impl DataTree {
 
     /// `getAllChildrenNumber` by a session authenticated as `ids` (`FinalRequestProcessor`:
     /// the node must exist, READ on it): how many nodes lie below it
-    /// (`DataTree.getAllChildrenNumber`). Below the root ZooKeeper also counts its own
-    /// `/zookeeper` subtree (three nodes), which the model does not have.
+    /// (`DataTree.getAllChildrenNumber`; below the root, the `/zookeeper` subtree too).
     pub fn get_all_children_number(
         &self,
         path: &str,

@@ -1006,6 +1006,12 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
     match request {
         // A version check exists only inside a multi (`Op.check`).
         ClientRequest::Write(WriteOp::Check { .. }) => Err(ZkError::BadArguments),
+        // `zookeeper-client` refuses to create or delete the root before sending.
+        ClientRequest::Write(WriteOp::Create { path, .. } | WriteOp::Delete { path, .. })
+            if path == "/" =>
+        {
+            Err(ZkError::BadArguments)
+        }
         ClientRequest::Write(op) => check(op),
         ClientRequest::Create2(op @ WriteOp::Create { .. }) => check(op),
         ClientRequest::Create2(_) => Err(ZkError::BadArguments),
