@@ -1002,3 +1002,41 @@ fn version_minus_one_matches_any_version() {
         assert_eq!(zk.exists("/v").await, Ok(None));
     }));
 }
+
+/// Without a configured maximum, the servers grant session timeouts between ZooKeeper's
+/// default bounds, 2 and 20 ticks (a ZooKeeper 3.8.0 with `tickTime=2000` grants 4000 ms
+/// for 1000 asked and 40000 ms for 100000).
+#[test]
+fn session_timeouts_lie_between_2_and_20_ticks_by_default() {
+    let outcome = World::builder()
+        .seed(Seed::new(30))
+        .servers(1)
+        .clients(1)
+        .time_limit(Duration::from_secs(60))
+        .build()
+        .expect("a valid world")
+        .run(|sim: Sim| async move {
+            let mut config = ZkEnsembleConfig::new(sim.servers());
+            config.max_session_timeout = None;
+            let ensemble = ZkEnsemble::new(&sim, config).unwrap();
+            ensemble.start(&sim);
+            let node = sim.clients()[0];
+            let context = sim.node(node);
+            let granted = sim
+                .spawn(node, async move {
+                    let mut granted = Vec::new();
+                    for asked_ms in [50, 1_000, 100_000] {
+                        let mut config = ensemble.client_config(0);
+                        config.session_timeout = Duration::from_millis(asked_ms);
+                        let zk = ensemble.connect(&context, config).await.unwrap();
+                        granted.push(zk.session_timeout().as_millis());
+                        zk.close().await.unwrap();
+                    }
+                    granted
+                })
+                .await
+                .unwrap();
+            assert_eq!(granted, vec![200, 1_000, 2_000], "a 100 ms tick");
+        });
+    assert_finished(outcome);
+}
