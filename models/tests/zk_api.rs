@@ -40,7 +40,7 @@ where
         .seed(Seed::new(seed))
         .servers(3)
         .clients(2)
-        .time_limit(Duration::from_secs(60))
+        .time_limit(Duration::from_secs(200))
         .build()
         .expect("a valid world")
         .run(move |sim: Sim| async move {
@@ -80,7 +80,8 @@ fn api(error: ZkError) -> ZkClientError {
 #[test]
 fn bad_input_gets_zookeeper_error_kinds_never_a_panic() {
     let outcome = with_clients(11, |zk, _| async move {
-        for bad in ["a", "/a/", "//a", "/a//b", "", "/a/./b", "/.."] {
+        // Refused by the client before sending, as zookeeper-client 0.11 does.
+        for bad in ["a", "/a/", "//a", "/a//b", "", "/a/./b"] {
             assert_eq!(
                 zk.create(bad, "", CreateMode::Persistent).await,
                 Err(api(ZkError::BadArguments)),
@@ -90,10 +91,27 @@ fn bad_input_gets_zookeeper_error_kinds_never_a_panic() {
             assert_eq!(zk.exists(bad).await, Err(api(ZkError::BadArguments)));
             assert_eq!(zk.delete(bad, None).await, Err(api(ZkError::BadArguments)));
         }
+        // A dot segment at the end passes the client; the server looks it up (NoNode), and
+        // only a create (or setData) checks the whole path (BadArguments), as ZooKeeper.
+        assert_eq!(
+            zk.create("/..", "", CreateMode::Persistent).await,
+            Err(api(ZkError::BadArguments))
+        );
+        assert_eq!(zk.get_data("/..").await, Err(api(ZkError::NoNode)));
+        assert_eq!(zk.exists("/..").await, Ok(None));
+        assert_eq!(zk.delete("/..", None).await, Err(api(ZkError::NoNode)));
+        // zookeeper-client refuses to create or delete the root; the server refuses to
+        // delete `/zookeeper` (a special path) and lists it under the root.
         assert_eq!(
             zk.create("/", "", CreateMode::Persistent).await,
-            Err(api(ZkError::NodeExists))
+            Err(api(ZkError::BadArguments))
         );
+        assert_eq!(
+            zk.delete("/zookeeper", None).await,
+            Err(api(ZkError::BadArguments))
+        );
+        let (top, root) = zk.get_children("/").await.unwrap();
+        assert_eq!((top, root.cversion), (vec!["zookeeper".to_string()], -1));
         assert_eq!(zk.delete("/", None).await, Err(api(ZkError::BadArguments)));
         assert_eq!(
             zk.create("/missing/child", "", CreateMode::Persistent)
@@ -150,7 +168,7 @@ fn bad_input_gets_zookeeper_error_kinds_never_a_panic() {
             )
         })
         .count();
-    assert_eq!(failures, 7 * 4 + 13);
+    assert_eq!(failures, 6 * 4 + 3 + 14);
 }
 
 #[test]
@@ -183,8 +201,8 @@ fn stat_bookkeeping_follows_zookeeper() {
         assert_eq!(children, vec!["c2".to_string()]);
         assert_eq!(parent.num_children, 1);
         assert_eq!(
-            parent.cversion, 2,
-            "two creates; a delete moves pzxid, not cversion, as in ZooKeeper"
+            parent.cversion, 3,
+            "two creates and a delete: ZooKeeper's stat counts both (DataNode.copyStat)"
         );
         assert_eq!(
             parent.version, 2,
@@ -212,11 +230,14 @@ fn sequential_names_come_from_the_parent_cversion() {
         assert_eq!(second.as_deref(), Ok("/q/n-0000000001"));
         assert_eq!(bare.as_deref(), Ok("/q/0000000002"));
         zk.delete("/q/n-0000000000", None).await.unwrap();
-        // Only creates bump cversion (as in ZooKeeper): sequence numbers never repeat.
+        // The name counts creates only, as in ZooKeeper (the stat's cversion counts the
+        // delete too): sequence numbers never repeat.
         let after = zk
             .create("/q/n-", "", CreateMode::PersistentSequential)
             .await;
         assert_eq!(after.as_deref(), Ok("/q/n-0000000003"));
+        let (_, parent) = zk.get_children("/q").await.unwrap();
+        assert_eq!((parent.cversion, parent.num_children), (5, 3));
     });
 }
 
@@ -581,10 +602,6 @@ fn malformed_acls_and_unknown_schemes_are_invalid_acl() {
             );
         }
         assert_eq!(zk.exists("/bad").await, Ok(None));
-        assert_eq!(
-            zk.add_auth("kerberos", "alice").await,
-            Err(api(ZkError::AuthFailed))
-        );
         // The ACL version is checked like a data version.
         let ip_acl = vec![Acl::new(Perms::ALL, "ip", "10.1.0.0/16")];
         let (aversion, stat) = zk.set_acl("/n", ip_acl.clone(), Some(0)).await.unwrap();
@@ -595,6 +612,34 @@ fn malformed_acls_and_unknown_schemes_are_invalid_acl() {
         );
         let (acl, aversion, _) = zk.get_acl("/n").await.unwrap();
         assert_eq!((acl, aversion), (ip_acl, 1));
+    }));
+}
+
+/// ZooKeeper 3.8.0 answers an `addAuth` with an unknown scheme AuthFailed and closes the
+/// connection; the client (Java's, and zookeeper-client 0.11) is then done, and every call
+/// fails AuthFailed. The session is not closed: it lives, with its ephemeral nodes, until
+/// it expires (about 4.9 s for a 4 s session on the real server).
+#[test]
+fn a_failed_auth_ends_the_client_but_not_its_session() {
+    assert_finished(with_clients(23, |zk, other| async move {
+        zk.create("/e", "", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(
+            zk.add_auth("kerberos", "alice").await,
+            Err(ZkClientError::AuthFailed)
+        );
+        assert!(zk.is_auth_failed() && !zk.is_expired() && !zk.is_connected());
+        assert_eq!(zk.exists("/").await, Err(ZkClientError::AuthFailed));
+        assert_eq!(
+            zk.create("/f", "", CreateMode::Persistent).await,
+            Err(ZkClientError::AuthFailed)
+        );
+        assert!(
+            other.exists("/e").await.unwrap().is_some(),
+            "the session lives"
+        );
+        sim::time::sleep(zk.session_timeout() * 3).await;
+        assert_eq!(other.exists("/e").await, Ok(None), "until it expires");
+        assert_eq!(other.exists("/f").await, Ok(None));
     }));
 }
 
@@ -659,7 +704,7 @@ fn a_client_of_an_observer_reads_writes_and_gets_its_watches() {
         .seed(Seed::new(23))
         .servers(5)
         .clients(2)
-        .time_limit(Duration::from_secs(60))
+        .time_limit(Duration::from_secs(200))
         .build()
         .expect("a valid world")
         .run(move |sim: Sim| async move {
@@ -742,4 +787,256 @@ fn a_client_of_an_observer_reads_writes_and_gets_its_watches() {
         .collect();
     observing.sort();
     assert_eq!(observing, vec![NodeId::server(3), NodeId::server(4)]);
+}
+
+/// ZooKeeper's `sync` proposes nothing (`Leader.processSync`): the next write takes the
+/// next zxid; a read after a sync still sees every write before it.
+#[test]
+fn a_sync_takes_no_zxid() {
+    assert_finished(with_clients(24, |zk, other| async move {
+        zk.create("/a", "x", CreateMode::Persistent).await.unwrap();
+        let a = zk.exists("/a").await.unwrap().unwrap();
+        zk.sync("/").await.unwrap();
+        other.sync("/").await.unwrap();
+        assert_eq!(other.get_data("/a").await.unwrap().0, "x");
+        zk.create("/b", "", CreateMode::Persistent).await.unwrap();
+        let b = zk.exists("/b").await.unwrap().unwrap();
+        assert_eq!(b.czxid, a.czxid + 1, "two syncs between, no zxid taken");
+    }));
+}
+
+/// `getChildren` answers in an order keyed by the world's seed: the same for every read and
+/// client of a run, another for another seed, and unrelated to the names (ZooKeeper's
+/// hash order is unrelated too), so a recipe that forgets to sort fails here.
+#[test]
+fn children_come_in_an_order_of_the_seed_not_of_the_names() {
+    let names: Vec<String> = (0..10).map(|n| format!("n{n}")).collect();
+    let order_for = |seed: u64| {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let names = names.clone();
+        assert_finished(with_clients(seed, move |zk, other| async move {
+            zk.create("/p", "", CreateMode::Persistent).await.unwrap();
+            for name in &names {
+                zk.create(&format!("/p/{name}"), "", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+            }
+            let (first, _) = zk.get_children("/p").await.unwrap();
+            other.sync("/").await.unwrap();
+            let (second, _) = other.get_children("/p").await.unwrap();
+            assert_eq!(first, second, "one order within a run");
+            *sink.lock().unwrap() = first;
+        }));
+        let order = seen.lock().unwrap().clone();
+        order
+    };
+    let (one, two) = (order_for(31), order_for(32));
+    assert_ne!(one, two, "another seed, another order");
+    assert!(one != names || two != names, "not the names' order");
+    let mut sorted = one.clone();
+    sorted.sort();
+    assert_eq!(sorted, names);
+}
+
+/// `create2` answers the new node's stat (ZooKeeper's `create2`): the one a read right
+/// after it shows; a plain create answers its path alone, in a multi too.
+#[test]
+fn create2_answers_the_new_nodes_stat() {
+    let outcome = with_clients(25, |zk, _| async move {
+        let (path, stat) = zk
+            .create2("/p", "hello", CreateMode::Persistent)
+            .await
+            .unwrap();
+        assert_eq!(path, "/p");
+        assert_eq!(zk.exists("/p").await.unwrap(), Some(stat));
+        assert_eq!(
+            (stat.czxid, stat.version, stat.data_length),
+            (stat.mzxid, 0, 5)
+        );
+        let (path, stat) = zk
+            .create2("/p/e-", "", CreateMode::EphemeralSequential)
+            .await
+            .unwrap();
+        assert_eq!(path, "/p/e-0000000000");
+        assert_eq!(Some(stat.ephemeral_owner), zk.session_id());
+        assert_eq!(
+            zk.create2("/p", "", CreateMode::Persistent).await,
+            Err(api(ZkError::NodeExists))
+        );
+        assert_eq!(
+            zk.create("/q", "", CreateMode::Persistent).await.as_deref(),
+            Ok("/q")
+        );
+    });
+    assert!(
+        matches!(outcome.end, sim::RunEnd::Completed { .. }),
+        "the test body failed: {:?}",
+        outcome.end
+    );
+    let creates_with_stat = outcome
+        .history
+        .operations()
+        .iter()
+        .filter(|op| {
+            matches!(
+                &op.completion,
+                Some((
+                    _,
+                    OpResult::Ok {
+                        response: sim::history::Response::Zk(ZkResponse::CreatedWithStat { .. })
+                    }
+                ))
+            )
+        })
+        .count();
+    assert_eq!(creates_with_stat, 2, "only create2 records the stat");
+}
+
+/// Stat `ctime` and `mtime` (ms of simulated time, the leader's clock when it prepared the
+/// change, as ZooKeeper stamps `TxnHeader.time`): a create sets both, a `setData` moves
+/// `mtime` only, and every server shows the same times.
+#[test]
+fn stats_carry_the_leaders_ctime_and_mtime() {
+    assert_finished(with_clients(26, |zk, other| async move {
+        let start_ms = sim::time::now().as_millis();
+        let (_, created) = zk.create2("/t", "a", CreateMode::Persistent).await.unwrap();
+        assert!(created.ctime_ms > 0 && created.ctime_ms == created.mtime_ms);
+        assert!(
+            created.ctime_ms + 1_000 > start_ms,
+            "about now: {created:?}"
+        );
+        sim::time::sleep(Duration::from_millis(500)).await;
+        let set = zk.set_data("/t", "b", None).await.unwrap();
+        assert_eq!(set.ctime_ms, created.ctime_ms);
+        assert!(
+            set.mtime_ms >= created.mtime_ms + 400,
+            "{set:?} after {created:?}"
+        );
+        other.sync("/").await.unwrap();
+        let (_, seen) = other.get_data("/t").await.unwrap();
+        assert_eq!((seen.ctime_ms, seen.mtime_ms), (set.ctime_ms, set.mtime_ms));
+    }));
+}
+
+/// `getEphemerals` lists the session's own ephemeral nodes whose path starts with a string
+/// prefix; `getAllChildrenNumber` counts every node below a node, NoNode if it is missing
+/// (as ZooKeeper 3.8.0 answers).
+#[test]
+fn ephemerals_by_prefix_and_descendants_by_count() {
+    assert_finished(with_clients(27, |zk, other| async move {
+        for (path, mode) in [
+            ("/a", CreateMode::Persistent),
+            ("/a/e1", CreateMode::Ephemeral),
+            ("/a/p", CreateMode::Persistent),
+            ("/a/p/e2", CreateMode::Ephemeral),
+            ("/ab", CreateMode::Ephemeral),
+        ] {
+            zk.create(path, "", mode).await.unwrap();
+        }
+        other
+            .create("/a/x", "", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        assert_eq!(
+            zk.get_ephemerals("/a").await.unwrap(),
+            vec!["/a/e1", "/a/p/e2", "/ab"]
+        );
+        assert_eq!(zk.get_ephemerals("/").await.unwrap().len(), 3);
+        assert_eq!(other.get_ephemerals("/a").await.unwrap(), vec!["/a/x"]);
+        zk.sync("/").await.unwrap();
+        assert_eq!(zk.get_all_children_number("/a").await, Ok(4));
+        assert_eq!(zk.get_all_children_number("/a/e1").await, Ok(0));
+        assert_eq!(
+            zk.get_all_children_number("/a/none").await,
+            Err(api(ZkError::NoNode))
+        );
+        // The root's count takes in /zookeeper, /zookeeper/quota and /zookeeper/config.
+        assert_eq!(zk.get_all_children_number("/").await, Ok(9));
+    }));
+}
+
+/// A container (ZooKeeper 3.5+) is deleted by the leader once it has had a child and has
+/// none (within `znode.container.checkIntervalMs`, 60 s); one that never had a child stays;
+/// its stat shows no owner; a watch on it sees the delete.
+#[test]
+fn an_emptied_container_is_deleted_by_the_leader() {
+    assert_finished(with_clients(28, |zk, _| async move {
+        zk.create("/c", "", CreateMode::Container).await.unwrap();
+        zk.create("/never", "", CreateMode::Container)
+            .await
+            .unwrap();
+        zk.create("/c/k", "", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(zk.exists("/c").await.unwrap().unwrap().ephemeral_owner, 0);
+        sim::time::sleep(Duration::from_secs(61)).await;
+        assert!(zk.exists("/c").await.unwrap().is_some(), "a child keeps it");
+        let (_, watch) = zk.exists_watch("/c").await.unwrap();
+        zk.delete("/c/k", None).await.unwrap();
+        let event = watch.fired().await.unwrap();
+        assert_eq!(event.event, WatchEventType::NodeDeleted);
+        assert_eq!(zk.exists("/c").await, Ok(None));
+        assert!(zk.exists("/never").await.unwrap().is_some());
+    }));
+}
+
+/// An expected version of -1 is ZooKeeper's "any version" (`checkAndIncVersion`), also when
+/// a client sends it as it is (`zookeeper-client` sends `Some(-1)` unchanged).
+#[test]
+fn version_minus_one_matches_any_version() {
+    assert_finished(with_clients(29, |zk, _| async move {
+        zk.create("/v", "a", CreateMode::Persistent).await.unwrap();
+        zk.set_data("/v", "b", None).await.unwrap();
+        assert_eq!(zk.set_data("/v", "c", Some(-1)).await.unwrap().version, 2);
+        assert_eq!(
+            zk.set_data("/v", "d", Some(0)).await,
+            Err(api(ZkError::BadVersion))
+        );
+        assert!(zk.set_acl("/v", vec![Acl::open()], Some(-1)).await.is_ok());
+        zk.multi(vec![WriteOp::Check {
+            path: "/v".into(),
+            version: Some(-1),
+        }])
+        .await
+        .unwrap();
+        zk.delete("/v", Some(-1)).await.unwrap();
+        assert_eq!(zk.exists("/v").await, Ok(None));
+    }));
+}
+
+/// Without a configured maximum, the servers grant session timeouts between ZooKeeper's
+/// default bounds, 2 and 20 ticks (a ZooKeeper 3.8.0 with `tickTime=2000` grants 4000 ms
+/// for 1000 asked and 40000 ms for 100000).
+#[test]
+fn session_timeouts_lie_between_2_and_20_ticks_by_default() {
+    let outcome = World::builder()
+        .seed(Seed::new(30))
+        .servers(1)
+        .clients(1)
+        .time_limit(Duration::from_secs(60))
+        .build()
+        .expect("a valid world")
+        .run(|sim: Sim| async move {
+            let mut config = ZkEnsembleConfig::new(sim.servers());
+            config.max_session_timeout = None;
+            let ensemble = ZkEnsemble::new(&sim, config).unwrap();
+            ensemble.start(&sim);
+            let node = sim.clients()[0];
+            let context = sim.node(node);
+            let granted = sim
+                .spawn(node, async move {
+                    let mut granted = Vec::new();
+                    for asked_ms in [50, 1_000, 100_000] {
+                        let mut config = ensemble.client_config(0);
+                        config.session_timeout = Duration::from_millis(asked_ms);
+                        let zk = ensemble.connect(&context, config).await.unwrap();
+                        granted.push(zk.session_timeout().as_millis());
+                        zk.close().await.unwrap();
+                    }
+                    granted
+                })
+                .await
+                .unwrap();
+            assert_eq!(granted, vec![200, 1_000, 2_000], "a 100 ms tick");
+        });
+    assert_finished(outcome);
 }

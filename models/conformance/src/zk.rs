@@ -37,7 +37,8 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
         .run(move |sim: Sim| async move {
             let mut config = ZkEnsembleConfig::new(sim.servers());
             config.tick = TICK;
-            config.max_session_timeout = TICK * 20;
+            // ZooKeeper's default bounds (2 and 20 ticks), as Debian's zoo.cfg leaves them.
+            config.max_session_timeout = None;
             let ensemble = ZkEnsemble::new(&sim, config).expect("a valid ensemble");
             ensemble.start(&sim);
             let mut state = State {
@@ -220,6 +221,7 @@ fn error_name(error: &ZkClientError) -> String {
         ZkClientError::Api(error) => api_error_name(error),
         ZkClientError::ConnectionLoss => "ConnectionLoss".into(),
         ZkClientError::SessionExpired => "SessionExpired".into(),
+        ZkClientError::AuthFailed => "AuthFailed".into(),
         ZkClientError::Closed => "ClientClosed".into(),
         other => format!("Other({other})"),
     }
@@ -282,6 +284,22 @@ async fn call(
                 None,
             )
         }
+        "create2" => {
+            let Some(mode) = create_mode(step.named("mode").unwrap_or("persistent")) else {
+                return (
+                    Raw::Ok(vec![Piece::Text("probe: unknown mode".into())]),
+                    None,
+                );
+            };
+            let data = step.named("data").unwrap_or("");
+            let result = zk.create2(path(), data, mode).await;
+            (
+                raw(result.map(|(path, stat)| {
+                    vec![Piece::Text(format!("path={path}")), Piece::Stat(stat)]
+                })),
+                None,
+            )
+        }
         "delete" => (
             raw(zk.delete(path(), version()).await.map(|()| vec![])),
             None,
@@ -341,16 +359,16 @@ async fn call(
             (raw(pieces), watch)
         }
         "wait" => {
-            let Some(watch) = watch else {
-                return (
-                    Raw::Ok(vec![Piece::Text("probe: no such watch".into())]),
-                    None,
-                );
-            };
             let within = Duration::from_millis(
                 step.named_int("within_ms")
                     .map_or(DEFAULT_WAIT_MS, |ms| ms.max(0) as u64),
             );
+            let Some(watch) = watch else {
+                // Never set (its read failed) or fired already: a watch is one-shot, so
+                // nothing comes within the wait (README).
+                sim::time::sleep(within).await;
+                return (Raw::NoEvent, None);
+            };
             wait_for(watch, within, step.arg(0).to_string()).await
         }
         "sync" => (raw(zk.sync(path()).await.map(|()| vec![])), None),
@@ -390,6 +408,24 @@ async fn call(
             }
             None => (Raw::Ok(vec![Piece::Text("probe: bad acl".into())]), None),
         },
+        "ephemerals" => {
+            let result = zk.get_ephemerals(path()).await;
+            (
+                raw(result.map(|mut paths| {
+                    // Compared sorted: the real server answers in its hash order.
+                    paths.sort();
+                    vec![Piece::Text(format!("paths={}", list(&paths)))]
+                })),
+                None,
+            )
+        }
+        "count" => {
+            let result = zk.get_all_children_number(path()).await;
+            (
+                raw(result.map(|number| vec![Piece::Text(format!("number={number}"))])),
+                None,
+            )
+        }
         "close" => (raw(zk.close().await.map(|()| vec![])), None),
         other => (
             Raw::Ok(vec![Piece::Text(format!("probe: verb {other} not run"))]),
@@ -419,6 +455,7 @@ fn create_mode(mode: &str) -> Option<CreateMode> {
         "ephemeral" => CreateMode::Ephemeral,
         "persistent_sequential" => CreateMode::PersistentSequential,
         "ephemeral_sequential" => CreateMode::EphemeralSequential,
+        "container" => CreateMode::Container,
         _ => return None,
     })
 }
@@ -507,6 +544,10 @@ fn multi_ops(text: &str, zk: &ZkClient) -> Option<Vec<WriteOp>> {
                     data: data.to_string(),
                     version: version(v)?,
                 },
+                ["check", path, v] => WriteOp::Check {
+                    path: path.to_string(),
+                    version: version(v)?,
+                },
                 _ => return None,
             })
         })
@@ -518,10 +559,14 @@ fn multi_pieces(results: Vec<ZkResponse>) -> Vec<Piece> {
     for result in results {
         pieces.push(Piece::Line);
         match result {
-            ZkResponse::Created { path } => pieces.push(Piece::Text(format!("create path={path}"))),
-            ZkResponse::Deleted => pieces.push(Piece::Text("delete".into())),
+            // Each op's line is indented by two spaces (README).
+            ZkResponse::Created { path } => {
+                pieces.push(Piece::Text(format!("  create path={path}")))
+            }
+            ZkResponse::Deleted => pieces.push(Piece::Text("  delete".into())),
+            ZkResponse::Checked => pieces.push(Piece::Text("  check".into())),
             ZkResponse::Stat { stat } => {
-                pieces.push(Piece::Text("set".into()));
+                pieces.push(Piece::Text("  set".into()));
                 pieces.push(Piece::Stat(stat));
             }
             other => pieces.push(Piece::Text(format!("{other:?}"))),

@@ -26,7 +26,9 @@ pub enum ZabBug {
     /// before the synced history is durable.
     AckNewLeaderBeforePersist,
     /// `zab.sync_not_quorum` (ZOOKEEPER-1675): the leader answers `sync` once its outstanding
-    /// proposals commit, without confirming that a quorum still follows it.
+    /// proposals commit, without confirming that a quorum still follows it (as ZooKeeper
+    /// 3.8 does; the correct model also waits for a quorum to answer a ping sent after the
+    /// sync arrived; neither proposes anything for a sync).
     SyncNotQuorum,
     /// `zab.reconnect_ignores_last_zxid`: a ZooKeeper server accepts a client's (re)connect
     /// even when the client has seen a later zxid than the server has applied, so a session

@@ -84,6 +84,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             last_proposed: last_logged,
             self_durable: last_logged,
             next_ping_at: now,
+            ping_round: 0,
             next_quorum_check_at: now,
             _machine: std::marker::PhantomData,
         }));
@@ -114,6 +115,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 stage: LearnerStage::Connected,
                 acked: Zxid::ZERO,
                 last_heard: now,
+                pings_awaiting: std::collections::VecDeque::new(),
+                echoed_round: 0,
             },
         );
         leader.links.insert(link, peer);
@@ -235,7 +238,11 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                     self.advance_commit();
                 }
             }
-            PeerMessage::Ping => {}
+            PeerMessage::Ping => {
+                if let Some(round) = learner.pings_awaiting.pop_front() {
+                    learner.echoed_round = round;
+                }
+            }
             PeerMessage::App(message) => self.effects.push(Effect::App {
                 from: peer,
                 message,
@@ -633,6 +640,56 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
     }
 
+    /// Pings every learner of `kind` that receives the broadcast, as the next round.
+    fn ping_forwarding(&mut self, kind: LearnerKind) {
+        self.send_to_forwarding(kind, || PeerMessage::Ping);
+        let Role::Leading(leader) = &mut self.role else {
+            return;
+        };
+        leader.ping_round += 1;
+        let round = leader.ping_round;
+        for learner in leader.learners.values_mut() {
+            if learner.kind == kind && learner.forwarding() {
+                learner.pings_awaiting.push_back(round);
+            }
+        }
+    }
+
+    /// Starts confirming that this server still leads (established leader only): pings
+    /// every follower now; [`Self::leadership_confirmed`] says when a quorum (the leader
+    /// included) has answered. A quorum that answers a ping sent after this call has not
+    /// joined a newer epoch by then, so no newer leader had committed anything before the
+    /// call: the check a `sync` needs without a proposal (and without its zxid).
+    pub fn confirm_leadership(&mut self) -> Option<LeadershipCheck> {
+        if self.last_proposed().is_none() {
+            return None;
+        }
+        self.ping_forwarding(LearnerKind::Follower);
+        let Role::Leading(leader) = &self.role else {
+            return None;
+        };
+        Some(LeadershipCheck {
+            round: leader.ping_round,
+        })
+    }
+
+    /// Whether a quorum, the leader included, has answered a ping of `check`'s round or a
+    /// later one (a follower that reconnected since answers the next regular ping).
+    pub fn leadership_confirmed(&self, check: &LeadershipCheck) -> bool {
+        let Role::Leading(leader) = &self.role else {
+            return false;
+        };
+        if !leader.is_established() {
+            return false;
+        }
+        let answered = leader
+            .learners
+            .values()
+            .filter(|learner| learner.counts() && learner.echoed_round >= check.round)
+            .count();
+        1 + answered >= self.quorum
+    }
+
     /// Proposes a transaction (established leader only): logs it, asks for it to be made
     /// durable, and sends it to every synced follower.
     pub fn propose(&mut self, now: LocalTime, txn: S::Txn) -> Result<Zxid, ProposeError> {
@@ -704,8 +761,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         }
         if now >= leader.next_ping_at {
             leader.next_ping_at = now + tick;
-            self.send_to_forwarding(LearnerKind::Follower, || PeerMessage::Ping);
-            self.send_to_forwarding(LearnerKind::Observer, || PeerMessage::Ping);
+            self.ping_forwarding(LearnerKind::Follower);
+            self.ping_forwarding(LearnerKind::Observer);
         }
         let leader = self.leader_mut();
         if now >= leader.next_quorum_check_at {
@@ -725,6 +782,13 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             }
         }
     }
+}
+
+/// A leader's check that it still leads ([`ZabCore::confirm_leadership`]): the round of
+/// the ping a quorum must answer (or a later one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeadershipCheck {
+    round: u64,
 }
 
 /// `ackers` and the leader itself, ascending: whom a discovery or NEWLEADER quorum counted.

@@ -25,6 +25,7 @@ mod zxid;
 pub use config::{ConfigError, KnownBugs, UnknownBug, ZabBug, ZabConfig};
 pub use core::{LinkDirection, PersistentState, ProposeError, ZabCore};
 pub use effect::{Effect, Link, PersistToken, Serving, Write};
+pub use leader::LeadershipCheck;
 pub use message::{AckKind, LogEntry, Notification, PeerMessage, PeerState, SyncMode, Vote};
 pub use state_machine::StateMachine;
 pub use zxid::Zxid;

@@ -144,6 +144,12 @@ pub(super) struct Learner {
     /// Cumulative ACK: every entry up to here is durable on the follower.
     pub(super) acked: Zxid,
     pub(super) last_heard: LocalTime,
+    /// The rounds of the pings sent on this link and not answered yet, oldest first: the
+    /// learner echoes every ping, in order, and sends no other, so an echo answers the
+    /// oldest.
+    pub(super) pings_awaiting: std::collections::VecDeque<u64>,
+    /// The round of the last ping the learner answered (0: none).
+    pub(super) echoed_round: u64,
 }
 
 impl Learner {
@@ -193,6 +199,8 @@ pub(super) struct LeaderState<S: StateMachine> {
     pub(super) last_proposed: Zxid,
     pub(super) self_durable: Zxid,
     pub(super) next_ping_at: LocalTime,
+    /// The round of the last ping sent (pings are numbered in the order they are sent).
+    pub(super) ping_round: u64,
     pub(super) next_quorum_check_at: LocalTime,
     pub(super) _machine: std::marker::PhantomData<S>,
 }

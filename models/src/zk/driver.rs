@@ -8,6 +8,7 @@
 //! Disk syncs are group commits: one in flight at a time, covering every write before it.
 
 use super::{
+    children_order::ChildrenOrder,
     server::{ClientLink, ServerEffect, ZkPeerMessage, ZkServer, ZkServerConfig},
     tree::DataTree,
     wire::ClientMessage,
@@ -16,7 +17,7 @@ use crate::zab::{
     ConfigError, Effect, KnownBugs, Link, LinkDirection, Notification, PersistToken, ZabConfig,
     storage::ZabFiles,
 };
-use rand::Rng;
+use rand::{Rng, RngCore};
 use sim::{
     NodeContext, NodeId, Sim,
     clock::LocalTime,
@@ -44,8 +45,10 @@ pub struct ZkEnsembleConfig {
     pub sync_limit_ticks: u32,
     /// Leader's DIFF window before it sends a SNAP.
     pub diff_window: usize,
-    /// Largest session timeout granted.
-    pub max_session_timeout: Duration,
+    /// Largest session timeout granted (ZooKeeper's `maxSessionTimeout`); `None` is
+    /// ZooKeeper's default, 20 ticks. Ensembles set 4 s unless told otherwise, so that
+    /// the catalogue's sessions of up to 4 s get what they ask with a 100 ms tick.
+    pub max_session_timeout: Option<Duration>,
     /// The width of each parent's sequence counter (ZooKeeper's 32 bits, or fewer for a
     /// test in which it wraps); the servers name sequential nodes by it and the clients
     /// order them by it.
@@ -63,7 +66,7 @@ impl ZkEnsembleConfig {
             tick: Duration::from_millis(100),
             sync_limit_ticks: 5,
             diff_window: 500,
-            max_session_timeout: Duration::from_secs(4),
+            max_session_timeout: Some(Duration::from_secs(4)),
             sequence_width: super::SequenceWidth::ZOOKEEPER,
             bugs: KnownBugs::none(),
         }
@@ -88,7 +91,9 @@ impl ZkEnsembleConfig {
         zab.diff_window = self.diff_window;
         zab.bugs = self.bugs.clone();
         let mut config = ZkServerConfig::new(zab);
-        config.max_session_timeout = self.max_session_timeout;
+        if let Some(max) = self.max_session_timeout {
+            config.max_session_timeout = max;
+        }
         config.sequence_width = self.sequence_width;
         config
     }
@@ -98,6 +103,8 @@ impl ZkEnsembleConfig {
 #[derive(Clone)]
 pub struct ZkEnsemble {
     config: Arc<ZkEnsembleConfig>,
+    /// The order every server answers `getChildren` in, keyed by the world's seed.
+    children_order: ChildrenOrder,
     peers: StreamNetwork<ZkPeerMessage>,
     election: DatagramNetwork<Notification>,
     clients: StreamNetwork<ClientMessage>,
@@ -121,6 +128,7 @@ impl ZkEnsemble {
         }
         Ok(Self {
             config: Arc::new(config),
+            children_order: ChildrenOrder::keyed(sim.seed().stream("zk-children-order").next_u64()),
             peers: sim.stream_network(),
             election: sim.datagram_network(),
             clients: sim.stream_network(),
@@ -194,7 +202,9 @@ async fn run_server(context: NodeContext, ensemble: ZkEnsemble) {
         }
     };
     let instance: u64 = context.rng("zk-server-instance").r#gen();
-    let server = match ZkServer::new(ensemble.config.server_config(me), files.load(), instance) {
+    let mut config = ensemble.config.server_config(me);
+    config.children_order = ensemble.children_order;
+    let server = match ZkServer::new(config, files.load(), instance) {
         Ok(server) => server,
         Err(error) => {
             context

@@ -2,6 +2,7 @@
 //! the client.
 
 pub mod acl;
+pub mod children_order;
 pub mod client;
 pub mod driver;
 pub mod path;
@@ -15,6 +16,7 @@ pub mod watches;
 pub mod wire;
 
 pub use acl::NodeAcl;
+pub use children_order::ChildrenOrder;
 pub use client::{
     FoundNode, ProtectedCreate, SessionExpiry, Watch, WatchLost, WatchedEvent, ZkClient,
     ZkClientConfig, ZkClientError,

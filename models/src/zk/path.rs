@@ -1,9 +1,32 @@
-//! Znode path rules (ZooKeeper's `PathUtils.validatePath`).
+//! Znode path rules, and where each lives. Checked against ZooKeeper 3.8.0 with requests
+//! that skip the Java client's own check:
+//!
+//! | path | client (`zookeeper-client` 0.11) | server: reads | `create` | `delete` | `setData`, `setACL` |
+//! |---|---|---|---|---|---|
+//! | `/a//x` | BadArguments | NoNode (`exists`: none) | NoNode (parent `/a/`) | NoNode | BadArguments |
+//! | `/a/./x` | BadArguments | NoNode | NoNode (parent `/a/.`) | NoNode | BadArguments |
+//! | `/a/` | BadArguments (allowed for a sequential create) | NoNode | BadArguments | NoNode | BadArguments |
+//! | `/a/.`, `/a/..` | sent as they are | NoNode | BadArguments | NoNode | BadArguments |
+//!
+//! - The client ([`validate_request`]) is `zookeeper-client`'s `util::validate_path`: it
+//!   checks empty segments and `.`/`..` segments only where a `/` follows them.
+//! - The server checks a full path only where ZooKeeper's `PrepRequestProcessor` does
+//!   ([`validate`], `PathUtils.validatePath`): a create's final path, `setData`, `setACL`
+//!   and a multi's `check`. A create and a delete first only split the path at its last `/`
+//!   ([`split_request`]: `validatePathForCreate`, `getParentPathAndValidate`) and look the
+//!   parent up; reads (`FinalRequestProcessor`) only look the path up.
 
 use sim::history::zk::ZkError;
 
-/// Checks that `path` names a znode: absolute, no trailing `/` (except the root), no empty
-/// segment, no `.` or `..` segment, no NUL. Anything else is `BadArguments`.
+/// Characters ZooKeeper refuses in a path (`PathUtils.validatePath`; `zookeeper-client`
+/// refuses the same ranges and NUL).
+fn is_refused_char(c: char) -> bool {
+    matches!(u32::from(c), 0x0000..=0x001f | 0x007f..=0x009f | 0xd800..=0xf8ff | 0xfff0..=0xffff)
+}
+
+/// The server's full check (`PathUtils.validatePath`): absolute, no trailing `/` (except
+/// the root), no empty segment, no `.` or `..` segment, no refused character. Anything
+/// else is `BadArguments`.
 pub fn validate(path: &str) -> Result<(), ZkError> {
     if !path.starts_with('/') {
         return Err(ZkError::BadArguments);
@@ -11,7 +34,7 @@ pub fn validate(path: &str) -> Result<(), ZkError> {
     if path == "/" {
         return Ok(());
     }
-    if path.ends_with('/') || path.contains('\0') {
+    if path.ends_with('/') || path.chars().any(is_refused_char) {
         return Err(ZkError::BadArguments);
     }
     for segment in path[1..].split('/') {
@@ -22,16 +45,64 @@ pub fn validate(path: &str) -> Result<(), ZkError> {
     Ok(())
 }
 
-/// Checks a create path: for sequential modes the path is a prefix that the sequence number
-/// completes, so `/queue/` is fine (it becomes `/queue/0000000003`), as in ZooKeeper.
-pub fn validate_create(path: &str, sequential: bool) -> Result<(), ZkError> {
-    if sequential {
-        validate(&format!("{path}1"))
-    } else if path == "/" {
-        // The root always exists.
-        Err(ZkError::NodeExists)
+/// The client's check before sending (`zookeeper-client` 0.11, `util::validate_path`):
+/// absolute; no refused character; no empty segment; a `.` or `..` segment only at the end
+/// (the crate looks for one only where a `/` follows it); no trailing `/` unless
+/// `trailing_slash` allows it (a sequential create, whose path is a prefix).
+pub fn validate_request(path: &str, trailing_slash: TrailingSlash) -> Result<(), ZkError> {
+    if !path.starts_with('/') {
+        return Err(ZkError::BadArguments);
+    }
+    if path == "/" {
+        return Ok(());
+    }
+    if path.chars().any(is_refused_char) {
+        return Err(ZkError::BadArguments);
+    }
+    let segments: Vec<&str> = path[1..].split('/').collect();
+    let (last, inner) = segments
+        .split_last()
+        .expect("split yields one segment at least");
+    for segment in inner {
+        if segment.is_empty() || *segment == "." || *segment == ".." {
+            return Err(ZkError::BadArguments);
+        }
+    }
+    if last.is_empty() && trailing_slash == TrailingSlash::Refused {
+        return Err(ZkError::BadArguments);
+    }
+    Ok(())
+}
+
+/// The client's check of a create's path: a sequential create's path may end with `/`.
+pub fn validate_create_request(path: &str, sequential: bool) -> Result<(), ZkError> {
+    let trailing_slash = if sequential {
+        TrailingSlash::Allowed
     } else {
-        validate(path)
+        TrailingSlash::Refused
+    };
+    validate_request(path, trailing_slash)
+}
+
+/// Whether a path may end with `/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrailingSlash {
+    /// A sequential create's prefix: `/queue/` becomes `/queue/0000000003`.
+    Allowed,
+    /// Every other path.
+    Refused,
+}
+
+/// A create's or a delete's first check at the server: the parent to look up, the path
+/// cut at its last `/` (`/` for a top-level node and for the root itself);
+/// `BadArguments` for a path without `/` or with NUL (ZooKeeper's `validatePathForCreate`
+/// and `getParentPathAndValidate`, which also refuses to delete the root).
+pub fn split_request(path: &str) -> Result<&str, ZkError> {
+    match path.rfind('/') {
+        None => Err(ZkError::BadArguments),
+        Some(_) if path.contains('\0') => Err(ZkError::BadArguments),
+        Some(0) => Ok("/"),
+        Some(index) => Ok(&path[..index]),
     }
 }
 
@@ -65,19 +136,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn valid_and_invalid_paths() {
-        for good in ["/", "/a", "/a/b", "/a-b/c_d.e", "/a/.b"] {
+    fn the_servers_full_check() {
+        for good in ["/", "/a", "/a/b", "/a-b/c_d.e", "/a/.b", "/a/..b", "/路径"] {
             assert_eq!(validate(good), Ok(()), "{good}");
         }
         for bad in [
-            "", "a", "a/b", "/a/", "//", "/a//b", "/a/./b", "/a/..", "/.", "/a\0b",
+            "", "a", "a/b", "/a/", "//", "/a//b", "/a/./b", "/a/..", "/.", "/a\0b", "/a\u{7f}",
         ] {
             assert_eq!(validate(bad), Err(ZkError::BadArguments), "{bad:?}");
         }
-        assert_eq!(validate_create("/q/", true), Ok(()));
-        assert_eq!(validate_create("/q/", false), Err(ZkError::BadArguments));
-        assert_eq!(validate_create("/", false), Err(ZkError::NodeExists));
-        assert_eq!(validate_create("//", true), Err(ZkError::BadArguments));
+    }
+
+    #[test]
+    fn the_clients_check_is_zookeeper_clients() {
+        use TrailingSlash::{Allowed, Refused};
+        // As `zookeeper-client` 0.11's own tests (`util.rs`).
+        for good in [
+            "/",
+            "/abc",
+            "/abc/efg",
+            "/abc/.a./efg",
+            "/abc/..a/efg",
+            "/abc/路径/efg",
+        ] {
+            assert_eq!(validate_request(good, Refused), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "a",
+            "/abc//efg",
+            "/abc/./efg",
+            "/abc/../efg",
+            "/abc/",
+            "/a\0",
+        ] {
+            assert_eq!(
+                validate_request(bad, Refused),
+                Err(ZkError::BadArguments),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(validate_request("/abc/", Allowed), Ok(()));
+        assert_eq!(validate_request("//", Allowed), Err(ZkError::BadArguments));
+        // A dot segment at the end goes to the server (which answers NoNode or BadArguments).
+        assert_eq!(validate_request("/a/.", Refused), Ok(()));
+        assert_eq!(validate_request("/a/..", Refused), Ok(()));
     }
 
     #[test]
@@ -87,5 +190,10 @@ mod tests {
         assert_eq!(name("/a/b/c"), "c");
         assert_eq!(join("/", "x"), "/x");
         assert_eq!(join("/a", "x"), "/a/x");
+        assert_eq!(split_request("/a//x"), Ok("/a/"));
+        assert_eq!(split_request("/a"), Ok("/"));
+        assert_eq!(split_request("a"), Err(ZkError::BadArguments));
+        assert_eq!(split_request("/"), Ok("/"));
+        assert_eq!(split_request("/a\0"), Err(ZkError::BadArguments));
     }
 }

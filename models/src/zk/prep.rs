@@ -10,7 +10,7 @@ use super::{
     acl::{self, AuthId, NodeAcl},
     path,
     sequence::SequenceWidth,
-    tree::DataTree,
+    tree::{DataTree, SPECIAL_PATHS},
     txn::{SessionId, TxnBody, bump},
 };
 use sim::history::zk::{CreateMode, Perms, ZkError};
@@ -54,6 +54,14 @@ pub enum WriteOp {
         /// Expected ACL version (`aversion`).
         version: Option<i32>,
     },
+    /// Check a node's version, in a multi only (`Op.check`): the multi fails unless the
+    /// node exists with that version (`None`: any).
+    Check {
+        /// Path.
+        path: String,
+        /// Expected version.
+        version: Option<i32>,
+    },
 }
 
 impl WriteOp {
@@ -63,8 +71,19 @@ impl WriteOp {
             WriteOp::Create { path, .. }
             | WriteOp::Delete { path, .. }
             | WriteOp::SetData { path, .. }
-            | WriteOp::SetAcl { path, .. } => path,
+            | WriteOp::SetAcl { path, .. }
+            | WriteOp::Check { path, .. } => path,
         }
+    }
+}
+
+/// Whether an expected version allows the current one: `None` and -1 (ZooKeeper's "any",
+/// as `checkAndIncVersion` reads it; `zookeeper-client` sends `Some(-1)` as it is) match
+/// every version.
+fn version_matches(expected: Option<i32>, current: i32) -> bool {
+    match expected {
+        None | Some(-1) => true,
+        Some(expected) => expected == current,
     }
 }
 
@@ -74,6 +93,10 @@ fn is_sequential(mode: CreateMode) -> bool {
         CreateMode::PersistentSequential | CreateMode::EphemeralSequential
     )
 }
+
+/// The owner a container carries instead of a session (ZooKeeper's
+/// `EphemeralType.CONTAINER_EPHEMERAL_OWNER`, `Long.MIN_VALUE`); a stat shows 0.
+pub const CONTAINER_OWNER: SessionId = 1 << 63;
 
 fn is_ephemeral(mode: CreateMode) -> bool {
     matches!(
@@ -99,21 +122,24 @@ pub fn prepare(
             mode,
             acl: requested,
         } => {
+            // ZooKeeper's `pRequest2TxnCreate`: split at the last `/`, look the parent up,
+            // then check the full final path (so `/a//x` is NoNode, `/a/` BadArguments).
             let sequential = is_sequential(*mode);
-            path::validate_create(path, sequential)?;
+            let parent_path = path::split_request(path)?;
             let node_acl = acl::fixup(requested, ids)?;
-            let parent_path = path::parent(path);
             let parent = tree.node(parent_path).ok_or(ZkError::NoNode)?;
             parent.acl().check(Perms::CREATE, ids)?;
             let parent_stat = parent.stat();
+            let created = parent.children_created();
             let final_path = if sequential {
-                // The sequence is the parent's cversion, `%010d` as in ZooKeeper (read as a
-                // signed number of the counter's width, which is 32 bits unless a test
-                // narrows it).
-                format!("{path}{}", width.suffix(parent_stat.cversion))
+                // The sequence is the parent's count of creates (its persisted cversion),
+                // `%010d` as in ZooKeeper (read as a signed number of the counter's width,
+                // which is 32 bits unless a test narrows it).
+                format!("{path}{}", width.suffix(created))
             } else {
                 path.clone()
             };
+            path::validate(&final_path)?;
             if tree.node(&final_path).is_some() {
                 return Err(ZkError::NodeExists);
             }
@@ -123,21 +149,28 @@ pub fn prepare(
             Ok(TxnBody::Create {
                 path: final_path,
                 data: data.clone(),
-                ephemeral_owner: if is_ephemeral(*mode) { session } else { 0 },
-                parent_cversion: bump(parent_stat.cversion),
+                ephemeral_owner: match mode {
+                    CreateMode::Container => CONTAINER_OWNER,
+                    _ if is_ephemeral(*mode) => session,
+                    _ => 0,
+                },
+                parent_cversion: bump(created),
                 acl: node_acl,
             })
         }
         WriteOp::Delete { path, version } => {
-            path::validate(path)?;
-            if path == "/" {
+            // `getParentPathAndValidate`: only the split (and the root, a special path) is
+            // checked; a path no node can have is NoNode.
+            if SPECIAL_PATHS.contains(&path.as_str()) {
                 return Err(ZkError::BadArguments);
             }
-            let parent = tree.node(path::parent(path)).ok_or(ZkError::NoNode)?;
+            let parent = tree
+                .node(path::split_request(path)?)
+                .ok_or(ZkError::NoNode)?;
             parent.acl().check(Perms::DELETE, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             let stat = node.stat();
-            if version.is_some_and(|expected| expected != stat.version) {
+            if !version_matches(*version, stat.version) {
                 return Err(ZkError::BadVersion);
             }
             if stat.num_children > 0 {
@@ -154,7 +187,7 @@ pub fn prepare(
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             node.acl().check(Perms::WRITE, ids)?;
             let stat = node.stat();
-            if version.is_some_and(|expected| expected != stat.version) {
+            if !version_matches(*version, stat.version) {
                 return Err(ZkError::BadVersion);
             }
             Ok(TxnBody::SetData {
@@ -172,7 +205,7 @@ pub fn prepare(
             let node_acl = acl::fixup(requested, ids)?;
             let node = tree.node(path).ok_or(ZkError::NoNode)?;
             node.acl().check(Perms::ADMIN, ids)?;
-            if version.is_some_and(|expected| expected != node.aversion()) {
+            if !version_matches(*version, node.aversion()) {
                 return Err(ZkError::BadVersion);
             }
             Ok(TxnBody::SetAcl {
@@ -180,6 +213,17 @@ pub fn prepare(
                 acl: node_acl,
                 aversion: bump(node.aversion()),
             })
+        }
+        WriteOp::Check { path, version } => {
+            // `PrepRequestProcessor`, `OpCode.check`: the path, the node, READ on it, the
+            // version (ZooKeeper's `CheckVersionTxn` changes nothing when applied).
+            path::validate(path)?;
+            let node = tree.node(path).ok_or(ZkError::NoNode)?;
+            node.acl().check(Perms::READ, ids)?;
+            if !version_matches(*version, node.stat().version) {
+                return Err(ZkError::BadVersion);
+            }
+            Ok(TxnBody::Check { path: path.clone() })
         }
     }
 }

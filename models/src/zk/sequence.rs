@@ -1,8 +1,9 @@
 //! ZooKeeper's sequence counter: how wide it is, the names it gives, and the order of
 //! sequential nodes across its wrap.
 //!
-//! ZooKeeper names a sequential node by appending its parent's `cversion` — a signed 32-bit
-//! counter that every create and delete of a child bumps — formatted `%010d`
+//! ZooKeeper names a sequential node by appending its parent's persisted `cversion` — a
+//! signed 32-bit counter that every create of a child bumps (the `cversion` a stat shows
+//! also counts deletes: it is derived, see `tree::Znode::stat`) — formatted `%010d`
 //! (`PrepRequestProcessor`). After 2147483647 the counter wraps to -2147483648
 //! (ZOOKEEPER-2944 corrected the documentation to say so), and the names then carry a minus
 //! sign: `lock--2147483648` (eleven characters after the prefix), and at `-5`,
@@ -23,10 +24,10 @@
 //! for a lock: with a holder at `2147483647` a new waiter gets `-2147483648`, sorts first,
 //! and holds beside it. In the counter's circular order the waiter comes right after the
 //! holder. That order is well defined as long as the nodes alive together span less than
-//! half the counter's range (2^31 creates and deletes under one parent while a node waits,
+//! half the counter's range (2^31 creates under one parent while a node waits,
 //! at 32 bits; 8 at the smallest width, [`SequenceWidth::MIN_BITS`]): then exactly one node
 //! has every other within the next half range, and it is the oldest. Nodes that span more
-//! cannot be ordered by their names at all (a name repeats every 2^b bumps).
+//! cannot be ordered by their names at all (a name repeats every 2^b creates).
 
 use std::fmt;
 
@@ -41,7 +42,7 @@ impl SequenceWidth {
     /// ZooKeeper's counter: a Java `int`.
     pub const ZOOKEEPER: SequenceWidth = SequenceWidth { bits: 32 };
     /// The narrowest counter allowed: it wraps every 8 bumps and orders nodes that span
-    /// fewer than 8 creates and deletes — a line of a few clients with nothing in flight.
+    /// fewer than 8 creates — a line of a few clients with nothing in flight.
     pub const MIN_BITS: u32 = 4;
 
     /// A counter of `bits` bits, if that is between [`Self::MIN_BITS`] and 32.

@@ -20,6 +20,7 @@
 
 use super::{
     acl::{self, AuthIds},
+    children_order::ChildrenOrder,
     prep,
     sequence::SequenceWidth,
     sessions::{SessionStatus, SessionTracker},
@@ -31,8 +32,8 @@ use super::{
     },
 };
 use crate::zab::{
-    ConfigError, Effect, Link, LinkDirection, Notification, PeerMessage, PersistToken,
-    PersistentState, Serving, ZabBug, ZabConfig, ZabCore, Zxid,
+    ConfigError, Effect, LeadershipCheck, Link, LinkDirection, Notification, PeerMessage,
+    PersistToken, PersistentState, Serving, ZabBug, ZabConfig, ZabCore, Zxid,
 };
 use sim::{
     NodeId,
@@ -62,21 +63,32 @@ pub struct ClientLink(pub u64);
 pub struct ZkServerConfig {
     /// The ZAB side.
     pub zab: ZabConfig,
-    /// Smallest session timeout granted (ZooKeeper: 2 ticks).
+    /// Smallest session timeout granted (ZooKeeper's `minSessionTimeout`, 2 ticks by
+    /// default).
     pub min_session_timeout: Duration,
-    /// Largest session timeout granted (ZooKeeper: 20 ticks; here 40).
+    /// Largest session timeout granted (ZooKeeper's `maxSessionTimeout`, 20 ticks by
+    /// default).
     pub max_session_timeout: Duration,
     /// The width of each parent's sequence counter, which names sequential nodes.
     pub sequence_width: SequenceWidth,
+    /// The order `getChildren` answers in (an ensemble keys it by the world's seed).
+    pub children_order: ChildrenOrder,
+    /// How often the leader deletes containers that had children and have none
+    /// (ZooKeeper's `znode.container.checkIntervalMs`, 60 s by default).
+    pub container_check_interval: Duration,
 }
 
 impl ZkServerConfig {
-    /// Defaults around `zab`'s tick.
+    /// Defaults around `zab`'s tick: ZooKeeper's session bounds, 2 and 20 ticks
+    /// (`ZooKeeperServer.getMinSessionTimeout`/`getMaxSessionTimeout`; a ZooKeeper 3.8.0
+    /// with `tickTime=2000` grants 4000 ms for 100 or 1000 asked, 40000 ms for 100000).
     pub fn new(zab: ZabConfig) -> Self {
         Self {
             min_session_timeout: zab.tick * 2,
-            max_session_timeout: zab.tick * 40,
+            max_session_timeout: zab.tick * 20,
             sequence_width: SequenceWidth::ZOOKEEPER,
+            children_order: ChildrenOrder::keyed(0),
+            container_check_interval: Duration::from_secs(60),
             zab,
         }
     }
@@ -110,12 +122,41 @@ enum ConnState {
     Attached { session: SessionId },
 }
 
+/// How a write's reply looks: a create answers its stat only to `create2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplyShape {
+    /// `create2`: the created node's stat too.
+    WithStat,
+    /// Every other request: a create answers its path alone (in a multi too).
+    Plain,
+}
+
+impl ReplyShape {
+    fn shape(self, result: Result<ZkResponse, ZkError>) -> Result<ZkResponse, ZkError> {
+        match (self, result) {
+            (ReplyShape::WithStat, result) => result,
+            (ReplyShape::Plain, Ok(response)) => Ok(plain(response)),
+            (ReplyShape::Plain, error) => error,
+        }
+    }
+}
+
+fn plain(response: ZkResponse) -> ZkResponse {
+    match response {
+        ZkResponse::CreatedWithStat { path, .. } => ZkResponse::Created { path },
+        ZkResponse::Multi { results } => ZkResponse::Multi {
+            results: results.into_iter().map(plain).collect(),
+        },
+        other => other,
+    }
+}
+
 #[derive(Debug)]
 enum Queued {
     /// A read waiting for the writes before it.
     Read(u64, ClientRequest),
-    /// A write, sync or close sent to the leader.
-    Forwarded(u64),
+    /// A write, sync or close sent to the leader, and how its reply looks.
+    Forwarded(u64, ReplyShape),
     /// An answer given at once (`addAuth`), sent in its turn.
     Answer(u64, Result<ZkResponse, ZkError>),
 }
@@ -128,9 +169,13 @@ struct ClientConn {
     ids: AuthIds,
 }
 
+/// A `sync` the leader answers once every proposal before it is committed (and, unless
+/// `zab.sync_not_quorum` is on, a quorum confirmed the leader after it arrived).
 #[derive(Debug)]
 struct PendingSync {
     after: Zxid,
+    /// `None` with `zab.sync_not_quorum`: no quorum is asked.
+    leadership: Option<LeadershipCheck>,
     origin: NodeId,
     session: SessionId,
     cxid: u64,
@@ -142,8 +187,10 @@ struct LeaderSide {
     /// The committed tree plus every proposed, not yet committed, transaction.
     prepared: DataTree,
     tracker: SessionTracker,
-    /// `sync`s answered once earlier proposals commit (the `zab.sync_not_quorum` bug).
+    /// `sync`s not answered yet.
     pending_syncs: Vec<PendingSync>,
+    /// When the leader next looks for empty containers (`ContainerManager`).
+    next_container_check: LocalTime,
 }
 
 /// One ZooKeeper server. Feed it inputs; drain [`ServerEffect`]s.
@@ -152,6 +199,8 @@ pub struct ZkServer {
     min_session_timeout: Duration,
     max_session_timeout: Duration,
     sequence_width: SequenceWidth,
+    children_order: ChildrenOrder,
+    container_check_interval: Duration,
     /// Random per incarnation: tokens of a restarted server never match old ones.
     instance: u64,
     next_token: u64,
@@ -167,6 +216,9 @@ pub struct ZkServer {
     effects: Vec<ServerEffect>,
     core_buffer: Vec<Effect<DataTree, ServerMessage>>,
     fired: Vec<ClientLink>,
+    /// The last transaction whose `Applied` effect this server has handled (replies sent):
+    /// the leader answers a sync only after it, so the replies before the sync go first.
+    handled_upto: Zxid,
 }
 
 impl ZkServer {
@@ -177,11 +229,15 @@ impl ZkServer {
         instance: u64,
     ) -> Result<Self, ConfigError> {
         let core = ZabCore::restore(config.zab, disk)?;
+        // What it restored owes no replies.
+        let handled_upto = core.last_applied();
         Ok(Self {
             core,
             min_session_timeout: config.min_session_timeout,
             max_session_timeout: config.max_session_timeout.max(config.min_session_timeout),
             sequence_width: config.sequence_width,
+            children_order: config.children_order,
+            container_check_interval: config.container_check_interval,
             instance,
             next_token: 0,
             clients: BTreeMap::new(),
@@ -195,6 +251,7 @@ impl ZkServer {
             effects: Vec::new(),
             core_buffer: Vec::new(),
             fired: Vec::new(),
+            handled_upto,
         })
     }
 
@@ -265,6 +322,9 @@ impl ZkServer {
     pub fn on_peer_message(&mut self, now: LocalTime, link: Link, message: ZkPeerMessage) {
         self.core.on_message(now, link, message);
         self.pump(now);
+        // A follower's echo may confirm the leadership a waiting sync needs.
+        self.release_syncs(now);
+        self.pump(now);
     }
 
     /// A disk sync completed.
@@ -319,10 +379,15 @@ impl ZkServer {
                     auth,
                 },
             ) => {
-                // Credentials the client had added before: they were accepted then, and
-                // are checked the same way now (one that fails is left out).
+                // Credentials the client sends with every connection: one that fails ends
+                // the connection, as an `addAuth` does. (ZooKeeper attaches the session
+                // first and leaves it to expire; the model refuses before attaching.)
                 for info in &auth {
-                    let _ = self.add_auth(link, info);
+                    if self.add_auth(link, info).is_err() {
+                        self.refuse(link, Refusal::AuthFailed);
+                        self.pump(now);
+                        return;
+                    }
                 }
                 self.on_connect(now, link, session, timeout_ms, last_zxid_seen)
             }
@@ -366,6 +431,9 @@ impl ZkServer {
         loop {
             self.core.swap_effects(&mut self.core_buffer);
             if self.core_buffer.is_empty() {
+                // Every transaction applied so far is handled (some, restored from disk or
+                // a snapshot, never had replies to send).
+                self.handled_upto = self.core.last_applied();
                 return;
             }
             let mut buffer = std::mem::take(&mut self.core_buffer);
@@ -391,6 +459,7 @@ impl ZkServer {
                     prepared: tree.clone(),
                     tracker: SessionTracker::from_committed(tree.sessions(), now),
                     pending_syncs: Vec::new(),
+                    next_container_check: now + self.container_check_interval,
                 });
             }
             Serving::AsFollower { .. } | Serving::AsObserver { .. } => {}
@@ -412,6 +481,7 @@ impl ZkServer {
 
     fn on_applied(&mut self, now: LocalTime, zxid: Zxid, txn: &Arc<Txn>, outcome: ApplyOutcome) {
         let zxid_value = zxid.as_u64();
+        self.handled_upto = zxid;
         // 1. Watch events first: the client must see them before any later reply.
         for (path, event) in &outcome.triggers {
             self.fired.clear();
@@ -443,7 +513,6 @@ impl ZkServer {
                 )));
             }
         }
-        self.release_syncs(now);
         // 3. The reply, if the session is attached here.
         match outcome.result {
             TxnResult::SessionCreated {
@@ -479,6 +548,8 @@ impl ZkServer {
             }
             TxnResult::SessionMoved => self.close_moved(txn.session(), txn.cxid()),
         }
+        // 4. Syncs waiting for this transaction.
+        self.release_syncs(now);
     }
 
     fn on_server_message(&mut self, now: LocalTime, from: NodeId, message: ServerMessage) {
@@ -658,6 +729,15 @@ impl ZkServer {
             // Takes effect at once for the requests after it (ZooKeeper handles auth
             // packets on arrival); the answer waits for the replies before it.
             let result = self.add_auth(link, info);
+            if result.is_err() {
+                // `ZooKeeperServer.processPacket`: an auth packet with an unknown scheme is
+                // answered AuthFailed at once and the connection is closed (replies still
+                // owed on it are lost); the session stays until it expires.
+                let zxid = self.core.last_applied().as_u64();
+                self.send_to_client(link, ClientMessage::Reply { xid, zxid, result });
+                self.close_client(link);
+                return;
+            }
             let conn = self.clients.get_mut(&link).expect("known connection");
             if conn.queue.is_empty() {
                 let zxid = self.core.last_applied().as_u64();
@@ -676,10 +756,14 @@ impl ZkServer {
             }
             return;
         }
-        conn.queue.push_back(Queued::Forwarded(xid));
+        let shape = match request {
+            ClientRequest::Create2(_) => ReplyShape::WithStat,
+            _ => ReplyShape::Plain,
+        };
+        conn.queue.push_back(Queued::Forwarded(xid, shape));
         let ids = conn.ids.clone();
         let request = match request {
-            ClientRequest::Write(op) => LeaderRequest::Write(op),
+            ClientRequest::Write(op) | ClientRequest::Create2(op) => LeaderRequest::Write(op),
             ClientRequest::Multi(ops) => LeaderRequest::Multi(ops),
             ClientRequest::Sync { .. } => LeaderRequest::Sync,
             ClientRequest::CloseSession => LeaderRequest::CloseSession,
@@ -687,6 +771,8 @@ impl ZkServer {
             | ClientRequest::Exists { .. }
             | ClientRequest::GetChildren { .. }
             | ClientRequest::GetAcl { .. }
+            | ClientRequest::GetEphemerals { .. }
+            | ClientRequest::GetAllChildrenNumber { .. }
             | ClientRequest::AddAuth(_) => unreachable!("reads and auth handled above"),
         };
         self.submit(now, session, xid, request, ids);
@@ -737,13 +823,21 @@ impl ZkServer {
                 result
             }
             ClientRequest::GetChildren { path, watch } => {
-                let result = tree.get_children(path, ids);
+                let mut result = tree.get_children(path, ids);
+                if let Ok(ZkResponse::Children { children, .. }) = &mut result {
+                    self.children_order.arrange(children);
+                }
                 if *watch && result.is_ok() {
                     self.watches.watch_children(path, link);
                 }
                 result
             }
             ClientRequest::GetAcl { path } => tree.get_acl(path, ids),
+            ClientRequest::GetEphemerals { prefix } => match conn.state {
+                ConnState::Attached { session } => Ok(tree.get_ephemerals(session, prefix)),
+                _ => Err(ZkError::SessionExpired),
+            },
+            ClientRequest::GetAllChildrenNumber { path } => tree.get_all_children_number(path, ids),
             _ => Err(ZkError::BadArguments),
         };
         let zxid = self.core.last_applied().as_u64();
@@ -764,13 +858,16 @@ impl ZkServer {
         let Some(conn) = self.clients.get_mut(&link) else {
             return;
         };
-        match conn.queue.front() {
-            Some(Queued::Forwarded(xid)) if *xid == cxid => {
+        let shape = match conn.queue.front() {
+            Some(Queued::Forwarded(xid, shape)) if *xid == cxid => {
+                let shape = *shape;
                 conn.queue.pop_front();
+                shape
             }
             // Asked through another connection (the client moved): not ours to answer.
             _ => return,
-        }
+        };
+        let result = shape.shape(result);
         self.send_to_client(
             link,
             ClientMessage::Reply {
@@ -807,7 +904,7 @@ impl ZkServer {
             return;
         };
         let sent_here = self.clients.get(&link).is_some_and(
-            |conn| matches!(conn.queue.front(), Some(Queued::Forwarded(xid)) if *xid == cxid),
+            |conn| matches!(conn.queue.front(), Some(Queued::Forwarded(xid, _)) if *xid == cxid),
         );
         if sent_here {
             self.close_client(link);
@@ -899,12 +996,29 @@ impl ZkServer {
             LeaderRequest::Multi(ops) => {
                 prep::prepare_multi(&leader.prepared, session, ids, &ops, width)
             }
-            LeaderRequest::Sync if sync_not_quorum => {
-                // ZOOKEEPER-1675: answered once earlier proposals commit, with no check that
-                // a quorum still follows this leader.
+            LeaderRequest::Sync => {
+                // As ZooKeeper's `Leader.processSync`: no proposal and no zxid; the answer
+                // goes to the follower once every proposal before the sync is committed,
+                // after those COMMITs on the same FIFO link, so the follower has applied
+                // them when it answers. ZooKeeper asks no quorum (ZOOKEEPER-1675, the
+                // `zab.sync_not_quorum` bug); the model also waits until a quorum answers
+                // a ping sent after the sync arrived, so a deposed leader cannot answer.
                 let after = self.core.last_proposed().unwrap_or(Zxid::ZERO);
+                let leadership = if sync_not_quorum {
+                    None
+                } else {
+                    match self.core.confirm_leadership() {
+                        Some(check) => Some(check),
+                        // Not an established leader: nothing to answer with.
+                        None => return,
+                    }
+                };
+                let Some(leader) = &mut self.leader else {
+                    return;
+                };
                 leader.pending_syncs.push(PendingSync {
                     after,
+                    leadership,
                     origin,
                     session,
                     cxid,
@@ -912,7 +1026,6 @@ impl ZkServer {
                 self.release_syncs(now);
                 return;
             }
-            LeaderRequest::Sync => TxnBody::Sync,
             LeaderRequest::CloseSession => {
                 leader.tracker.mark_closing(session);
                 TxnBody::CloseSession {
@@ -924,6 +1037,8 @@ impl ZkServer {
     }
 
     fn propose(&mut self, now: LocalTime, txn: Txn) {
+        // Stamped as ZooKeeper's `TxnHeader.time`: the times a stat shows are the leader's.
+        let txn = txn.at(now.as_nanos() / 1_000_000);
         let Ok(zxid) = self.core.propose(now, txn) else {
             return;
         };
@@ -946,17 +1061,22 @@ impl ZkServer {
     }
 
     fn release_syncs(&mut self, _now: LocalTime) {
-        let committed = self.core.committed();
+        let handled = self.handled_upto.min(self.core.committed());
         let Some(leader) = &mut self.leader else {
             return;
         };
         if leader.pending_syncs.is_empty() {
             return;
         }
-        let (ready, waiting): (Vec<PendingSync>, Vec<PendingSync>) = leader
-            .pending_syncs
-            .drain(..)
-            .partition(|sync| sync.after <= committed);
+        let core = &self.core;
+        let (ready, waiting): (Vec<PendingSync>, Vec<PendingSync>) =
+            leader.pending_syncs.drain(..).partition(|sync| {
+                sync.after <= handled
+                    && sync
+                        .leadership
+                        .as_ref()
+                        .is_none_or(|check| core.leadership_confirmed(check))
+            });
         leader.pending_syncs = waiting;
         let me = self.core.me();
         for sync in ready {
@@ -976,6 +1096,7 @@ impl ZkServer {
     }
 
     fn housekeeping(&mut self, now: LocalTime) {
+        self.delete_empty_containers(now);
         if let Some(leader) = &mut self.leader {
             let expired = leader.tracker.expired(now);
             for session in expired {
@@ -997,6 +1118,23 @@ impl ZkServer {
         } else if !self.touched.is_empty() && self.core.serving() != Serving::Stopped {
             let sessions: Vec<SessionId> = std::mem::take(&mut self.touched).into_iter().collect();
             self.core.send_to_leader(ServerMessage::Touch { sessions });
+        }
+    }
+
+    /// The leader's `ContainerManager`: every check interval, a delete (of no session,
+    /// answered to no one) for each container that has had children and has none, judged
+    /// on the prepared tree, so a delete is never proposed twice.
+    fn delete_empty_containers(&mut self, now: LocalTime) {
+        let interval = self.container_check_interval;
+        let Some(leader) = &mut self.leader else {
+            return;
+        };
+        if now < leader.next_container_check {
+            return;
+        }
+        leader.next_container_check = now + interval;
+        for path in leader.prepared.empty_containers() {
+            self.propose(now, Txn::new(0, 0, TxnBody::Delete { path }));
         }
     }
 

@@ -3,6 +3,7 @@
 use super::{
     acl::{AuthId, NodeAcl},
     path,
+    prep::CONTAINER_OWNER,
     txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, full_stat},
 };
 use crate::zab::{StateMachine, Zxid};
@@ -12,12 +13,21 @@ use std::{
     sync::Arc,
 };
 
+/// When a change happens: its zxid and the leader's clock when it prepared it (ms).
+#[derive(Clone, Copy, Debug, Default)]
+struct Stamp {
+    zxid: u64,
+    time_ms: u64,
+}
+
 /// One znode.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Znode {
     /// Its data.
     pub data: String,
-    /// Its stat (`num_children` and `data_length` are derived when read).
+    /// Its stat as ZooKeeper persists it (`StatPersisted`): `cversion` here counts the
+    /// children created under it, and the stat a client reads derives its `cversion`,
+    /// `num_children` and `data_length` (see [`Znode::stat`]).
     stat: Stat,
     /// Child names.
     children: BTreeSet<String>,
@@ -38,12 +48,40 @@ impl Znode {
         self.aversion
     }
 
-    /// The full stat.
+    /// The full stat, as a client reads it. Its `cversion` counts the children created AND
+    /// deleted: ZooKeeper keeps only the creates and derives the rest, as
+    /// `DataNode.copyStat` does (`cversion * 2 - numChildren`: "for every create there is a
+    /// delete except for the children still present"). A create then a delete under a
+    /// fresh parent reads 1, then 2 (checked against ZooKeeper 3.8.0).
     pub fn stat(&self) -> Stat {
+        let stat = full_stat(&self.stat, self.children.len(), &self.data);
         Stat {
+            // A container's owner is a marker, shown as 0 (`DataNode.getClientEphemeralOwner`).
+            ephemeral_owner: if self.is_container() {
+                0
+            } else {
+                stat.ephemeral_owner
+            },
             aversion: self.aversion,
-            ..full_stat(&self.stat, self.children.len(), &self.data)
+            cversion: self
+                .stat
+                .cversion
+                .wrapping_mul(2)
+                .wrapping_sub(stat.num_children as i32),
+            ..stat
         }
+    }
+
+    /// Whether it is a container (deleted by the leader once its last child is gone).
+    pub fn is_container(&self) -> bool {
+        self.stat.ephemeral_owner == CONTAINER_OWNER
+    }
+
+    /// How many children were ever created under it (ZooKeeper's persisted `cversion`):
+    /// the counter that names sequential children (`PrepRequestProcessor` appends
+    /// `parentRecord.stat.getCversion()`, which deletes do not move).
+    pub fn children_created(&self) -> i32 {
+        self.stat.cversion
     }
 
     /// Child names, in order.
@@ -60,19 +98,35 @@ pub struct DataTree {
     ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
 }
 
+/// The nodes every ZooKeeper server starts with, besides the root (`DataTree`'s
+/// constructor): `/zookeeper`, `/zookeeper/quota` (open) and `/zookeeper/config` (read
+/// only), none counted as created, so the root's stat shows cversion -1 and
+/// `/zookeeper`'s -2 (as ZooKeeper 3.8.0 answers). None of them, nor the root, can be
+/// deleted (`DataTree.isSpecialPath`).
+pub const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
+
 impl Default for DataTree {
     fn default() -> Self {
+        let node = |children: &[&str], acl: NodeAcl| Znode {
+            data: String::new(),
+            stat: Stat::default(),
+            children: children.iter().map(|name| name.to_string()).collect(),
+            acl,
+            aversion: 0,
+        };
+        let read_only = NodeAcl::from_entries(vec![sim::history::zk::Acl::new(
+            Perms::READ,
+            "world",
+            "anyone",
+        )]);
         let mut nodes = BTreeMap::new();
+        nodes.insert("/".to_string(), node(&["zookeeper"], NodeAcl::Open));
         nodes.insert(
-            "/".to_string(),
-            Znode {
-                data: String::new(),
-                stat: Stat::default(),
-                children: BTreeSet::new(),
-                acl: NodeAcl::Open,
-                aversion: 0,
-            },
+            "/zookeeper".to_string(),
+            node(&["config", "quota"], NodeAcl::Open),
         );
+        nodes.insert("/zookeeper/quota".to_string(), node(&[], NodeAcl::Open));
+        nodes.insert("/zookeeper/config".to_string(), node(&[], read_only));
         Self {
             nodes,
             sessions: BTreeMap::new(),
@@ -92,9 +146,9 @@ impl DataTree {
         self.nodes.len()
     }
 
-    /// Whether only the root exists.
+    /// Whether only the nodes every server starts with exist ([`SPECIAL_PATHS`]).
     pub fn is_empty(&self) -> bool {
-        self.nodes.len() == 1
+        self.nodes.len() == SPECIAL_PATHS.len()
     }
 
     /// Live sessions and their timeouts.
@@ -111,9 +165,10 @@ impl DataTree {
             .map(String::as_str)
     }
 
-    /// `getData` by a session authenticated as `ids` (READ on the node).
+    /// `getData` by a session authenticated as `ids` (READ on the node). Reads look the path
+    /// up and check nothing else about it, as ZooKeeper's `FinalRequestProcessor` (`/a//x`
+    /// is `NoNode`; see [`path`]).
     pub fn get_data(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
-        path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
         node.acl.check(Perms::READ, ids)?;
         Ok(ZkResponse::Data {
@@ -124,7 +179,6 @@ impl DataTree {
 
     /// `exists` (not ACL-controlled, as in ZooKeeper).
     pub fn exists(&self, path: &str) -> Result<ZkResponse, ZkError> {
-        path::validate(path)?;
         Ok(ZkResponse::Exists {
             stat: self.nodes.get(path).map(Znode::stat),
         })
@@ -132,7 +186,6 @@ impl DataTree {
 
     /// `getChildren` by a session authenticated as `ids` (READ on the node).
     pub fn get_children(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
-        path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
         node.acl.check(Perms::READ, ids)?;
         Ok(ZkResponse::Children {
@@ -144,7 +197,6 @@ impl DataTree {
     /// `getACL` by a session authenticated as `ids`: READ or ADMIN on the node, as in
     /// ZooKeeper's `FinalRequestProcessor`; without ADMIN the digest hashes are hidden.
     pub fn get_acl(&self, path: &str, ids: &[AuthId]) -> Result<ZkResponse, ZkError> {
-        path::validate(path)?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
         node.acl.check(Perms::READ.union(Perms::ADMIN), ids)?;
         Ok(ZkResponse::Acl {
@@ -154,21 +206,76 @@ impl DataTree {
         })
     }
 
+    /// `getEphemerals` of `session` (`FinalRequestProcessor`): its ephemeral nodes whose
+    /// path starts with `prefix` as a string (`/`, or blank, for all), in path order. No
+    /// ACL is checked.
+    pub fn get_ephemerals(&self, session: SessionId, prefix: &str) -> ZkResponse {
+        let all = prefix.trim().is_empty() || prefix.trim() == "/";
+        ZkResponse::Ephemerals {
+            paths: self
+                .ephemerals_of(session)
+                .filter(|path| all || path.starts_with(prefix))
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+
+    /// `getAllChildrenNumber` by a session authenticated as `ids` (`FinalRequestProcessor`:
+    /// the node must exist, READ on it): how many nodes lie below it
+    /// (`DataTree.getAllChildrenNumber`; below the root, the `/zookeeper` subtree too).
+    pub fn get_all_children_number(
+        &self,
+        path: &str,
+        ids: &[AuthId],
+    ) -> Result<ZkResponse, ZkError> {
+        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        node.acl.check(Perms::READ, ids)?;
+        let below = if path == "/" {
+            self.nodes.len() - 1
+        } else {
+            let prefix = format!("{path}/");
+            self.nodes
+                .range::<str, _>((
+                    std::ops::Bound::Excluded(prefix.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(key, _)| key.starts_with(&prefix))
+                .count()
+        };
+        Ok(ZkResponse::ChildrenNumber {
+            number: u32::try_from(below).unwrap_or(u32::MAX),
+        })
+    }
+
+    /// The containers the leader deletes now (ZooKeeper's
+    /// `ContainerManager.getCandidates`): those that have had a child and have none. (A
+    /// container that never had one stays: `maxNeverUsedIntervalMs` is 0 by default.)
+    pub fn empty_containers(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|(_, node)| {
+                node.is_container() && node.children_created() > 0 && node.children.is_empty()
+            })
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+
     /// Applies a prepared change to a scratch copy (the zxid does not matter there).
     pub(crate) fn apply_prepared(&mut self, session: SessionId, body: &TxnBody) {
         let mut triggers = Vec::new();
-        self.apply_body(0, session, body, &mut triggers);
+        self.apply_body(Stamp::default(), session, body, &mut triggers);
     }
 
     /// Applies one change; on a replica that diverged (only with known bugs on) a change
     /// that does not fit fails without effect instead of panicking.
     fn apply_body(
         &mut self,
-        zxid: u64,
+        stamp: Stamp,
         session: SessionId,
         body: &TxnBody,
         triggers: &mut Vec<(String, WatchEventType)>,
     ) -> TxnResult {
+        let zxid = stamp.zxid;
         match body {
             TxnBody::CreateSession { timeout_ms, .. } => {
                 self.sessions.insert(zxid, *timeout_ms);
@@ -202,7 +309,7 @@ impl DataTree {
                 parent_cversion,
                 acl,
             } => match self.create_node(
-                zxid,
+                stamp,
                 path,
                 data,
                 *ephemeral_owner,
@@ -210,7 +317,16 @@ impl DataTree {
                 acl,
                 triggers,
             ) {
-                Ok(()) => TxnResult::Done(ZkResponse::Created { path: path.clone() }),
+                // With the stat, for a `create2`; the server answers a plain create
+                // without it (`ReplyShape`).
+                Ok(()) => TxnResult::Done(ZkResponse::CreatedWithStat {
+                    path: path.clone(),
+                    stat: self
+                        .nodes
+                        .get(path.as_str())
+                        .map(Znode::stat)
+                        .unwrap_or_default(),
+                }),
                 Err(error) => TxnResult::Failed(error),
             },
             TxnBody::Delete { path } => {
@@ -231,6 +347,7 @@ impl DataTree {
                 node.data = data.clone();
                 node.stat.version = *version;
                 node.stat.mzxid = zxid;
+                node.stat.mtime_ms = stamp.time_ms;
                 triggers.push((path.clone(), WatchEventType::NodeDataChanged));
                 TxnResult::Done(ZkResponse::Stat { stat: node.stat() })
             }
@@ -253,7 +370,7 @@ impl DataTree {
             TxnBody::Multi(bodies) => {
                 let mut results = Vec::with_capacity(bodies.len());
                 for (index, body) in bodies.iter().enumerate() {
-                    match self.apply_body(zxid, session, body, triggers) {
+                    match self.apply_body(stamp, session, body, triggers) {
                         TxnResult::Done(response) => results.push(response),
                         TxnResult::Failed(error) => {
                             return TxnResult::Failed(ZkError::MultiFailed {
@@ -266,7 +383,7 @@ impl DataTree {
                 }
                 TxnResult::Done(ZkResponse::Multi { results })
             }
-            TxnBody::Sync => TxnResult::Done(ZkResponse::Synced),
+            TxnBody::Check { .. } => TxnResult::Done(ZkResponse::Checked),
             TxnBody::Error(error) => TxnResult::Failed(error.clone()),
             TxnBody::SessionMoved => TxnResult::SessionMoved,
         }
@@ -274,7 +391,7 @@ impl DataTree {
 
     fn create_node(
         &mut self,
-        zxid: u64,
+        stamp: Stamp,
         path: &str,
         data: &str,
         ephemeral_owner: SessionId,
@@ -285,6 +402,7 @@ impl DataTree {
         if self.nodes.contains_key(path) {
             return Err(ZkError::NodeExists);
         }
+        let zxid = stamp.zxid;
         let parent_path = path::parent(path);
         let parent = self.nodes.get_mut(parent_path).ok_or(ZkError::NoNode)?;
         parent.children.insert(path::name(path).to_string());
@@ -304,13 +422,15 @@ impl DataTree {
                     num_children: 0,
                     data_length: 0,
                     aversion: 0,
+                    ctime_ms: stamp.time_ms,
+                    mtime_ms: stamp.time_ms,
                 },
                 children: BTreeSet::new(),
                 acl: acl.clone(),
                 aversion: 0,
             },
         );
-        if ephemeral_owner != 0 {
+        if ephemeral_owner != 0 && ephemeral_owner != CONTAINER_OWNER {
             self.ephemerals
                 .entry(ephemeral_owner)
                 .or_default()
@@ -336,8 +456,8 @@ impl DataTree {
         }
         let parent_path = path::parent(path);
         if let Some(parent) = self.nodes.get_mut(parent_path) {
-            // As ZooKeeper's `DataTree.deleteNode`: the parent's pzxid moves, its cversion
-            // does not (only creates count; sequence numbers still never repeat).
+            // As ZooKeeper's `DataTree.deleteNode`: the parent's pzxid moves, its count of
+            // creates does not (the `cversion` a stat shows does: see `Znode::stat`).
             parent.children.remove(path::name(path));
             parent.stat.pzxid = zxid;
         }
@@ -353,7 +473,11 @@ impl StateMachine for DataTree {
 
     fn apply(&mut self, zxid: Zxid, txn: &Txn) -> ApplyOutcome {
         let mut triggers = Vec::new();
-        let result = self.apply_body(zxid.as_u64(), txn.session(), txn.body(), &mut triggers);
+        let stamp = Stamp {
+            zxid: zxid.as_u64(),
+            time_ms: txn.time_ms(),
+        };
+        let result = self.apply_body(stamp, txn.session(), txn.body(), &mut triggers);
         ApplyOutcome { result, triggers }
     }
 

@@ -30,6 +30,9 @@ pub struct Txn {
     cxid: u64,
     body: Arc<TxnBody>,
     digest: u64,
+    /// The leader's clock when it prepared the transaction, in ms (ZooKeeper's
+    /// `TxnHeader.time`): a create's `ctime`, a change's `mtime`. Not part of the digest.
+    time_ms: u64,
 }
 
 /// The change itself. The leader has validated it against the state it will apply to, so
@@ -56,7 +59,8 @@ pub enum TxnBody {
         data: String,
         /// Owning session for an ephemeral node, else 0.
         ephemeral_owner: SessionId,
-        /// The parent's cversion after this create.
+        /// The parent's count of children created, after this create (ZooKeeper's
+        /// `CreateTxn.parentCVersion`).
         parent_cversion: i32,
         /// The node's ACL (validated, `auth` expanded).
         acl: NodeAcl,
@@ -86,9 +90,11 @@ pub enum TxnBody {
     },
     /// Several changes, all applied (the leader checked they all succeed).
     Multi(Vec<TxnBody>),
-    /// No change: orders a `sync` after everything before it (committed by a quorum, so the
-    /// leader that answers it was still leading).
-    Sync,
+    /// A multi's version check, which passed: no change (ZooKeeper's `CheckVersionTxn`).
+    Check {
+        /// Path.
+        path: String,
+    },
     /// A request that failed validation: no change, the error goes back to the client.
     Error(ZkError),
     /// A request forwarded by a server that no longer owns the session (the client resumed
@@ -146,7 +152,19 @@ impl Txn {
             cxid,
             body: Arc::new(body),
             digest: hasher.finish().0,
+            time_ms: 0,
         }
+    }
+
+    /// The transaction stamped with the leader's clock (`time_ms`) when it prepared it.
+    pub fn at(mut self, time_ms: u64) -> Self {
+        self.time_ms = time_ms;
+        self
+    }
+
+    /// The leader's clock when it prepared the transaction, in ms.
+    pub fn time_ms(&self) -> u64 {
+        self.time_ms
     }
 
     /// The session that asked (0 for a session creation).
@@ -235,12 +253,16 @@ fn hash_body(hasher: &mut StableHasher, body: &TxnBody) {
                 hash_body(hasher, body);
             }
         }
-        TxnBody::Sync => hasher.write_u64(7),
+        // 7 was a `sync`'s transaction: a sync now takes none (and no zxid), as in ZooKeeper.
         TxnBody::Error(error) => {
             hasher.write_u64(8);
             hash_str(hasher, &format!("{error:?}"));
         }
         TxnBody::SessionMoved => hasher.write_u64(9),
+        TxnBody::Check { path } => {
+            hasher.write_u64(11);
+            hash_str(hasher, path);
+        }
     }
 }
 

@@ -9,6 +9,9 @@ use sim::history::zk::{WatchEventType, ZkError, ZkResponse};
 pub enum ClientRequest {
     /// A single write.
     Write(WriteOp),
+    /// A create answered with the new node's stat (ZooKeeper's `create2`; the op is a
+    /// [`WriteOp::Create`]).
+    Create2(WriteOp),
     /// All-or-nothing writes.
     Multi(Vec<WriteOp>),
     /// `getData`, optionally setting a data watch.
@@ -37,6 +40,16 @@ pub enum ClientRequest {
         /// Path.
         path: String,
     },
+    /// `getEphemerals`: the session's ephemeral nodes whose path starts with `prefix`.
+    GetEphemerals {
+        /// Prefix (a plain string prefix; `/` for all).
+        prefix: String,
+    },
+    /// `getAllChildrenNumber`: how many nodes lie below `path`.
+    GetAllChildrenNumber {
+        /// Path.
+        path: String,
+    },
     /// `addAuth`: authenticate the connection as one more id (kept by the client and sent
     /// again with every reconnection, as ZooKeeper's client does).
     AddAuth(AuthInfo),
@@ -58,6 +71,8 @@ impl ClientRequest {
                 | ClientRequest::Exists { .. }
                 | ClientRequest::GetChildren { .. }
                 | ClientRequest::GetAcl { .. }
+                | ClientRequest::GetEphemerals { .. }
+                | ClientRequest::GetAllChildrenNumber { .. }
         )
     }
 }
@@ -81,6 +96,9 @@ pub enum Refusal {
     ServerBehind,
     /// The server is not in broadcast (electing or synchronizing).
     NotServing,
+    /// Credentials sent with the connect failed (an unknown scheme): ZooKeeper answers the
+    /// auth packet `AuthFailed` and closes the connection; the client is done.
+    AuthFailed,
 }
 
 /// Both directions of a client connection.

@@ -1028,9 +1028,9 @@ mod zk_semantics {
         evidence(&report(&history(rows)));
     }
 
-    /// The children's Stat as ZooKeeper keeps it: two creates and a delete under `/p` leave
-    /// one child and cversion 2 (a delete moves pzxid, not cversion); a synced read showing
-    /// anything else is a violation.
+    /// The children's Stat as ZooKeeper shows it: two creates and a delete under `/p` leave
+    /// one child and cversion 3 (the stat counts creates and deletes, `DataNode.copyStat`);
+    /// a synced read showing anything else is a violation.
     #[test]
     fn a_synced_read_checks_the_childrens_stat() {
         let parent_read = |num_children: u32, cversion: i32| {
@@ -1080,10 +1080,10 @@ mod zk_semantics {
             ];
             report(&history(rows))
         };
-        let report = parent_read(1, 2);
+        let report = parent_read(1, 3);
         assert_eq!(report.verdict, Verdict::Ok, "{report}");
-        // The old model's count (a delete bumping cversion), and a child too many.
-        assert_eq!(evidence(&parent_read(1, 3)).partition, "path /p");
+        // The old model's count (creates only), and a child too many.
+        assert_eq!(evidence(&parent_read(1, 2)).partition, "path /p");
         assert_eq!(evidence(&parent_read(2, 2)).partition, "path /p");
     }
 

@@ -14,6 +14,11 @@ pub enum CreateMode {
     PersistentSequential,
     /// Ephemeral, with a sequence suffix.
     EphemeralSequential,
+    // New modes go last: histories hash variants by index.
+    /// A container (ZooKeeper 3.5+): persistent, but the leader deletes it once it has had
+    /// a child and has none left (`ContainerManager`, every `checkIntervalMs`, 60 s by
+    /// default).
+    Container,
 }
 
 /// A znode operation. `version: None` means "any version" (ZooKeeper's -1).
@@ -86,6 +91,27 @@ pub enum ZkOperation {
         /// Expected ACL version.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         version: Option<i32>,
+    },
+    // New operations go last: histories hash variants by index.
+    /// Check a znode's version, inside a multi (ZooKeeper's `Op.check`): the multi fails
+    /// unless the node exists with that version (`None`: any version).
+    Check {
+        /// Path.
+        path: String,
+        /// Expected version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<i32>,
+    },
+    /// List the session's own ephemeral nodes whose path starts with `prefix` (ZooKeeper's
+    /// `getEphemerals`: a plain string prefix; `/` lists them all).
+    GetEphemerals {
+        /// Prefix.
+        prefix: String,
+    },
+    /// Count every node below a znode (ZooKeeper's `getAllChildrenNumber`).
+    GetAllChildrenNumber {
+        /// Path.
+        path: String,
     },
 }
 
@@ -181,9 +207,22 @@ pub struct Stat {
     /// written before it was recorded read the same (and hash the same).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub aversion: i32,
+    /// When the node was created (ZooKeeper's `ctime`): the leader's clock when it
+    /// prepared the create, in ms of simulated time (ZooKeeper's is wall-clock ms). Left out
+    /// of the record while 0, as `aversion`.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub ctime_ms: u64,
+    /// When the node's data last changed (ZooKeeper's `mtime`), likewise; the create's
+    /// time until a `setData`.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub mtime_ms: u64,
 }
 
 fn is_zero(value: &i32) -> bool {
+    *value == 0
+}
+
+fn is_zero_ms(value: &u64) -> bool {
     *value == 0
 }
 
@@ -215,7 +254,8 @@ pub enum ZkResponse {
         /// Stat, if the node exists.
         stat: Option<Stat>,
     },
-    /// Children listed (in name order).
+    /// Children listed, in the server's order (ZooKeeper's hash order; the model's is keyed
+    /// by the world's seed): unrelated to the names.
     Children {
         /// Child names (last path segment).
         children: Vec<String>,
@@ -249,6 +289,27 @@ pub enum ZkResponse {
         aversion: i32,
         /// Stat.
         stat: Stat,
+    },
+    /// A multi's `check` passed.
+    Checked,
+    /// Created, with the new node's stat (ZooKeeper's `create2`); `path` as in
+    /// [`ZkResponse::Created`].
+    CreatedWithStat {
+        /// Actual path.
+        path: String,
+        /// The new node's stat.
+        stat: Stat,
+    },
+    /// The session's ephemeral nodes under a prefix (in path order; ZooKeeper answers in
+    /// its hash order).
+    Ephemerals {
+        /// Full paths.
+        paths: Vec<String>,
+    },
+    /// How many nodes lie below a znode.
+    ChildrenNumber {
+        /// The count.
+        number: u32,
     },
 }
 

@@ -80,6 +80,12 @@ const ZK: &[Verb] = &[
         &[("data", Word), ("mode", Word), ("acl", Word)],
         &[],
     ),
+    verb(
+        "create2",
+        &[("path", Word)],
+        &[("data", Word), ("mode", Word)],
+        &[],
+    ),
     verb("delete", &[("path", Word)], &[("version", Int)], &[]),
     verb(
         "set",
@@ -95,6 +101,8 @@ const ZK: &[Verb] = &[
     verb("multi", &[("ops", Word)], &[], &[]),
     verb("auth", &[("scheme", Word), ("credentials", Word)], &[], &[]),
     verb("get_acl", &[("path", Word)], &[], &[]),
+    verb("ephemerals", &[("prefix", Word)], &[], &[]),
+    verb("count", &[("path", Word)], &[], &[]),
     verb(
         "set_acl",
         &[("path", Word), ("acl", Word)],

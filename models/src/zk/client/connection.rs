@@ -74,7 +74,10 @@ async fn connect(
     let me = shared.context.id();
     let clock = shared.context.clock();
     loop {
-        if matches!(shared.lock().phase, Phase::Expired | Phase::Closed) {
+        if matches!(
+            shared.lock().phase,
+            Phase::Expired | Phase::Closed | Phase::AuthFailed
+        ) {
             return None;
         }
         let server = servers[*next % servers.len()];
@@ -118,6 +121,12 @@ async fn connect(
                 expire(shared);
                 return None;
             }
+            Ok(Ok(ClientMessage::Refused {
+                reason: Refusal::AuthFailed,
+            })) => {
+                fail_auth(shared, server);
+                return None;
+            }
             _ => connection.close(),
         }
     }
@@ -134,7 +143,10 @@ fn attach(
     timeout_ms: u64,
 ) -> bool {
     let mut state = shared.lock();
-    if matches!(state.phase, Phase::Closed | Phase::Expired) {
+    if matches!(
+        state.phase,
+        Phase::Closed | Phase::Expired | Phase::AuthFailed
+    ) {
         connection.close();
         return false;
     }
@@ -242,6 +254,25 @@ fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
     let process = shared.config.process;
     let mut state = shared.lock();
     match message {
+        // As `zookeeper-client` (`Session::handle_reply`): an AuthFailed answer to any
+        // request ends the session for the client.
+        ClientMessage::Reply {
+            xid,
+            result: Err(ZkError::AuthFailed),
+            ..
+        } => {
+            if let Some(call) = state.pending.remove(&xid) {
+                shared.complete(call.op_id, failed(ZkError::AuthFailed));
+                let _ = call.reply.try_send(Err(ZkClientError::AuthFailed));
+            }
+            drop(state);
+            let server = match &shared.lock().phase {
+                Phase::Connected { connection } => connection.peer(),
+                _ => return Continue::Stop,
+            };
+            fail_auth(shared, server);
+            Continue::Stop
+        }
         ClientMessage::Reply { xid, zxid, result } => {
             state.last_zxid = state.last_zxid.max(zxid);
             let Some(call) = state.pending.remove(&xid) else {
@@ -356,6 +387,7 @@ fn fail_pending(shared: &Shared, state: &mut ClientState, error: ZkClientError) 
     let reason = match error {
         ZkClientError::SessionExpired => "session expired",
         ZkClientError::Closed => "client closed",
+        ZkClientError::AuthFailed => "authentication failed",
         _ => "connection loss",
     };
     for (_, call) in std::mem::take(&mut state.pending) {
@@ -388,6 +420,33 @@ fn expire(shared: &Shared) {
     }
     fail_pending(shared, &mut state, ZkClientError::SessionExpired);
     // Watches of an expired session never fire: dropping the senders tells their owners.
+    state.watches.clear();
+}
+
+/// The server refused the client's credentials and closed the connection: the client is
+/// done (terminal AUTH_FAILED). Calls in flight may have taken effect (their outcome is
+/// unknown); the session lives on at the servers until it expires.
+fn fail_auth(shared: &Shared, server: NodeId) {
+    let mut state = shared.lock();
+    if matches!(
+        state.phase,
+        Phase::Expired | Phase::Closed | Phase::AuthFailed
+    ) {
+        return;
+    }
+    if let Phase::Connected { connection } = &state.phase {
+        connection.close();
+        if let Some(session) = state.session {
+            shared.record_zk(ZkEvent::Disconnected {
+                process: shared.config.process,
+                session,
+                server,
+            });
+        }
+    }
+    state.phase = Phase::AuthFailed;
+    state.attachment.set();
+    fail_pending(shared, &mut state, ZkClientError::AuthFailed);
     state.watches.clear();
 }
 

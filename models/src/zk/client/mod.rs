@@ -26,7 +26,7 @@ use connection::run_connection;
 
 use super::{
     acl::NodeAcl,
-    path,
+    path::{self, TrailingSlash},
     prep::WriteOp,
     txn::SessionId,
     wire::{AuthInfo, ClientMessage, ClientRequest},
@@ -117,6 +117,11 @@ pub enum ZkClientError {
     ConnectionLoss,
     /// The session expired: its ephemeral nodes are gone and it cannot be used again.
     SessionExpired,
+    /// Authentication failed (`addAuth` with a scheme the server does not know): the
+    /// server closed the connection and the client is done, as `zookeeper-client` 0.11's
+    /// terminal `SessionState::AuthFailed` (and Java's `AUTH_FAILED`). The servers keep the
+    /// session until it expires.
+    AuthFailed,
     /// The client was closed.
     Closed,
     /// The configuration names no server.
@@ -131,6 +136,7 @@ impl fmt::Display for ZkClientError {
             ZkClientError::Api(error) => write!(f, "{error:?}"),
             ZkClientError::ConnectionLoss => write!(f, "connection loss (outcome unknown)"),
             ZkClientError::SessionExpired => write!(f, "session expired"),
+            ZkClientError::AuthFailed => write!(f, "authentication failed"),
             ZkClientError::Closed => write!(f, "client closed"),
             ZkClientError::NoServers => write!(f, "no servers configured"),
             ZkClientError::UnknownServer(node) => {
@@ -214,6 +220,8 @@ enum Phase {
         connection: Connection<ClientMessage>,
     },
     Expired,
+    /// Terminal: the server refused the client's credentials and closed the connection.
+    AuthFailed,
     Closed,
 }
 
@@ -361,6 +369,12 @@ impl ZkClient {
         matches!(self.shared.lock().phase, Phase::Expired)
     }
 
+    /// Whether the client is done because its authentication failed
+    /// ([`ZkClientError::AuthFailed`]).
+    pub fn is_auth_failed(&self) -> bool {
+        matches!(self.shared.lock().phase, Phase::AuthFailed)
+    }
+
     /// Whether the client was closed (by [`close`](Self::close) or a failed connect).
     pub fn is_closed(&self) -> bool {
         matches!(self.shared.lock().phase, Phase::Closed)
@@ -395,6 +409,7 @@ impl ZkClient {
                 match state.phase {
                     Phase::Connected { .. } => return Ok(()),
                     Phase::Expired => return Err(ZkClientError::SessionExpired),
+                    Phase::AuthFailed => return Err(ZkClientError::AuthFailed),
                     Phase::Closed => return Err(ZkClientError::Closed),
                     Phase::Connecting => {
                         let (sender, receiver) = async_channel::bounded(1);
@@ -415,7 +430,7 @@ impl ZkClient {
         if let Phase::Connected { connection } = &state.phase {
             connection.close();
         }
-        if !matches!(state.phase, Phase::Expired) {
+        if !matches!(state.phase, Phase::Expired | Phase::AuthFailed) {
             state.phase = Phase::Closed;
         }
         state.attachment.set();
@@ -475,6 +490,10 @@ impl ZkClient {
                     Phase::Closed => {
                         shared.complete(op_id, failed(ZkError::SessionExpired));
                         Step::Done(Err(ZkClientError::Closed))
+                    }
+                    Phase::AuthFailed => {
+                        shared.complete(op_id, failed(ZkError::AuthFailed));
+                        Step::Done(Err(ZkClientError::AuthFailed))
                     }
                     Phase::Connected { connection } => {
                         let connection = connection.clone();
@@ -599,6 +618,38 @@ impl ZkClient {
         }
     }
 
+    /// Creates a node with the configured ACL and returns its actual path and its stat
+    /// (ZooKeeper's `create2`; `zookeeper-client` 0.11's `create` always asks this way).
+    /// Recorded as a create whose response carries the stat
+    /// ([`ZkResponse::CreatedWithStat`]).
+    pub async fn create2(
+        &self,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+    ) -> Result<(String, Stat), ZkClientError> {
+        let (response, _) = self
+            .call(
+                Some(Operation::Zk(ZkOperation::Create {
+                    path: path.into(),
+                    data: data.into(),
+                    mode,
+                })),
+                ClientRequest::Create2(WriteOp::Create {
+                    path: path.into(),
+                    data: data.into(),
+                    mode,
+                    acl: self.shared.config.create_acl.clone(),
+                }),
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::CreatedWithStat { path, stat } => Ok((path, stat)),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
     /// Deletes a node without children if its version matches (`None`: any).
     pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), ZkClientError> {
         self.write(
@@ -666,7 +717,10 @@ impl ZkClient {
 
     /// `addAuth`: authenticates the session's connection as one more id, now and after
     /// every reconnection. Only `digest` (`user:password`) is known; anything else fails
-    /// with `AuthFailed`. Not recorded in the history (it carries a password).
+    /// with [`ZkClientError::AuthFailed`], and the client is done: the server closes the
+    /// connection (`ZooKeeperServer.processPacket`) and the client stays in its terminal
+    /// AUTH_FAILED state, failing every later call the same way. Not recorded in the
+    /// history (it carries a password).
     pub async fn add_auth(&self, scheme: &str, auth: &str) -> Result<(), ZkClientError> {
         let info = AuthInfo {
             scheme: scheme.into(),
@@ -822,6 +876,43 @@ impl ZkClient {
         }
     }
 
+    /// The session's own ephemeral nodes whose path starts with `prefix` (a string prefix:
+    /// `/a` also finds `/ab`; `/` finds them all), in path order (ZooKeeper's
+    /// `getEphemerals`, 3.6+; `zookeeper-client`'s `list_ephemerals`).
+    pub async fn get_ephemerals(&self, prefix: &str) -> Result<Vec<String>, ZkClientError> {
+        let (response, _) = self
+            .read(
+                ZkOperation::GetEphemerals {
+                    prefix: prefix.into(),
+                },
+                ClientRequest::GetEphemerals {
+                    prefix: prefix.into(),
+                },
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::Ephemerals { paths } => Ok(paths),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
+    /// How many nodes lie below `path`, at any depth (ZooKeeper's `getAllChildrenNumber`,
+    /// 3.6+; `zookeeper-client`'s `count_descendants_number`). Needs READ on the node.
+    pub async fn get_all_children_number(&self, path: &str) -> Result<u32, ZkClientError> {
+        let (response, _) = self
+            .read(
+                ZkOperation::GetAllChildrenNumber { path: path.into() },
+                ClientRequest::GetAllChildrenNumber { path: path.into() },
+                None,
+            )
+            .await?;
+        match response {
+            ZkResponse::ChildrenNumber { number } => Ok(number),
+            _ => Err(ZkClientError::ConnectionLoss),
+        }
+    }
+
     /// Makes the attached server catch up with the leader: a read after a successful sync
     /// sees every write acknowledged (to anyone) before the sync started.
     pub async fn sync(&self, path: &str) -> Result<(), ZkClientError> {
@@ -834,7 +925,9 @@ impl ZkClient {
         .map(|_| ())
     }
 
-    /// Several writes, all or nothing. On failure, `Api(MultiFailed { index, error })`.
+    /// Several writes, all or nothing; a [`WriteOp::Check`] among them fences the multi on a
+    /// node's version (its result is [`ZkResponse::Checked`]). On failure,
+    /// `Api(MultiFailed { index, error })`.
     pub async fn multi(&self, ops: Vec<WriteOp>) -> Result<Vec<ZkResponse>, ZkClientError> {
         let recorded = ops
             .iter()
@@ -864,6 +957,10 @@ impl ZkClient {
                     acl: acl.entries(),
                     version: *version,
                 },
+                WriteOp::Check { path, version } => ZkOperation::Check {
+                    path: path.clone(),
+                    version: *version,
+                },
             })
             .collect();
         let (response, _) = self
@@ -890,10 +987,11 @@ impl ZkClient {
     }
 }
 
-/// Client-side argument checks (ZooKeeper's client validates paths before sending).
+/// Client-side argument checks: `zookeeper-client` 0.11 checks every path before sending
+/// (its rules, and the server's, are in [`path`]).
 fn validate(request: &ClientRequest) -> Result<(), ZkError> {
     let check = |op: &WriteOp| match op {
-        WriteOp::Create { path, mode, .. } => path::validate_create(
+        WriteOp::Create { path, mode, .. } => path::validate_create_request(
             path,
             matches!(
                 mode,
@@ -902,10 +1000,21 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         ),
         WriteOp::Delete { path, .. }
         | WriteOp::SetData { path, .. }
-        | WriteOp::SetAcl { path, .. } => path::validate(path),
+        | WriteOp::SetAcl { path, .. }
+        | WriteOp::Check { path, .. } => path::validate_request(path, TrailingSlash::Refused),
     };
     match request {
+        // A version check exists only inside a multi (`Op.check`).
+        ClientRequest::Write(WriteOp::Check { .. }) => Err(ZkError::BadArguments),
+        // `zookeeper-client` refuses to create or delete the root before sending.
+        ClientRequest::Write(WriteOp::Create { path, .. } | WriteOp::Delete { path, .. })
+            if path == "/" =>
+        {
+            Err(ZkError::BadArguments)
+        }
         ClientRequest::Write(op) => check(op),
+        ClientRequest::Create2(op @ WriteOp::Create { .. }) => check(op),
+        ClientRequest::Create2(_) => Err(ZkError::BadArguments),
         ClientRequest::Multi(ops) => {
             for (index, op) in ops.iter().enumerate() {
                 // ZooKeeper's multi has no setACL.
@@ -926,7 +1035,9 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         | ClientRequest::Exists { path, .. }
         | ClientRequest::GetChildren { path, .. }
         | ClientRequest::GetAcl { path }
-        | ClientRequest::Sync { path } => path::validate(path),
+        | ClientRequest::GetAllChildrenNumber { path }
+        | ClientRequest::GetEphemerals { prefix: path }
+        | ClientRequest::Sync { path } => path::validate_request(path, TrailingSlash::Refused),
         ClientRequest::CloseSession | ClientRequest::AddAuth(_) => Ok(()),
     }
 }

@@ -178,7 +178,7 @@ fn validate_protected(path: &str, mode: CreateMode) -> Result<(), ZkClientError>
         mode,
         CreateMode::PersistentSequential | CreateMode::EphemeralSequential
     );
-    path::validate_create(path, sequential).map_err(ZkClientError::Api)
+    path::validate_create_request(path, sequential).map_err(ZkClientError::Api)
 }
 
 /// A protected create's GUID (Curator's `protectedId`) and what is known of its outcome,

@@ -314,6 +314,9 @@ fn operation_name(operation: &ZkOperation) -> &'static str {
         ZkOperation::Multi { .. } => "multi",
         ZkOperation::GetAcl { .. } => "getACL",
         ZkOperation::SetAcl { .. } => "setACL",
+        ZkOperation::Check { .. } => "check",
+        ZkOperation::GetEphemerals { .. } => "getEphemerals",
+        ZkOperation::GetAllChildrenNumber { .. } => "getAllChildrenNumber",
     }
 }
 

@@ -40,7 +40,9 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
             match operation {
                 ZkOperation::Create { path, mode, .. } => {
                     let actual = match responses.get(index) {
-                        Some(ZkResponse::Created { path }) => Some(path.clone()),
+                        Some(
+                            ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. },
+                        ) => Some(path.clone()),
                         _ => None,
                     };
                     let sequential = matches!(
@@ -89,6 +91,8 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
             CreateMode::Ephemeral | CreateMode::EphemeralSequential
         ) {
             excluded.insert(path, "ephemeral node (session expiry deletes it)");
+        } else if mode == CreateMode::Container {
+            excluded.insert(path, "container (the leader deletes it once empty)");
         }
     }
     for path in seen_paths {
@@ -123,7 +127,10 @@ fn op_path(operation: &ZkOperation) -> Option<&str> {
         | ZkOperation::GetChildren { path }
         | ZkOperation::Sync { path }
         | ZkOperation::GetAcl { path }
-        | ZkOperation::SetAcl { path, .. } => Some(path),
+        | ZkOperation::SetAcl { path, .. }
+        | ZkOperation::Check { path, .. }
+        | ZkOperation::GetAllChildrenNumber { path } => Some(path),
+        ZkOperation::GetEphemerals { .. } => None,
         ZkOperation::Multi { .. } => None,
     }
 }
@@ -206,7 +213,9 @@ fn checked_paths(ops: &[ZkOp<'_>], excluded: &BTreeMap<String, &'static str>) ->
                 universe.insert(path.to_string());
             }
         }
-        if let Some(ZkResponse::Created { path }) = op.ok() {
+        if let Some(ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. }) =
+            op.ok()
+        {
             universe.insert(path.clone());
         }
         if let Some(ZkResponse::Multi { results }) = op.ok() {
@@ -232,6 +241,14 @@ fn read_operation(
         ZkOperation::GetAcl { .. } | ZkOperation::SetAcl { .. }
     ) {
         return Err("ACL operation (ACLs and aversion are not modelled)");
+    }
+    if matches!(
+        op.operation,
+        ZkOperation::GetEphemerals { .. } | ZkOperation::GetAllChildrenNumber { .. }
+    ) {
+        return Err(
+            "getEphemerals or getAllChildrenNumber (a session's or a subtree's view, not one path's)",
+        );
     }
     let invoked_at = checked_invocation(op, sync_invoked)?;
     let results = sub_results(op)?;
@@ -458,7 +475,20 @@ impl PathSplit<'_> {
                 self.add(path, PathAction::Exists, outcome);
             }
             ZkOperation::GetChildren { path } => self.add_children(path, result),
+            ZkOperation::Check { path, version } => {
+                let outcome = match result {
+                    Some(Ok(ZkResponse::Checked)) => Some(ActionResult::Done),
+                    Some(Ok(_)) => {
+                        self.mismatch = true;
+                        None
+                    }
+                    other => error_result(other),
+                };
+                self.add(path, PathAction::Check(*version), outcome);
+            }
             ZkOperation::Sync { .. }
+            | ZkOperation::GetEphemerals { .. }
+            | ZkOperation::GetAllChildrenNumber { .. }
             | ZkOperation::Multi { .. }
             | ZkOperation::GetAcl { .. }
             | ZkOperation::SetAcl { .. } => self.mismatch = true,
@@ -474,7 +504,9 @@ impl PathSplit<'_> {
         result: Option<Result<&ZkResponse, PathError>>,
     ) {
         let actual = match result {
-            Some(Ok(ZkResponse::Created { path })) => Some(path.as_str()),
+            Some(Ok(ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. })) => {
+                Some(path.as_str())
+            }
             Some(Ok(_)) => {
                 self.mismatch = true;
                 None
@@ -491,6 +523,15 @@ impl PathSplit<'_> {
         if let Some(actual) = actual {
             // NoNode is about the parent; the node itself is then absent too.
             self.add(actual, PathAction::Create(data), outcome);
+            // A `create2` shows the new node's stat, as a read right after it would.
+            if let Some(Ok(ZkResponse::CreatedWithStat { stat, .. })) = result {
+                let stat = self.seen(actual, stat);
+                self.add(
+                    actual,
+                    PathAction::Exists,
+                    Some(ActionResult::Exists(Some(stat))),
+                );
+            }
         }
         let parent = parent_of(actual.unwrap_or(path));
         if parent != "/" {

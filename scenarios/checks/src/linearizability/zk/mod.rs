@@ -11,8 +11,8 @@
 //! checks the parent's stat and, for every checked path under it, whether it was listed.
 //! A path's state is whether it exists, its data, version, and the czxid / mzxid that the
 //! first read (or a setData's stat) shows, and its children's stat as ZooKeeper keeps it:
-//! `numChildren`, `cversion` (bumped by every child created, not by a delete, as in
-//! ZooKeeper's `DataTree`) and `pzxid` (bound where a stat shows it; a child created or
+//! `numChildren`, `cversion` (bumped by every child created and every child deleted, as
+//! ZooKeeper's stat shows it: `DataNode.copyStat`) and `pzxid` (bound where a stat shows it; a child created or
 //! deleted moves it to a zxid the checker learns from the next stat). A create adds a
 //! "child created" step on its parent's path and a delete a "child deleted" step, so the
 //! parent's counts follow its children's operations. A parent with a child the check leaves

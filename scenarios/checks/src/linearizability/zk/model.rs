@@ -23,8 +23,10 @@ pub enum PathAction {
     Listed(bool),
     /// A child was created under it (it must exist; done: one more child, cversion + 1).
     HasChild,
-    /// A child under it was deleted (done: one child fewer, pzxid moved).
+    /// A child under it was deleted (done: one child fewer, cversion + 1, pzxid moved).
     ChildDeleted,
+    /// A multi's version check passed on it (it exists, with that version if one is given).
+    Check(Option<i32>),
 }
 
 /// A stat as a response showed it (the fields the model checks).
@@ -43,7 +45,7 @@ pub struct SeenStat {
 /// The children's part of a stat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChildrenStat {
-    /// Children created under the node (ZooKeeper's `cversion`).
+    /// Children created and deleted under the node (ZooKeeper's `cversion`).
     pub cversion: i32,
     /// Number of children.
     pub num_children: u32,
@@ -127,7 +129,7 @@ pub struct Znode {
     pub czxid: Option<u64>,
     /// Last-modification zxid, once seen.
     pub mzxid: Option<u64>,
-    /// Children created under it (`cversion`), if known.
+    /// Children created and deleted under it (`cversion`), if known.
     pub cversion: Option<i32>,
     /// Number of children, if known.
     pub num_children: Option<u32>,
@@ -170,10 +172,20 @@ impl Znode {
         }
     }
 
-    /// The node after a child of unknown outcome was created or deleted under it.
-    fn with_children_unknown(self, cversion: Option<i32>) -> Znode {
+    /// The node after a child was deleted under it.
+    fn with_child_deleted(self) -> Znode {
         Znode {
-            cversion,
+            cversion: self.cversion.map(|cversion| cversion.wrapping_add(1)),
+            num_children: self.num_children.map(|count| count - 1),
+            pzxid: None,
+            ..self
+        }
+    }
+
+    /// The node after a child of unknown outcome was created or deleted under it.
+    fn with_children_unknown(self) -> Znode {
+        Znode {
+            cversion: None,
             num_children: None,
             pzxid: None,
             ..self
@@ -292,10 +304,9 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
             // Deleted or not: unknown until observed.
             None => Some(ZkState::Unknown),
         },
-        // A child of unknown outcome: the counts are unknown (a delete leaves cversion).
-        (A::HasChild, None, Present(node)) => Some(Present(node.with_children_unknown(None))),
-        (A::ChildDeleted, None, Present(node)) => {
-            Some(Present(node.with_children_unknown(node.cversion)))
+        // A child of unknown outcome: the counts are unknown.
+        (A::HasChild | A::ChildDeleted, None, Present(node)) => {
+            Some(Present(node.with_children_unknown()))
         }
         (_, None, _) => Some(state),
 
@@ -378,13 +389,19 @@ fn apply(state: ZkState, action: PathAction, result: Option<ActionResult>) -> Op
         (A::HasChild, Some(R::Error(PathError::NodeExists)), Present(_)) => Some(state),
         (A::ChildDeleted, Some(R::Done), Present(node)) => match node.num_children {
             Some(0) => None,
-            count => Some(Present(Znode {
-                num_children: count.map(|count| count - 1),
-                pzxid: None,
-                ..node
-            })),
+            _ => Some(Present(node.with_child_deleted())),
         },
         (A::HasChild, Some(R::Error(PathError::NoNode)), Absent) => Some(state),
+        (A::Check(expected), Some(R::Done), Present(node)) => match expected {
+            None => Some(state),
+            Some(expected) => match node.version {
+                Some(version) if version != expected => None,
+                _ => Some(Present(Znode {
+                    version: Some(expected),
+                    ..node
+                })),
+            },
+        },
         _ => None,
     }
 }
@@ -471,6 +488,10 @@ impl Model for ZkModel {
                     PathAction::Listed(_) => format!("sync+getChildren(parent of {path})"),
                     PathAction::HasChild => format!("create(a child of {path})"),
                     PathAction::ChildDeleted => format!("delete(a child of {path})"),
+                    PathAction::Check(version) => match version {
+                        Some(version) => format!("multi check({path}, version {version})"),
+                        None => format!("multi check({path})"),
+                    },
                 };
                 let result = match output.map(|results| &results[index]) {
                     None => "unknown".to_string(),
