@@ -39,7 +39,7 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
         .build()
         .map_err(|e| format!("world: {e}"))?
         .run(move |sim: Sim| async move {
-            let cluster = EtcdCluster::start(&sim, EtcdConfig::new(&sim.servers()));
+            let cluster = EtcdCluster::start(&sim, debian_etcd_config(&sim.servers()));
             let mut state = State {
                 clients: (0..clients)
                     .map(|index| {
@@ -68,6 +68,18 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
         ));
     }
     Ok(answers)
+}
+
+/// The model configured with the timing of the etcd the probes were recorded against
+/// (Debian's `etcd-server` with its defaults: `--heartbeat-interval 100`,
+/// `--election-timeout 1000`), on which the shortest lease etcd grants (2 s) depends.
+fn debian_etcd_config(servers: &[NodeId]) -> EtcdConfig {
+    let mut config = EtcdConfig::new(servers);
+    config.raft.heartbeat_interval = Duration::from_millis(100);
+    // etcd's Raft draws each election timeout from [timeout, 2 × timeout).
+    config.raft.election_timeout_min = Duration::from_millis(1_000);
+    config.raft.election_timeout_max = Duration::from_millis(2_000);
+    config
 }
 
 struct State {
@@ -390,6 +402,10 @@ fn error_line(error: &OpError) -> String {
         OpError::Kv(KvError::EmptyTransaction) => {
             ("InvalidArgument", "empty transaction (model)".to_string())
         }
+        OpError::Kv(KvError::DuplicateKey) => (
+            "InvalidArgument",
+            "etcdserver: duplicate key given in txn request".to_string(),
+        ),
         OpError::Kv(KvError::Other { message }) => ("Unknown", message.clone()),
         other => ("Unknown", format!("{other:?}")),
     };
@@ -453,7 +469,8 @@ fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
     })
 }
 
-/// `put(K,V)`, `get(K)`, `delete(K)`.
+/// `put(K,V)`, `get(K)`, `delete(K)`, `delete(K,END)` (the range `[K, END)`; `\0` for END is
+/// etcd's NUL, to the end of the keyspace).
 fn txn_op(text: &str) -> Result<KvOperation, String> {
     let bad = || format!("txn op `{text}`");
     let (name, rest) = text.split_once('(').ok_or_else(bad)?;
@@ -468,9 +485,16 @@ fn txn_op(text: &str) -> Result<KvOperation, String> {
             }
         }
         "get" => get(inner, None),
-        "delete" => KvOperation::Delete {
-            key: inner.into(),
-            range_end: None,
+        "delete" => match inner.split_once(',') {
+            None => KvOperation::Delete {
+                key: inner.into(),
+                range_end: None,
+            },
+            // `\0` is etcd's "to the end of the keyspace".
+            Some((key, end)) => KvOperation::Delete {
+                key: key.into(),
+                range_end: Some(end.replace("\\0", "\0")),
+            },
         },
         _ => return Err(bad()),
     })

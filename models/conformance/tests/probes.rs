@@ -94,6 +94,11 @@ fn zookeeper_probes_agree_with_the_real_server() {
     check(Store::Zk, 1);
 }
 
+#[test]
+fn etcd_probes_agree_with_the_real_server() {
+    check(Store::Etcd, 1);
+}
+
 /// Prints the model's answers to the probe file named by `PROBE` (for writing probes).
 #[test]
 #[ignore]

@@ -224,7 +224,7 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
         context,
         config: cluster.config.clone(),
         raft,
-        machine: StoreStateMachine::new(tombstones),
+        machine: StoreStateMachine::new(tombstones, cluster.config.min_lease_ttl()),
         lessor: Lessor::new(promotion),
         inbox,
         connections: BTreeMap::new(),

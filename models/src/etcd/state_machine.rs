@@ -66,15 +66,31 @@ pub struct StoreStateMachine {
     mvcc: MvccStore,
     leases: LeaseTable,
     tombstones: CompactionTombstones,
+    /// The shortest TTL a lease is granted, milliseconds (whole seconds; see
+    /// [`super::EtcdConfig::min_lease_ttl`]).
+    min_lease_ttl_ms: u64,
 }
 
 impl StoreStateMachine {
-    /// An empty store.
-    pub fn new(tombstones: CompactionTombstones) -> Self {
+    /// An empty store that grants leases at least `min_lease_ttl` (whole seconds).
+    pub fn new(tombstones: CompactionTombstones, min_lease_ttl: std::time::Duration) -> Self {
         Self {
             tombstones,
+            min_lease_ttl_ms: u64::try_from(min_lease_ttl.as_millis()).unwrap_or(u64::MAX),
             ..Self::default()
         }
+    }
+
+    /// The TTL a grant asking for `requested_ms` gets: whole seconds (etcd's API has no
+    /// finer unit, so the model's millisecond TTLs are rounded up to the next second), and
+    /// at least the minimum (etcd 3.4.23 `lease/lessor.go` `Grant`: `if l.ttl <
+    /// le.minLeaseTTL { l.ttl = le.minLeaseTTL }`), which also turns a TTL of 0 into the
+    /// minimum.
+    pub fn granted_ttl_ms(&self, requested_ms: u64) -> u64 {
+        requested_ms
+            .div_ceil(1000)
+            .saturating_mul(1000)
+            .max(self.min_lease_ttl_ms)
     }
 
     /// The MVCC store.
@@ -116,14 +132,16 @@ impl StoreStateMachine {
         let result = match command {
             StoreCommand::Kv { operation } => ApplyResult::Kv(self.apply_kv(operation)),
             StoreCommand::LeaseGrant { ttl_ms } => {
-                self.leases.grant(index, *ttl_ms);
+                // As etcd's lessor, the granted TTL is decided when the grant is applied.
+                let ttl_ms = self.granted_ttl_ms(*ttl_ms);
+                self.leases.grant(index, ttl_ms);
                 lease_change = Some(LeaseChange::Renewed {
                     lease: index,
-                    ttl_ms: *ttl_ms,
+                    ttl_ms,
                 });
                 ApplyResult::Kv(Ok(KvResponse::LeaseGrant {
                     lease: index,
-                    ttl_ms: *ttl_ms,
+                    ttl_ms,
                 }))
             }
             StoreCommand::LeaseKeepAlive { lease } => match self.leases.renew(*lease) {
@@ -489,6 +507,47 @@ mod tests {
     }
 
     #[test]
+    fn grants_are_whole_seconds_and_at_least_the_minimum() {
+        let mut machine = StoreStateMachine::new(
+            CompactionTombstones::Kept,
+            std::time::Duration::from_secs(2),
+        );
+        for (index, requested_ms, granted_ms) in [
+            (1, 0, 2_000),
+            (2, 1_000, 2_000),
+            (3, 2_001, 3_000),
+            (4, 5_000, 5_000),
+        ] {
+            let grant = machine.apply(
+                index,
+                &StoreCommand::LeaseGrant {
+                    ttl_ms: requested_ms,
+                },
+            );
+            assert_eq!(
+                grant.lease_change,
+                Some(LeaseChange::Renewed {
+                    lease: index,
+                    ttl_ms: granted_ms
+                })
+            );
+            assert_eq!(
+                result(grant),
+                Ok(KvResponse::LeaseGrant {
+                    lease: index,
+                    ttl_ms: granted_ms
+                })
+            );
+            assert_eq!(machine.leases().get(index).unwrap().ttl_ms, granted_ms);
+        }
+        // A keep-alive renews for the granted TTL.
+        assert_eq!(
+            result(machine.apply(5, &StoreCommand::LeaseKeepAlive { lease: 3 })),
+            Ok(KvResponse::LeaseKeepAlive { ttl_ms: 3_000 })
+        );
+    }
+
+    #[test]
     fn bad_input_gets_typed_errors() {
         let mut machine = StoreStateMachine::default();
         assert_eq!(
@@ -512,9 +571,14 @@ mod tests {
             success: vec![],
             failure: vec![],
         };
+        // etcd runs an empty transaction: no compares hold vacuously, nothing changes.
         assert_eq!(
             result(machine.apply(5, &kv(empty))),
-            Err(KvError::EmptyTransaction)
+            Ok(KvResponse::Txn {
+                revision: 1,
+                succeeded: true,
+                responses: vec![]
+            })
         );
         result(machine.apply(6, &kv(put("k", "1", None)))).unwrap();
         result(machine.apply(7, &kv(put("k", "2", None)))).unwrap();

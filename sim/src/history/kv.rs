@@ -220,13 +220,17 @@ pub enum KvError {
         /// The current revision.
         current_revision: u64,
     },
-    /// A transaction with no operations at all.
+    /// A transaction with no operations at all. No longer answered: etcd runs an empty
+    /// transaction (kept so that older histories read back).
     EmptyTransaction,
     /// Anything else.
     Other {
         /// What went wrong.
         message: String,
     },
+    /// A transaction branch writes one key twice: two puts, or a put and a delete that
+    /// covers it (etcd's "duplicate key given in txn request").
+    DuplicateKey,
 }
 
 /// The `name` of the [`crate::history::RecipeEvent::Other`] events that carry a

@@ -49,13 +49,18 @@ impl EtcdSession {
         let deadline = clock.now() + patience;
         let mut client = EtcdClient::new(cluster, context.clone(), process);
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let (lease, granted_at) = loop {
+        let (lease, granted_at, ttl) = loop {
             let asked_at = clock.now();
             // A grant whose answer was lost leaves an orphan lease that expires on its own.
-            if let Some(KvResponse::LeaseGrant { lease, .. }) =
-                kv_response(&client.lease_grant(ttl_ms).await)
+            if let Some(KvResponse::LeaseGrant {
+                lease,
+                ttl_ms: granted_ms,
+            }) = kv_response(&client.lease_grant(ttl_ms).await)
             {
-                break (*lease, asked_at);
+                // The server may grant more than asked (whole seconds, its minimum): keep
+                // alive by the granted TTL, as etcd's clientv3 does from each answer's TTL
+                // (`clientv3/lease.go` `recvKeepAlive`: next keep-alive after TTL/3).
+                break (*lease, asked_at, Duration::from_millis(*granted_ms));
             }
             if clock.now() >= deadline {
                 return Err(LockError::TimedOut);

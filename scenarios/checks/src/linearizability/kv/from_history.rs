@@ -171,6 +171,13 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
             compares,
             success,
             failure,
+        } if compares.is_empty() && success.is_empty() && failure.is_empty() => {
+            Some("empty transaction (reads and writes nothing)")
+        }
+        KvOperation::Txn {
+            compares,
+            success,
+            failure,
         } => {
             let nested = success.iter().chain(failure).any(|op| {
                 !matches!(
