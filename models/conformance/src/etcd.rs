@@ -10,7 +10,7 @@ use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
     NodeId, RunEnd, Seed, Sim, World,
     history::{
-        OpError, OpResult,
+        OpError, OpResult, Response,
         kv::{
             Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse,
             ReadConsistency,
@@ -254,7 +254,10 @@ impl State {
                 let id = lease(&self.leases, step.arg(0)).unwrap_or(UNGRANTED_LEASE);
                 Call::Op(match step.verb() {
                     "revoke" => KvOperation::LeaseRevoke { lease: id },
-                    "ttl" => KvOperation::LeaseTimeToLive { lease: id },
+                    "ttl" => KvOperation::LeaseTimeToLive {
+                        lease: id,
+                        keys: step.flag("keys"),
+                    },
                     _ => KvOperation::LeaseKeepAlive { lease: id },
                 })
             }
@@ -281,7 +284,15 @@ impl State {
         match outcome {
             Outcome::Result(result @ OpResult::Ok { .. }) => match kv_response(&result) {
                 Some(response) => self.response_lines(response),
-                None => vec!["ok".to_string()],
+                // A compaction: its header revision.
+                None => match &result {
+                    OpResult::Ok {
+                        response: Response::Other { value },
+                    } if value.get("revision").is_some() => {
+                        vec![format!("ok rev={}", value["revision"])]
+                    }
+                    _ => vec!["ok".to_string()],
+                },
             },
             Outcome::Result(OpResult::Fail { error }) => vec![error_line(&error)],
             Outcome::Result(OpResult::Unknown { reason }) => vec![format!("err Unknown: {reason}")],
@@ -341,8 +352,20 @@ impl State {
             }
             KvResponse::LeaseRevoke { revision } => vec![format!("ok rev={revision}")],
             KvResponse::LeaseKeepAlive { ttl_ms } => vec![format!("ok ttl={}", ttl_ms / 1000)],
-            KvResponse::LeaseTimeToLive { remaining_ms } => {
-                vec![format!("ok ttl={}", remaining(*remaining_ms))]
+            KvResponse::LeaseTimeToLive {
+                remaining_ms,
+                granted_ttl_ms,
+                keys,
+            } => {
+                let mut line = format!(
+                    "ok ttl={} granted={}",
+                    remaining(*remaining_ms),
+                    granted_ttl_ms / 1000
+                );
+                if let Some(keys) = keys {
+                    line.push_str(&format!(" keys={}", crate::render::list(keys)));
+                }
+                vec![line]
             }
         }
     }
@@ -362,12 +385,13 @@ impl State {
 /// A lease id no server grants (a probe's lease role that was never granted).
 const UNGRANTED_LEASE: u64 = 0x7fff_ffff_ffff_fff1;
 
-/// A remaining TTL as the probes write it: `live` while the lease lives.
-fn remaining(remaining_ms: u64) -> String {
+/// A remaining TTL as the probes write it: `live` while the lease lives; `-1` (gone) and
+/// `0` stay exact.
+fn remaining(remaining_ms: i64) -> String {
     if remaining_ms > 0 {
         "live".to_string()
     } else {
-        "0".to_string()
+        remaining_ms.to_string()
     }
 }
 

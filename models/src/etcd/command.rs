@@ -185,9 +185,10 @@ fn hash_operation(hasher: &mut StableHasher, operation: &KvOperation) {
             hasher.write_bytes(&[7]);
             hasher.write_u64(*lease);
         }
-        KvOperation::LeaseTimeToLive { lease } => {
+        KvOperation::LeaseTimeToLive { lease, keys } => {
             hasher.write_bytes(&[8]);
             hasher.write_u64(*lease);
+            hasher.write_bytes(&[u8::from(*keys)]);
         }
     }
 }

@@ -152,7 +152,10 @@ impl StoreStateMachine {
                     });
                     ApplyResult::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms }))
                 }
-                None => ApplyResult::Kv(Err(KvError::LeaseNotFound { lease: *lease })),
+                // etcd answers a keep-alive of a gone lease with TTL 0, not an error (3.4.23
+                // `etcdserver/api/v3rpc/lease.go` `leaseKeepAlive`: `if err ==
+                // lease.ErrLeaseNotFound { err = nil; ttl = 0 }`).
+                None => ApplyResult::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms: 0 })),
             },
             StoreCommand::LeaseRevoke { lease } => match self.revoke(*lease) {
                 Some(revision) => {
@@ -560,7 +563,8 @@ mod tests {
         );
         assert_eq!(
             result(machine.apply(3, &StoreCommand::LeaseKeepAlive { lease: 99 })),
-            Err(KvError::LeaseNotFound { lease: 99 })
+            Ok(KvResponse::LeaseKeepAlive { ttl_ms: 0 }),
+            "etcd answers a keep-alive of a lease it does not know with TTL 0"
         );
         assert_eq!(
             result(machine.apply(4, &StoreCommand::LeaseRevoke { lease: 99 })),

@@ -80,6 +80,9 @@ pub enum KvOperation {
     LeaseTimeToLive {
         /// Lease id.
         lease: u64,
+        /// Also ask for the keys attached to it (etcd's `keys` option).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keys: bool,
     },
 }
 
@@ -187,16 +190,39 @@ pub enum KvResponse {
         /// Store revision after the revoke.
         revision: u64,
     },
-    /// Lease renewed.
+    /// Lease renewed. As etcd answers a keep-alive: `ttl_ms` 0 (and no error) when the
+    /// lease does not exist (see [`KvResponse::says_lease_gone`]).
     LeaseKeepAlive {
-        /// Time to live from now, milliseconds.
+        /// Time to live from now, milliseconds; 0: the lease is gone.
         ttl_ms: u64,
     },
-    /// Lease time to live.
+    /// Lease time to live. As etcd answers it: `remaining_ms` -1 (and no error) when the
+    /// lease does not exist.
     LeaseTimeToLive {
-        /// Remaining time, milliseconds.
-        remaining_ms: u64,
+        /// Remaining time, milliseconds; -1: the lease is gone.
+        remaining_ms: i64,
+        /// The TTL the lease was granted, milliseconds (0 when it is gone).
+        #[serde(default)]
+        granted_ttl_ms: u64,
+        /// The keys attached to it, in key order, when asked for (etcd's `keys` option).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keys: Option<Vec<String>>,
     },
+}
+
+impl KvResponse {
+    /// Whether this answer says the lease asked about is gone (expired, revoked or never
+    /// granted), as etcd says it without an error: a keep-alive's TTL 0, a time-to-live
+    /// query's TTL -1. (etcd's `clientv3` reads a keep-alive's `TTL <= 0` so:
+    /// `clientv3/lease.go` `recvKeepAlive` and `KeepAliveOnce`.) Other operations on a gone
+    /// lease fail with [`KvError::LeaseNotFound`].
+    pub fn says_lease_gone(&self) -> bool {
+        match self {
+            KvResponse::LeaseKeepAlive { ttl_ms } => *ttl_ms == 0,
+            KvResponse::LeaseTimeToLive { remaining_ms, .. } => *remaining_ms < 0,
+            _ => false,
+        }
+    }
 }
 
 /// A definite key-value failure: the operation did not take effect.

@@ -4,16 +4,12 @@
 //! renewal was acknowledged for a TTL (the client cannot know better: the lease may have
 //! expired on the leader meanwhile).
 
-use crate::etcd::{EtcdClient, EtcdCluster, kv_response};
+use crate::etcd::{EtcdClient, EtcdCluster, kv_response, lease_gone};
 use crate::recipes::etcd::keys::RETRY;
 use crate::recipes::shared::lock::LockError;
 use sim::{
     NodeContext,
-    history::{
-        OpError, OpResult,
-        kv::{KvError, KvResponse},
-        recipe::LossReason,
-    },
+    history::{OpResult, kv::KvResponse, recipe::LossReason},
     signal::Signal,
     task::JoinHandle,
 };
@@ -85,13 +81,13 @@ impl EtcdSession {
                         break LossReason::ConnectionLost;
                     }
                     match clock.timeout(left, renewer.lease_keep_alive(lease)).await {
+                        // A keep-alive answered TTL 0: the lease is gone (etcd answers so,
+                        // with no error; clientv3 reads `TTL <= 0` so).
+                        Ok(result) if lease_gone(&result) => break LossReason::LeaseExpired,
                         Ok(OpResult::Ok { .. }) => {
                             valid_until = sent_at + ttl;
                             clock.sleep(interval).await;
                         }
-                        Ok(OpResult::Fail {
-                            error: OpError::Kv(KvError::LeaseNotFound { .. }),
-                        }) => break LossReason::LeaseExpired,
                         Ok(_) => clock.sleep(RETRY.min(left)).await,
                         Err(_) => break LossReason::ConnectionLost,
                     }
