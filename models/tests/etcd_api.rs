@@ -103,11 +103,13 @@ fn leases_are_granted_whole_seconds_and_at_least_the_minimum() {
 fn transactions_refuse_a_key_written_twice_and_run_empty_ones() {
     with_client(4, |mut client| async move {
         let put = |key: &str| KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: "1".into(),
             lease: None,
         };
         let delete_range = KvOperation::Delete {
+            prev_kv: false,
             key: "0".into(),
             range_end: Some("z".into()),
         };
@@ -184,6 +186,55 @@ fn a_gone_lease_answers_ttl_zero_or_minus_one_without_an_error() {
             client.put_with_lease("c", "1", lease).await,
             fail(KvError::LeaseNotFound { lease })
         );
+    });
+}
+
+/// `prev_kv` answers the key before a put (nothing for a new key) and every key a delete
+/// deleted, in key order (as etcd 3.4.23 answers them).
+#[test]
+fn prev_kv_answers_the_keys_before_the_write() {
+    with_client(6, |mut client| async move {
+        let put = |key: &str, value: &str| KvOperation::Put {
+            key: key.into(),
+            value: value.into(),
+            lease: None,
+            prev_kv: true,
+        };
+        let prev_of = |result: &OpResult| match kv_response(result) {
+            Some(KvResponse::Put { prev_kv, .. }) => prev_kv.clone(),
+            other => panic!("put failed: {result:?} {other:?}"),
+        };
+        assert_eq!(prev_of(&client.execute(put("a", "1")).await), None);
+        let previous = prev_of(&client.execute(put("a", "2")).await).expect("a was there");
+        assert_eq!(
+            (
+                previous.value.as_str(),
+                previous.mod_revision,
+                previous.version
+            ),
+            ("1", 2, 1)
+        );
+        ok(&client.put("b", "1").await);
+        let deleted = client
+            .execute(KvOperation::Delete {
+                key: "a".into(),
+                range_end: Some("c".into()),
+                prev_kv: true,
+            })
+            .await;
+        let Some(KvResponse::Delete {
+            deleted: 2,
+            prev_kvs,
+            ..
+        }) = kv_response(&deleted)
+        else {
+            panic!("a delete of two keys: {deleted:?}");
+        };
+        let previous: Vec<(&str, &str)> = prev_kvs
+            .iter()
+            .map(|kv| (kv.key.as_str(), kv.value.as_str()))
+            .collect();
+        assert_eq!(previous, [("a", "2"), ("b", "1")]);
     });
 }
 
@@ -264,6 +315,7 @@ fn bad_input_gets_typed_errors() {
             operator: CompareOperator::Equal,
         };
         let delete = KvOperation::Delete {
+            prev_kv: false,
             key: "k".into(),
             range_end: None,
         };

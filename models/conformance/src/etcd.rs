@@ -224,6 +224,7 @@ impl State {
                     Some(role) => Some(lease(&self.leases, role).unwrap_or(UNGRANTED_LEASE)),
                 };
                 Call::Op(KvOperation::Put {
+                    prev_kv: step.flag("prev_kv"),
                     key: step.arg(0).into(),
                     value: step.arg(1).into(),
                     lease: lease_id,
@@ -240,6 +241,7 @@ impl State {
                 },
             }),
             "delete" => Call::Op(KvOperation::Delete {
+                prev_kv: step.flag("prev_kv"),
                 key: step.arg(0).into(),
                 range_end: range_end(step),
             }),
@@ -321,9 +323,19 @@ impl State {
                 lines.extend(kvs.iter().map(|kv| format!("  {}", self.kv(kv))));
                 lines
             }
-            KvResponse::Put { revision } => vec![format!("ok rev={revision}")],
-            KvResponse::Delete { revision, deleted } => {
-                vec![format!("ok rev={revision} deleted={deleted}")]
+            KvResponse::Put { revision, prev_kv } => {
+                let mut lines = vec![format!("ok rev={revision}")];
+                lines.extend(prev_kv.iter().map(|kv| format!("  prev {}", self.kv(kv))));
+                lines
+            }
+            KvResponse::Delete {
+                revision,
+                deleted,
+                prev_kvs,
+            } => {
+                let mut lines = vec![format!("ok rev={revision} deleted={deleted}")];
+                lines.extend(prev_kvs.iter().map(|kv| format!("  prev {}", self.kv(kv))));
+                lines
             }
             KvResponse::Txn {
                 revision,
@@ -503,6 +515,7 @@ fn txn_op(text: &str) -> Result<KvOperation, String> {
         "put" => {
             let (key, value) = inner.split_once(',').ok_or_else(bad)?;
             KvOperation::Put {
+                prev_kv: false,
                 key: key.into(),
                 value: value.into(),
                 lease: None,
@@ -511,11 +524,13 @@ fn txn_op(text: &str) -> Result<KvOperation, String> {
         "get" => get(inner, None),
         "delete" => match inner.split_once(',') {
             None => KvOperation::Delete {
+                prev_kv: false,
                 key: inner.into(),
                 range_end: None,
             },
             // `\0` is etcd's "to the end of the keyspace".
             Some((key, end)) => KvOperation::Delete {
+                prev_kv: false,
                 key: key.into(),
                 range_end: Some(end.replace("\\0", "\0")),
             },

@@ -123,6 +123,7 @@ impl EtcdClient {
     /// Writes `value` at `key`.
     pub async fn put(&mut self, key: &str, value: &str) -> OpResult {
         self.execute(KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease: None,
@@ -133,6 +134,7 @@ impl EtcdClient {
     /// Writes `value` at `key`, attached to `lease`.
     pub async fn put_with_lease(&mut self, key: &str, value: &str, lease: u64) -> OpResult {
         self.execute(KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease: Some(lease),
@@ -173,6 +175,7 @@ impl EtcdClient {
     /// Deletes `key`.
     pub async fn delete(&mut self, key: &str) -> OpResult {
         self.execute(KvOperation::Delete {
+            prev_kv: false,
             key: key.into(),
             range_end: None,
         })
@@ -182,6 +185,7 @@ impl EtcdClient {
     /// Deletes every key starting with `prefix`.
     pub async fn delete_prefix(&mut self, prefix: &str) -> OpResult {
         self.execute(KvOperation::Delete {
+            prev_kv: false,
             key: prefix.into(),
             range_end: Some(super::mvcc::prefix_range_end(prefix)),
         })

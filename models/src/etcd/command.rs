@@ -123,6 +123,15 @@ fn hash_optional_u64(hasher: &mut StableHasher, value: Option<u64>) {
     }
 }
 
+/// An option flag that was added after digests were pinned: it feeds the hasher only when
+/// set, so every command without it keeps the digest it had (digests are recorded in
+/// histories), while a set flag still changes it.
+fn hash_flag(hasher: &mut StableHasher, flag: bool) {
+    if flag {
+        hasher.write_bytes(&[0xf1]);
+    }
+}
+
 fn hash_operations(hasher: &mut StableHasher, operations: &[KvOperation]) {
     hasher.write_u64(operations.len() as u64);
     for operation in operations {
@@ -149,16 +158,27 @@ fn hash_operation(hasher: &mut StableHasher, operation: &KvOperation) {
                 ReadConsistency::Serializable => 1,
             }]);
         }
-        KvOperation::Put { key, value, lease } => {
+        KvOperation::Put {
+            key,
+            value,
+            lease,
+            prev_kv,
+        } => {
             hasher.write_bytes(&[2]);
             hash_str(hasher, key);
             hash_str(hasher, value);
             hash_optional_u64(hasher, *lease);
+            hash_flag(hasher, *prev_kv);
         }
-        KvOperation::Delete { key, range_end } => {
+        KvOperation::Delete {
+            key,
+            range_end,
+            prev_kv,
+        } => {
             hasher.write_bytes(&[3]);
             hash_str(hasher, key);
             hash_optional_str(hasher, range_end.as_deref());
+            hash_flag(hasher, *prev_kv);
         }
         KvOperation::Txn {
             compares,
@@ -188,7 +208,7 @@ fn hash_operation(hasher: &mut StableHasher, operation: &KvOperation) {
         KvOperation::LeaseTimeToLive { lease, keys } => {
             hasher.write_bytes(&[8]);
             hasher.write_u64(*lease);
-            hasher.write_bytes(&[u8::from(*keys)]);
+            hash_flag(hasher, *keys);
         }
     }
 }
@@ -297,10 +317,12 @@ fn check_writes_overlap(branch: &[KvOperation]) -> Result<(), KvError> {
             KvOperation::Delete {
                 key,
                 range_end: None,
+                ..
             } => key == put_key,
             KvOperation::Delete {
                 key,
                 range_end: Some(end),
+                ..
             } => key.as_str() <= put_key && put_key < end.as_str(),
             _ => false,
         })
@@ -333,6 +355,7 @@ mod tests {
     fn put(key: &str, value: &str) -> StoreCommand {
         StoreCommand::Kv {
             operation: KvOperation::Put {
+                prev_kv: false,
                 key: key.into(),
                 value: value.into(),
                 lease: None,
@@ -366,6 +389,7 @@ mod tests {
 
     fn put_op(key: &str) -> KvOperation {
         KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: "v".into(),
             lease: None,
@@ -374,6 +398,7 @@ mod tests {
 
     fn delete_op(key: &str, range_end: Option<&str>) -> KvOperation {
         KvOperation::Delete {
+            prev_kv: false,
             key: key.into(),
             range_end: range_end.map(str::to_string),
         }
@@ -420,6 +445,7 @@ mod tests {
             put("k", "w"),
             StoreCommand::Kv {
                 operation: KvOperation::Put {
+                    prev_kv: false,
                     key: "k".into(),
                     value: "v".into(),
                     lease: Some(1),
@@ -427,12 +453,14 @@ mod tests {
             },
             StoreCommand::Kv {
                 operation: KvOperation::Delete {
+                    prev_kv: false,
                     key: "k".into(),
                     range_end: None,
                 },
             },
             StoreCommand::Kv {
                 operation: KvOperation::Delete {
+                    prev_kv: false,
                     key: "k".into(),
                     range_end: Some(String::new()),
                 },
@@ -445,6 +473,7 @@ mod tests {
                         operator: CompareOperator::Equal,
                     }],
                     success: vec![KvOperation::Put {
+                        prev_kv: false,
                         key: "k".into(),
                         value: "v".into(),
                         lease: None,
@@ -461,6 +490,7 @@ mod tests {
                     }],
                     success: vec![],
                     failure: vec![KvOperation::Put {
+                        prev_kv: false,
                         key: "k".into(),
                         value: "v".into(),
                         lease: None,

@@ -298,7 +298,17 @@ impl StoreStateMachine {
     /// One write inside an open MVCC transaction.
     fn write(&mut self, operation: &KvOperation) -> KvResponse {
         match operation {
-            KvOperation::Put { key, value, lease } => {
+            KvOperation::Put {
+                key,
+                value,
+                lease,
+                prev_kv,
+            } => {
+                let prev_kv = if *prev_kv {
+                    self.mvcc.get(key).cloned()
+                } else {
+                    None
+                };
                 let previous_lease = self.mvcc.put(key, value, *lease);
                 if let Some(old) = previous_lease
                     && Some(old) != *lease
@@ -308,9 +318,16 @@ impl StoreStateMachine {
                 if let Some(lease) = lease {
                     self.leases.attach(*lease, key);
                 }
-                KvResponse::Put { revision: 0 }
+                KvResponse::Put {
+                    revision: 0,
+                    prev_kv,
+                }
             }
-            KvOperation::Delete { key, range_end } => {
+            KvOperation::Delete {
+                key,
+                range_end,
+                prev_kv,
+            } => {
                 let range = KeyRange::new(key, range_end.as_deref());
                 let deleted = self.mvcc.delete_range(&range);
                 for kv in &deleted {
@@ -321,6 +338,7 @@ impl StoreStateMachine {
                 KvResponse::Delete {
                     revision: 0,
                     deleted: deleted.len() as u64,
+                    prev_kvs: if *prev_kv { deleted } else { Vec::new() },
                 }
             }
             _ => unreachable!("validated: only puts and deletes are written"),
@@ -357,8 +375,14 @@ impl StoreStateMachine {
 /// in the transaction sees the transaction's own writes, so it is at that revision too).
 fn with_revision(response: KvResponse, revision: u64) -> KvResponse {
     match response {
-        KvResponse::Put { .. } => KvResponse::Put { revision },
-        KvResponse::Delete { deleted, .. } => KvResponse::Delete { revision, deleted },
+        KvResponse::Put { prev_kv, .. } => KvResponse::Put { revision, prev_kv },
+        KvResponse::Delete {
+            deleted, prev_kvs, ..
+        } => KvResponse::Delete {
+            revision,
+            deleted,
+            prev_kvs,
+        },
         KvResponse::Get { kvs, .. } => KvResponse::Get { revision, kvs },
         other => other,
     }
@@ -371,6 +395,7 @@ mod tests {
 
     fn put(key: &str, value: &str, lease: Option<u64>) -> KvOperation {
         KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease,
@@ -423,7 +448,13 @@ mod tests {
         };
         assert!(succeeded);
         assert_eq!(revision, 3, "one revision for the whole transaction");
-        assert_eq!(responses[0], KvResponse::Put { revision: 3 });
+        assert_eq!(
+            responses[0],
+            KvResponse::Put {
+                prev_kv: None,
+                revision: 3
+            }
+        );
         let KvResponse::Get { kvs, .. } = &responses[2] else {
             panic!("a get");
         };

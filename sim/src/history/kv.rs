@@ -43,6 +43,9 @@ pub enum KvOperation {
         /// Lease the key is attached to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lease: Option<u64>,
+        /// Also answer the key's value before the put (etcd's `prev_kv`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        prev_kv: bool,
     },
     /// Delete `key`, or the range `[key, range_end)`.
     Delete {
@@ -51,6 +54,9 @@ pub enum KvOperation {
         /// End of the range (exclusive).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         range_end: Option<String>,
+        /// Also answer the deleted keys' last values (etcd's `prev_kv`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        prev_kv: bool,
     },
     /// If every compare holds, run `success`, else run `failure`; atomically.
     Txn {
@@ -161,6 +167,9 @@ pub enum KvResponse {
     Put {
         /// Store revision after the write.
         revision: u64,
+        /// The key before the put, if asked for (`prev_kv`) and it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prev_kv: Option<KeyValue>,
     },
     /// Keys deleted.
     Delete {
@@ -168,6 +177,9 @@ pub enum KvResponse {
         revision: u64,
         /// How many keys were deleted.
         deleted: u64,
+        /// The deleted keys' last values, in key order, if asked for (`prev_kv`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        prev_kvs: Vec<KeyValue>,
     },
     /// Transaction done.
     Txn {

@@ -170,6 +170,7 @@ impl EtcdElection {
             .txn(
                 vec![still_ours(&self.key, token)],
                 vec![KvOperation::Put {
+                    prev_kv: false,
                     key: self.key.clone(),
                     value: value.to_string(),
                     lease: Some(self.lease),
@@ -211,6 +212,7 @@ impl EtcdElection {
                 .txn(
                     vec![still_ours(&self.key, leadership.token)],
                     vec![KvOperation::Delete {
+                        prev_kv: false,
                         key: self.key.clone(),
                         range_end: None,
                     }],
