@@ -26,7 +26,7 @@ fn a_three_server_cluster_elects_writes_and_reads() {
                 for i in 0..20 {
                     let put = client.put("k", &format!("v{i}")).await;
                     match kv_response(&put) {
-                        Some(KvResponse::Put { revision }) => revisions.push(*revision),
+                        Some(KvResponse::Put { revision, .. }) => revisions.push(*revision),
                         other => panic!("put failed: {put:?} {other:?}"),
                     }
                 }

@@ -55,6 +55,13 @@ pub fn run(args: ConformanceArgs) -> Result<ExitCode, CliError> {
     for store in stores {
         let judgement = judge(&dir, store, args.seed)
             .map_err(|error| CliError::bad_input(error.to_string()))?;
+        // No probes judged nothing: not a green.
+        if judgement.tally.probes == 0 {
+            return Err(CliError::bad_input(format!(
+                "no .probe files in {}",
+                dir.join(store.name()).display()
+            )));
+        }
         judged.push((store, judgement));
     }
     let rows: Vec<Row> = judged

@@ -52,7 +52,9 @@ const DEFAULT_SUBSET: &[&str] = &[
 const CAUGHT_BY_ANOTHER_CHECK_FIRST: &[&str] = &[
     "raft.ack_before_fsync",
     "zab.last_processed_zxid_on_diff",
-    "zab.reconnect_ignores_last_zxid",
+    // zab.reconnect_ignores_last_zxid left this list with issue 24's ZooKeeper fidelity
+    // changes (a sync takes no zxid, seeded children order): its first failing seed now
+    // fails by its own check only.
 ];
 
 /// A small subset that is caught cleanly, with quick shrinks, some of plans of more than

@@ -19,6 +19,7 @@ use checks::{
     history::{final_reads_from, kv::KvHistory, leases::leases},
 };
 use common::{TARGET, catalogued, sweep, sweep_outcomes};
+use models::etcd::lease_gone;
 use scenarios::{
     Outcome,
     sweep::{SweepSummary, run_seed},
@@ -28,9 +29,8 @@ use sim::{
     NodeId,
     fault::Fault,
     history::{
-        Event, FaultOutcome, FaultRecord, History, OpError, OpResult, Operation, ProtocolEvent,
-        Response,
-        kv::{KvError, KvOperation, KvResponse, WatchRecord, WatchStep, WatchedChangeKind},
+        Event, FaultOutcome, FaultRecord, History, OpResult, Operation, ProtocolEvent, Response,
+        kv::{KvOperation, KvResponse, WatchRecord, WatchStep, WatchedChangeKind},
     },
     report::FailureReport,
     time::SimTime,
@@ -152,20 +152,12 @@ fn keep_alives(history: &History, lease: u64) -> Vec<(SimTime, Option<(SimTime, 
 fn last_acknowledged_renewal(history: &History, lease: u64) -> Result<SimTime, String> {
     keep_alives(history, lease)
         .into_iter()
-        .filter(|(_, completion)| matches!(completion, Some((_, OpResult::Ok { .. }))))
+        .filter(|(_, completion)| {
+            matches!(completion, Some((_, result @ OpResult::Ok { .. })) if !lease_gone(result))
+        })
         .map(|(invoked, _)| invoked)
         .max()
         .ok_or_else(|| format!("lease {lease} was never renewed"))
-}
-
-/// Whether `result` says the lease does not exist.
-fn lease_not_found(result: &OpResult) -> bool {
-    matches!(
-        result,
-        OpResult::Fail {
-            error: OpError::Kv(KvError::LeaseNotFound { .. })
-        }
-    )
 }
 
 /// The faults of `history` that took effect, with when they fired and what their subject
@@ -305,16 +297,16 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
             let mut abandoned_gone = false;
             let mut kept_ttl_ms = Vec::new();
             for op in history.operations() {
-                let (Operation::Kv(KvOperation::LeaseTimeToLive { lease }), Some((at, result))) =
+                let (Operation::Kv(KvOperation::LeaseTimeToLive { lease, .. }), Some((at, result))) =
                     (op.operation, op.completion)
                 else {
                     continue;
                 };
                 if *lease == abandoned && op.invoked_at > abandoned_end {
-                    abandoned_gone |= lease_not_found(result);
+                    abandoned_gone |= lease_gone(result);
                 }
                 if let OpResult::Ok {
-                    response: Response::Kv(KvResponse::LeaseTimeToLive { remaining_ms }),
+                    response: Response::Kv(KvResponse::LeaseTimeToLive { remaining_ms, .. }),
                 } = result
                     && *lease == kept
                     && at < last_renewal
@@ -331,7 +323,7 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
                 .ttl_ms
                 .expect("a granted lease has a TTL");
             fact!(
-                !kept_ttl_ms.is_empty() && kept_ttl_ms.iter().all(|ms| *ms <= ttl_ms + 600),
+                !kept_ttl_ms.is_empty() && kept_ttl_ms.iter().all(|ms| *ms <= ttl_ms as i64 + 600),
                 "the kept lease's TTLs while renewed: {kept_ttl_ms:?} (expected some, none \
                  above its TTL of {ttl_ms} ms plus 600 ms)"
             );
@@ -505,7 +497,7 @@ fn a_paused_client_loses_its_lease() {
                         *invoked >= resumed
                             && completion
                                 .as_ref()
-                                .is_some_and(|(_, result)| lease_not_found(result))
+                                .is_some_and(|(_, result)| lease_gone(result))
                     }),
                 "the holder's keep-alive was never told the lease is gone after it woke"
             );

@@ -283,10 +283,12 @@ mod kv_store {
                 consistency: ReadConsistency::Linearizable,
             },
             (1, 0) => KvOperation::Delete {
+                prev_kv: false,
                 key,
                 range_end: None,
             },
             (1, _) => KvOperation::Put {
+                prev_kv: false,
                 key,
                 value,
                 lease: None,
@@ -298,6 +300,7 @@ mod kv_store {
                     operator: CompareOperator::Greater,
                 }],
                 success: vec![KvOperation::Put {
+                    prev_kv: false,
                     key: key.clone(),
                     value,
                     lease: None,

@@ -10,7 +10,7 @@ use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
     NodeId, RunEnd, Seed, Sim, World,
     history::{
-        OpError, OpResult,
+        OpError, OpResult, Response,
         kv::{
             Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse,
             ReadConsistency,
@@ -39,7 +39,7 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
         .build()
         .map_err(|e| format!("world: {e}"))?
         .run(move |sim: Sim| async move {
-            let cluster = EtcdCluster::start(&sim, EtcdConfig::new(&sim.servers()));
+            let cluster = EtcdCluster::start(&sim, debian_etcd_config(&sim.servers()));
             let mut state = State {
                 clients: (0..clients)
                     .map(|index| {
@@ -49,6 +49,9 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
                     .collect(),
                 sim: sim.clone(),
                 watches: BTreeMap::new(),
+                pending: BTreeMap::new(),
+                cancelled: Vec::new(),
+                ended: Vec::new(),
                 leases: Roles::new('l'),
             };
             for step in &probe_owned.steps {
@@ -70,11 +73,29 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
     Ok(answers)
 }
 
+/// The model configured with the timing of the etcd the probes were recorded against
+/// (Debian's `etcd-server` with its defaults: `--heartbeat-interval 100`,
+/// `--election-timeout 1000`), on which the shortest lease etcd grants (2 s) depends.
+fn debian_etcd_config(servers: &[NodeId]) -> EtcdConfig {
+    let mut config = EtcdConfig::new(servers);
+    config.raft.heartbeat_interval = Duration::from_millis(100);
+    // etcd's Raft draws each election timeout from [timeout, 2 × timeout).
+    config.raft.election_timeout_min = Duration::from_millis(1_000);
+    config.raft.election_timeout_max = Duration::from_millis(2_000);
+    config
+}
+
 struct State {
     sim: Sim,
     /// `None` while the client is away on its node running a step.
     clients: Vec<Option<EtcdClient>>,
     watches: BTreeMap<String, WatchStream>,
+    /// Events a watch delivered beyond the one its `next` step handed out.
+    pending: BTreeMap<String, std::collections::VecDeque<String>>,
+    /// Watches cancelled: their next `next` answers `canceled`.
+    cancelled: Vec<String>,
+    /// Watches whose cancellation was answered: nothing more comes.
+    ended: Vec<String>,
     leases: Roles,
 }
 
@@ -100,9 +121,9 @@ enum Call {
 /// A step's raw outcome, before lease ids are named.
 enum Outcome {
     Result(OpResult),
+    NoEvent,
     Watching,
     Events(WatchItem),
-    NoEvent,
     Cancelled,
     Refused(String),
 }
@@ -145,6 +166,17 @@ impl State {
                 self.watches.insert(name, stream);
                 Outcome::Watching
             }
+            // A cancelled watch says so once, then has nothing more (as etcd's stream does).
+            Call::Next { name, .. } if self.cancelled.contains(&name) => {
+                self.cancelled.retain(|cancelled| *cancelled != name);
+                self.ended.push(name);
+                Outcome::Cancelled
+            }
+            Call::Next { name, .. } if self.ended.contains(&name) => Outcome::NoEvent,
+            Call::Next { name, .. } if self.pending.get(&name).is_some_and(|p| !p.is_empty()) => {
+                let line = self.pending.get_mut(&name).and_then(|p| p.pop_front());
+                return vec![line.expect("a pending event")];
+            }
             Call::Next { name, within } => match self.watches.remove(&name) {
                 None => Outcome::Refused(format!("no watch {name}")),
                 Some(mut stream) => {
@@ -158,15 +190,25 @@ impl State {
                         .expect("the client node waits");
                     let compacted = matches!(item, Some(WatchItem::Compacted { .. }));
                     if !compacted {
-                        self.watches.insert(name, stream);
+                        self.watches.insert(name.clone(), stream);
                     }
-                    item.map_or(Outcome::NoEvent, Outcome::Events)
+                    // etcd may batch events into one response; `next` hands out one per
+                    // step (README), the rest wait for the next steps.
+                    let mut lines = match item {
+                        None => return vec!["none".to_string()],
+                        Some(item) => self.render(Outcome::Events(item)),
+                    };
+                    let first = lines.remove(0);
+                    self.pending.entry(name).or_default().extend(lines);
+                    return vec![first];
                 }
             },
             Call::Cancel(name) => match self.watches.remove(&name) {
                 Some(stream) => {
                     stream.close();
-                    Outcome::Cancelled
+                    self.pending.remove(&name);
+                    self.cancelled.push(name);
+                    Outcome::Watching
                 }
                 None => Outcome::Refused(format!("no watch {name}")),
             },
@@ -212,6 +254,7 @@ impl State {
                     Some(role) => Some(lease(&self.leases, role).unwrap_or(UNGRANTED_LEASE)),
                 };
                 Call::Op(KvOperation::Put {
+                    prev_kv: step.flag("prev_kv"),
                     key: step.arg(0).into(),
                     value: step.arg(1).into(),
                     lease: lease_id,
@@ -228,6 +271,7 @@ impl State {
                 },
             }),
             "delete" => Call::Op(KvOperation::Delete {
+                prev_kv: step.flag("prev_kv"),
                 key: step.arg(0).into(),
                 range_end: range_end(step),
             }),
@@ -242,7 +286,10 @@ impl State {
                 let id = lease(&self.leases, step.arg(0)).unwrap_or(UNGRANTED_LEASE);
                 Call::Op(match step.verb() {
                     "revoke" => KvOperation::LeaseRevoke { lease: id },
-                    "ttl" => KvOperation::LeaseTimeToLive { lease: id },
+                    "ttl" => KvOperation::LeaseTimeToLive {
+                        lease: id,
+                        keys: step.flag("keys"),
+                    },
                     _ => KvOperation::LeaseKeepAlive { lease: id },
                 })
             }
@@ -269,11 +316,20 @@ impl State {
         match outcome {
             Outcome::Result(result @ OpResult::Ok { .. }) => match kv_response(&result) {
                 Some(response) => self.response_lines(response),
-                None => vec!["ok".to_string()],
+                // A compaction: its header revision.
+                None => match &result {
+                    OpResult::Ok {
+                        response: Response::Other { value },
+                    } if value.get("revision").is_some() => {
+                        vec![format!("ok rev={}", value["revision"])]
+                    }
+                    _ => vec!["ok".to_string()],
+                },
             },
             Outcome::Result(OpResult::Fail { error }) => vec![error_line(&error)],
             Outcome::Result(OpResult::Unknown { reason }) => vec![format!("err Unknown: {reason}")],
-            Outcome::Watching | Outcome::Cancelled => vec!["ok".to_string()],
+            Outcome::Watching => vec!["ok".to_string()],
+            Outcome::Cancelled => vec!["canceled".to_string()],
             Outcome::NoEvent => vec!["none".to_string()],
             Outcome::Events(WatchItem::Changes(events)) => events
                 .iter()
@@ -285,7 +341,7 @@ impl State {
                 })
                 .collect(),
             Outcome::Events(WatchItem::Compacted { compact_revision }) => {
-                vec![format!("err compacted rev={compact_revision}")]
+                vec![format!("err compacted compact_rev={compact_revision}")]
             }
             Outcome::Refused(why) => vec![format!("probe: {why}")],
         }
@@ -298,9 +354,19 @@ impl State {
                 lines.extend(kvs.iter().map(|kv| format!("  {}", self.kv(kv))));
                 lines
             }
-            KvResponse::Put { revision } => vec![format!("ok rev={revision}")],
-            KvResponse::Delete { revision, deleted } => {
-                vec![format!("ok rev={revision} deleted={deleted}")]
+            KvResponse::Put { revision, prev_kv } => {
+                let mut lines = vec![format!("ok rev={revision}")];
+                lines.extend(prev_kv.iter().map(|kv| format!("  prev {}", self.kv(kv))));
+                lines
+            }
+            KvResponse::Delete {
+                revision,
+                deleted,
+                prev_kvs,
+            } => {
+                let mut lines = vec![format!("ok rev={revision} deleted={deleted}")];
+                lines.extend(prev_kvs.iter().map(|kv| format!("  prev {}", self.kv(kv))));
+                lines
             }
             KvResponse::Txn {
                 revision,
@@ -308,18 +374,23 @@ impl State {
                 responses,
             } => {
                 let mut lines = vec![format!("ok rev={revision} succeeded={succeeded}")];
+                // An op's answer inside a transaction, as etcd's inner responses carry no
+                // header: `  put`, `  get count=C` and its `    KV` lines, `  delete deleted=N`.
                 for response in responses {
-                    let inner = self.response_lines(response);
-                    // An op's answer inside a transaction: its kind, then what it answered.
-                    let (first, rest) = inner.split_first().expect("one line at least");
-                    let kind = match response {
-                        KvResponse::Get { .. } => "get",
-                        KvResponse::Put { .. } => "put",
-                        KvResponse::Delete { .. } => "delete",
-                        _ => "other",
-                    };
-                    lines.push(format!("  {kind} {}", first.trim_start_matches("ok ")));
-                    lines.extend(rest.iter().map(|line| format!("  {line}")));
+                    match response {
+                        KvResponse::Put { .. } => lines.push("  put".to_string()),
+                        KvResponse::Get { kvs, .. } => {
+                            lines.push(format!("  get count={}", kvs.len()));
+                            for kv in kvs {
+                                let kv = self.kv(kv);
+                                lines.push(format!("    {kv}"));
+                            }
+                        }
+                        KvResponse::Delete { deleted, .. } => {
+                            lines.push(format!("  delete deleted={deleted}"))
+                        }
+                        other => lines.push(format!("  {other:?}")),
+                    }
                 }
                 lines
             }
@@ -329,8 +400,20 @@ impl State {
             }
             KvResponse::LeaseRevoke { revision } => vec![format!("ok rev={revision}")],
             KvResponse::LeaseKeepAlive { ttl_ms } => vec![format!("ok ttl={}", ttl_ms / 1000)],
-            KvResponse::LeaseTimeToLive { remaining_ms } => {
-                vec![format!("ok ttl={}", remaining(*remaining_ms))]
+            KvResponse::LeaseTimeToLive {
+                remaining_ms,
+                granted_ttl_ms,
+                keys,
+            } => {
+                let mut line = format!(
+                    "ok ttl={} granted={}",
+                    remaining(*remaining_ms),
+                    granted_ttl_ms / 1000
+                );
+                if let Some(keys) = keys {
+                    line.push_str(&format!(" keys={}", crate::render::list(keys)));
+                }
+                vec![line]
             }
         }
     }
@@ -350,12 +433,13 @@ impl State {
 /// A lease id no server grants (a probe's lease role that was never granted).
 const UNGRANTED_LEASE: u64 = 0x7fff_ffff_ffff_fff1;
 
-/// A remaining TTL as the probes write it: `live` while the lease lives.
-fn remaining(remaining_ms: u64) -> String {
+/// A remaining TTL as the probes write it: `live` while the lease lives; `-1` (gone) and
+/// `0` stay exact.
+fn remaining(remaining_ms: i64) -> String {
     if remaining_ms > 0 {
         "live".to_string()
     } else {
-        "0".to_string()
+        remaining_ms.to_string()
     }
 }
 
@@ -390,6 +474,10 @@ fn error_line(error: &OpError) -> String {
         OpError::Kv(KvError::EmptyTransaction) => {
             ("InvalidArgument", "empty transaction (model)".to_string())
         }
+        OpError::Kv(KvError::DuplicateKey) => (
+            "InvalidArgument",
+            "etcdserver: duplicate key given in txn request".to_string(),
+        ),
         OpError::Kv(KvError::Other { message }) => ("Unknown", message.clone()),
         other => ("Unknown", format!("{other:?}")),
     };
@@ -439,10 +527,11 @@ fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
         "version" => CompareTarget::Version(number()?),
         "create" => CompareTarget::CreateRevision(number()?),
         "mod" => CompareTarget::ModRevision(number()?),
-        "lease" => CompareTarget::Lease(if operand == "none" {
-            0
-        } else {
-            leases.id(operand).map_or(UNGRANTED_LEASE, |id| id as u64)
+        // A lease role, or a number (`0`: no lease).
+        "lease" => CompareTarget::Lease(match operand.parse::<u64>() {
+            Ok(id) => id,
+            Err(_) if operand == "none" => 0,
+            Err(_) => leases.id(operand).map_or(UNGRANTED_LEASE, |id| id as u64),
         }),
         _ => return Err(bad()),
     };
@@ -453,7 +542,8 @@ fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
     })
 }
 
-/// `put(K,V)`, `get(K)`, `delete(K)`.
+/// `put(K,V)`, `get(K)`, `delete(K)`, `delete(K,END)` (the range `[K, END)`; `\0` for END is
+/// etcd's NUL, to the end of the keyspace).
 fn txn_op(text: &str) -> Result<KvOperation, String> {
     let bad = || format!("txn op `{text}`");
     let (name, rest) = text.split_once('(').ok_or_else(bad)?;
@@ -462,15 +552,25 @@ fn txn_op(text: &str) -> Result<KvOperation, String> {
         "put" => {
             let (key, value) = inner.split_once(',').ok_or_else(bad)?;
             KvOperation::Put {
+                prev_kv: false,
                 key: key.into(),
                 value: value.into(),
                 lease: None,
             }
         }
         "get" => get(inner, None),
-        "delete" => KvOperation::Delete {
-            key: inner.into(),
-            range_end: None,
+        "delete" => match inner.split_once(',') {
+            None => KvOperation::Delete {
+                prev_kv: false,
+                key: inner.into(),
+                range_end: None,
+            },
+            // `\0` is etcd's "to the end of the keyspace".
+            Some((key, end)) => KvOperation::Delete {
+                prev_kv: false,
+                key: key.into(),
+                range_end: Some(end.replace("\\0", "\0")),
+            },
         },
         _ => return Err(bad()),
     })

@@ -123,6 +123,7 @@ impl EtcdClient {
     /// Writes `value` at `key`.
     pub async fn put(&mut self, key: &str, value: &str) -> OpResult {
         self.execute(KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease: None,
@@ -133,6 +134,7 @@ impl EtcdClient {
     /// Writes `value` at `key`, attached to `lease`.
     pub async fn put_with_lease(&mut self, key: &str, value: &str, lease: u64) -> OpResult {
         self.execute(KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease: Some(lease),
@@ -173,6 +175,7 @@ impl EtcdClient {
     /// Deletes `key`.
     pub async fn delete(&mut self, key: &str) -> OpResult {
         self.execute(KvOperation::Delete {
+            prev_kv: false,
             key: key.into(),
             range_end: None,
         })
@@ -182,6 +185,7 @@ impl EtcdClient {
     /// Deletes every key starting with `prefix`.
     pub async fn delete_prefix(&mut self, prefix: &str) -> OpResult {
         self.execute(KvOperation::Delete {
+            prev_kv: false,
             key: prefix.into(),
             range_end: Some(super::mvcc::prefix_range_end(prefix)),
         })
@@ -218,9 +222,17 @@ impl EtcdClient {
         self.execute(KvOperation::LeaseKeepAlive { lease }).await
     }
 
-    /// Asks how long a lease has left.
+    /// Asks how long a lease has left (TTL -1 if it is gone: see [`lease_gone`]).
     pub async fn lease_time_to_live(&mut self, lease: u64) -> OpResult {
-        self.execute(KvOperation::LeaseTimeToLive { lease }).await
+        self.execute(KvOperation::LeaseTimeToLive { lease, keys: false })
+            .await
+    }
+
+    /// Asks how long a lease has left and which keys are attached to it (etcd-client's
+    /// `LeaseTimeToLiveOptions::with_keys`).
+    pub async fn lease_time_to_live_with_keys(&mut self, lease: u64) -> OpResult {
+        self.execute(KvOperation::LeaseTimeToLive { lease, keys: true })
+            .await
     }
 
     /// Runs `operation`, recording its invocation and completion.
@@ -351,9 +363,12 @@ impl EtcdClient {
             ClientResponse::Kv(Err(error)) => Attempt::Done(OpResult::Fail {
                 error: OpError::Kv(error),
             }),
-            ClientResponse::Compact(Ok(revision)) => Attempt::Done(OpResult::Ok {
+            ClientResponse::Compact(Ok(done)) => Attempt::Done(OpResult::Ok {
                 response: Response::Other {
-                    value: serde_json::json!({ "compact_revision": revision }),
+                    value: serde_json::json!({
+                        "compact_revision": done.compact_revision,
+                        "revision": done.revision,
+                    }),
                 },
             }),
             ClientResponse::Compact(Err(error)) => Attempt::Done(OpResult::Fail {
@@ -455,11 +470,7 @@ impl EtcdClient {
         let mut client = EtcdClient::new(cluster, context.clone(), process);
         sim::task::spawn_local(async move {
             loop {
-                let result = client.lease_keep_alive(lease).await;
-                if let OpResult::Fail {
-                    error: OpError::Kv(KvError::LeaseNotFound { .. }),
-                } = result
-                {
+                if lease_gone(&client.lease_keep_alive(lease).await) {
                     return KeepAliveEnd::LeaseGone;
                 }
                 context.clock().sleep(interval).await;
@@ -471,8 +482,25 @@ impl EtcdClient {
 /// Why a keep-alive loop stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeepAliveEnd {
-    /// The server said the lease does not exist (expired or revoked).
+    /// The server said the lease does not exist (expired or revoked): a keep-alive answered
+    /// TTL 0.
     LeaseGone,
+}
+
+/// Whether `result` says the lease it is about is gone (expired, revoked or never granted):
+/// a keep-alive answered TTL 0 or a time-to-live query TTL -1, as etcd answers them (no
+/// error: [`KvResponse::says_lease_gone`]), or any other operation failed with
+/// [`KvError::LeaseNotFound`] (a put with the lease, a revoke).
+pub fn lease_gone(result: &OpResult) -> bool {
+    match result {
+        OpResult::Fail {
+            error: OpError::Kv(KvError::LeaseNotFound { .. }),
+        } => true,
+        OpResult::Ok {
+            response: Response::Kv(response),
+        } => response.says_lease_gone(),
+        _ => false,
+    }
 }
 
 /// The answer to `request_id` on `connection` (answers to earlier, abandoned requests are

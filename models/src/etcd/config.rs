@@ -49,6 +49,17 @@ impl EtcdConfig {
         self.bugs.contains(&bug)
     }
 
+    /// The shortest TTL a lease is granted, as etcd computes it from its election timeout:
+    /// one and a half election timeouts, rounded up to whole seconds (2 s with etcd's default
+    /// 1 s timeout). etcd 3.4.23 `etcdserver/server.go`: `minTTL :=
+    /// time.Duration((3*cfg.ElectionTicks)/2) * heartbeat` and the lessor's `MinLeaseTTL:
+    /// int64(math.Ceil(minTTL.Seconds()))`. etcd's election timeout is the shortest one its
+    /// Raft draws (`[electionTimeout, 2*electionTimeout)`), here `election_timeout_min`.
+    pub fn min_lease_ttl(&self) -> Duration {
+        let one_and_a_half = self.raft.election_timeout_min * 3 / 2;
+        Duration::from_secs(one_and_a_half.as_millis().div_ceil(1000) as u64)
+    }
+
     /// The Raft configuration of server `id`.
     pub fn raft_for(&self, id: NodeId) -> RaftConfig {
         RaftConfig {
@@ -179,5 +190,17 @@ mod tests {
         }
         let error = "etcd.nope".parse::<KnownBug>().unwrap_err();
         assert!(error.to_string().contains("raft.volatile_vote"), "{error}");
+    }
+
+    #[test]
+    fn the_minimum_lease_ttl_follows_the_election_timeout_as_etcd_computes_it() {
+        let mut config = EtcdConfig::new(&[NodeId::server(0)]);
+        // The model's default 300 ms: 450 ms, rounded up to a whole second.
+        assert_eq!(config.min_lease_ttl(), Duration::from_secs(1));
+        // etcd's default 1 s: 1.5 s, so 2 s.
+        config.raft.election_timeout_min = Duration::from_millis(1_000);
+        assert_eq!(config.min_lease_ttl(), Duration::from_secs(2));
+        config.raft.election_timeout_min = Duration::from_millis(2_000);
+        assert_eq!(config.min_lease_ttl(), Duration::from_secs(3));
     }
 }

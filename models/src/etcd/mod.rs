@@ -12,13 +12,13 @@ mod state_machine;
 
 pub use client::{
     COMPACT_OPERATION, ClientConfig, EtcdClient, KeepAliveEnd, WatchItem, WatchStream, kv_response,
-    watch_records,
+    lease_gone, watch_records,
 };
 pub use command::{StoreCommand, is_read_only, validate};
 pub use config::{EtcdBug, EtcdConfig, KnownBug, UnknownBug};
 pub use lease::{LeaseRecord, LeaseTable, Lessor, PromotionTtl};
 pub use mvcc::{ChangeEvent, ChangeKind, KeyRange, MvccStore, prefix_range_end};
-pub use protocol::{ClientFrame, ClientRequest, ClientResponse};
+pub use protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted};
 pub use server::{EtcdCluster, LogCommand, StoreMessage};
 pub use state_machine::{
     ApplyOutcome, ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine,

@@ -63,13 +63,22 @@ pub enum ClientRequest {
     },
 }
 
+/// A compaction done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compacted {
+    /// The compaction revision.
+    pub compact_revision: u64,
+    /// The store revision the answer was served at (etcd's response header revision).
+    pub revision: u64,
+}
+
 /// A server's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientResponse {
     /// The outcome of a key-value or lease operation.
     Kv(Result<KvResponse, KvError>),
     /// The outcome of a compaction.
-    Compact(Result<u64, KvError>),
+    Compact(Result<Compacted, KvError>),
     /// The request definitely did not take effect here: retry, preferably at the leader.
     NotApplied {
         /// The leader, if this server knows it.

@@ -18,7 +18,7 @@ use super::{
     config::{EtcdBug, EtcdConfig},
     lease::{Lessor, PromotionTtl},
     mvcc::KeyRange,
-    protocol::{ClientFrame, ClientRequest, ClientResponse},
+    protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted},
     state_machine::{ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine},
 };
 use crate::{
@@ -224,7 +224,7 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
         context,
         config: cluster.config.clone(),
         raft,
-        machine: StoreStateMachine::new(tombstones),
+        machine: StoreStateMachine::new(tombstones, cluster.config.min_lease_ttl()),
         lessor: Lessor::new(promotion),
         inbox,
         connections: BTreeMap::new(),
@@ -590,7 +590,12 @@ impl Server {
         } else {
             match result {
                 Some(ApplyResult::Kv(result)) => ClientResponse::Kv(result),
-                Some(ApplyResult::Compact(result)) => ClientResponse::Compact(result),
+                Some(ApplyResult::Compact(result)) => {
+                    ClientResponse::Compact(result.map(|compact_revision| Compacted {
+                        compact_revision,
+                        revision: self.machine.mvcc().revision(),
+                    }))
+                }
                 Some(ApplyResult::Internal) | None => return,
             }
         };
@@ -602,19 +607,32 @@ impl Server {
             return;
         };
         let result = match &read.operation {
-            KvOperation::LeaseTimeToLive { lease } => match self.machine.leases().get(*lease) {
-                None => Err(KvError::LeaseNotFound { lease: *lease }),
-                Some(record) => {
-                    let remaining_ms = match self.lessor.remaining(self.raft.now(), *lease) {
-                        Some(remaining) => u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),
-                        None => record.checkpointed_remaining_ms.unwrap_or(record.ttl_ms),
-                    };
-                    Ok(KvResponse::LeaseTimeToLive { remaining_ms })
-                }
-            },
+            KvOperation::LeaseTimeToLive { lease, keys } => Ok(self.time_to_live(*lease, *keys)),
             operation => self.machine.read(operation),
         };
         self.respond(read.connection, read.request_id, ClientResponse::Kv(result));
+    }
+
+    /// What a time-to-live query of `lease` answers. A gone lease is TTL -1 and no error,
+    /// as etcd answers it (3.4.23 `etcdserver/api/v3rpc/lease.go` `LeaseTimeToLive`: on
+    /// `ErrLeaseNotFound`, `TTL: -1`, granted TTL 0, no keys).
+    fn time_to_live(&self, lease: u64, keys: bool) -> KvResponse {
+        let Some(record) = self.machine.leases().get(lease) else {
+            return KvResponse::LeaseTimeToLive {
+                remaining_ms: -1,
+                granted_ttl_ms: 0,
+                keys: keys.then(Vec::new),
+            };
+        };
+        let remaining_ms = match self.lessor.remaining(self.raft.now(), lease) {
+            Some(remaining) => u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),
+            None => record.checkpointed_remaining_ms.unwrap_or(record.ttl_ms),
+        };
+        KvResponse::LeaseTimeToLive {
+            remaining_ms: i64::try_from(remaining_ms).unwrap_or(i64::MAX),
+            granted_ttl_ms: record.ttl_ms,
+            keys: keys.then(|| record.keys.iter().cloned().collect()),
+        }
     }
 
     /// The leader's lessor: propose the expiry of leases past their deadline, and

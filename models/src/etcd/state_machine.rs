@@ -66,15 +66,31 @@ pub struct StoreStateMachine {
     mvcc: MvccStore,
     leases: LeaseTable,
     tombstones: CompactionTombstones,
+    /// The shortest TTL a lease is granted, milliseconds (whole seconds; see
+    /// [`super::EtcdConfig::min_lease_ttl`]).
+    min_lease_ttl_ms: u64,
 }
 
 impl StoreStateMachine {
-    /// An empty store.
-    pub fn new(tombstones: CompactionTombstones) -> Self {
+    /// An empty store that grants leases at least `min_lease_ttl` (whole seconds).
+    pub fn new(tombstones: CompactionTombstones, min_lease_ttl: std::time::Duration) -> Self {
         Self {
             tombstones,
+            min_lease_ttl_ms: u64::try_from(min_lease_ttl.as_millis()).unwrap_or(u64::MAX),
             ..Self::default()
         }
+    }
+
+    /// The TTL a grant asking for `requested_ms` gets: whole seconds (etcd's API has no
+    /// finer unit, so the model's millisecond TTLs are rounded up to the next second), and
+    /// at least the minimum (etcd 3.4.23 `lease/lessor.go` `Grant`: `if l.ttl <
+    /// le.minLeaseTTL { l.ttl = le.minLeaseTTL }`), which also turns a TTL of 0 into the
+    /// minimum.
+    pub fn granted_ttl_ms(&self, requested_ms: u64) -> u64 {
+        requested_ms
+            .div_ceil(1000)
+            .saturating_mul(1000)
+            .max(self.min_lease_ttl_ms)
     }
 
     /// The MVCC store.
@@ -116,14 +132,16 @@ impl StoreStateMachine {
         let result = match command {
             StoreCommand::Kv { operation } => ApplyResult::Kv(self.apply_kv(operation)),
             StoreCommand::LeaseGrant { ttl_ms } => {
-                self.leases.grant(index, *ttl_ms);
+                // As etcd's lessor, the granted TTL is decided when the grant is applied.
+                let ttl_ms = self.granted_ttl_ms(*ttl_ms);
+                self.leases.grant(index, ttl_ms);
                 lease_change = Some(LeaseChange::Renewed {
                     lease: index,
-                    ttl_ms: *ttl_ms,
+                    ttl_ms,
                 });
                 ApplyResult::Kv(Ok(KvResponse::LeaseGrant {
                     lease: index,
-                    ttl_ms: *ttl_ms,
+                    ttl_ms,
                 }))
             }
             StoreCommand::LeaseKeepAlive { lease } => match self.leases.renew(*lease) {
@@ -134,7 +152,10 @@ impl StoreStateMachine {
                     });
                     ApplyResult::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms }))
                 }
-                None => ApplyResult::Kv(Err(KvError::LeaseNotFound { lease: *lease })),
+                // etcd answers a keep-alive of a gone lease with TTL 0, not an error (3.4.23
+                // `etcdserver/api/v3rpc/lease.go` `leaseKeepAlive`: `if err ==
+                // lease.ErrLeaseNotFound { err = nil; ttl = 0 }`).
+                None => ApplyResult::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms: 0 })),
             },
             StoreCommand::LeaseRevoke { lease } => match self.revoke(*lease) {
                 Some(revision) => {
@@ -277,7 +298,17 @@ impl StoreStateMachine {
     /// One write inside an open MVCC transaction.
     fn write(&mut self, operation: &KvOperation) -> KvResponse {
         match operation {
-            KvOperation::Put { key, value, lease } => {
+            KvOperation::Put {
+                key,
+                value,
+                lease,
+                prev_kv,
+            } => {
+                let prev_kv = if *prev_kv {
+                    self.mvcc.get(key).cloned()
+                } else {
+                    None
+                };
                 let previous_lease = self.mvcc.put(key, value, *lease);
                 if let Some(old) = previous_lease
                     && Some(old) != *lease
@@ -287,9 +318,16 @@ impl StoreStateMachine {
                 if let Some(lease) = lease {
                     self.leases.attach(*lease, key);
                 }
-                KvResponse::Put { revision: 0 }
+                KvResponse::Put {
+                    revision: 0,
+                    prev_kv,
+                }
             }
-            KvOperation::Delete { key, range_end } => {
+            KvOperation::Delete {
+                key,
+                range_end,
+                prev_kv,
+            } => {
                 let range = KeyRange::new(key, range_end.as_deref());
                 let deleted = self.mvcc.delete_range(&range);
                 for kv in &deleted {
@@ -300,6 +338,7 @@ impl StoreStateMachine {
                 KvResponse::Delete {
                     revision: 0,
                     deleted: deleted.len() as u64,
+                    prev_kvs: if *prev_kv { deleted } else { Vec::new() },
                 }
             }
             _ => unreachable!("validated: only puts and deletes are written"),
@@ -336,8 +375,14 @@ impl StoreStateMachine {
 /// in the transaction sees the transaction's own writes, so it is at that revision too).
 fn with_revision(response: KvResponse, revision: u64) -> KvResponse {
     match response {
-        KvResponse::Put { .. } => KvResponse::Put { revision },
-        KvResponse::Delete { deleted, .. } => KvResponse::Delete { revision, deleted },
+        KvResponse::Put { prev_kv, .. } => KvResponse::Put { revision, prev_kv },
+        KvResponse::Delete {
+            deleted, prev_kvs, ..
+        } => KvResponse::Delete {
+            revision,
+            deleted,
+            prev_kvs,
+        },
         KvResponse::Get { kvs, .. } => KvResponse::Get { revision, kvs },
         other => other,
     }
@@ -350,6 +395,7 @@ mod tests {
 
     fn put(key: &str, value: &str, lease: Option<u64>) -> KvOperation {
         KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease,
@@ -402,7 +448,13 @@ mod tests {
         };
         assert!(succeeded);
         assert_eq!(revision, 3, "one revision for the whole transaction");
-        assert_eq!(responses[0], KvResponse::Put { revision: 3 });
+        assert_eq!(
+            responses[0],
+            KvResponse::Put {
+                prev_kv: None,
+                revision: 3
+            }
+        );
         let KvResponse::Get { kvs, .. } = &responses[2] else {
             panic!("a get");
         };
@@ -489,6 +541,47 @@ mod tests {
     }
 
     #[test]
+    fn grants_are_whole_seconds_and_at_least_the_minimum() {
+        let mut machine = StoreStateMachine::new(
+            CompactionTombstones::Kept,
+            std::time::Duration::from_secs(2),
+        );
+        for (index, requested_ms, granted_ms) in [
+            (1, 0, 2_000),
+            (2, 1_000, 2_000),
+            (3, 2_001, 3_000),
+            (4, 5_000, 5_000),
+        ] {
+            let grant = machine.apply(
+                index,
+                &StoreCommand::LeaseGrant {
+                    ttl_ms: requested_ms,
+                },
+            );
+            assert_eq!(
+                grant.lease_change,
+                Some(LeaseChange::Renewed {
+                    lease: index,
+                    ttl_ms: granted_ms
+                })
+            );
+            assert_eq!(
+                result(grant),
+                Ok(KvResponse::LeaseGrant {
+                    lease: index,
+                    ttl_ms: granted_ms
+                })
+            );
+            assert_eq!(machine.leases().get(index).unwrap().ttl_ms, granted_ms);
+        }
+        // A keep-alive renews for the granted TTL.
+        assert_eq!(
+            result(machine.apply(5, &StoreCommand::LeaseKeepAlive { lease: 3 })),
+            Ok(KvResponse::LeaseKeepAlive { ttl_ms: 3_000 })
+        );
+    }
+
+    #[test]
     fn bad_input_gets_typed_errors() {
         let mut machine = StoreStateMachine::default();
         assert_eq!(
@@ -501,7 +594,8 @@ mod tests {
         );
         assert_eq!(
             result(machine.apply(3, &StoreCommand::LeaseKeepAlive { lease: 99 })),
-            Err(KvError::LeaseNotFound { lease: 99 })
+            Ok(KvResponse::LeaseKeepAlive { ttl_ms: 0 }),
+            "etcd answers a keep-alive of a lease it does not know with TTL 0"
         );
         assert_eq!(
             result(machine.apply(4, &StoreCommand::LeaseRevoke { lease: 99 })),
@@ -512,9 +606,14 @@ mod tests {
             success: vec![],
             failure: vec![],
         };
+        // etcd runs an empty transaction: no compares hold vacuously, nothing changes.
         assert_eq!(
             result(machine.apply(5, &kv(empty))),
-            Err(KvError::EmptyTransaction)
+            Ok(KvResponse::Txn {
+                revision: 1,
+                succeeded: true,
+                responses: vec![]
+            })
         );
         result(machine.apply(6, &kv(put("k", "1", None)))).unwrap();
         result(machine.apply(7, &kv(put("k", "2", None)))).unwrap();

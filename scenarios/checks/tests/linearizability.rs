@@ -525,6 +525,7 @@ mod kv_semantics {
 
     fn put(key: &str, value: &str) -> KvOperation {
         KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease: None,
@@ -539,7 +540,10 @@ mod kv_semantics {
         }
     }
     fn put_ok(revision: u64) -> Option<KvResponse> {
-        Some(KvResponse::Put { revision })
+        Some(KvResponse::Put {
+            prev_kv: None,
+            revision,
+        })
     }
     fn kv(key: &str, value: &str, create: u64, modified: u64, version: u64) -> KeyValue {
         KeyValue {
@@ -577,6 +581,81 @@ mod kv_semantics {
         let report = verdict(&history);
         assert_eq!(report.verdict, Verdict::Ok, "{report}");
         assert_eq!(report.partitions, 2);
+    }
+
+    /// A put's or delete's `prev_kv` is what the key was just before the write: the right
+    /// one passes; one that the write's place in the order cannot have seen is a violation.
+    #[test]
+    fn prev_kv_is_checked_as_a_read_just_before_the_write() {
+        let put_prev = |key: &str, value: &str| KvOperation::Put {
+            key: key.into(),
+            value: value.into(),
+            lease: None,
+            prev_kv: true,
+        };
+        let put_saw = |revision, prev_kv| {
+            Some(KvResponse::Put {
+                revision,
+                prev_kv: Some(prev_kv),
+            })
+        };
+        let delete_prev = KvOperation::Delete {
+            key: "a".into(),
+            range_end: None,
+            prev_kv: true,
+        };
+        let deleted = |prev_kvs| {
+            Some(KvResponse::Delete {
+                revision: 4,
+                deleted: 1,
+                prev_kvs,
+            })
+        };
+        let right = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (
+                0,
+                20,
+                Some(30),
+                put_prev("a", "2"),
+                put_saw(3, kv("a", "1", 2, 2, 1)),
+            ),
+            (
+                0,
+                40,
+                Some(50),
+                delete_prev.clone(),
+                deleted(vec![kv("a", "2", 2, 3, 2)]),
+            ),
+        ]);
+        assert_eq!(verdict(&right).verdict, Verdict::Ok);
+        // The put at 3 says the key was absent (or held a value never written) before it.
+        for wrong in [
+            Some(KvResponse::Put {
+                revision: 3,
+                prev_kv: None,
+            }),
+            put_saw(3, kv("a", "9", 2, 2, 1)),
+        ] {
+            let history = history(vec![
+                (0, 0, Some(10), put("a", "1"), put_ok(2)),
+                (0, 20, Some(30), put_prev("a", "2"), wrong),
+            ]);
+            evidence(&verdict(&history));
+        }
+        // The delete says it deleted the first value, which the put had replaced.
+        let stale = history(vec![
+            (0, 0, Some(10), put("a", "1"), put_ok(2)),
+            (0, 20, Some(30), put("a", "2"), put_ok(3)),
+            (
+                0,
+                40,
+                Some(50),
+                delete_prev,
+                deleted(vec![kv("a", "1", 2, 2, 1)]),
+            ),
+        ]);
+        evidence(&verdict(&stale));
     }
 
     #[test]
@@ -702,7 +781,10 @@ mod kv_semantics {
             Some(KvResponse::Txn {
                 revision,
                 succeeded: true,
-                responses: vec![KvResponse::Put { revision }],
+                responses: vec![KvResponse::Put {
+                    prev_kv: None,
+                    revision,
+                }],
             })
         };
         let failed = |revision, kvs| {
@@ -783,6 +865,7 @@ mod kv_semantics {
                 40,
                 Some(50),
                 KvOperation::Put {
+                    prev_kv: false,
                     key: "l".into(),
                     value: "x".into(),
                     lease: Some(7),

@@ -43,6 +43,9 @@ pub enum KvOperation {
         /// Lease the key is attached to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lease: Option<u64>,
+        /// Also answer the key's value before the put (etcd's `prev_kv`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        prev_kv: bool,
     },
     /// Delete `key`, or the range `[key, range_end)`.
     Delete {
@@ -51,6 +54,9 @@ pub enum KvOperation {
         /// End of the range (exclusive).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         range_end: Option<String>,
+        /// Also answer the deleted keys' last values (etcd's `prev_kv`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        prev_kv: bool,
     },
     /// If every compare holds, run `success`, else run `failure`; atomically.
     Txn {
@@ -80,6 +86,9 @@ pub enum KvOperation {
     LeaseTimeToLive {
         /// Lease id.
         lease: u64,
+        /// Also ask for the keys attached to it (etcd's `keys` option).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keys: bool,
     },
 }
 
@@ -158,6 +167,9 @@ pub enum KvResponse {
     Put {
         /// Store revision after the write.
         revision: u64,
+        /// The key before the put, if asked for (`prev_kv`) and it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prev_kv: Option<KeyValue>,
     },
     /// Keys deleted.
     Delete {
@@ -165,6 +177,9 @@ pub enum KvResponse {
         revision: u64,
         /// How many keys were deleted.
         deleted: u64,
+        /// The deleted keys' last values, in key order, if asked for (`prev_kv`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        prev_kvs: Vec<KeyValue>,
     },
     /// Transaction done.
     Txn {
@@ -187,16 +202,39 @@ pub enum KvResponse {
         /// Store revision after the revoke.
         revision: u64,
     },
-    /// Lease renewed.
+    /// Lease renewed. As etcd answers a keep-alive: `ttl_ms` 0 (and no error) when the
+    /// lease does not exist (see [`KvResponse::says_lease_gone`]).
     LeaseKeepAlive {
-        /// Time to live from now, milliseconds.
+        /// Time to live from now, milliseconds; 0: the lease is gone.
         ttl_ms: u64,
     },
-    /// Lease time to live.
+    /// Lease time to live. As etcd answers it: `remaining_ms` -1 (and no error) when the
+    /// lease does not exist.
     LeaseTimeToLive {
-        /// Remaining time, milliseconds.
-        remaining_ms: u64,
+        /// Remaining time, milliseconds; -1: the lease is gone.
+        remaining_ms: i64,
+        /// The TTL the lease was granted, milliseconds (0 when it is gone).
+        #[serde(default)]
+        granted_ttl_ms: u64,
+        /// The keys attached to it, in key order, when asked for (etcd's `keys` option).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keys: Option<Vec<String>>,
     },
+}
+
+impl KvResponse {
+    /// Whether this answer says the lease asked about is gone (expired, revoked or never
+    /// granted), as etcd says it without an error: a keep-alive's TTL 0, a time-to-live
+    /// query's TTL -1. (etcd's `clientv3` reads a keep-alive's `TTL <= 0` so:
+    /// `clientv3/lease.go` `recvKeepAlive` and `KeepAliveOnce`.) Other operations on a gone
+    /// lease fail with [`KvError::LeaseNotFound`].
+    pub fn says_lease_gone(&self) -> bool {
+        match self {
+            KvResponse::LeaseKeepAlive { ttl_ms } => *ttl_ms == 0,
+            KvResponse::LeaseTimeToLive { remaining_ms, .. } => *remaining_ms < 0,
+            _ => false,
+        }
+    }
 }
 
 /// A definite key-value failure: the operation did not take effect.
@@ -220,13 +258,17 @@ pub enum KvError {
         /// The current revision.
         current_revision: u64,
     },
-    /// A transaction with no operations at all.
+    /// A transaction with no operations at all. No longer answered: etcd runs an empty
+    /// transaction (kept so that older histories read back).
     EmptyTransaction,
     /// Anything else.
     Other {
         /// What went wrong.
         message: String,
     },
+    /// A transaction branch writes one key twice: two puts, or a put and a delete that
+    /// covers it (etcd's "duplicate key given in txn request").
+    DuplicateKey,
 }
 
 /// The `name` of the [`crate::history::RecipeEvent::Other`] events that carry a

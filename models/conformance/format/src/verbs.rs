@@ -139,7 +139,7 @@ const ETCD: &[Verb] = &[
     ),
     verb("grant", &[("ttl_s", Int)], &[], &[]),
     verb("revoke", &[("lease", Lease)], &[], &[]),
-    verb("ttl", &[("lease", Lease)], &[], &[]),
+    verb("ttl", &[("lease", Lease)], &[], &["keys"]),
     verb("keepalive", &[("lease", Lease)], &[], &[]),
     verb("compact", &[("rev", Int)], &[], &[]),
     verb(

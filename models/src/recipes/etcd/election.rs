@@ -129,6 +129,7 @@ impl EtcdElection {
             .txn(
                 vec![still_ours(&self.line.key, token)],
                 vec![KvOperation::Put {
+                    prev_kv: false,
                     key: self.line.key.clone(),
                     value: value.to_string(),
                     lease: Some(self.line.lease),
@@ -162,6 +163,7 @@ impl EtcdElection {
         let delete = KvOperation::Txn {
             compares: vec![still_ours(&leadership.hold.key, leadership.token())],
             success: vec![KvOperation::Delete {
+                prev_kv: false,
                 key: leadership.hold.key.clone(),
                 range_end: None,
             }],

@@ -64,6 +64,7 @@ pub(crate) async fn put_if_absent(
                     operator: CompareOperator::Equal,
                 }],
                 vec![KvOperation::Put {
+                    prev_kv: false,
                     key: key.to_string(),
                     value: value.to_string(),
                     lease: Some(lease),

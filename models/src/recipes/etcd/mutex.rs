@@ -89,6 +89,7 @@ impl EtcdMutex {
         session: &EtcdSession,
     ) {
         let delete = KvOperation::Delete {
+            prev_kv: false,
             key: guard.hold.key.clone(),
             range_end: None,
         };

@@ -100,6 +100,7 @@ impl EtcdPublisher {
                         operator: CompareOperator::Equal,
                     }],
                     vec![KvOperation::Put {
+                        prev_kv: false,
                         key: key.clone(),
                         value: value.to_string(),
                         lease: Some(session.lease()),

@@ -4,16 +4,12 @@
 //! renewal was acknowledged for a TTL (the client cannot know better: the lease may have
 //! expired on the leader meanwhile).
 
-use crate::etcd::{EtcdClient, EtcdCluster, kv_response};
+use crate::etcd::{EtcdClient, EtcdCluster, kv_response, lease_gone};
 use crate::recipes::etcd::keys::RETRY;
 use crate::recipes::shared::error::RecipeError;
 use sim::{
     NodeContext,
-    history::{
-        OpError, OpResult,
-        kv::{KvError, KvResponse},
-        recipe::LossReason,
-    },
+    history::{OpResult, kv::KvResponse, recipe::LossReason},
     signal::Signal,
     task::JoinHandle,
 };
@@ -49,13 +45,18 @@ impl EtcdSession {
         let deadline = clock.now() + patience;
         let mut client = EtcdClient::new(cluster, context.clone(), process);
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let (lease, granted_at) = loop {
+        let (lease, granted_at, ttl) = loop {
             let asked_at = clock.now();
             // A grant whose answer was lost leaves an orphan lease that expires on its own.
-            if let Some(KvResponse::LeaseGrant { lease, .. }) =
-                kv_response(&client.lease_grant(ttl_ms).await)
+            if let Some(KvResponse::LeaseGrant {
+                lease,
+                ttl_ms: granted_ms,
+            }) = kv_response(&client.lease_grant(ttl_ms).await)
             {
-                break (*lease, asked_at);
+                // The server may grant more than asked (whole seconds, its minimum): keep
+                // alive by the granted TTL, as etcd's clientv3 does from each answer's TTL
+                // (`clientv3/lease.go` `recvKeepAlive`: next keep-alive after TTL/3).
+                break (*lease, asked_at, Duration::from_millis(*granted_ms));
             }
             if clock.now() >= deadline {
                 return Err(RecipeError::TimedOut);
@@ -80,13 +81,13 @@ impl EtcdSession {
                         break LossReason::ConnectionLost;
                     }
                     match clock.timeout(left, renewer.lease_keep_alive(lease)).await {
+                        // A keep-alive answered TTL 0: the lease is gone (etcd answers so,
+                        // with no error; clientv3 reads `TTL <= 0` so).
+                        Ok(result) if lease_gone(&result) => break LossReason::LeaseExpired,
                         Ok(OpResult::Ok { .. }) => {
                             valid_until = sent_at + ttl;
                             clock.sleep(interval).await;
                         }
-                        Ok(OpResult::Fail {
-                            error: OpError::Kv(KvError::LeaseNotFound { .. }),
-                        }) => break LossReason::LeaseExpired,
                         Ok(_) => clock.sleep(RETRY.min(left)).await,
                         Err(_) => break LossReason::ConnectionLost,
                     }

@@ -151,7 +151,14 @@ mod tests {
     fn a_final_read_that_misses_an_acknowledged_write_is_a_lost_write() {
         let lost = History::from_records(vec![
             invoke(1, 1, put("k", "a")),
-            complete(2, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                2,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             invoke(10, 2, get("k")),
             complete(11, 2, found(1, &[])),
         ]);
@@ -160,7 +167,14 @@ mod tests {
         assert!(check(&lost, SimTime::from_millis(20)).is_empty());
         let kept = History::from_records(vec![
             invoke(1, 1, put("k", "a")),
-            complete(2, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                2,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             invoke(10, 2, get("k")),
             complete(11, 2, found(3, &[("k", "b", 3)])),
         ]);
@@ -171,9 +185,23 @@ mod tests {
     fn two_acknowledged_writes_with_one_revision_mean_one_was_lost() {
         let reused = History::from_records(vec![
             invoke(1, 1, put("k", "a")),
-            complete(2, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                2,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             invoke(3, 2, put("j", "b")),
-            complete(4, 2, KvResponse::Put { revision: 2 }),
+            complete(
+                4,
+                2,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
         ]);
         let violations = check(&reused, SimTime::from_millis(100));
         assert!(matches!(

@@ -198,6 +198,7 @@ pub(crate) mod tests {
 
     pub(crate) fn put(key: &str, value: &str) -> KvOperation {
         KvOperation::Put {
+            prev_kv: false,
             key: key.into(),
             value: value.into(),
             lease: None,
@@ -234,14 +235,28 @@ pub(crate) mod tests {
     fn a_read_after_an_acknowledged_write_must_see_it() {
         let fresh = History::from_records(vec![
             invoke(1, 1, put("k", "a")),
-            complete(2, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                2,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             invoke(3, 2, get("k")),
             complete(4, 2, found(2, &[("k", "a", 2)])),
         ]);
         assert!(check(&fresh).is_empty());
         let stale = History::from_records(vec![
             invoke(1, 1, put("k", "a")),
-            complete(2, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                2,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             invoke(3, 2, get("k")),
             complete(4, 2, found(1, &[])),
         ]);
@@ -256,14 +271,28 @@ pub(crate) mod tests {
         let concurrent = History::from_records(vec![
             invoke(1, 1, put("k", "a")),
             invoke(2, 2, get("k")),
-            complete(3, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                3,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             complete(4, 2, found(1, &[])),
         ]);
         assert!(check(&concurrent).is_empty());
         // A lost write replaced by another at the same revision.
         let replaced = History::from_records(vec![
             invoke(1, 1, put("k", "a")),
-            complete(2, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                2,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             invoke(3, 2, get("k")),
             complete(4, 2, found(2, &[("k", "b", 2)])),
         ]);

@@ -371,11 +371,32 @@ mod tests {
     fn writes() -> Vec<Record> {
         vec![
             invoke(1, 1, put("k/a", "1")),
-            complete(2, 1, KvResponse::Put { revision: 2 }),
+            complete(
+                2,
+                1,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 2,
+                },
+            ),
             invoke(3, 2, put("k/b", "2")),
-            complete(4, 2, KvResponse::Put { revision: 3 }),
+            complete(
+                4,
+                2,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 3,
+                },
+            ),
             invoke(5, 3, put("k/a", "3")),
-            complete(6, 3, KvResponse::Put { revision: 4 }),
+            complete(
+                6,
+                3,
+                KvResponse::Put {
+                    prev_kv: None,
+                    revision: 4,
+                },
+            ),
         ]
     }
 

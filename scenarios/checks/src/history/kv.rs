@@ -199,7 +199,7 @@ impl<'h> KvHistory<'h> {
                         Some(OpResult::Ok {
                             response:
                                 Response::Kv(
-                                    KvResponse::Put { revision }
+                                    KvResponse::Put { revision, .. }
                                     | KvResponse::Delete { revision, .. },
                                 ),
                         }) => WriteOutcome::Acknowledged {
@@ -273,12 +273,14 @@ impl<'h> KvHistory<'h> {
 
 fn effect_of(operation: &KvOperation) -> Option<WriteEffect<'_>> {
     match operation {
-        KvOperation::Put { key, value, lease } => Some(WriteEffect::Put {
+        KvOperation::Put {
+            key, value, lease, ..
+        } => Some(WriteEffect::Put {
             key,
             value,
             lease: *lease,
         }),
-        KvOperation::Delete { key, range_end } => Some(WriteEffect::Delete {
+        KvOperation::Delete { key, range_end, .. } => Some(WriteEffect::Delete {
             span: KeySpan::new(key, range_end.as_deref()),
         }),
         _ => None,

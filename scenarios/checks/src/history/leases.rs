@@ -74,8 +74,11 @@ pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
                 facts.ttl_ms = Some(*ttl_ms);
                 facts.renewals.push(renewal);
             }
+            // A keep-alive answered TTL 0 found the lease gone: it renewed nothing.
             (KvOperation::LeaseKeepAlive { lease }, result)
-                if !matches!(result, Some(OpResult::Fail { .. })) =>
+                if !matches!(result, Some(OpResult::Fail { .. }))
+                    && !matches!(result, Some(OpResult::Ok { response: Response::Kv(response) })
+                        if response.says_lease_gone()) =>
             {
                 leases.entry(*lease).or_default().renewals.push(renewal);
             }
@@ -101,4 +104,38 @@ pub fn leases(history: &History) -> BTreeMap<u64, LeaseFacts> {
         }
     }
     leases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::etcd::read_sees_prior_writes::tests::{complete, invoke};
+
+    /// etcd answers a keep-alive of a gone lease with TTL 0 and no error: that renewed
+    /// nothing, so it is no renewal (else a lease that expired before it would look renewed
+    /// after its expiry).
+    #[test]
+    fn a_keep_alive_answered_ttl_zero_is_no_renewal() {
+        let history = History::from_records(vec![
+            invoke(0, 1, KvOperation::LeaseGrant { ttl_ms: 1_000 }),
+            complete(
+                1,
+                1,
+                KvResponse::LeaseGrant {
+                    lease: 3,
+                    ttl_ms: 1_000,
+                },
+            ),
+            invoke(500, 2, KvOperation::LeaseKeepAlive { lease: 3 }),
+            complete(501, 2, KvResponse::LeaseKeepAlive { ttl_ms: 1_000 }),
+            invoke(3_000, 3, KvOperation::LeaseKeepAlive { lease: 3 }),
+            complete(3_001, 3, KvResponse::LeaseKeepAlive { ttl_ms: 0 }),
+        ]);
+        let renewed_at: Vec<u64> = leases(&history)[&3]
+            .renewals
+            .iter()
+            .map(|renewal| renewal.invoked_at.as_millis())
+            .collect();
+        assert_eq!(renewed_at, [0, 500]);
+    }
 }

@@ -110,6 +110,7 @@ async fn increment(client: &mut EtcdClient) {
                 operator: CompareOperator::Equal,
             }],
             vec![KvOperation::Put {
+                prev_kv: false,
                 key: COUNTER_KEY.into(),
                 value: (value + 1).to_string(),
                 lease: None,

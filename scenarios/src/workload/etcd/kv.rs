@@ -150,6 +150,7 @@ impl KvMix {
         };
         match roll {
             roll if roll < puts => KvOperation::Put {
+                prev_kv: false,
                 key,
                 value,
                 lease: None,
@@ -163,6 +164,7 @@ impl KvMix {
                     operator: CompareOperator::Greater,
                 }],
                 success: vec![KvOperation::Put {
+                    prev_kv: false,
                     key: key.clone(),
                     value,
                     lease: None,
@@ -170,6 +172,7 @@ impl KvMix {
                 failure: vec![get(key, ReadConsistency::Linearizable)],
             },
             _ => KvOperation::Delete {
+                prev_kv: false,
                 key,
                 range_end: None,
             },

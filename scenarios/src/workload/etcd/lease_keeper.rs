@@ -23,14 +23,11 @@
 
 use super::{final_read, until};
 use crate::workload::{LEASE_PREFIX, Pending, Workers, spawn_per_client};
-use models::etcd::{ClientConfig, EtcdClient, EtcdCluster, kv_response};
+use models::etcd::{ClientConfig, EtcdClient, EtcdCluster, kv_response, lease_gone};
 use serde::{Deserialize, Serialize};
 use sim::{
     NodeContext, Sim,
-    history::{
-        OpError, OpResult,
-        kv::{KvError, KvResponse},
-    },
+    history::{OpResult, kv::KvResponse},
     time::SimTime,
 };
 use std::{
@@ -296,14 +293,4 @@ async fn renew(
         }
         context.clock().sleep(every).await;
     }
-}
-
-/// Whether the server said the lease does not exist (expired or revoked).
-fn lease_gone(result: &OpResult) -> bool {
-    matches!(
-        result,
-        OpResult::Fail {
-            error: OpError::Kv(KvError::LeaseNotFound { .. })
-        }
-    )
 }

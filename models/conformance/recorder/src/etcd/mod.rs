@@ -288,14 +288,32 @@ impl Run {
                 Ok(revoke) => vec![format!("ok rev={}", revision(revoke.header()))],
                 Err(e) => error(&e),
             },
-            "ttl" => match client.lease_time_to_live(id(), None).await {
+            "ttl" => match client
+                .lease_time_to_live(
+                    id(),
+                    step.flag("keys")
+                        .then(|| etcd_client::LeaseTimeToLiveOptions::new().with_keys()),
+                )
+                .await
+            {
                 Ok(ttl) => {
                     // Real time passes on the server: a live lease's remaining TTL is `live`.
                     let remaining = match ttl.ttl() {
                         t if t >= 1 && t <= ttl.granted_ttl() => "live".to_string(),
                         t => t.to_string(),
                     };
-                    vec![format!("ok ttl={remaining} granted={}", ttl.granted_ttl())]
+                    let mut line = format!("ok ttl={remaining} granted={}", ttl.granted_ttl());
+                    if step.flag("keys") {
+                        // Sorted: etcd answers in its map order (README).
+                        let mut keys: Vec<String> = ttl
+                            .keys()
+                            .iter()
+                            .map(|key| String::from_utf8_lossy(key).into_owned())
+                            .collect();
+                        keys.sort();
+                        line.push_str(&format!(" keys=[{}]", keys.join(",")));
+                    }
+                    vec![line]
                 }
                 Err(e) => error(&e),
             },

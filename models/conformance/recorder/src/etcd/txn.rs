@@ -69,6 +69,15 @@ fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
     })
 }
 
+/// A range end as written: `\0` is etcd's NUL, to the end of the keyspace (README).
+fn range_end(end: &str) -> Vec<u8> {
+    if end == "\\0" {
+        vec![0]
+    } else {
+        end.as_bytes().to_vec()
+    }
+}
+
 fn op(text: &str) -> Result<TxnOp, String> {
     let wanted =
         || format!("ops put(K,V), get(K), get(K,END), delete(K) or delete(K,END), not `{text}`");
@@ -79,9 +88,11 @@ fn op(text: &str) -> Result<TxnOp, String> {
     Ok(match (name, args.as_slice()) {
         ("put", [key, value]) => TxnOp::put(*key, *value, None),
         ("get", [key]) => TxnOp::get(*key, None),
-        ("get", [key, end]) => TxnOp::get(*key, Some(GetOptions::new().with_range(*end))),
+        ("get", [key, end]) => TxnOp::get(*key, Some(GetOptions::new().with_range(range_end(end)))),
         ("delete", [key]) => TxnOp::delete(*key, None),
-        ("delete", [key, end]) => TxnOp::delete(*key, Some(DeleteOptions::new().with_range(*end))),
+        ("delete", [key, end]) => {
+            TxnOp::delete(*key, Some(DeleteOptions::new().with_range(range_end(end))))
+        }
         _ => return Err(wanted()),
     })
 }

@@ -125,6 +125,7 @@ fn collect_keys(
         | KvOperation::Delete {
             key,
             range_end: None,
+            ..
         } => {
             keys.insert(key.clone());
         }
@@ -167,6 +168,13 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
         | KvOperation::LeaseRevoke { .. }
         | KvOperation::LeaseKeepAlive { .. }
         | KvOperation::LeaseTimeToLive { .. } => Some("lease operation"),
+        KvOperation::Txn {
+            compares,
+            success,
+            failure,
+        } if compares.is_empty() && success.is_empty() && failure.is_empty() => {
+            Some("empty transaction (reads and writes nothing)")
+        }
         KvOperation::Txn {
             compares,
             success,
@@ -242,10 +250,24 @@ fn split(
         KvOperation::Get { key, range_end, .. } => {
             split_get(model, key, range_end.as_deref(), response, universe)
         }
-        KvOperation::Put { key, value, .. } => split_put(model, key, value, response, universe),
-        KvOperation::Delete { key, range_end } => {
-            split_delete(model, key, range_end.as_deref(), response, universe)
-        }
+        KvOperation::Put {
+            key,
+            value,
+            prev_kv,
+            ..
+        } => split_put(model, key, value, *prev_kv, response, universe),
+        KvOperation::Delete {
+            key,
+            range_end,
+            prev_kv,
+        } => split_delete(
+            model,
+            key,
+            range_end.as_deref(),
+            *prev_kv,
+            response,
+            universe,
+        ),
         KvOperation::Txn {
             compares,
             success,
@@ -255,15 +277,25 @@ fn split(
     }
 }
 
-/// A plain (non-transaction) call's input on one key: one action, whatever the compares.
-fn plain(model: &mut KvModel, key: &str, call: KvCall, action: KeyAction) -> KvInput {
+/// A plain (non-transaction) call's input on one key: its actions, whatever the compares.
+fn plain(model: &mut KvModel, key: &str, call: KvCall, actions: Vec<KeyAction>) -> KvInput {
     KvInput {
         key: model.keys.intern(key),
         call,
         compares: Vec::new(),
         compares_decide: true,
-        success: vec![action],
-        failure: vec![action],
+        success: actions.clone(),
+        failure: actions,
+    }
+}
+
+/// A write's actions on one key: with `prev_kv`, a read of the key just before it (what
+/// the answer's previous key shows), then the write.
+fn write_actions(write: KeyAction, prev_kv: bool) -> Vec<KeyAction> {
+    if prev_kv {
+        vec![KeyAction::Read, write]
+    } else {
+        vec![write]
     }
 }
 
@@ -292,16 +324,21 @@ fn split_get(
             }),
             Some(_) => return Err(MISMATCH),
         };
-        parts.push((plain(model, covered_key, call, KeyAction::Read), output));
+        parts.push((
+            plain(model, covered_key, call, vec![KeyAction::Read]),
+            output,
+        ));
     }
     Ok(parts)
 }
 
-/// A put: one part, if its key is checked.
+/// A put: one part, if its key is checked; with `prev_kv`, the previous key it answered is
+/// checked as a read just before it.
 fn split_put(
     model: &mut KvModel,
     key: &String,
     value: &str,
+    prev_kv: bool,
     response: Option<&KvResponse>,
     universe: &[&String],
 ) -> Result<Vec<KeyPart>, &'static str> {
@@ -311,25 +348,32 @@ fn split_put(
     let value = model.values.intern(value);
     let output = match response {
         None => None,
-        Some(KvResponse::Put { revision }) => Some(KvOutput {
+        Some(KvResponse::Put {
+            revision,
+            prev_kv: previous,
+        }) => Some(KvOutput {
             revision: *revision,
             succeeded: true,
-            reads: Vec::new(),
+            reads: if prev_kv {
+                vec![seen(model, previous.as_slice(), key)]
+            } else {
+                Vec::new()
+            },
             deleted: None,
         }),
         Some(_) => return Err(MISMATCH),
     };
-    Ok(vec![(
-        plain(model, key, KvCall::Put, KeyAction::Put(value)),
-        output,
-    )])
+    let actions = write_actions(KeyAction::Put(value), prev_kv);
+    Ok(vec![(plain(model, key, KvCall::Put, actions), output)])
 }
 
-/// A delete: a delete of every checked key it covers; the count only for a single key.
+/// A delete: a delete of every checked key it covers; the count only for a single key; with
+/// `prev_kv`, the deleted keys it answered are checked as a read of each key just before.
 fn split_delete(
     model: &mut KvModel,
     key: &str,
     range_end: Option<&str>,
+    prev_kv: bool,
     response: Option<&KvResponse>,
     universe: &[&String],
 ) -> Result<Vec<KeyPart>, &'static str> {
@@ -342,15 +386,24 @@ fn split_delete(
     for covered_key in covered(universe, key, range_end) {
         let output = match response {
             None => None,
-            Some(KvResponse::Delete { revision, deleted }) => Some(KvOutput {
+            Some(KvResponse::Delete {
+                revision,
+                deleted,
+                prev_kvs,
+            }) => Some(KvOutput {
                 revision: *revision,
                 succeeded: true,
-                reads: Vec::new(),
+                reads: if prev_kv {
+                    vec![seen(model, prev_kvs, covered_key)]
+                } else {
+                    Vec::new()
+                },
                 deleted: range_end.is_none().then_some(*deleted),
             }),
             Some(_) => return Err(MISMATCH),
         };
-        parts.push((plain(model, covered_key, call, KeyAction::Delete), output));
+        let actions = write_actions(KeyAction::Delete, prev_kv);
+        parts.push((plain(model, covered_key, call, actions), output));
     }
     Ok(parts)
 }
@@ -426,9 +479,8 @@ fn txn_keys<'k>(
         .collect();
     for operation in success.iter().chain(failure) {
         let (key, range_end) = match operation {
-            KvOperation::Get { key, range_end, .. } | KvOperation::Delete { key, range_end } => {
-                (key, range_end.as_deref())
-            }
+            KvOperation::Get { key, range_end, .. }
+            | KvOperation::Delete { key, range_end, .. } => (key, range_end.as_deref()),
             KvOperation::Put { key, .. } => (key, None),
             _ => {
                 return Err(
@@ -458,6 +510,7 @@ fn branch_actions(
             KvOperation::Delete {
                 key: start,
                 range_end,
+                ..
             } if KeySpan::new(start, range_end.as_deref()).contains(key) => KeyAction::Delete,
             KvOperation::Put {
                 key: put_key,

@@ -24,6 +24,9 @@
 //!   shows it (not checked against the bound at its placement: keeping that bound would make
 //!   each placement a different state and the search exponential in unknown writes).
 //!
+//! A put or delete with `prev_kv` is checked as a read of each key it writes just before the
+//! write, at the write's revision (a `prev_kv` answered inside a transaction is not checked).
+//!
 //! Left out (and counted in the report): serializable reads (not linearizable by design),
 //! reads at a past revision, lease operations, definite failures, operations on keys ever
 //! attached to a lease (lease expiry deletes them without a client operation), and nested
