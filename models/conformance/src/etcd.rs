@@ -1,14 +1,14 @@
 //! etcd probes against the Raft store: a one-server cluster with etcd's defaults, one node per
 //! probe client.
 
-use crate::zk::clients_of;
+use crate::{Stepper, answer_in_world};
 use models::etcd::{
     ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchItem, WatchStream, kv_response,
     prefix_range_end,
 };
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
-    NodeId, RunEnd, Seed, Sim, World,
+    NodeId, Sim,
     history::{
         OpError, OpResult, Response,
         kv::{
@@ -17,60 +17,29 @@ use sim::{
         },
     },
 };
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::BTreeMap, time::Duration};
 
 /// How long a `next` waits when the step does not say.
 const DEFAULT_WAIT_MS: u64 = 1000;
 
 pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> {
-    let clients = clients_of(probe);
-    let answers = Arc::new(Mutex::new(Vec::new()));
-    let sink = answers.clone();
-    let probe_owned = probe.clone();
-    let outcome = World::builder()
-        .seed(Seed::new(seed))
-        .servers(1)
-        .clients(clients)
-        .time_limit(Duration::from_secs(3600))
-        .build()
-        .map_err(|e| format!("world: {e}"))?
-        .run(move |sim: Sim| async move {
-            let cluster = EtcdCluster::start(&sim, debian_etcd_config(&sim.servers()));
-            let mut state = State {
-                clients: (0..clients)
-                    .map(|index| {
-                        let node = NodeId::client(index);
-                        Some(EtcdClient::new(&cluster, sim.node(node), index as u32))
-                    })
-                    .collect(),
-                sim: sim.clone(),
-                watches: BTreeMap::new(),
-                pending: BTreeMap::new(),
-                cancelled: Vec::new(),
-                ended: Vec::new(),
-                leases: Roles::new('l'),
-            };
-            for step in &probe_owned.steps {
-                let answer = state.step(step).await;
-                sink.lock().unwrap().push(answer);
-            }
-        });
-    if !matches!(outcome.end, RunEnd::Completed { .. }) {
-        return Err(format!("the world did not run to the end: {outcome}"));
-    }
-    let answers = std::mem::take(&mut *answers.lock().unwrap());
-    if answers.len() != probe.steps.len() {
-        return Err(format!(
-            "{} of {} steps answered",
-            answers.len(),
-            probe.steps.len()
-        ));
-    }
-    Ok(answers)
+    answer_in_world(probe, seed, |sim: Sim, clients| async move {
+        let cluster = EtcdCluster::start(&sim, debian_etcd_config(&sim.servers()));
+        State {
+            clients: (0..clients)
+                .map(|index| {
+                    let node = NodeId::client(index);
+                    Some(EtcdClient::new(&cluster, sim.node(node), index as u32))
+                })
+                .collect(),
+            sim: sim.clone(),
+            watches: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            cancelled: Vec::new(),
+            ended: Vec::new(),
+            leases: Roles::new('l'),
+        }
+    })
 }
 
 /// The model configured with the timing of the etcd the probes were recorded against
@@ -83,6 +52,12 @@ fn debian_etcd_config(servers: &[NodeId]) -> EtcdConfig {
     config.raft.election_timeout_min = Duration::from_millis(1_000);
     config.raft.election_timeout_max = Duration::from_millis(2_000);
     config
+}
+
+impl Stepper for State {
+    async fn step(&mut self, step: &Step) -> Vec<String> {
+        self.answer(step).await
+    }
 }
 
 struct State {
@@ -129,7 +104,7 @@ enum Outcome {
 }
 
 impl State {
-    async fn step(&mut self, step: &Step) -> Vec<String> {
+    async fn answer(&mut self, step: &Step) -> Vec<String> {
         let StepKind::Client { client, .. } = step.kind else {
             let StepKind::Sleep { duration_ms } = step.kind else {
                 unreachable!()

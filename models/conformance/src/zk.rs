@@ -2,18 +2,17 @@
 //! ZooKeeper 3.8 is (`tickTime=2000`: session timeouts between 4 and 40 s), one node per
 //! probe client.
 
-use crate::render::{list, zxid};
+use crate::{
+    Stepper, answer_in_world,
+    render::{list, zxid},
+};
 use models::zk::{NodeAcl, WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
-    NodeId, RunEnd, Seed, Sim, World,
+    NodeId, Sim,
     history::zk::{Acl, CreateMode, Perms, Stat, WatchEventType, ZkError, ZkResponse},
 };
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::BTreeMap, time::Duration};
 
 /// Debian's `zoo.cfg`: `tickTime=2000`.
 const TICK: Duration = Duration::from_millis(2000);
@@ -23,61 +22,27 @@ const DEFAULT_SESSION_TIMEOUT_MS: u64 = 6000;
 const DEFAULT_WAIT_MS: u64 = 1000;
 
 pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> {
-    let clients = clients_of(probe);
-    let answers = Arc::new(Mutex::new(Vec::new()));
-    let sink = answers.clone();
-    let probe_owned = probe.clone();
-    let outcome = World::builder()
-        .seed(Seed::new(seed))
-        .servers(1)
-        .clients(clients)
-        .time_limit(Duration::from_secs(3600))
-        .build()
-        .map_err(|e| format!("world: {e}"))?
-        .run(move |sim: Sim| async move {
-            let mut config = ZkEnsembleConfig::new(sim.servers());
-            config.tick = TICK;
-            // ZooKeeper's default bounds (2 and 20 ticks), as Debian's zoo.cfg leaves them.
-            config.max_session_timeout = None;
-            let ensemble = ZkEnsemble::new(&sim, config).expect("a valid ensemble");
-            ensemble.start(&sim);
-            let mut state = State {
-                sim: sim.clone(),
-                ensemble,
-                clients: BTreeMap::new(),
-                watches: BTreeMap::new(),
-                sessions: Roles::new('s'),
-            };
-            for step in &probe_owned.steps {
-                let answer = state.step(step).await;
-                sink.lock().unwrap().push(answer);
-            }
-        });
-    if !matches!(outcome.end, RunEnd::Completed { .. }) {
-        return Err(format!("the world did not run to the end: {outcome}"));
-    }
-    let answers = std::mem::take(&mut *answers.lock().unwrap());
-    if answers.len() != probe.steps.len() {
-        return Err(format!(
-            "{} of {} steps answered",
-            answers.len(),
-            probe.steps.len()
-        ));
-    }
-    Ok(answers)
+    answer_in_world(probe, seed, |sim: Sim, _clients| async move {
+        let mut config = ZkEnsembleConfig::new(sim.servers());
+        config.tick = TICK;
+        // ZooKeeper's default bounds (2 and 20 ticks), as Debian's zoo.cfg leaves them.
+        config.max_session_timeout = None;
+        let ensemble = ZkEnsemble::new(&sim, config).expect("a valid ensemble");
+        ensemble.start(&sim);
+        State {
+            sim: sim.clone(),
+            ensemble,
+            clients: BTreeMap::new(),
+            watches: BTreeMap::new(),
+            sessions: Roles::new('s'),
+        }
+    })
 }
 
-/// How many client nodes the probe needs (its highest `cN`).
-pub(crate) fn clients_of(probe: &Probe) -> usize {
-    probe
-        .steps
-        .iter()
-        .filter_map(|step| match step.kind {
-            StepKind::Client { client, .. } => Some(client as usize),
-            StepKind::Sleep { .. } => None,
-        })
-        .max()
-        .unwrap_or(1)
+impl Stepper for State {
+    async fn step(&mut self, step: &Step) -> Vec<String> {
+        self.answer(step).await
+    }
 }
 
 struct State {
@@ -89,7 +54,7 @@ struct State {
 }
 
 impl State {
-    async fn step(&mut self, step: &Step) -> Vec<String> {
+    async fn answer(&mut self, step: &Step) -> Vec<String> {
         let StepKind::Client { client, verb } = step.kind else {
             let StepKind::Sleep { duration_ms } = step.kind else {
                 unreachable!()
