@@ -10,12 +10,33 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// ZooKeeper's client port (standalone; not Debian's 2181, so a running system server is left alone).
-pub const ZK_PORT: u16 = 22181;
+/// The ports are `base + 181` (ZooKeeper's client port; not Debian's 2181, so a running system
+/// server is left alone), `base + 379` (etcd's client port) and `base + 380` (etcd's peer port: a
+/// one-member cluster still listens on one). The base is 22000, or `CONFORMANCE_PORT_BASE` when set,
+/// so that two recorders on one machine (two worktrees) do not meet on one server.
+const DEFAULT_PORT_BASE: u16 = 22000;
+
+fn port_base() -> u16 {
+    std::env::var("CONFORMANCE_PORT_BASE")
+        .ok()
+        .and_then(|base| base.parse::<u16>().ok())
+        .filter(|base| *base <= 65000)
+        .unwrap_or(DEFAULT_PORT_BASE)
+}
+
+/// ZooKeeper's client port.
+pub fn zk_port() -> u16 {
+    port_base() + 181
+}
+
 /// etcd's client port.
-pub const ETCD_PORT: u16 = 22379;
-/// etcd's peer port (a one-member cluster still listens on one).
-const ETCD_PEER_PORT: u16 = 22380;
+pub fn etcd_port() -> u16 {
+    port_base() + 379
+}
+
+fn etcd_peer_port() -> u16 {
+    port_base() + 380
+}
 /// How long a server may take to answer after it was started.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
@@ -74,15 +95,16 @@ fn spawn(label: String, dir: PathBuf, command: &mut Command) -> Result<Server, S
 pub fn start_zookeeper() -> Result<Server, String> {
     let dir = fresh_dir("zk")?;
     let config = dir.join("zoo.cfg");
+    let zk_port = zk_port();
     // Debian's zoo.cfg, with a data folder and a port of our own. The admin server (an HTTP
     // console on 8080) is switched off so that it cannot collide with anything on the machine.
     let text = format!(
-        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={ZK_PORT}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n",
+        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={zk_port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n",
         dir.join("data").display()
     );
     fs::write(&config, text).map_err(|e| e.to_string())?;
-    let label = format!("ZooKeeper on 127.0.0.1:{ZK_PORT}");
-    port_free(ZK_PORT, &label)?;
+    let label = format!("ZooKeeper on 127.0.0.1:{zk_port}");
+    port_free(zk_port, &label)?;
     let mut server = spawn(
         label,
         dir,
@@ -95,7 +117,7 @@ pub fn start_zookeeper() -> Result<Server, String> {
     // `srvr` is the one four-letter word 3.8 allows by default; it answers only once the server
     // serves, and it opens no session, so it uses no zxid.
     wait_until(&mut server, || {
-        four_letter_word(ZK_PORT, b"srvr").is_some_and(|answer| answer.contains("Mode:"))
+        four_letter_word(zk_port, b"srvr").is_some_and(|answer| answer.contains("Mode:"))
     })?;
     Ok(server)
 }
@@ -104,13 +126,14 @@ pub fn start_zookeeper() -> Result<Server, String> {
 /// TTL is 2 s) and waits until its client port accepts connections.
 pub fn start_etcd() -> Result<Server, String> {
     let dir = fresh_dir("etcd")?;
-    let client_url = format!("http://127.0.0.1:{ETCD_PORT}");
-    let peer_url = format!("http://127.0.0.1:{ETCD_PEER_PORT}");
-    let label = format!("etcd on 127.0.0.1:{ETCD_PORT}");
-    port_free(ETCD_PORT, &label)?;
+    let (etcd_port, etcd_peer_port) = (etcd_port(), etcd_peer_port());
+    let client_url = format!("http://127.0.0.1:{etcd_port}");
+    let peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
+    let label = format!("etcd on 127.0.0.1:{etcd_port}");
+    port_free(etcd_port, &label)?;
     port_free(
-        ETCD_PEER_PORT,
-        &format!("etcd's peer port 127.0.0.1:{ETCD_PEER_PORT}"),
+        etcd_peer_port,
+        &format!("etcd's peer port 127.0.0.1:{etcd_peer_port}"),
     )?;
     let data = dir.join("data");
     let mut server = spawn(
@@ -125,7 +148,7 @@ pub fn start_etcd() -> Result<Server, String> {
             .arg(format!("--initial-advertise-peer-urls={peer_url}"))
             .arg(format!("--initial-cluster=probe={peer_url}")),
     )?;
-    wait_until(&mut server, || port_open(ETCD_PORT))?;
+    wait_until(&mut server, || port_open(etcd_port))?;
     Ok(server)
 }
 

@@ -3,7 +3,7 @@
 mod txn;
 mod watch;
 
-use crate::{Failure, server::ETCD_PORT};
+use crate::{Failure, server::etcd_port};
 use etcd_client::{
     Client, CompactionOptions, DeleteOptions, Error, GetOptions, KeyValue, PutOptions,
 };
@@ -29,7 +29,7 @@ struct Run {
 }
 
 fn address() -> String {
-    format!("127.0.0.1:{ETCD_PORT}")
+    format!("127.0.0.1:{}", etcd_port())
 }
 
 /// Waits until the one-member cluster has elected itself and serves a linearizable read
@@ -56,7 +56,7 @@ async fn wait_ready() -> Result<(), Failure> {
     .map_err(|_| unready())
 }
 
-/// Runs the probe's steps against the etcd on ETCD_PORT; one answer per step.
+/// Runs the probe's steps against the etcd on etcd_port(); one answer per step.
 pub async fn run(probe: &Probe) -> Result<Vec<Vec<String>>, Failure> {
     wait_ready().await?;
     let mut run = Run {

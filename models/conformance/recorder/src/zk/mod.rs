@@ -3,7 +3,7 @@
 mod multi;
 mod render;
 
-use crate::{Failure, server::ZK_PORT};
+use crate::{Failure, server::zk_port};
 use probe_format::{Probe, Roles, Step, StepKind};
 use std::time::Duration;
 use tokio::{sync::oneshot, time::timeout};
@@ -30,7 +30,7 @@ struct Run {
     watches: Vec<(String, Watch)>,
 }
 
-/// Runs the probe's steps against the ZooKeeper on ZK_PORT; one answer per step.
+/// Runs the probe's steps against the ZooKeeper on zk_port(); one answer per step.
 pub async fn run(probe: &Probe) -> Result<Vec<Vec<String>>, Failure> {
     let mut run = Run {
         clients: (0..10).map(|_| None).collect(),
@@ -173,7 +173,7 @@ impl Run {
                 if let Some(ms) = step.named_int("timeout_ms") {
                     connector = connector.with_session_timeout(Duration::from_millis(ms as u64));
                 }
-                let address = format!("127.0.0.1:{ZK_PORT}");
+                let address = format!("127.0.0.1:{}", zk_port());
                 match limited(connector.connect(&address)).await {
                     Ok(client) => {
                         let line = format!(
