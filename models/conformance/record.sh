@@ -32,6 +32,9 @@ installed=$(date +%s)
 # about two thirds of a release build's CPU time.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/coordsim-recorder-target}"
 RUSTFLAGS="" cargo build --quiet --locked --manifest-path recorder/Cargo.toml
+# Its own unit tests (the command line, the probe files, the ports); the dependencies are the
+# build's, so only the recorder itself compiles again.
+RUSTFLAGS="" cargo test --quiet --locked --manifest-path recorder/Cargo.toml
 recorder="$CARGO_TARGET_DIR/debug/conformance-recorder"
 built=$(date +%s)
 

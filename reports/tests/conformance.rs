@@ -4,7 +4,24 @@
 
 mod common;
 
-use common::{assert_bad_input, coordsim, scratch};
+use common::{Ran, assert_bad_input, coordsim, scratch};
+
+/// `coordsim conformance --store STORE --probes DIR` on a scratch folder for `test` that holds
+/// `probes` (file name, text) in its STORE subfolder.
+fn conformance_on(test: &str, store: &str, probes: &[(&str, &str)]) -> Ran {
+    let dir = scratch(test);
+    std::fs::create_dir_all(dir.join(store)).unwrap();
+    for (name, text) in probes {
+        std::fs::write(dir.join(store).join(name), text).unwrap();
+    }
+    coordsim(&[
+        "conformance",
+        "--store",
+        store,
+        "--probes",
+        dir.to_str().unwrap(),
+    ])
+}
 
 #[test]
 fn the_committed_probes_agree_or_declare_their_deviations() {
@@ -21,20 +38,14 @@ fn the_committed_probes_agree_or_declare_their_deviations() {
 
 #[test]
 fn a_step_the_model_answers_otherwise_is_a_diff_and_exit_1() {
-    let dir = scratch("conformance-differs");
-    std::fs::create_dir_all(dir.join("zk")).unwrap();
-    std::fs::write(
-        dir.join("zk/wrong.probe"),
-        "# about: a planted wrong answer\n\nc1 connect\n----\nok session=s1 timeout_ms=6000\n\nc1 create /a\n----\nerr NodeExists\n",
-    )
-    .unwrap();
-    let ran = coordsim(&[
-        "conformance",
-        "--store",
+    let ran = conformance_on(
+        "conformance-differs",
         "zk",
-        "--probes",
-        dir.to_str().unwrap(),
-    ]);
+        &[(
+            "wrong.probe",
+            "# about: a planted wrong answer\n\nc1 connect\n----\nok session=s1 timeout_ms=6000\n\nc1 create /a\n----\nerr NodeExists\n",
+        )],
+    );
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(
         ran.stdout.contains("line 7: c1 create /a"),
@@ -55,20 +66,14 @@ fn a_step_the_model_answers_otherwise_is_a_diff_and_exit_1() {
 
 #[test]
 fn a_malformed_probe_is_one_line_naming_the_file_the_probe_and_the_field() {
-    let dir = scratch("conformance-malformed");
-    std::fs::create_dir_all(dir.join("etcd")).unwrap();
-    std::fs::write(
-        dir.join("etcd/typo.probe"),
-        "# about: a typo\n\nc1 putt a 1\n----\nok rev=2\n",
-    )
-    .unwrap();
-    let ran = coordsim(&[
-        "conformance",
-        "--store",
+    let ran = conformance_on(
+        "conformance-malformed",
         "etcd",
-        "--probes",
-        dir.to_str().unwrap(),
-    ]);
+        &[(
+            "typo.probe",
+            "# about: a typo\n\nc1 putt a 1\n----\nok rev=2\n",
+        )],
+    );
     assert_bad_input(
         &ran,
         "typo.probe:3: probe `typo`, field `verb`: expected one of put",
@@ -77,14 +82,6 @@ fn a_malformed_probe_is_one_line_naming_the_file_the_probe_and_the_field() {
 
 #[test]
 fn a_folder_without_probes_is_bad_input_not_a_green() {
-    let dir = scratch("conformance-empty");
-    std::fs::create_dir_all(dir.join("zk")).unwrap();
-    let ran = coordsim(&[
-        "conformance",
-        "--store",
-        "zk",
-        "--probes",
-        dir.to_str().unwrap(),
-    ]);
+    let ran = conformance_on("conformance-empty", "zk", &[]);
     assert_bad_input(&ran, "no .probe files in");
 }

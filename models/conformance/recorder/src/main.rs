@@ -53,11 +53,11 @@ struct Args {
 
 const USAGE: &str = "usage: conformance-recorder --store zk|etcd [--only NAME] PROBE_DIR";
 
-fn parse_args() -> Result<Args, String> {
+/// Reads the command line's `words` (without the program's name).
+fn parse_args(mut words: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut store = None;
     let mut only = None;
     let mut dir = None;
-    let mut words = std::env::args().skip(1);
     while let Some(word) = words.next() {
         match word.as_str() {
             "--store" => {
@@ -137,13 +137,17 @@ fn record(probe: &Probe) -> Result<Vec<Vec<String>>, Failure> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
+    let args = match parse_args(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
         }
     };
+    if let Err(message) = server::checked_port_base() {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
     let files = match probe_files(&args.dir.join(""), args.only.as_deref()) {
         Ok(files) => files,
         Err(message) => {
@@ -231,4 +235,77 @@ fn main() -> ExitCode {
         );
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(line: &str) -> Result<Args, String> {
+        parse_args(line.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn the_command_line_names_a_store_a_folder_and_maybe_one_probe() {
+        let args = parsed("--store etcd --only lease_grant probes/etcd").unwrap();
+        assert_eq!(args.store, Store::Etcd);
+        assert_eq!(args.only.as_deref(), Some("lease_grant"));
+        assert_eq!(args.dir, PathBuf::from("probes/etcd"));
+        assert!(parsed("probes/zk --store zk").unwrap().only.is_none());
+    }
+
+    #[test]
+    fn a_bad_command_line_is_one_line_naming_what_was_expected() {
+        for (line, expected) in [
+            (
+                "--store zoo probes",
+                "--store: expected zk or etcd, not `zoo`",
+            ),
+            ("--store zk", "PROBE_DIR is required"),
+            ("probes", "--store zk|etcd is required"),
+            ("--store zk a b", "one PROBE_DIR expected, `b` is a second"),
+            ("--store zk --verbose a", "unknown option `--verbose`"),
+            ("--store zk a --only", "--only: expected a probe name"),
+        ] {
+            let message = parsed(line)
+                .err()
+                .unwrap_or_else(|| panic!("`{line}` parsed"));
+            assert!(message.contains(expected), "`{line}`: {message}");
+            assert!(message.contains(USAGE), "`{line}`: {message}");
+            assert!(!message.contains('\n'), "`{line}`: {message}");
+        }
+    }
+
+    #[test]
+    fn probe_files_are_the_folder_s_probes_by_name_or_the_one_asked_for() {
+        let dir = std::env::temp_dir().join(format!("recorder-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["b.probe", "a.probe", "notes.md"] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        let names = |files: Vec<PathBuf>| -> Vec<String> {
+            files
+                .iter()
+                .map(|file| file.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(probe_files(&dir, None).unwrap()),
+            ["a.probe", "b.probe"]
+        );
+        assert_eq!(names(probe_files(&dir, Some("b")).unwrap()), ["b.probe"]);
+        let missing = probe_files(&dir, Some("c")).unwrap_err();
+        assert!(missing.contains("expected a probe named `c`"), "{missing}");
+        let empty = dir.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let none = probe_files(&empty, None).unwrap_err();
+        assert!(none.contains("expected at least one .probe file"), "{none}");
+        let absent = probe_files(&dir.join("absent"), None).unwrap_err();
+        assert!(
+            absent.contains("expected a folder of .probe files"),
+            "{absent}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

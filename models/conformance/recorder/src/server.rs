@@ -17,11 +17,27 @@ use std::{
 const DEFAULT_PORT_BASE: u16 = 22000;
 
 fn port_base() -> u16 {
-    std::env::var("CONFORMANCE_PORT_BASE")
+    // `main` checked the setting before any server started.
+    checked_port_base().unwrap_or(DEFAULT_PORT_BASE)
+}
+
+/// The port base `CONFORMANCE_PORT_BASE` sets, or why it is not one.
+pub fn checked_port_base() -> Result<u16, String> {
+    port_base_from(std::env::var("CONFORMANCE_PORT_BASE").ok().as_deref())
+}
+
+/// The base `setting` names (the default when it is unset), or why it is not one.
+fn port_base_from(setting: Option<&str>) -> Result<u16, String> {
+    let Some(setting) = setting else {
+        return Ok(DEFAULT_PORT_BASE);
+    };
+    setting
+        .parse::<u16>()
         .ok()
-        .and_then(|base| base.parse::<u16>().ok())
         .filter(|base| *base <= 65000)
-        .unwrap_or(DEFAULT_PORT_BASE)
+        .ok_or_else(|| {
+            format!("CONFORMANCE_PORT_BASE: expected a number from 0 to 65000, not `{setting}`")
+        })
 }
 
 /// ZooKeeper's client port.
@@ -194,4 +210,22 @@ fn four_letter_word(port: u16, word: &[u8]) -> Option<String> {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
     Some(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_port_base_is_the_setting_and_a_bad_one_is_named() {
+        assert_eq!(port_base_from(None), Ok(22000));
+        assert_eq!(port_base_from(Some("23000")), Ok(23000));
+        for bad in ["65100", "many", ""] {
+            let message = port_base_from(Some(bad)).unwrap_err();
+            assert!(
+                message.contains("expected a number from 0 to 65000"),
+                "{message}"
+            );
+        }
+    }
 }
