@@ -14,7 +14,13 @@ use crate::{
     time::SimTime,
 };
 use rand_chacha::ChaCha8Rng;
-use std::{fmt, future::Future, sync::Arc, time::Duration};
+use std::{
+    any::{Any, TypeId},
+    fmt,
+    future::Future,
+    sync::Arc,
+    time::Duration,
+};
 
 /// The scenario's handle on a running world. Cheap to clone.
 #[derive(Clone)]
@@ -23,6 +29,40 @@ pub struct Sim {
 }
 
 impl Sim {
+    /// The world running on this thread, from inside its run: for code that cannot be handed
+    /// a `Sim` because it is written for production (a drop-in client's `connect`). `None`
+    /// outside a run.
+    pub fn current() -> Option<Sim> {
+        super::state::current_world().map(|world| Sim { world })
+    }
+
+    /// The context of the node that runs the current task (its current incarnation), from
+    /// inside a run: `None` outside one, and for the scenario's own task, which runs on no
+    /// world node.
+    pub fn current_node() -> Option<NodeContext> {
+        let sim = Sim::current()?;
+        let node = sim.world.node_of_current_task()?;
+        Some(sim.node(node))
+    }
+
+    /// Makes `service` available to code that finds the world by itself ([`Sim::current`]):
+    /// the scenario provides the store it started, and a drop-in client's `connect` finds it.
+    /// One value per type; providing another replaces it.
+    pub fn provide<T: Any + Send + Sync>(&self, service: T) {
+        let mut services = self.world.services.lock();
+        services.retain(|(type_id, _)| *type_id != TypeId::of::<T>());
+        services.push((TypeId::of::<T>(), Arc::new(service)));
+    }
+
+    /// The service of type `T` the scenario provided, if it did.
+    pub fn service<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let services = self.world.services.lock();
+        let (_, service) = services
+            .iter()
+            .find(|(type_id, _)| *type_id == TypeId::of::<T>())?;
+        service.clone().downcast::<T>().ok()
+    }
+
     /// The run's seed.
     pub fn seed(&self) -> Seed {
         self.world.seed

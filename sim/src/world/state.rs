@@ -23,6 +23,7 @@ use rand::{
 };
 use rand_chacha::ChaCha8Rng;
 use std::{
+    any::{Any, TypeId},
     collections::BTreeMap,
     future::Future,
     pin::Pin,
@@ -286,11 +287,25 @@ pub(crate) struct WorldShared {
     pub nodes: Vec<NodeSlot>,
     pub state: Shared<WorldState>,
     pub fault_phase_ended: Signal,
+    /// What the scenario provides to code that finds the world by itself (a store handle for
+    /// the drop-in clients, see [`super::Sim::provide`]), by type. A list, not a map: it
+    /// holds a handful of entries and is only searched, never iterated into behaviour.
+    pub services: Shared<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
 
 thread_local! {
     /// How many worlds built on this thread are still in memory (see [`live_worlds`]).
     static LIVE_WORLDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The world last built on this thread. A world runs on the thread that built it, one at
+    /// a time (a sweep's jobs are threads of their own), so code running inside it can find
+    /// it here: the drop-in clients' `connect` does, as production code has no `Sim` to pass.
+    static CURRENT_WORLD: std::cell::RefCell<Weak<WorldShared>> =
+        const { std::cell::RefCell::new(Weak::new()) };
+}
+
+/// The world running on this thread, if one is.
+pub(crate) fn current_world() -> Option<Arc<WorldShared>> {
+    CURRENT_WORLD.with(|current| current.borrow().upgrade())
 }
 
 /// How many worlds built on this thread are still in memory. A world lives on the thread
@@ -316,7 +331,7 @@ impl WorldShared {
         let node_count = node_ids.len();
         let mut clock_rng = seed.stream("clocks");
         LIVE_WORLDS.with(|live| live.set(live.get() + 1));
-        Arc::new_cyclic(|weak: &Weak<WorldShared>| {
+        let world = Arc::new_cyclic(|weak: &Weak<WorldShared>| {
             let nodes = node_ids
                 .iter()
                 .enumerate()
@@ -384,8 +399,20 @@ impl WorldShared {
                 nodes,
                 state: Shared::new(state),
                 fault_phase_ended: Signal::new(),
+                services: Shared::new(Vec::new()),
             }
-        })
+        });
+        CURRENT_WORLD.with(|current| *current.borrow_mut() = Arc::downgrade(&world));
+        world
+    }
+
+    /// The world node whose madsim node runs the current task, if it is one of this world's.
+    pub fn node_of_current_task(&self) -> Option<NodeId> {
+        let madsim_id = madsim::plugin::node();
+        self.nodes
+            .iter()
+            .find(|slot| slot.madsim_id == madsim_id)
+            .map(|slot| slot.id)
     }
 
     /// The position of `node` in per-node tables.
