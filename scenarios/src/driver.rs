@@ -257,12 +257,16 @@ fn etcd_config(servers: &[NodeId], scenario: &Scenario) -> EtcdConfig {
     config
 }
 
+/// Starts the scenario's store and provides it to code that finds the world by itself
+/// ([`Sim::service`]): the drop-in clients connect to it.
 fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
     let tuning = &scenario.tuning;
     match scenario.store {
         Store::Raft => {
             let config = etcd_config(&sim.servers(), scenario);
-            RunningStore::Raft(EtcdCluster::start(sim, config))
+            let cluster = EtcdCluster::start(sim, config);
+            sim.provide(cluster.clone());
+            RunningStore::Raft(cluster)
         }
         Store::Zab => {
             let mut config = ZkEnsembleConfig::new(sim.servers());
@@ -284,6 +288,7 @@ fn start_store(sim: &Sim, scenario: &Scenario) -> RunningStore {
             config.sequence_width = scenario.sequence_width();
             let ensemble = ZkEnsemble::new(sim, config).expect("a validated ensemble");
             ensemble.start(sim);
+            sim.provide(ensemble.clone());
             RunningStore::Zab(ensemble)
         }
         Store::Ledger => RunningStore::Ledger(Ledger::start(sim)),

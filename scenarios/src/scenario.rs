@@ -639,6 +639,22 @@ impl Scenario {
         }
     }
 
+    /// A scenario that runs the user's `code` on `clients` client nodes, against `servers`
+    /// servers of the store it names: no faults (set them with [`Scenario::with_plan`] or
+    /// the `faults` field), the store's checks and the code's, and the catalogue's phase
+    /// lengths (an 8 s fault phase, a 20 s liveness bound). Its name is the code's.
+    pub fn of_user_code(code: crate::workload::UserCode, servers: usize, clients: usize) -> Self {
+        let mut scenario = crate::catalogue::scenario(
+            code.name(),
+            "the user's own code, on every client node",
+            code.store(),
+            servers,
+            clients,
+        );
+        scenario.workload = Workload::User(code);
+        scenario
+    }
+
     /// This scenario with `bugs` switched on instead of its own.
     pub fn with_bugs(mut self, bugs: impl IntoIterator<Item = KnownBug>) -> Self {
         self.bugs = bugs.into_iter().collect();

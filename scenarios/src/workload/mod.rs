@@ -8,6 +8,7 @@
 mod etcd;
 mod ledger;
 mod shared;
+mod user;
 mod zk;
 
 pub use etcd::kv::{KEY_PREFIX, KvMix};
@@ -23,6 +24,7 @@ pub use shared::discovery::{
 pub use shared::elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
 pub use shared::locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use shared::recipe_session::{LOCK_USER, LockNodeAcl};
+pub use user::{Resource, UserCode, UserNode};
 pub use zk::double_barrier::{BARRIER_PREFIX, DoubleBarrier};
 pub use zk::ephemeral_holders::{ZkEphemeralHolders, holder_path};
 pub use zk::fifo_queue::{FifoQueue, QUEUE_PATH};
@@ -39,7 +41,7 @@ use crate::store::Store;
 use models::{
     etcd::EtcdCluster,
     ledger::Ledger,
-    recipes::{FencedResource, RecipeBugs},
+    recipes::{FencedResource, Fencing, RecipeBugs},
     zk::ZkEnsemble,
 };
 use serde::{Deserialize, Serialize};
@@ -124,6 +126,8 @@ pub enum Workload {
     /// A rendezvous: its creator, a master publishing its address, workers learning it, on
     /// the ZAB store.
     Rendezvous(Rendezvous),
+    /// The user's own code on every client node, on the store it names ([`UserCode`]).
+    User(UserCode),
 }
 
 impl Workload {
@@ -152,6 +156,7 @@ impl Workload {
             Workload::DoubleBarrier(_) => "double_barrier",
             Workload::ReadyConfig(_) => "ready_config",
             Workload::Rendezvous(_) => "rendezvous",
+            Workload::User(_) => "user",
         }
     }
 
@@ -189,6 +194,7 @@ impl Workload {
                 ElectionRecipe::ZkElection => Store::Zab,
                 ElectionRecipe::EtcdElection => Store::Raft,
             },
+            Workload::User(code) => code.store(),
         }
     }
 
@@ -228,6 +234,7 @@ impl Workload {
             Workload::DoubleBarrier(_) => vec!["recipe.barrier"],
             Workload::ReadyConfig(_) => vec!["recipe.config_versions", "recipe.config_fresh"],
             Workload::Rendezvous(_) => vec!["recipe.rendezvous"],
+            Workload::User(code) => code.checks(),
         }
     }
 
@@ -289,6 +296,7 @@ impl Workload {
     pub fn resources(&self) -> usize {
         match self {
             Workload::Locks(_) | Workload::Elections(_) => 1,
+            Workload::User(code) if code.resource() == Resource::Fenced => 1,
             _ => 0,
         }
     }
@@ -298,6 +306,9 @@ impl Workload {
         match self {
             Workload::Locks(locks) => Some(locks.start_resource(sim, bugs)),
             Workload::Elections(elections) => Some(elections.start_resource(sim, bugs)),
+            Workload::User(code) if code.resource() == Resource::Fenced => Some(
+                FencedResource::start(sim, NodeId::resource(0), RESOURCE_NAME, Fencing::On, bugs),
+            ),
             _ => None,
         }
     }
@@ -327,6 +338,7 @@ impl Workload {
             Workload::DoubleBarrier(barrier) => barrier.validate(),
             Workload::ReadyConfig(config) => config.validate(),
             Workload::Rendezvous(rendezvous) => rendezvous.validate(),
+            Workload::User(code) => code.validate(),
         }
     }
 
@@ -346,6 +358,7 @@ impl Workload {
             return elections.start(sim, &store.recipe_store(), resource, bugs, stop);
         }
         match (self, store) {
+            (Workload::User(code), _) => code.start(sim, resource, stop),
             (Workload::Discovery(discovery), store) => discovery.start(sim, store, bugs, stop),
             (Workload::PubSub(pubsub), RunningStore::Raft(cluster)) => {
                 pubsub.start(sim, cluster, bugs, stop)
@@ -424,6 +437,8 @@ impl Workload {
                 .await;
         }
         match (self, store) {
+            // User code has no finishing step: it ran until it was stopped.
+            (Workload::User(_), _) => Ok(()),
             (Workload::Discovery(discovery), _) => discovery.finish(sim, pending).await,
             (Workload::PubSub(pubsub), _) => pubsub.finish(sim, pending).await,
             (Workload::KvMix(mix), RunningStore::Raft(cluster)) => {
