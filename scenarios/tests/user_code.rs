@@ -13,9 +13,8 @@ use scenarios::{
 use sim::{
     Seed, Sim,
     history::{
-        OpResult, RecipeEvent,
-        kv::KvResponse,
-        recipe::{LockMode, LockStep},
+        OpResult,
+        kv::{Compare, CompareOperator, CompareTarget, KvOperation, KvResponse},
     },
 };
 use std::time::Duration;
@@ -74,17 +73,9 @@ fn check_then_act_lock(node: UserNode) -> impl std::future::Future<Output = ()> 
     async move {
         let mut client = connect(&node);
         let process = node.index() as u32;
-        let record = |step: LockStep| {
-            node.context().history().recipe(RecipeEvent::Lock {
-                process,
-                lock: "job".into(),
-                step,
-            })
-        };
+        let lock = node.lock("job");
         loop {
-            record(LockStep::Requested {
-                mode: LockMode::Exclusive,
-            });
+            lock.requested();
             let free = matches!(
                 models::etcd::kv_response(&client.get("lock/job").await),
                 Some(KvResponse::Get { kvs, .. }) if kvs.is_empty()
@@ -102,15 +93,75 @@ fn check_then_act_lock(node: UserNode) -> impl std::future::Future<Output = ()> 
                 }
                 _ => continue,
             };
-            record(LockStep::Acquired {
-                token,
-                mode: LockMode::Exclusive,
-            });
+            lock.acquired(token);
             node.context().sim().sleep(Duration::from_millis(100)).await;
-            record(LockStep::Released { token });
+            lock.released(token);
             let _ = client.delete("lock/job").await;
         }
     }
+}
+
+/// The same lock taken in one transaction: put the key only if it does not exist.
+fn transactional_lock(node: UserNode) -> impl std::future::Future<Output = ()> + Send {
+    async move {
+        let mut client = connect(&node);
+        let process = node.index() as u32;
+        let lock = node.lock("job");
+        loop {
+            lock.requested();
+            let taken = client
+                .txn(
+                    vec![Compare {
+                        key: "lock/job".into(),
+                        target: CompareTarget::CreateRevision(0),
+                        operator: CompareOperator::Equal,
+                    }],
+                    vec![KvOperation::Put {
+                        key: "lock/job".into(),
+                        value: process.to_string(),
+                        lease: None,
+                        prev_kv: false,
+                    }],
+                    Vec::new(),
+                )
+                .await;
+            let token = match models::etcd::kv_response(&taken) {
+                Some(KvResponse::Txn {
+                    succeeded: true,
+                    revision,
+                    ..
+                }) => *revision,
+                _ => {
+                    node.context().sim().sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            };
+            lock.acquired(token);
+            node.context().sim().sleep(Duration::from_millis(100)).await;
+            lock.released(token);
+            let _ = client.delete("lock/job").await;
+        }
+    }
+}
+
+#[test]
+fn a_user_lock_taken_in_one_transaction_passes_the_same_check() {
+    let code = UserCode::new(
+        "user-transactional-lock",
+        scenarios::scenario::Store::Raft,
+        transactional_lock,
+    )
+    .with_check("recipe.mutual_exclusion");
+    let summary = Sweep::new(
+        Scenario::of_user_code(code, 3, 3),
+        "scenarios",
+        "user_code",
+        "a_user_lock_taken_in_one_transaction_passes_the_same_check",
+        5,
+    )
+    .run();
+    summary.assert_clean();
+    summary.assert_evidence();
 }
 
 #[test]

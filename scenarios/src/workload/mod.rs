@@ -24,7 +24,7 @@ pub use shared::discovery::{
 pub use shared::elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
 pub use shared::locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use shared::recipe_session::{LOCK_USER, LockNodeAcl};
-pub use user::{Resource, UserCode, UserNode};
+pub use user::{ElectionBeliefs, LockBeliefs, Resource, UserCode, UserNode};
 pub use zk::double_barrier::{BARRIER_PREFIX, DoubleBarrier};
 pub use zk::ephemeral_holders::{ZkEphemeralHolders, holder_path};
 pub use zk::fifo_queue::{FifoQueue, QUEUE_PATH};

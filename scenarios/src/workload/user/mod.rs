@@ -14,6 +14,10 @@
 //! its name, store and checks (so its digest and reports name it), and reading one back is
 //! an error that says so.
 
+mod beliefs;
+
+pub use beliefs::{ElectionBeliefs, LockBeliefs};
+
 use crate::store::Store;
 use futures_util::future::{Either, select};
 use models::recipes::FencedResource;
@@ -241,6 +245,18 @@ impl UserNode {
     /// The fenced resource, if the code asked for one ([`UserCode::with_fenced_resource`]).
     pub fn resource(&self) -> Option<&FencedResource> {
         self.resource.as_ref()
+    }
+
+    /// This client's beliefs about the lock `name`, recorded for the recipe checks, as
+    /// process `index()` (one locker per client node).
+    pub fn lock(&self, name: &str) -> LockBeliefs {
+        LockBeliefs::new(self.context.clone(), self.index as u32, name)
+    }
+
+    /// This client's beliefs in the election `name`, recorded for the recipe checks, as
+    /// process `index()` (one candidate per client node).
+    pub fn election(&self, name: &str) -> ElectionBeliefs {
+        ElectionBeliefs::new(self.context.clone(), self.index as u32, name)
     }
 
     /// Whether the run has told the workers to stop (the program is dropped soon after:
