@@ -8,13 +8,11 @@ mod cli;
 mod compare_locks;
 mod conformance;
 mod demo;
-mod describe;
 mod evidence_table;
 mod list;
 mod replay;
 mod run;
 mod sweep;
-mod timeline;
 mod zoo;
 
 use clap::{Parser, Subcommand};

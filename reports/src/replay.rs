@@ -8,25 +8,20 @@
 //! 4 crash, 5 time limit) when it reproduces what was expected (or nothing was expected);
 //! 6 when it does not ([`DIGEST_MISMATCH`]), whatever the run came to; 2 bad input.
 
-use crate::{
-    cli::{self, CliError, Outputs, VariantArgs, exit_code, load_scenario, read_plan},
-    describe::{Focus, FocusKind, describe_record},
-    timeline,
-};
+use crate::cli::{self, CliError, Outputs, VariantArgs, exit_code, load_scenario, read_plan};
 use clap::Args;
+use coordsim::{
+    describe::{Focus, FocusKind, describe_record},
+    timeline, trace,
+};
 use scenarios::{
     Failure, Outcome, ReplayCommand, Scenario, driver,
     shrink::{self, ShrinkConfig, ShrinkTarget},
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
-use sim::{
-    Seed,
-    digest::Digest,
-    history::{History, Record},
-};
+use sim::{Seed, digest::Digest, history::History};
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     process::ExitCode,
 };
@@ -293,7 +288,7 @@ fn write_outputs(
                 print_window(history, focus, args.around);
             }
             if let Some(path) = &args.trace {
-                write_trace(path, outcome, history)?;
+                trace::write(path, outcome, history).map_err(CliError::bad_input)?;
                 eprintln!("trace written to {}", path.display());
             }
             if let Some(path) = &args.timeline {
@@ -498,29 +493,4 @@ fn print_window(history: &History, focus: &Focus, around: usize) {
             println!(">> the end of the history {}", "-".repeat(40));
         }
     }
-}
-
-/// `--trace`: the outcome and every record, as one JSON object, written as it is
-/// serialized (a long history is tens of megabytes).
-fn write_trace(path: &Path, outcome: &Outcome, history: &History) -> Result<(), CliError> {
-    #[derive(Serialize)]
-    struct Trace<'a> {
-        outcome: &'a Outcome,
-        records: &'a [Record],
-    }
-    let cannot = |error: std::io::Error| {
-        CliError::bad_input(format!("cannot write {}: {error}", path.display()))
-    };
-    let file = std::fs::File::create(path).map_err(cannot)?;
-    let mut writer = std::io::BufWriter::new(file);
-    serde_json::to_writer(
-        &mut writer,
-        &Trace {
-            outcome,
-            records: history.records(),
-        },
-    )
-    .map_err(|error| cannot(error.into()))?;
-    writer.write_all(b"\n").map_err(cannot)?;
-    writer.flush().map_err(cannot)
 }

@@ -1,0 +1,225 @@
+//! Testing your own code: run it on every client node of a simulated ZooKeeper or etcd
+//! cluster, under the faults you choose, over seeds, judged by coordsim's checks.
+//!
+//! Your code is an `async` closure that gets a [`UserNode`] and runs until it is stopped;
+//! its store operations (through the models' clients) are in the run's history, so the
+//! store's checks (`etcd.linearizable`, `zk.linearizable`, the lease and watch checks) judge
+//! them, and what it records about its locks and elections ([`UserNode::lock`],
+//! [`UserNode::election`]) is judged by the recipe checks it names.
+//!
+//! ```no_run
+//! use coordsim::testing::{Store, UserCode, UserTest};
+//!
+//! #[test]
+//! fn my_lock_is_exclusive() {
+//!     let code = UserCode::new("my-lock", Store::Raft, |node| async move {
+//!         let lock = node.lock("job");
+//!         // ... take the lock with your client, then:
+//!         // lock.acquired(token); work; lock.released(token);
+//!         # let _ = lock;
+//!     })
+//!     .with_check("recipe.mutual_exclusion");
+//!     UserTest::new(code)
+//!         .for_test(coordsim::this_test!("my_lock_is_exclusive"))
+//!         .run()
+//!         .assert_clean();
+//! }
+//! ```
+//!
+//! A failing seed is printed with its violations and the one line that replays it
+//! (`COORDSIM_SEED=… cargo test -p … --test … NAME`). The same line with
+//! [`TIMELINE_DIR`], [`TRACE_DIR`] or [`SHRINK_DIR`] set writes, for each failing seed, the
+//! HTML timeline of the run, its JSON trace (outcome and every history record) and the
+//! smallest fault plan that still fails the same way.
+
+pub use scenarios::{
+    Outcome, Scenario,
+    scenario::Store,
+    sweep::{SeedFailure, SweepSummary},
+    workload::{ElectionBeliefs, LockBeliefs, Resource, UserCode, UserNode},
+};
+pub use sim::fault::{FaultPlan, FaultSource};
+
+use scenarios::{
+    shrink::{self, ShrinkConfig, ShrinkTarget},
+    sweep::Sweep,
+};
+use std::path::{Path, PathBuf};
+
+/// Where the HTML timeline of each failing seed is written, if set.
+pub const TIMELINE_DIR: &str = "COORDSIM_TIMELINE_DIR";
+/// Where the JSON trace of each failing seed is written, if set.
+pub const TRACE_DIR: &str = "COORDSIM_TRACE_DIR";
+/// Where the shrunk fault plan of each failing seed is written, if set (shrinking re-runs the
+/// seed up to [`SHRINK_RUNS`] times).
+pub const SHRINK_DIR: &str = "COORDSIM_SHRINK_DIR";
+/// The most runs one seed's shrinking may take.
+pub const SHRINK_RUNS: u32 = 100;
+
+/// `(package, test target, test name)` of the calling test, for [`UserTest::for_test`]:
+/// the replay line names them. `coordsim::this_test!("my_test")` in an integration test
+/// `tests/locks.rs` of package `my-service` gives `("my-service", "locks", "my_test")`.
+#[macro_export]
+macro_rules! this_test {
+    ($name:expr) => {
+        (env!("CARGO_PKG_NAME"), env!("CARGO_CRATE_NAME"), $name)
+    };
+}
+
+/// A test of user code: the scenario it runs in, the seeds, and the test that replays it.
+#[derive(Clone, Debug)]
+pub struct UserTest {
+    scenario: Scenario,
+    test: (String, String, String),
+    default_seeds: u64,
+}
+
+impl UserTest {
+    /// `code` on 3 client nodes against 3 servers of its store, with no faults, over 10
+    /// seeds (`COORDSIM_SEEDS` / `COORDSIM_SEED` override them).
+    pub fn new(code: UserCode) -> Self {
+        Self {
+            test: (String::new(), String::new(), code.name().to_string()),
+            scenario: Scenario::of_user_code(code, 3, 3),
+            default_seeds: 10,
+        }
+    }
+
+    /// With `servers` servers.
+    pub fn servers(mut self, servers: usize) -> Self {
+        self.scenario.servers = servers;
+        self
+    }
+
+    /// With `clients` client nodes, each running the code.
+    pub fn clients(mut self, clients: usize) -> Self {
+        self.scenario.clients = clients;
+        self
+    }
+
+    /// With faults from `faults` during the fault phase.
+    pub fn faults(mut self, faults: FaultSource) -> Self {
+        self.scenario.faults = faults;
+        self
+    }
+
+    /// With a fault phase of `fault_phase_ms` (default 8 s); the world heals at its end.
+    pub fn fault_phase_ms(mut self, fault_phase_ms: u64) -> Self {
+        self.scenario.fault_phase_ms = fault_phase_ms;
+        self
+    }
+
+    /// Over `seeds` seeds unless the environment says otherwise.
+    pub fn seeds(mut self, seeds: u64) -> Self {
+        self.default_seeds = seeds;
+        self
+    }
+
+    /// Replayed by the test `(package, test target, test name)`: use [`this_test!`].
+    pub fn for_test(mut self, (package, target, name): (&str, &str, &str)) -> Self {
+        self.test = (package.into(), target.into(), name.into());
+        self
+    }
+
+    /// The scenario it runs.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Runs every seed and writes what the environment asks for about each failing one.
+    ///
+    /// # Panics
+    /// If the scenario is invalid (0 servers, an unknown check...), with the one line that
+    /// says what was expected.
+    pub fn run(&self) -> SweepSummary {
+        if let Err(error) = self.scenario.validate() {
+            panic!("{error}");
+        }
+        let (package, target, name) = &self.test;
+        let summary = Sweep::new(
+            self.scenario.clone(),
+            package,
+            target,
+            name,
+            self.default_seeds,
+        )
+        .run();
+        for failure in &summary.failures {
+            for written in self.write_artifacts(failure) {
+                match written {
+                    Ok(line) | Err(line) => eprintln!("{line}"),
+                }
+            }
+        }
+        if !summary.failures.is_empty() {
+            eprintln!(
+                "add {TIMELINE_DIR}=DIR, {TRACE_DIR}=DIR or {SHRINK_DIR}=DIR to a replay line \
+                 for the timeline, the trace or the shrunk fault plan of that run"
+            );
+        }
+        summary
+    }
+
+    /// The timeline, trace and shrunk plan of `failure`, each where its variable says.
+    fn write_artifacts(&self, failure: &SeedFailure) -> Vec<Result<String, String>> {
+        let outcome = &failure.outcome;
+        let stem = format!("{}-{}", self.scenario.name, outcome.seed);
+        let mut written = Vec::new();
+        let history = outcome.history.as_ref();
+        if let (Some(dir), Some(history)) = (dir_of(TIMELINE_DIR), history) {
+            let path = dir.join(format!("{stem}.html"));
+            let title = format!("{} with seed {}", self.scenario.name, outcome.seed);
+            let focus = crate::describe::Focus::of(outcome, history);
+            let page = crate::timeline::render(
+                &title,
+                &self.scenario,
+                outcome,
+                history,
+                focus.as_ref(),
+                20,
+            );
+            written.push(
+                std::fs::write(&path, page)
+                    .map(|()| format!("timeline written to {}", path.display()))
+                    .map_err(|error| format!("cannot write {}: {error}", path.display())),
+            );
+        }
+        if let (Some(dir), Some(history)) = (dir_of(TRACE_DIR), history) {
+            let path = dir.join(format!("{stem}.json"));
+            written.push(
+                crate::trace::write(&path, outcome, history)
+                    .map(|()| format!("trace written to {}", path.display())),
+            );
+        }
+        if let Some(dir) = dir_of(SHRINK_DIR) {
+            written.push(self.shrink(failure, &dir.join(format!("{stem}-shrunk-plan.json"))));
+        }
+        written
+    }
+
+    /// Shrinks the failing run's fault plan and writes it to `path`.
+    fn shrink(&self, failure: &SeedFailure, path: &Path) -> Result<String, String> {
+        let outcome = &failure.outcome;
+        let target = ShrinkTarget::of(outcome, None).map_err(|error| error.to_string())?;
+        let config = ShrinkConfig {
+            max_runs: SHRINK_RUNS,
+            ..ShrinkConfig::default()
+        };
+        let report = shrink::shrink(&self.scenario, outcome.seed, outcome, &target, &config)
+            .map_err(|error| format!("shrinking seed {}: {error}", outcome.seed))?;
+        let json = serde_json::to_string_pretty(&report.plan).expect("a plan serializes");
+        std::fs::write(path, json)
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        Ok(format!(
+            "{report}\nshrunk plan written to {}",
+            path.display()
+        ))
+    }
+}
+
+/// The folder the variable `name` names, created if missing; `None` if it is unset.
+fn dir_of(name: &str) -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os(name)?);
+    let _ = std::fs::create_dir_all(&dir);
+    Some(dir)
+}

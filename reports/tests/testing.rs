@@ -1,0 +1,92 @@
+//! The testing API (`coordsim::testing`): user code over seeds, a failing seed's replay
+//! line, and, with the environment variables set, its timeline, trace and shrunk fault plan.
+//!
+//! One test: it sets the environment variables the API reads, which are the process's.
+
+use coordsim::testing::{SHRINK_DIR, Store, TIMELINE_DIR, TRACE_DIR, UserCode, UserNode, UserTest};
+use models::etcd::{EtcdClient, EtcdCluster, kv_response};
+use sim::{
+    Sim,
+    fault::{FaultKind, SwarmConfig},
+    history::{OpResult, kv::KvResponse},
+};
+use std::time::Duration;
+
+/// A lock that reads the key and then writes it: two clients can both see it free.
+async fn check_then_act_lock(node: UserNode) {
+    let sim = Sim::current().expect("inside a run");
+    let cluster = sim.service::<EtcdCluster>().expect("the store");
+    let context = Sim::current_node().expect("a client node");
+    let mut client = EtcdClient::new(&cluster, context, node.index() as u32);
+    let lock = node.lock("job");
+    loop {
+        lock.requested();
+        let free = matches!(
+            kv_response(&client.get("lock/job").await),
+            Some(KvResponse::Get { kvs, .. }) if kvs.is_empty()
+        );
+        let token = match client.put("lock/job", "held").await {
+            OpResult::Ok { .. } if free => match kv_response(&client.get("lock/job").await) {
+                Some(KvResponse::Get { kvs, .. }) if !kvs.is_empty() => kvs[0].mod_revision,
+                _ => continue,
+            },
+            _ => {
+                node.context().sim().sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        lock.acquired(token);
+        node.context().sim().sleep(Duration::from_millis(100)).await;
+        lock.released(token);
+        let _ = client.delete("lock/job").await;
+    }
+}
+
+#[test]
+fn a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan() {
+    let dir = std::env::temp_dir().join(format!("coordsim-testing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // SAFETY: the only test of this binary, so no other thread reads the environment.
+    unsafe {
+        std::env::set_var(TIMELINE_DIR, dir.join("timelines"));
+        std::env::set_var(TRACE_DIR, dir.join("traces"));
+        std::env::set_var(SHRINK_DIR, dir.join("plans"));
+    }
+    let code = UserCode::new("testing-api-lock", Store::Raft, check_then_act_lock)
+        .with_check("recipe.mutual_exclusion");
+    let test = UserTest::new(code)
+        .faults(sim::fault::FaultSource::Swarm(SwarmConfig {
+            mean_interval_ms: 2_000,
+            kinds: vec![FaultKind::Partition],
+            ..SwarmConfig::default()
+        }))
+        .seeds(4)
+        .for_test(coordsim::this_test!(
+            "a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan"
+        ));
+    let summary = test.run();
+    let failure = summary
+        .failures
+        .first()
+        .expect("check-then-act fails in some seed");
+    assert!(failure.checks_fired().contains(&"recipe.mutual_exclusion"));
+    let replay = failure.report.command.clone().unwrap_or_default();
+    assert!(
+        replay.contains("cargo test -p coordsim --test testing -- --exact a_failing_seed_replays"),
+        "{replay}"
+    );
+    let stem = format!("testing-api-lock-{}", failure.outcome.seed);
+    let timeline = std::fs::read_to_string(dir.join(format!("timelines/{stem}.html"))).unwrap();
+    assert!(timeline.contains("<html"), "an HTML page");
+    let trace = std::fs::read_to_string(dir.join(format!("traces/{stem}.json"))).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&trace).unwrap();
+    assert!(
+        trace["records"]
+            .as_array()
+            .is_some_and(|records| !records.is_empty())
+    );
+    let plan = std::fs::read_to_string(dir.join(format!("plans/{stem}-shrunk-plan.json"))).unwrap();
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    assert!(plan.get("faults").is_some(), "a fault plan: {plan}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
