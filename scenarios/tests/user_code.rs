@@ -144,42 +144,43 @@ fn transactional_lock(node: UserNode) -> impl std::future::Future<Output = ()> +
     }
 }
 
-#[test]
-fn a_user_lock_taken_in_one_transaction_passes_the_same_check() {
-    let code = UserCode::new(
-        "user-transactional-lock",
-        scenarios::scenario::Store::Raft,
-        transactional_lock,
-    )
-    .with_check("recipe.mutual_exclusion");
-    let summary = Sweep::new(
+/// Five seeds of the user lock `program` on 3 clients against 3 etcd servers, judged by
+/// `recipe.mutual_exclusion`, replayed by the test `test`.
+fn lock_sweep<P, F>(name: &str, program: P, test: &str) -> scenarios::sweep::SweepSummary
+where
+    P: Fn(UserNode) -> F + Send + Sync + 'static,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let code = UserCode::new(name, scenarios::scenario::Store::Raft, program)
+        .with_check("recipe.mutual_exclusion");
+    Sweep::new(
         Scenario::of_user_code(code, 3, 3),
         "scenarios",
         "user_code",
-        "a_user_lock_taken_in_one_transaction_passes_the_same_check",
+        test,
         5,
     )
-    .run();
+    .run()
+}
+
+#[test]
+fn a_user_lock_taken_in_one_transaction_passes_the_same_check() {
+    let summary = lock_sweep(
+        "user-transactional-lock",
+        transactional_lock,
+        "a_user_lock_taken_in_one_transaction_passes_the_same_check",
+    );
     summary.assert_clean();
     summary.assert_evidence();
 }
 
 #[test]
 fn a_user_lock_that_checks_then_acts_is_caught_by_the_check_it_names() {
-    let code = UserCode::new(
+    let summary = lock_sweep(
         "user-check-then-act-lock",
-        scenarios::scenario::Store::Raft,
         check_then_act_lock,
-    )
-    .with_check("recipe.mutual_exclusion");
-    let sweep = Sweep::new(
-        Scenario::of_user_code(code, 3, 3),
-        "scenarios",
-        "user_code",
         "a_user_lock_that_checks_then_acts_is_caught_by_the_check_it_names",
-        5,
     );
-    let summary = sweep.run();
     let caught = summary.seeds_where_fired("recipe.mutual_exclusion");
     assert!(
         caught >= 1,
