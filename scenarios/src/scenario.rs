@@ -28,7 +28,10 @@
 //! line, the field and what was expected.
 
 pub use crate::store::Store;
-use crate::{known_bug::KnownBug, workload::Workload};
+use crate::{
+    known_bug::KnownBug,
+    workload::{KvMix, LedgerAppends, Workload, ZkMix},
+};
 use serde::{Deserialize, Serialize};
 use sim::{
     WorldConfig,
@@ -639,12 +642,49 @@ impl Scenario {
         }
     }
 
+    /// The scenario every catalogue scenario starts from: the store's mixed workload (kv
+    /// mix, ZooKeeper mix, ledger appends), no faults, no known bugs, the default checks, an
+    /// 8 s fault phase and a 20 s liveness bound.
+    pub(crate) fn base(
+        name: &str,
+        description: &str,
+        store: Store,
+        servers: usize,
+        clients: usize,
+    ) -> Scenario {
+        let workload = match store {
+            Store::Raft => Workload::KvMix(KvMix::default()),
+            Store::Zab => Workload::ZkMix(ZkMix::default()),
+            Store::Ledger => Workload::Ledger(LedgerAppends::default()),
+        };
+        Scenario {
+            name: name.into(),
+            description: description.into(),
+            store,
+            servers,
+            observers: 0,
+            clients,
+            workload,
+            faults: FaultSource::None,
+            bugs: Vec::new(),
+            checks: vec!["default".into()],
+            skip_checks: Vec::new(),
+            marks: Vec::new(),
+            fault_phase_ms: 8_000,
+            recovery_ms: 0,
+            liveness_bound_ms: 20_000,
+            time_limit_ms: None,
+            world: WorldSettings::default(),
+            tuning: Tuning::default(),
+        }
+    }
+
     /// A scenario that runs the user's `code` on `clients` client nodes, against `servers`
     /// servers of the store it names: no faults (set them with [`Scenario::with_plan`] or
     /// the `faults` field), the store's checks and the code's, and the catalogue's phase
     /// lengths (an 8 s fault phase, a 20 s liveness bound). Its name is the code's.
     pub fn of_user_code(code: crate::workload::UserCode, servers: usize, clients: usize) -> Self {
-        let mut scenario = crate::catalogue::scenario(
+        let mut scenario = Scenario::base(
             code.name(),
             "the user's own code, on every client node",
             code.store(),

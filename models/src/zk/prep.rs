@@ -10,7 +10,7 @@ use super::{
     acl::{self, AuthId, NodeAcl},
     path,
     sequence::SequenceWidth,
-    tree::{DataTree, SPECIAL_PATHS},
+    tree::{CONTAINER_OWNER, DataTree, SPECIAL_PATHS},
     txn::{SessionId, TxnBody, bump},
 };
 use sim::history::zk::{CreateMode, Perms, ZkError};
@@ -93,10 +93,6 @@ fn is_sequential(mode: CreateMode) -> bool {
         CreateMode::PersistentSequential | CreateMode::EphemeralSequential
     )
 }
-
-/// The owner a container carries instead of a session (ZooKeeper's
-/// `EphemeralType.CONTAINER_EPHEMERAL_OWNER`, `Long.MIN_VALUE`); a stat shows 0.
-pub const CONTAINER_OWNER: SessionId = 1 << 63;
 
 fn is_ephemeral(mode: CreateMode) -> bool {
     matches!(

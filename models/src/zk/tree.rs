@@ -3,7 +3,6 @@
 use super::{
     acl::{AuthId, NodeAcl},
     path,
-    prep::CONTAINER_OWNER,
     txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, full_stat},
 };
 use crate::zab::{StateMachine, Zxid};
@@ -12,6 +11,10 @@ use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
 };
+
+/// The owner a container carries instead of a session (ZooKeeper's
+/// `EphemeralType.CONTAINER_EPHEMERAL_OWNER`, `Long.MIN_VALUE`); a stat shows 0.
+pub const CONTAINER_OWNER: SessionId = 1 << 63;
 
 /// When a change happens: its zxid and the leader's clock when it prepared it (ms).
 #[derive(Clone, Copy, Debug, Default)]

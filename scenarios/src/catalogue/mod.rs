@@ -6,9 +6,8 @@ mod shared;
 mod zk;
 
 use crate::{
-    scenario::{Scenario, Tuning, WorldSettings},
+    scenario::{Scenario, WorldSettings},
     store::Store,
-    workload::{KvMix, LedgerAppends, Workload, ZkMix},
 };
 use sim::coverage::Mark;
 use sim::fault::{
@@ -155,6 +154,7 @@ pub fn get(name: &str) -> Option<Scenario> {
     all().into_iter().find(|scenario| scenario.name == name)
 }
 
+/// A catalogue scenario's base: [`Scenario::base`].
 pub(crate) fn scenario(
     name: &str,
     description: &str,
@@ -162,31 +162,7 @@ pub(crate) fn scenario(
     servers: usize,
     clients: usize,
 ) -> Scenario {
-    let workload = match store {
-        Store::Raft => Workload::KvMix(KvMix::default()),
-        Store::Zab => Workload::ZkMix(ZkMix::default()),
-        Store::Ledger => Workload::Ledger(LedgerAppends::default()),
-    };
-    Scenario {
-        name: name.into(),
-        description: description.into(),
-        store,
-        servers,
-        observers: 0,
-        clients,
-        workload,
-        faults: FaultSource::None,
-        bugs: Vec::new(),
-        checks: vec!["default".into()],
-        skip_checks: Vec::new(),
-        marks: Vec::new(),
-        fault_phase_ms: 8_000,
-        recovery_ms: 0,
-        liveness_bound_ms: 20_000,
-        time_limit_ms: None,
-        world: WorldSettings::default(),
-        tuning: Tuning::default(),
-    }
+    Scenario::base(name, description, store, servers, clients)
 }
 
 pub(crate) fn swarm(mean_interval_ms: u64, kinds: &[FaultKind]) -> FaultSource {
