@@ -46,13 +46,10 @@ use scenarios::{
 };
 use std::path::{Path, PathBuf};
 
-/// Where the HTML timeline of each failing seed is written, if set.
-pub const TIMELINE_DIR: &str = "COORDSIM_TIMELINE_DIR";
-/// Where the JSON trace of each failing seed is written, if set.
-pub const TRACE_DIR: &str = "COORDSIM_TRACE_DIR";
-/// Where the shrunk fault plan of each failing seed is written, if set (shrinking re-runs the
-/// seed up to [`SHRINK_RUNS`] times).
-pub const SHRINK_DIR: &str = "COORDSIM_SHRINK_DIR";
+/// Where the HTML timeline, the JSON trace and the shrunk fault plan of each failing seed are
+/// written, when set (`sim::env` lists every variable coordsim reads).
+pub use sim::env::{SHRINK_DIR, TIMELINE_DIR, TRACE_DIR};
+
 /// The most runs one seed's shrinking may take.
 pub const SHRINK_RUNS: u32 = 100;
 

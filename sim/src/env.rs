@@ -6,6 +6,9 @@
 //! | `COORDSIM_SEEDS` | per suite (small, so `cargo test` stays well under 10 minutes on 2 cores) | how many seeds each seed-sweeping test runs, e.g. `COORDSIM_SEEDS=2000 cargo test --release --workspace`; `coordsim sweep --seeds` when the flag is not given |
 //! | `COORDSIM_SEED_BASE` | `0` | first seed of a sweep (seed *i* is base + *i*), to split a big sweep across machines; `coordsim sweep --from` when the flag is not given |
 //! | `COORDSIM_HISTORY_DIR` | unset | a directory where seed sweeps (the tests' and `coordsim sweep`) write the history of every failing run (`<test or scenario>-<seed>.jsonl`), to inspect with `coordsim check-history` |
+//! | `COORDSIM_TIMELINE_DIR` | unset | a directory where a user-code test (`coordsim::testing`) writes the HTML timeline of every failing seed (`<test>-<seed>.html`) |
+//! | `COORDSIM_TRACE_DIR` | unset | a directory where a user-code test writes the JSON trace (outcome and every history record) of every failing seed (`<test>-<seed>.json`) |
+//! | `COORDSIM_SHRINK_DIR` | unset | a directory where a user-code test writes the shrunk fault plan of every failing seed (`<test>-<seed>-shrunk-plan.json`), after up to 100 re-runs of it |
 //! | `COORDSIM_JEPSEN_LOGS` | unset | a copy of Porcupine's `test_data/jepsen/`, for the ignored test that compares our verdicts with Porcupine's (see *Linearizability* in `scenarios/checks/README.md`) |
 //! | `JOB_COMPLETION_INDEX` | unset | set by a Kubernetes Indexed Job in each of its pods: `coordsim sweep --shard env/M` runs shard number `$JOB_COMPLETION_INDEX` of M |
 //! | `MADSIM_TEST_SEED`, `MADSIM_TEST_NUM` | unset | not read by coordsim: madsim reads them (a seed, and how many seeds from it) only in functions marked `#[madsim::test]` or `#[madsim::main]`, and coordsim has none; every run builds its madsim runtime from the run's own seed, so use `COORDSIM_SEED` / `COORDSIM_SEEDS` |
@@ -24,6 +27,12 @@ pub const SEEDS: &str = "COORDSIM_SEEDS";
 pub const SEED_BASE: &str = "COORDSIM_SEED_BASE";
 /// Name of the variable naming where sweeps write failing runs' histories.
 pub const HISTORY_DIR: &str = "COORDSIM_HISTORY_DIR";
+/// Name of the variable naming where a user-code test writes failing seeds' timelines.
+pub const TIMELINE_DIR: &str = "COORDSIM_TIMELINE_DIR";
+/// Name of the variable naming where a user-code test writes failing seeds' traces.
+pub const TRACE_DIR: &str = "COORDSIM_TRACE_DIR";
+/// Name of the variable naming where a user-code test writes failing seeds' shrunk plans.
+pub const SHRINK_DIR: &str = "COORDSIM_SHRINK_DIR";
 /// Name of the variable a Kubernetes Indexed Job sets to each pod's index, read by
 /// `coordsim sweep --shard env/M`.
 pub const JOB_COMPLETION_INDEX: &str = "JOB_COMPLETION_INDEX";
