@@ -3,8 +3,8 @@
 
 use crate::{Stepper, answer_in_world};
 use models::etcd::{
-    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchItem, WatchStream, kv_response,
-    prefix_range_end,
+    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, GetOptions, WatchItem, WatchStream,
+    kv_response, prefix_range_end,
 };
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
@@ -13,7 +13,7 @@ use sim::{
         OpError, OpResult, Response,
         kv::{
             Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse,
-            ReadConsistency,
+            ReadConsistency, SortOrder, SortTarget,
         },
     },
 };
@@ -235,16 +235,7 @@ impl State {
                     lease: lease_id,
                 })
             }
-            "get" => Call::Op(KvOperation::Get {
-                key: step.arg(0).into(),
-                range_end: range_end(step),
-                revision: step.named_int("rev").map(|r| r as u64),
-                consistency: if step.flag("serializable") {
-                    ReadConsistency::Serializable
-                } else {
-                    ReadConsistency::Linearizable
-                },
-            }),
+            "get" => Call::Op(get_options(step).operation(step.arg(0))),
             "delete" => Call::Op(KvOperation::Delete {
                 prev_kv: step.flag("prev_kv"),
                 key: step.arg(0).into(),
@@ -329,6 +320,16 @@ impl State {
                 lines.extend(kvs.iter().map(|kv| format!("  {}", self.kv(kv))));
                 lines
             }
+            KvResponse::GetWithOptions {
+                revision,
+                kvs,
+                count,
+                more,
+            } => {
+                let mut lines = vec![format!("ok rev={revision} count={count} more={more}")];
+                lines.extend(kvs.iter().map(|kv| format!("  {}", self.kv(kv))));
+                lines
+            }
             KvResponse::Put { revision, prev_kv } => {
                 let mut lines = vec![format!("ok rev={revision}")];
                 lines.extend(prev_kv.iter().map(|kv| format!("  prev {}", self.kv(kv))));
@@ -403,6 +404,49 @@ impl State {
             kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version
         )
     }
+}
+
+/// A get's options, built as the recorder builds `etcd-client`'s (the same builder names).
+fn get_options(step: &Step) -> GetOptions {
+    let mut options = GetOptions::new();
+    if step.flag("prefix") {
+        options = options.with_prefix();
+    } else if let Some(end) = step.named("range_end") {
+        options = options.with_range(end);
+    }
+    let int = |name| step.named_int(name).unwrap_or(0);
+    options = options
+        .with_revision(int("rev"))
+        .with_limit(int("limit"))
+        .with_min_mod_revision(int("min_mod"))
+        .with_max_mod_revision(int("max_mod"))
+        .with_min_create_revision(int("min_create"))
+        .with_max_create_revision(int("max_create"));
+    if step.named("sort_target").is_some() || step.named("sort_order").is_some() {
+        let target = match step.named("sort_target").unwrap_or("key") {
+            "version" => SortTarget::Version,
+            "create" => SortTarget::Create,
+            "mod" => SortTarget::Mod,
+            "value" => SortTarget::Value,
+            _ => SortTarget::Key,
+        };
+        let order = match step.named("sort_order").unwrap_or("none") {
+            "ascend" => SortOrder::Ascend,
+            "descend" => SortOrder::Descend,
+            _ => SortOrder::None,
+        };
+        options = options.with_sort(target, order);
+    }
+    if step.flag("serializable") {
+        options = options.with_serializable();
+    }
+    if step.flag("keys_only") {
+        options = options.with_keys_only();
+    }
+    if step.flag("count_only") {
+        options = options.with_count_only();
+    }
+    options
 }
 
 /// A lease id no server grants (a probe's lease role that was never granted).

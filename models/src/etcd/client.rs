@@ -161,6 +161,12 @@ impl EtcdClient {
             .await
     }
 
+    /// Reads `key` (or the range the options name) with etcd's range options
+    /// (`etcd-client`'s `get(key, Some(options))`).
+    pub async fn get_with_options(&mut self, key: &str, options: super::GetOptions) -> OpResult {
+        self.execute(options.operation(key)).await
+    }
+
     /// Reads `key` as of `revision`.
     pub async fn get_at_revision(&mut self, key: &str, revision: u64) -> OpResult {
         self.execute(get(

@@ -3,7 +3,10 @@
 use serde::Serialize;
 use sim::{
     digest::StableHasher,
-    history::kv::{Compare, CompareOperator, CompareTarget, KvError, KvOperation, ReadConsistency},
+    history::kv::{
+        Compare, CompareOperator, CompareTarget, KvError, KvOperation, RangeOptions,
+        ReadConsistency,
+    },
 };
 
 /// A state-machine command: one Raft log entry.
@@ -210,6 +213,48 @@ fn hash_operation(hasher: &mut StableHasher, operation: &KvOperation) {
             hasher.write_u64(*lease);
             hash_flag(hasher, *keys);
         }
+        KvOperation::GetWithOptions {
+            key,
+            range_end,
+            revision,
+            consistency,
+            options,
+        } => {
+            hasher.write_bytes(&[9]);
+            hash_str(hasher, key);
+            hash_optional_str(hasher, range_end.as_deref());
+            hash_optional_u64(hasher, *revision);
+            hasher.write_bytes(&[match consistency {
+                ReadConsistency::Linearizable => 0,
+                ReadConsistency::Serializable => 1,
+            }]);
+            hash_range_options(hasher, options);
+        }
+    }
+}
+
+fn hash_range_options(hasher: &mut StableHasher, options: &RangeOptions) {
+    let RangeOptions {
+        limit,
+        sort_order,
+        sort_target,
+        keys_only,
+        count_only,
+        min_mod_revision,
+        max_mod_revision,
+        min_create_revision,
+        max_create_revision,
+    } = options;
+    hasher.write_u64(*limit);
+    hasher.write_bytes(&[*sort_order as u8, *sort_target as u8]);
+    hasher.write_bytes(&[u8::from(*keys_only), u8::from(*count_only)]);
+    for revision in [
+        min_mod_revision,
+        max_mod_revision,
+        min_create_revision,
+        max_create_revision,
+    ] {
+        hasher.write_u64(*revision);
     }
 }
 
@@ -255,7 +300,9 @@ fn hash_compare(hasher: &mut StableHasher, compare: &Compare) {
 /// typed error.
 pub fn validate(operation: &KvOperation) -> Result<(), KvError> {
     match operation {
-        KvOperation::Get { key, .. } | KvOperation::Delete { key, .. } => {
+        KvOperation::Get { key, .. }
+        | KvOperation::GetWithOptions { key, .. }
+        | KvOperation::Delete { key, .. } => {
             if key.is_empty() {
                 return Err(KvError::EmptyKey);
             }
@@ -281,6 +328,7 @@ pub fn validate(operation: &KvOperation) -> Result<(), KvError> {
                 for operation in branch {
                     match operation {
                         KvOperation::Get { .. }
+                        | KvOperation::GetWithOptions { .. }
                         | KvOperation::Delete { .. }
                         | KvOperation::Put { .. } => {}
                         _ => {
@@ -341,7 +389,9 @@ fn check_writes_overlap(branch: &[KvOperation]) -> Result<(), KvError> {
 /// Whether the operation only reads (served with ReadIndex, not through the log).
 pub fn is_read_only(operation: &KvOperation) -> bool {
     match operation {
-        KvOperation::Get { .. } | KvOperation::LeaseTimeToLive { .. } => true,
+        KvOperation::Get { .. }
+        | KvOperation::GetWithOptions { .. }
+        | KvOperation::LeaseTimeToLive { .. } => true,
         // Every transaction goes through the log, read-only ones included: simpler, and
         // still linearizable.
         _ => false,
@@ -495,6 +545,30 @@ mod tests {
                         value: "v".into(),
                         lease: None,
                     }],
+                },
+            },
+            StoreCommand::Kv {
+                operation: KvOperation::GetWithOptions {
+                    key: "k".into(),
+                    range_end: None,
+                    revision: None,
+                    consistency: ReadConsistency::Linearizable,
+                    options: RangeOptions {
+                        limit: 7,
+                        ..RangeOptions::default()
+                    },
+                },
+            },
+            StoreCommand::Kv {
+                operation: KvOperation::GetWithOptions {
+                    key: "k".into(),
+                    range_end: None,
+                    revision: None,
+                    consistency: ReadConsistency::Linearizable,
+                    options: RangeOptions {
+                        min_mod_revision: 7,
+                        ..RangeOptions::default()
+                    },
                 },
             },
             StoreCommand::LeaseGrant { ttl_ms: 7 },

@@ -332,11 +332,17 @@ impl Server {
             KvOperation::Get {
                 consistency: ReadConsistency::Serializable,
                 ..
+            }
+            | KvOperation::GetWithOptions {
+                consistency: ReadConsistency::Serializable,
+                ..
             } => {
                 let result = self.machine.read(&operation);
                 self.respond(connection, request_id, ClientResponse::Kv(result));
             }
-            KvOperation::Get { .. } | KvOperation::LeaseTimeToLive { .. } => {
+            KvOperation::Get { .. }
+            | KvOperation::GetWithOptions { .. }
+            | KvOperation::LeaseTimeToLive { .. } => {
                 self.next_read += 1;
                 let read = ReadRequestId(self.next_read);
                 self.reads.insert(

@@ -5,6 +5,7 @@ use super::{
     command::StoreCommand,
     lease::LeaseTable,
     mvcc::{KeyRange, MvccStore},
+    range::apply_range_options,
 };
 use sim::history::kv::{Compare, CompareOperator, CompareTarget, KvError, KvOperation, KvResponse};
 use std::cmp::Ordering;
@@ -119,6 +120,22 @@ impl StoreStateMachine {
                     kvs,
                 })
             }
+            KvOperation::GetWithOptions {
+                key,
+                range_end,
+                revision,
+                options,
+                ..
+            } => {
+                let range = KeyRange::new(key, range_end.as_deref());
+                let answer = apply_range_options(self.mvcc.range(&range, *revision)?, options);
+                Ok(KvResponse::GetWithOptions {
+                    revision: self.mvcc.revision(),
+                    kvs: answer.kvs,
+                    count: answer.count,
+                    more: answer.more,
+                })
+            }
             other => Err(KvError::Other {
                 message: format!("not a read: {other:?}"),
             }),
@@ -229,7 +246,9 @@ impl StoreStateMachine {
                 let mut responses = Vec::with_capacity(branch.len());
                 for operation in branch {
                     let response = match operation {
-                        KvOperation::Get { .. } => self.read(operation),
+                        KvOperation::Get { .. } | KvOperation::GetWithOptions { .. } => {
+                            self.read(operation)
+                        }
                         _ => Ok(self.write(operation)),
                     };
                     match response {
@@ -263,6 +282,10 @@ impl StoreStateMachine {
     fn check_reads(&self, operations: &[KvOperation]) -> Result<(), KvError> {
         for operation in operations {
             if let KvOperation::Get {
+                revision: Some(revision),
+                ..
+            }
+            | KvOperation::GetWithOptions {
                 revision: Some(revision),
                 ..
             } = operation
@@ -384,6 +407,14 @@ fn with_revision(response: KvResponse, revision: u64) -> KvResponse {
             prev_kvs,
         },
         KvResponse::Get { kvs, .. } => KvResponse::Get { revision, kvs },
+        KvResponse::GetWithOptions {
+            kvs, count, more, ..
+        } => KvResponse::GetWithOptions {
+            revision,
+            kvs,
+            count,
+            more,
+        },
         other => other,
     }
 }

@@ -90,6 +90,100 @@ pub enum KvOperation {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         keys: bool,
     },
+    // Added for issue 24 (etcd's KV API): variants go last, since histories hash variants
+    // by index.
+    /// A [`KvOperation::Get`] with etcd's range options (limit, sort, keys-only, count-only,
+    /// revision filters). A separate variant so that every plain get keeps its digest; a
+    /// client sends a plain `Get` when no option is set.
+    GetWithOptions {
+        /// First key.
+        key: String,
+        /// End of the range (exclusive); `None` for the single key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range_end: Option<String>,
+        /// Read at this past revision; `None` for the latest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revision: Option<u64>,
+        /// Linearizable or serializable.
+        #[serde(default)]
+        consistency: ReadConsistency,
+        /// The options.
+        options: RangeOptions,
+    },
+}
+
+/// etcd's range options (`RangeRequest`'s `limit`, `sort_order`, `sort_target`,
+/// `keys_only`, `count_only` and the min/max create/mod revision filters); `0` for a
+/// number is "not set", as in etcd's request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeOptions {
+    /// At most this many keys (0: no limit).
+    #[serde(default)]
+    pub limit: u64,
+    /// The order asked for.
+    #[serde(default)]
+    pub sort_order: SortOrder,
+    /// What is sorted on.
+    #[serde(default)]
+    pub sort_target: SortTarget,
+    /// Answer keys without their values.
+    #[serde(default)]
+    pub keys_only: bool,
+    /// Answer only the count.
+    #[serde(default)]
+    pub count_only: bool,
+    /// Leave out keys modified before this revision (0: no bound).
+    #[serde(default)]
+    pub min_mod_revision: u64,
+    /// Leave out keys modified after this revision (0: no bound).
+    #[serde(default)]
+    pub max_mod_revision: u64,
+    /// Leave out keys created before this revision (0: no bound).
+    #[serde(default)]
+    pub min_create_revision: u64,
+    /// Leave out keys created after this revision (0: no bound).
+    #[serde(default)]
+    pub max_create_revision: u64,
+}
+
+impl RangeOptions {
+    /// Whether any revision filter is set.
+    pub fn filters(&self) -> bool {
+        self.min_mod_revision != 0
+            || self.max_mod_revision != 0
+            || self.min_create_revision != 0
+            || self.max_create_revision != 0
+    }
+}
+
+/// etcd's `RangeRequest.SortOrder`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortOrder {
+    /// Not sorted (key order; but see [`SortTarget`]).
+    #[default]
+    None,
+    /// Lowest first.
+    Ascend,
+    /// Highest first.
+    Descend,
+}
+
+/// etcd's `RangeRequest.SortTarget`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortTarget {
+    /// The key.
+    #[default]
+    Key,
+    /// The version.
+    Version,
+    /// The create revision.
+    Create,
+    /// The mod revision.
+    Mod,
+    /// The value.
+    Value,
 }
 
 /// A condition of a transaction.
@@ -219,6 +313,19 @@ pub enum KvResponse {
         /// The keys attached to it, in key order, when asked for (etcd's `keys` option).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keys: Option<Vec<String>>,
+    },
+    // Added for issue 24 (etcd's KV API): variants go last.
+    /// Keys read by a [`KvOperation::GetWithOptions`].
+    GetWithOptions {
+        /// Store revision.
+        revision: u64,
+        /// The keys, in the order asked for (key order by default), at most `limit` of them;
+        /// values empty for a keys-only read, none for a count-only read.
+        kvs: Vec<KeyValue>,
+        /// How many keys the range holds (before the limit and the revision filters).
+        count: u64,
+        /// Whether the limit left keys out.
+        more: bool,
     },
 }
 

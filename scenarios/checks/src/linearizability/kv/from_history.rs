@@ -122,6 +122,11 @@ fn collect_keys(
             range_end: None,
             ..
         }
+        | KvOperation::GetWithOptions {
+            key,
+            range_end: None,
+            ..
+        }
         | KvOperation::Delete {
             key,
             range_end: None,
@@ -145,7 +150,9 @@ fn collect_keys(
 
 fn collect_read_keys(response: &KvResponse, keys: &mut BTreeSet<String>) {
     match response {
-        KvResponse::Get { kvs, .. } => keys.extend(kvs.iter().map(|kv| kv.key.clone())),
+        KvResponse::Get { kvs, .. } | KvResponse::GetWithOptions { kvs, .. } => {
+            keys.extend(kvs.iter().map(|kv| kv.key.clone()))
+        }
         KvResponse::Txn { responses, .. } => {
             for response in responses {
                 collect_read_keys(response, keys);
@@ -160,8 +167,15 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
         KvOperation::Get {
             consistency: ReadConsistency::Serializable,
             ..
+        }
+        | KvOperation::GetWithOptions {
+            consistency: ReadConsistency::Serializable,
+            ..
         } => Some("serializable read (not linearizable by design)"),
         KvOperation::Get {
+            revision: Some(_), ..
+        }
+        | KvOperation::GetWithOptions {
             revision: Some(_), ..
         } => Some("read at a past revision"),
         KvOperation::LeaseGrant { .. }
@@ -216,7 +230,11 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
 }
 
 /// The keys of the universe that `key`/`range_end` covers.
-fn covered<'k>(universe: &[&'k String], key: &str, range_end: Option<&str>) -> Vec<&'k String> {
+pub(super) fn covered<'k>(
+    universe: &[&'k String],
+    key: &str,
+    range_end: Option<&str>,
+) -> Vec<&'k String> {
     let span = KeySpan::new(key, range_end);
     universe
         .iter()
@@ -225,9 +243,9 @@ fn covered<'k>(universe: &[&'k String], key: &str, range_end: Option<&str>) -> V
         .collect()
 }
 
-fn seen(model: &mut KvModel, kvs: &[KeyValue], key: &str) -> Option<SeenKey> {
+pub(super) fn seen(model: &mut KvModel, kvs: &[KeyValue], key: &str) -> Option<SeenKey> {
     kvs.iter().find(|kv| kv.key == key).map(|kv| SeenKey {
-        value: model.values.intern(&kv.value),
+        value: Some(model.values.intern(&kv.value)),
         version: kv.version,
         create_revision: kv.create_revision,
         mod_revision: kv.mod_revision,
@@ -235,9 +253,9 @@ fn seen(model: &mut KvModel, kvs: &[KeyValue], key: &str) -> Option<SeenKey> {
 }
 
 /// One key's part of an operation: its input, and its output (`None`: outcome unknown).
-type KeyPart = (KvInput, Option<KvOutput>);
+pub(super) type KeyPart = (KvInput, Option<KvOutput>);
 
-const MISMATCH: &str = "a response that does not match the operation";
+pub(super) const MISMATCH: &str = "a response that does not match the operation";
 
 /// Per-key parts of one operation: inputs with outputs (`None`: outcome unknown).
 fn split(
@@ -273,12 +291,30 @@ fn split(
             success,
             failure,
         } => split_txn(model, compares, success, failure, response, universe),
+        KvOperation::GetWithOptions {
+            key,
+            range_end,
+            options,
+            ..
+        } => super::range_options::split_get_with_options(
+            model,
+            key,
+            range_end.as_deref(),
+            options,
+            response,
+            universe,
+        ),
         _ => Err("lease operation"),
     }
 }
 
 /// A plain (non-transaction) call's input on one key: its actions, whatever the compares.
-fn plain(model: &mut KvModel, key: &str, call: KvCall, actions: Vec<KeyAction>) -> KvInput {
+pub(super) fn plain(
+    model: &mut KvModel,
+    key: &str,
+    call: KvCall,
+    actions: Vec<KeyAction>,
+) -> KvInput {
     KvInput {
         key: model.keys.intern(key),
         call,
@@ -321,6 +357,7 @@ fn split_get(
                 succeeded: true,
                 reads: vec![seen(model, kvs, covered_key)],
                 deleted: None,
+                count: None,
             }),
             Some(_) => return Err(MISMATCH),
         };
@@ -360,6 +397,7 @@ fn split_put(
                 Vec::new()
             },
             deleted: None,
+            count: None,
         }),
         Some(_) => return Err(MISMATCH),
     };
@@ -399,6 +437,7 @@ fn split_delete(
                     Vec::new()
                 },
                 deleted: range_end.is_none().then_some(*deleted),
+                count: None,
             }),
             Some(_) => return Err(MISMATCH),
         };
@@ -447,6 +486,7 @@ fn split_txn(
                     succeeded,
                     reads: txn_reads(model, ran, responses, key)?,
                     deleted: None,
+                    count: None,
                 })
             }
         };

@@ -24,6 +24,12 @@
 //!   shows it (not checked against the bound at its placement: keeping that bound would make
 //!   each placement a different state and the search exponential in unknown writes).
 //!
+//! A get with etcd's range options is checked per key for what its answer shows of that key
+//! (`range_options.rs`): a key it returned is read (without its value, if keys-only); a key
+//! it left out is read as absent only where the options say it would have been returned
+//! (no revision filter, and no limit cut it off before it in key order); a count of one key
+//! is a read of whether it exists. A range's count is not checked.
+//!
 //! A put or delete with `prev_kv` is checked as a read of each key it writes just before the
 //! write, at the write's revision (a `prev_kv` answered inside a transaction is not checked).
 //!
@@ -34,6 +40,7 @@
 
 mod from_history;
 mod model;
+mod range_options;
 
 pub use from_history::from_history;
 pub use model::{
