@@ -259,6 +259,7 @@ impl State {
                     _ => KvOperation::LeaseKeepAlive { lease: id },
                 })
             }
+            "leases" => Call::Op(KvOperation::LeaseLeases),
             "compact" => Call::Compact(step.arg_int(0).max(0) as u64),
             "watch" => Call::Watch {
                 name: step.named("as").unwrap_or("w1").to_string(),
@@ -375,6 +376,15 @@ impl State {
                 vec![format!("ok lease={role} ttl={}", ttl_ms / 1000)]
             }
             KvResponse::LeaseRevoke { revision } => vec![format!("ok rev={revision}")],
+            KvResponse::LeaseLeases { leases } => {
+                // Sorted by role: etcd lists by expiry (README).
+                let mut roles: Vec<String> = leases
+                    .iter()
+                    .map(|id| self.leases.name(*id as i64))
+                    .collect();
+                roles.sort();
+                vec![format!("ok leases={}", crate::render::list(&roles))]
+            }
             KvResponse::LeaseKeepAlive { ttl_ms } => vec![format!("ok ttl={}", ttl_ms / 1000)],
             KvResponse::LeaseTimeToLive {
                 remaining_ms,

@@ -241,6 +241,12 @@ impl EtcdClient {
             .await
     }
 
+    /// Lists the leases that exist (`etcd-client`'s `leases()`), answered by whichever
+    /// server the client talks to, from its own lease table.
+    pub async fn leases(&mut self) -> OpResult {
+        self.execute(KvOperation::LeaseLeases).await
+    }
+
     /// Runs `operation`, recording its invocation and completion.
     pub async fn execute(&mut self, operation: KvOperation) -> OpResult {
         let op_id = self

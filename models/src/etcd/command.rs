@@ -230,6 +230,7 @@ fn hash_operation(hasher: &mut StableHasher, operation: &KvOperation) {
             }]);
             hash_range_options(hasher, options);
         }
+        KvOperation::LeaseLeases => hasher.write_bytes(&[10]),
     }
 }
 
@@ -349,7 +350,8 @@ pub fn validate(operation: &KvOperation) -> Result<(), KvError> {
         KvOperation::LeaseGrant { .. }
         | KvOperation::LeaseRevoke { .. }
         | KvOperation::LeaseKeepAlive { .. }
-        | KvOperation::LeaseTimeToLive { .. } => Ok(()),
+        | KvOperation::LeaseTimeToLive { .. }
+        | KvOperation::LeaseLeases => Ok(()),
     }
 }
 
@@ -391,7 +393,8 @@ pub fn is_read_only(operation: &KvOperation) -> bool {
     match operation {
         KvOperation::Get { .. }
         | KvOperation::GetWithOptions { .. }
-        | KvOperation::LeaseTimeToLive { .. } => true,
+        | KvOperation::LeaseTimeToLive { .. }
+        | KvOperation::LeaseLeases => true,
         // Every transaction goes through the log, read-only ones included: simpler, and
         // still linearizable.
         _ => false,
@@ -570,6 +573,9 @@ mod tests {
                         ..RangeOptions::default()
                     },
                 },
+            },
+            StoreCommand::Kv {
+                operation: KvOperation::LeaseLeases,
             },
             StoreCommand::LeaseGrant { ttl_ms: 7 },
             StoreCommand::LeaseRevoke { lease: 7 },

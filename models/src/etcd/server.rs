@@ -340,6 +340,14 @@ impl Server {
                 let result = self.machine.read(&operation);
                 self.respond(connection, request_id, ClientResponse::Kv(result));
             }
+            // etcd answers from the member's own lessor, without a read index (3.4.23
+            // `etcdserver/v3_server.go` `LeaseLeases`: `s.lessor.Leases()`); every member
+            // applies grants and revokes, so any one knows them, as of its applied index.
+            KvOperation::LeaseLeases => {
+                let leases = self.machine.leases().iter().map(|(id, _)| *id).collect();
+                let response = ClientResponse::Kv(Ok(KvResponse::LeaseLeases { leases }));
+                self.respond(connection, request_id, response);
+            }
             KvOperation::Get { .. }
             | KvOperation::GetWithOptions { .. }
             | KvOperation::LeaseTimeToLive { .. } => {

@@ -110,6 +110,8 @@ pub enum KvOperation {
         /// The options.
         options: RangeOptions,
     },
+    /// List the leases that exist (etcd's `LeaseLeases`).
+    LeaseLeases,
 }
 
 /// etcd's range options (`RangeRequest`'s `limit`, `sort_order`, `sort_target`,
@@ -326,6 +328,11 @@ pub enum KvResponse {
         count: u64,
         /// Whether the limit left keys out.
         more: bool,
+    },
+    /// The leases that exist, by id (etcd lists them by expiry; the model by id).
+    LeaseLeases {
+        /// Lease ids.
+        leases: Vec<u64>,
     },
 }
 

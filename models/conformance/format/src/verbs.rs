@@ -153,6 +153,7 @@ const ETCD: &[Verb] = &[
     verb("revoke", &[("lease", Lease)], &[], &[]),
     verb("ttl", &[("lease", Lease)], &[], &["keys"]),
     verb("keepalive", &[("lease", Lease)], &[], &[]),
+    verb("leases", &[], &[], &[]),
     verb("compact", &[("rev", Int)], &[], &[]),
     verb(
         "watch",

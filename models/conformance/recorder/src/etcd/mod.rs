@@ -305,6 +305,19 @@ impl Run {
                 Err(e) => error(&e),
             },
             "grant" | "revoke" | "ttl" | "keepalive" => self.lease_step(client, step, verb).await,
+            "leases" => match client.leases().await {
+                Ok(list) => {
+                    // Sorted by role: etcd lists by expiry (README).
+                    let mut roles: Vec<String> = list
+                        .leases()
+                        .iter()
+                        .map(|status| self.leases.name(status.id()))
+                        .collect();
+                    roles.sort();
+                    vec![format!("ok leases=[{}]", roles.join(","))]
+                }
+                Err(e) => error(&e),
+            },
             "watch" | "next" | "cancel" => self.watch_step(client, step, verb).await?,
             other => {
                 return Err(Failure::bad_step(

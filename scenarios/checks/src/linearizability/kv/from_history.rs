@@ -181,7 +181,8 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
         KvOperation::LeaseGrant { .. }
         | KvOperation::LeaseRevoke { .. }
         | KvOperation::LeaseKeepAlive { .. }
-        | KvOperation::LeaseTimeToLive { .. } => Some("lease operation"),
+        | KvOperation::LeaseTimeToLive { .. }
+        | KvOperation::LeaseLeases => Some("lease operation"),
         KvOperation::Txn {
             compares,
             success,
