@@ -351,24 +351,7 @@ impl State {
                 responses,
             } => {
                 let mut lines = vec![format!("ok rev={revision} succeeded={succeeded}")];
-                // An op's answer inside a transaction, as etcd's inner responses carry no
-                // header: `  put`, `  get count=C` and its `    KV` lines, `  delete deleted=N`.
-                for response in responses {
-                    match response {
-                        KvResponse::Put { .. } => lines.push("  put".to_string()),
-                        KvResponse::Get { kvs, .. } => {
-                            lines.push(format!("  get count={}", kvs.len()));
-                            for kv in kvs {
-                                let kv = self.kv(kv);
-                                lines.push(format!("    {kv}"));
-                            }
-                        }
-                        KvResponse::Delete { deleted, .. } => {
-                            lines.push(format!("  delete deleted={deleted}"))
-                        }
-                        other => lines.push(format!("  {other:?}")),
-                    }
-                }
+                self.txn_lines(responses, 1, &mut lines);
                 lines
             }
             KvResponse::LeaseGrant { lease, ttl_ms } => {
@@ -400,6 +383,37 @@ impl State {
                     line.push_str(&format!(" keys={}", crate::render::list(keys)));
                 }
                 vec![line]
+            }
+        }
+    }
+
+    /// An op's answer inside a transaction, as etcd's inner responses carry no header,
+    /// indented by two spaces per `depth`: `put`, `get count=C` and its `KV` lines (one
+    /// level deeper), `delete deleted=N`, `txn succeeded=B` and its ops' lines (one deeper).
+    fn txn_lines(&mut self, responses: &[KvResponse], depth: usize, lines: &mut Vec<String>) {
+        let indent = "  ".repeat(depth);
+        for response in responses {
+            match response {
+                KvResponse::Put { .. } => lines.push(format!("{indent}put")),
+                KvResponse::Get { kvs, .. } => {
+                    lines.push(format!("{indent}get count={}", kvs.len()));
+                    for kv in kvs {
+                        let kv = self.kv(kv);
+                        lines.push(format!("{indent}  {kv}"));
+                    }
+                }
+                KvResponse::Delete { deleted, .. } => {
+                    lines.push(format!("{indent}delete deleted={deleted}"))
+                }
+                KvResponse::Txn {
+                    succeeded,
+                    responses,
+                    ..
+                } => {
+                    lines.push(format!("{indent}txn succeeded={succeeded}"));
+                    self.txn_lines(responses, depth + 1, lines);
+                }
+                other => lines.push(format!("{indent}{other:?}")),
             }
         }
     }
@@ -513,6 +527,14 @@ fn error_line(error: &OpError) -> String {
     format!("err {code}: {message}")
 }
 
+/// A nested transaction's parts, as read.
+#[derive(Default)]
+struct NestedTxn {
+    compares: Vec<Compare>,
+    success: Vec<KvOperation>,
+    failure: Vec<KvOperation>,
+}
+
 /// `if=CMP;… then=OP;… else=OP;…`.
 fn txn(step: &Step, leases: &Roles) -> Result<KvOperation, String> {
     let split = |text: Option<&str>| -> Vec<String> {
@@ -525,7 +547,7 @@ fn txn(step: &Step, leases: &Roles) -> Result<KvOperation, String> {
         .map(|text| compare(text, leases))
         .collect::<Result<Vec<_>, _>>()?;
     let ops = |text| -> Result<Vec<KvOperation>, String> {
-        split(text).iter().map(|op| txn_op(op)).collect()
+        split(text).iter().map(|op| txn_op(op, leases)).collect()
     };
     Ok(KvOperation::Txn {
         compares,
@@ -534,11 +556,16 @@ fn txn(step: &Step, leases: &Roles) -> Result<KvOperation, String> {
     })
 }
 
-/// `value(K)=V`, `version(K)>N`, `create(K)<R`, `mod(K)!=R`, `lease(K)=lN`.
+/// `value(K)=V`, `version(K)>N`, `create(K)<R`, `mod(K)!=R`, `lease(K)=lN`; `(K,END)` for a
+/// compare over the range `[K, END)` (`\0`: every key from K).
 fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
     let bad = || format!("compare `{text}`");
     let (target, rest) = text.split_once('(').ok_or_else(bad)?;
     let (key, rest) = rest.split_once(')').ok_or_else(bad)?;
+    let (key, range_end) = match key.split_once(',') {
+        Some((key, end)) => (key, Some(end.replace("\\0", "\0"))),
+        None => (key, None),
+    };
     let (operator, operand) = if let Some(v) = rest.strip_prefix("!=") {
         (CompareOperator::NotEqual, v)
     } else if let Some(v) = rest.strip_prefix('=') {
@@ -568,13 +595,46 @@ fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
         key: key.to_string(),
         target,
         operator,
+        range_end,
     })
 }
 
 /// `put(K,V)`, `get(K)`, `delete(K)`, `delete(K,END)` (the range `[K, END)`; `\0` for END is
-/// etcd's NUL, to the end of the keyspace).
-fn txn_op(text: &str) -> Result<KvOperation, String> {
+/// etcd's NUL, to the end of the keyspace), `txn[if:CMP&…|then:OP&…|else:OP&…]` (a nested
+/// transaction; its parts and items as the step's, with `&` between items).
+fn txn_op(text: &str, leases: &Roles) -> Result<KvOperation, String> {
     let bad = || format!("txn op `{text}`");
+    if let Some(inner) = text.strip_prefix("txn[") {
+        let inner = inner.strip_suffix(']').ok_or_else(bad)?;
+        let mut nested = NestedTxn::default();
+        for part in inner.split('|').filter(|part| !part.is_empty()) {
+            let (name, items) = part.split_once(':').ok_or_else(bad)?;
+            let items = items.split('&').filter(|item| !item.is_empty());
+            match name {
+                "if" => {
+                    for item in items {
+                        nested.compares.push(compare(item, leases)?);
+                    }
+                }
+                "then" | "else" => {
+                    let branch = if name == "then" {
+                        &mut nested.success
+                    } else {
+                        &mut nested.failure
+                    };
+                    for item in items {
+                        branch.push(txn_op(item, leases)?);
+                    }
+                }
+                _ => return Err(bad()),
+            }
+        }
+        return Ok(KvOperation::Txn {
+            compares: nested.compares,
+            success: nested.success,
+            failure: nested.failure,
+        });
+    }
     let (name, rest) = text.split_once('(').ok_or_else(bad)?;
     let inner = rest.strip_suffix(')').ok_or_else(bad)?;
     Ok(match name {

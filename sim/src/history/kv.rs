@@ -189,7 +189,7 @@ pub enum SortTarget {
 }
 
 /// A condition of a transaction.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Compare {
     /// The key compared.
     pub key: String,
@@ -197,6 +197,42 @@ pub struct Compare {
     pub target: CompareTarget,
     /// How.
     pub operator: CompareOperator,
+    /// With an end, the compare is over the keys `[key, range_end)` (`"\0"`: every key ≥
+    /// `key`) and holds only if it holds for every key there; over no key, it is a compare
+    /// of a missing key (etcd 3.4 `etcdserver/apply.go` `applyCompare`).
+    #[serde(default)]
+    pub range_end: Option<String>,
+}
+
+/// By hand, so that a compare without `range_end` serializes exactly as before the field
+/// existed: a derived `skip_serializing_if` still feeds a word for the skipped field to the
+/// history digest ([`crate::digest::Digest::of_structure`]), and every recorded history
+/// with a compare would change its digest.
+impl Serialize for Compare {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields = if self.range_end.is_some() { 4 } else { 3 };
+        let mut state = serializer.serialize_struct("Compare", fields)?;
+        state.serialize_field("key", &self.key)?;
+        state.serialize_field("target", &self.target)?;
+        state.serialize_field("operator", &self.operator)?;
+        if let Some(range_end) = &self.range_end {
+            state.serialize_field("range_end", range_end)?;
+        }
+        state.end()
+    }
+}
+
+impl Compare {
+    /// A compare of one key.
+    pub fn key(key: &str, target: CompareTarget, operator: CompareOperator) -> Self {
+        Self {
+            key: key.to_string(),
+            target,
+            operator,
+            range_end: None,
+        }
+    }
 }
 
 /// The field a compare looks at, with the operand.
@@ -486,6 +522,49 @@ impl WatchRecord {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod compare_tests {
+    use super::*;
+
+    #[test]
+    fn a_compare_without_a_range_serializes_as_before_the_field_existed() {
+        let one = Compare::key("k", CompareTarget::Version(1), CompareOperator::Equal);
+        let json = serde_json::to_string(&one).unwrap();
+        assert_eq!(
+            json,
+            r#"{"key":"k","target":{"version":1},"operator":"equal"}"#
+        );
+        assert_eq!(serde_json::from_str::<Compare>(&json).unwrap(), one);
+        let ranged = Compare {
+            range_end: Some("l".into()),
+            ..one.clone()
+        };
+        let json = serde_json::to_string(&ranged).unwrap();
+        assert!(json.ends_with(r#","range_end":"l"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Compare>(&json).unwrap(), ranged);
+        // The digest of a compare without a range is that of the three fields alone.
+        #[derive(Serialize)]
+        struct ThreeFields<'a> {
+            key: &'a str,
+            target: &'a CompareTarget,
+            operator: &'a CompareOperator,
+        }
+        let three = ThreeFields {
+            key: "k",
+            target: &one.target,
+            operator: &one.operator,
+        };
+        assert_eq!(
+            crate::digest::Digest::of_structure(&one),
+            crate::digest::Digest::of_structure(&three)
+        );
+        assert_ne!(
+            crate::digest::Digest::of_structure(&ranged),
+            crate::digest::Digest::of_structure(&one)
+        );
     }
 }
 

@@ -195,17 +195,8 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
             success,
             failure,
         } => {
-            let nested = success.iter().chain(failure).any(|op| {
-                !matches!(
-                    op,
-                    KvOperation::Get {
-                        revision: None,
-                        consistency: ReadConsistency::Linearizable,
-                        ..
-                    } | KvOperation::Put { .. }
-                        | KvOperation::Delete { .. }
-                )
-            });
+            let nested = !super::nested_txn::checkable_ops(success)
+                || !super::nested_txn::checkable_ops(failure);
             let ordered_value = compares.iter().any(|compare| {
                 matches!(compare.target, CompareTarget::Value(_))
                     && matches!(
@@ -217,7 +208,7 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
                 .iter()
                 .any(|compare| matches!(compare.target, CompareTarget::Lease(_)));
             if nested {
-                Some("transaction with nested transactions, lease or past-revision operations")
+                Some("transaction with lease, past-revision or ranged-option operations")
             } else if ordered_value {
                 Some("transaction ordering values (`>`/`<` on a value)")
             } else if lease {
@@ -467,12 +458,25 @@ fn split_txn(
         }) => (*revision, Some(*succeeded), responses.as_slice()),
         Some(_) => return Err(MISMATCH),
     };
-    let compare_keys: BTreeSet<&String> = compares.iter().map(|c| &c.key).collect();
+    // Nested transactions: the ops of the branches that ran, as if written in place.
+    let flat = super::nested_txn::flatten(success, failure, succeeded, responses)?;
+    let (success, failure, responses) = (
+        flat.success.as_slice(),
+        flat.failure.as_slice(),
+        flat.responses.as_slice(),
+    );
+    // A compare over a range is not split per key (which keys it held on depends on which
+    // exist): it only makes every key's compares not decide the branch alone.
+    let single_key = |compare: &&Compare| compare.range_end.is_none();
+    let compare_keys: BTreeSet<&String> =
+        compares.iter().filter(single_key).map(|c| &c.key).collect();
+    let ranged = compares.iter().any(|compare| compare.range_end.is_some());
     let keys = txn_keys(&compare_keys, success, failure, universe)?;
     let mut parts = Vec::new();
     for key in keys {
         let on_key: Vec<KeyCompare> = compares
             .iter()
+            .filter(single_key)
             .filter(|compare| compare.key == *key)
             .map(|compare| key_compare(model, compare))
             .collect();
@@ -495,7 +499,7 @@ fn split_txn(
             KvInput {
                 key: model.keys.intern(key),
                 call: KvCall::Txn,
-                compares_decide: compare_keys.iter().all(|compared| *compared == key),
+                compares_decide: !ranged && compare_keys.iter().all(|compared| *compared == key),
                 compares: on_key,
                 success: on_success.into_iter().map(|(action, _)| action).collect(),
                 failure: on_failure.into_iter().map(|(action, _)| action).collect(),
@@ -524,9 +528,7 @@ fn txn_keys<'k>(
             | KvOperation::Delete { key, range_end, .. } => (key, range_end.as_deref()),
             KvOperation::Put { key, .. } => (key, None),
             _ => {
-                return Err(
-                    "transaction with nested transactions, lease or past-revision operations",
-                );
+                return Err("transaction with lease, past-revision or ranged-option operations");
             }
         };
         keys.extend(covered(universe, key, range_end));
