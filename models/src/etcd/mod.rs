@@ -22,7 +22,6 @@ pub use get_options::GetOptions;
 pub use lease::{LeaseRecord, LeaseTable, Lessor, PromotionTtl};
 pub use mvcc::{ChangeEvent, ChangeKind, KeyRange, MvccStore, prefix_range_end};
 pub use protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted};
-pub use range::{RangeAnswer, apply_range_options};
 pub use server::{EtcdCluster, LogCommand, StoreMessage};
 pub use state_machine::{
     ApplyOutcome, ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine,
