@@ -405,9 +405,12 @@ fn a_nested_transactions_read_is_checked() {
 /// with the range compare on `b` alone still fires when the transaction claims success.
 #[test]
 fn a_compare_over_a_range_does_not_let_one_keys_compare_decide() {
-    let version = |key: &str, range_end: Option<&str>| Compare {
-        range_end: range_end.map(str::to_string),
-        ..Compare::key(key, CompareTarget::Version(0), CompareOperator::Equal)
+    let version = |key: &str, range_end: Option<&str>| {
+        let compare = Compare::key(key, CompareTarget::Version(0), CompareOperator::Equal);
+        match range_end {
+            Some(end) => compare.with_range(end),
+            None => compare,
+        }
     };
     let a_is_version_1 = Compare::key("a", CompareTarget::Version(1), CompareOperator::Equal);
     let (put_x, _) = put("x", "1", 4);

@@ -233,6 +233,12 @@ impl Compare {
             range_end: None,
         }
     }
+
+    /// The same compare over the keys `[key, end)` (`etcd-client`'s `Compare::with_range`).
+    pub fn with_range(mut self, end: impl Into<String>) -> Self {
+        self.range_end = Some(end.into());
+        self
+    }
 }
 
 /// The field a compare looks at, with the operand.
@@ -538,10 +544,7 @@ mod compare_tests {
             r#"{"key":"k","target":{"version":1},"operator":"equal"}"#
         );
         assert_eq!(serde_json::from_str::<Compare>(&json).unwrap(), one);
-        let ranged = Compare {
-            range_end: Some("l".into()),
-            ..one.clone()
-        };
+        let ranged = one.clone().with_range("l");
         let json = serde_json::to_string(&ranged).unwrap();
         assert!(json.ends_with(r#","range_end":"l"}"#), "{json}");
         assert_eq!(serde_json::from_str::<Compare>(&json).unwrap(), ranged);
