@@ -146,6 +146,7 @@ fn kv_history(operations: usize, keys: usize) -> History {
                 key,
                 value: format!("v{index}"),
                 lease: None,
+                prev_kv: false,
             },
             45..90 => KvOperation::Get {
                 key,
@@ -156,6 +157,7 @@ fn kv_history(operations: usize, keys: usize) -> History {
             _ => KvOperation::Delete {
                 key,
                 range_end: None,
+                prev_kv: false,
             },
         };
         let response = if matches!(operation, KvOperation::Get { .. }) {

@@ -313,6 +313,7 @@ fn bad_input_gets_typed_errors() {
             key: String::new(),
             target: CompareTarget::Version(0),
             operator: CompareOperator::Equal,
+            range_end: None,
         };
         let delete = KvOperation::Delete {
             prev_kv: false,

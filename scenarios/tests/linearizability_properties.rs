@@ -298,6 +298,7 @@ mod kv_store {
                     key: key.clone(),
                     target: CompareTarget::Version(u64::from(step.value % 3)),
                     operator: CompareOperator::Greater,
+                    range_end: None,
                 }],
                 success: vec![KvOperation::Put {
                     prev_kv: false,

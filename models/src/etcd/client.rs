@@ -161,6 +161,12 @@ impl EtcdClient {
             .await
     }
 
+    /// Reads `key` (or the range the options name) with etcd's range options
+    /// (`etcd-client`'s `get(key, Some(options))`).
+    pub async fn get_with_options(&mut self, key: &str, options: super::GetOptions) -> OpResult {
+        self.execute(options.operation(key)).await
+    }
+
     /// Reads `key` as of `revision`.
     pub async fn get_at_revision(&mut self, key: &str, revision: u64) -> OpResult {
         self.execute(get(
@@ -233,6 +239,12 @@ impl EtcdClient {
     pub async fn lease_time_to_live_with_keys(&mut self, lease: u64) -> OpResult {
         self.execute(KvOperation::LeaseTimeToLive { lease, keys: true })
             .await
+    }
+
+    /// Lists the leases that exist (`etcd-client`'s `leases()`), answered by whichever
+    /// server the client talks to, from its own lease table.
+    pub async fn leases(&mut self) -> OpResult {
+        self.execute(KvOperation::LeaseLeases).await
     }
 
     /// Runs `operation`, recording its invocation and completion.

@@ -3,7 +3,10 @@
 use serde::Serialize;
 use sim::{
     digest::StableHasher,
-    history::kv::{Compare, CompareOperator, CompareTarget, KvError, KvOperation, ReadConsistency},
+    history::kv::{
+        Compare, CompareOperator, CompareTarget, KvError, KvOperation, RangeOptions,
+        ReadConsistency,
+    },
 };
 
 /// A state-machine command: one Raft log entry.
@@ -210,6 +213,49 @@ fn hash_operation(hasher: &mut StableHasher, operation: &KvOperation) {
             hasher.write_u64(*lease);
             hash_flag(hasher, *keys);
         }
+        KvOperation::GetWithOptions {
+            key,
+            range_end,
+            revision,
+            consistency,
+            options,
+        } => {
+            hasher.write_bytes(&[9]);
+            hash_str(hasher, key);
+            hash_optional_str(hasher, range_end.as_deref());
+            hash_optional_u64(hasher, *revision);
+            hasher.write_bytes(&[match consistency {
+                ReadConsistency::Linearizable => 0,
+                ReadConsistency::Serializable => 1,
+            }]);
+            hash_range_options(hasher, options);
+        }
+        KvOperation::LeaseLeases => hasher.write_bytes(&[10]),
+    }
+}
+
+fn hash_range_options(hasher: &mut StableHasher, options: &RangeOptions) {
+    let RangeOptions {
+        limit,
+        sort_order,
+        sort_target,
+        keys_only,
+        count_only,
+        min_mod_revision,
+        max_mod_revision,
+        min_create_revision,
+        max_create_revision,
+    } = options;
+    hasher.write_u64(*limit);
+    hasher.write_bytes(&[*sort_order as u8, *sort_target as u8]);
+    hasher.write_bytes(&[u8::from(*keys_only), u8::from(*count_only)]);
+    for revision in [
+        min_mod_revision,
+        max_mod_revision,
+        min_create_revision,
+        max_create_revision,
+    ] {
+        hasher.write_u64(*revision);
     }
 }
 
@@ -218,8 +264,14 @@ fn hash_compare(hasher: &mut StableHasher, compare: &Compare) {
         key,
         target,
         operator,
+        range_end,
     } = compare;
     hash_str(hasher, key);
+    // Fed only when set (added after digests were pinned, as `hash_flag`).
+    if let Some(range_end) = range_end {
+        hasher.write_bytes(&[0xf2]);
+        hash_str(hasher, range_end);
+    }
     match target {
         CompareTarget::Value(value) => {
             hasher.write_bytes(&[1]);
@@ -255,7 +307,9 @@ fn hash_compare(hasher: &mut StableHasher, compare: &Compare) {
 /// typed error.
 pub fn validate(operation: &KvOperation) -> Result<(), KvError> {
     match operation {
-        KvOperation::Get { key, .. } | KvOperation::Delete { key, .. } => {
+        KvOperation::Get { key, .. }
+        | KvOperation::GetWithOptions { key, .. }
+        | KvOperation::Delete { key, .. } => {
             if key.is_empty() {
                 return Err(KvError::EmptyKey);
             }
@@ -281,67 +335,152 @@ pub fn validate(operation: &KvOperation) -> Result<(), KvError> {
                 for operation in branch {
                     match operation {
                         KvOperation::Get { .. }
+                        | KvOperation::GetWithOptions { .. }
                         | KvOperation::Delete { .. }
-                        | KvOperation::Put { .. } => {}
+                        | KvOperation::Put { .. }
+                        // A nested transaction (etcd 3.3+ `RequestOp_RequestTxn`).
+                        | KvOperation::Txn { .. } => {}
                         _ => {
                             return Err(KvError::Other {
-                                message: "a transaction may hold only get, put and delete".into(),
+                                message: "a transaction may hold only get, put, delete and txn"
+                                    .into(),
                             });
                         }
                     }
-                    validate(operation)?;
+                    validate_in_txn(operation)?;
                 }
             }
-            // etcd checks every op of both branches before the overlaps (`Txn` in
-            // `v3rpc/key.go`: `checkTxnRequest`, then `checkIntervals`).
+            // etcd checks every op of both branches, nested ones included, before the
+            // overlaps (`Txn` in `v3rpc/key.go`: `checkTxnRequest`, then `checkIntervals`).
             check_writes_overlap(success)?;
-            check_writes_overlap(failure)
+            check_writes_overlap(failure)?;
+            Ok(())
         }
         // Any TTL: the state machine raises it to the minimum (0 included), as etcd does.
         KvOperation::LeaseGrant { .. }
         | KvOperation::LeaseRevoke { .. }
         | KvOperation::LeaseKeepAlive { .. }
-        | KvOperation::LeaseTimeToLive { .. } => Ok(()),
+        | KvOperation::LeaseTimeToLive { .. }
+        | KvOperation::LeaseLeases => Ok(()),
+    }
+}
+
+/// A nested transaction is checked as etcd checks one (`checkRequestOp` calls
+/// `checkTxnRequest`), except that its overlaps are checked with its parent's branch
+/// ([`check_writes_overlap`]): an empty one is valid too.
+fn validate_in_txn(operation: &KvOperation) -> Result<(), KvError> {
+    match operation {
+        KvOperation::Txn {
+            compares,
+            success,
+            failure,
+        } => {
+            if compares.iter().any(|compare| compare.key.is_empty()) {
+                return Err(KvError::EmptyKey);
+            }
+            for operation in success.iter().chain(failure) {
+                if matches!(operation, KvOperation::Txn { .. }) {
+                    validate_in_txn(operation)?;
+                } else {
+                    validate(operation)?;
+                }
+            }
+            Ok(())
+        }
+        other => validate(other),
+    }
+}
+
+/// A delete's interval as etcd's `checkIntervals` builds it: `[key, range_end)` compared as
+/// strings, a single key without `range_end`. So a delete to the end of the keyspace
+/// (`range_end` "\0") covers no put there (its interval is empty), and etcd runs such a
+/// branch; so does the model.
+fn delete_covers(delete: &KvOperation, put_key: &str) -> bool {
+    match delete {
+        KvOperation::Delete {
+            key,
+            range_end: None,
+            ..
+        } => key == put_key,
+        KvOperation::Delete {
+            key,
+            range_end: Some(end),
+            ..
+        } => key.as_str() <= put_key && put_key < end.as_str(),
+        _ => false,
     }
 }
 
 /// Refuses a transaction branch that puts a key twice, or puts a key that one of its
 /// deletes covers, as etcd does before proposing it (etcd 3.4.23
 /// `etcdserver/api/v3rpc/key.go` `checkIntervals`, "duplicate key given in txn request").
-/// etcd's delete interval is `[key, range_end)` compared as strings, a single key without
-/// `range_end`: so a delete to the end of the keyspace (`range_end` "\0") covers no put
-/// there (its interval is empty), and etcd runs such a branch; so does the model.
 fn check_writes_overlap(branch: &[KvOperation]) -> Result<(), KvError> {
-    let deletes_cover = |put_key: &str| {
-        branch.iter().any(|operation| match operation {
-            KvOperation::Delete {
-                key,
-                range_end: None,
-                ..
-            } => key == put_key,
-            KvOperation::Delete {
-                key,
-                range_end: Some(end),
-                ..
-            } => key.as_str() <= put_key && put_key < end.as_str(),
-            _ => false,
-        })
+    writes_of_branch(branch).map(|_| ())
+}
+
+/// The puts and deletes of a branch, nested transactions included, or the duplicate-key
+/// error, in `checkIntervals`' order: this level's deletes first; then each nested
+/// transaction's puts, checked against the puts of the nested transactions before it and
+/// every delete gathered so far (a key put in both branches of one nested transaction is
+/// fine: only one runs), its deletes then joining the others; last this level's puts,
+/// checked against all of them.
+fn writes_of_branch(branch: &[KvOperation]) -> Result<Writes<'_>, KvError> {
+    let mut deletes: Vec<&KvOperation> = branch
+        .iter()
+        .filter(|operation| matches!(operation, KvOperation::Delete { .. }))
+        .collect();
+    let covered = |deletes: &[&KvOperation], key: &str| {
+        deletes.iter().any(|delete| delete_covers(delete, key))
     };
-    let mut put_keys = std::collections::BTreeSet::new();
+    let mut puts = std::collections::BTreeSet::new();
     for operation in branch {
-        if let KvOperation::Put { key, .. } = operation
-            && (!put_keys.insert(key.as_str()) || deletes_cover(key))
-        {
-            return Err(KvError::DuplicateKey);
+        let KvOperation::Txn {
+            success, failure, ..
+        } = operation
+        else {
+            continue;
+        };
+        let then = writes_of_branch(success)?;
+        let otherwise = writes_of_branch(failure)?;
+        for key in &then.puts {
+            if puts.contains(key) || covered(&deletes, key) {
+                return Err(KvError::DuplicateKey);
+            }
+            puts.insert(*key);
+        }
+        for key in &otherwise.puts {
+            if (puts.contains(key) && !then.puts.contains(key)) || covered(&deletes, key) {
+                return Err(KvError::DuplicateKey);
+            }
+            puts.insert(*key);
+        }
+        deletes.extend(then.deletes);
+        deletes.extend(otherwise.deletes);
+    }
+    for operation in branch {
+        if let KvOperation::Put { key, .. } = operation {
+            if puts.contains(key.as_str()) || covered(&deletes, key) {
+                return Err(KvError::DuplicateKey);
+            }
+            puts.insert(key.as_str());
         }
     }
-    Ok(())
+    Ok(Writes { puts, deletes })
+}
+
+/// What `writes_of_branch` gathers.
+struct Writes<'a> {
+    puts: std::collections::BTreeSet<&'a str>,
+    deletes: Vec<&'a KvOperation>,
 }
 
 /// Whether the operation only reads (served with ReadIndex, not through the log).
 pub fn is_read_only(operation: &KvOperation) -> bool {
     match operation {
-        KvOperation::Get { .. } | KvOperation::LeaseTimeToLive { .. } => true,
+        KvOperation::Get { .. }
+        | KvOperation::GetWithOptions { .. }
+        | KvOperation::LeaseTimeToLive { .. }
+        | KvOperation::LeaseLeases => true,
         // Every transaction goes through the log, read-only ones included: simpler, and
         // still linearizable.
         _ => false,
@@ -436,6 +575,67 @@ mod tests {
         }
     }
 
+    fn nested(success: Vec<KvOperation>, failure: Vec<KvOperation>) -> KvOperation {
+        txn(success, failure)
+    }
+
+    /// The nesting cases recorded on etcd 3.4.23 (`txn_nested_duplicate.probe`): a put at
+    /// two levels, in two nested transactions, or under a delete at any level gathered
+    /// before it is refused; the two branches of one nested transaction may put one key;
+    /// a delete in a later nested transaction does not count against an earlier one's put
+    /// (`checkIntervals` checks a nested transaction's puts only against what came before).
+    #[test]
+    fn the_duplicate_key_rule_spans_nested_transactions_as_etcd_checks_it() {
+        let refused = [
+            txn(vec![put_op("k"), nested(vec![put_op("k")], vec![])], vec![]),
+            txn(
+                vec![
+                    nested(vec![put_op("k")], vec![]),
+                    nested(vec![put_op("k")], vec![]),
+                ],
+                vec![],
+            ),
+            txn(
+                vec![delete_op("a", Some("z")), nested(vec![put_op("k")], vec![])],
+                vec![],
+            ),
+            txn(
+                vec![nested(vec![delete_op("k", None)], vec![]), put_op("k")],
+                vec![],
+            ),
+            txn(
+                vec![
+                    nested(vec![delete_op("k", None)], vec![]),
+                    nested(vec![put_op("k")], vec![]),
+                ],
+                vec![],
+            ),
+            txn(vec![put_op("k"), nested(vec![], vec![put_op("k")])], vec![]),
+        ];
+        for operation in refused {
+            assert_eq!(
+                validate(&operation),
+                Err(KvError::DuplicateKey),
+                "{operation:?}"
+            );
+        }
+        let accepted = [
+            txn(vec![nested(vec![put_op("k")], vec![put_op("k")])], vec![]),
+            txn(
+                vec![
+                    nested(vec![put_op("k")], vec![]),
+                    nested(vec![delete_op("k", None)], vec![]),
+                ],
+                vec![],
+            ),
+            txn(vec![put_op("j")], vec![nested(vec![put_op("j")], vec![])]),
+            txn(vec![nested(vec![], vec![])], vec![]),
+        ];
+        for operation in accepted {
+            assert_eq!(validate(&operation), Ok(()), "{operation:?}");
+        }
+    }
+
     #[test]
     fn digests_tell_fields_apart() {
         let commands = [
@@ -471,6 +671,7 @@ mod tests {
                         key: "k".into(),
                         target: CompareTarget::Version(0),
                         operator: CompareOperator::Equal,
+                        range_end: None,
                     }],
                     success: vec![KvOperation::Put {
                         prev_kv: false,
@@ -487,6 +688,7 @@ mod tests {
                         key: "k".into(),
                         target: CompareTarget::Version(0),
                         operator: CompareOperator::Equal,
+                        range_end: None,
                     }],
                     success: vec![],
                     failure: vec![KvOperation::Put {
@@ -496,6 +698,33 @@ mod tests {
                         lease: None,
                     }],
                 },
+            },
+            StoreCommand::Kv {
+                operation: KvOperation::GetWithOptions {
+                    key: "k".into(),
+                    range_end: None,
+                    revision: None,
+                    consistency: ReadConsistency::Linearizable,
+                    options: RangeOptions {
+                        limit: 7,
+                        ..RangeOptions::default()
+                    },
+                },
+            },
+            StoreCommand::Kv {
+                operation: KvOperation::GetWithOptions {
+                    key: "k".into(),
+                    range_end: None,
+                    revision: None,
+                    consistency: ReadConsistency::Linearizable,
+                    options: RangeOptions {
+                        min_mod_revision: 7,
+                        ..RangeOptions::default()
+                    },
+                },
+            },
+            StoreCommand::Kv {
+                operation: KvOperation::LeaseLeases,
             },
             StoreCommand::LeaseGrant { ttl_ms: 7 },
             StoreCommand::LeaseRevoke { lease: 7 },

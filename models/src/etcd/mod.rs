@@ -4,9 +4,11 @@
 mod client;
 mod command;
 mod config;
+mod get_options;
 mod lease;
 mod mvcc;
 mod protocol;
+mod range;
 mod server;
 mod state_machine;
 
@@ -16,6 +18,7 @@ pub use client::{
 };
 pub use command::{StoreCommand, is_read_only, validate};
 pub use config::{EtcdBug, EtcdConfig, KnownBug, UnknownBug};
+pub use get_options::GetOptions;
 pub use lease::{LeaseRecord, LeaseTable, Lessor, PromotionTtl};
 pub use mvcc::{ChangeEvent, ChangeKind, KeyRange, MvccStore, prefix_range_end};
 pub use protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted};

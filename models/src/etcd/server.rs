@@ -332,11 +332,25 @@ impl Server {
             KvOperation::Get {
                 consistency: ReadConsistency::Serializable,
                 ..
+            }
+            | KvOperation::GetWithOptions {
+                consistency: ReadConsistency::Serializable,
+                ..
             } => {
                 let result = self.machine.read(&operation);
                 self.respond(connection, request_id, ClientResponse::Kv(result));
             }
-            KvOperation::Get { .. } | KvOperation::LeaseTimeToLive { .. } => {
+            // etcd answers from the member's own lessor, without a read index (3.4.23
+            // `etcdserver/v3_server.go` `LeaseLeases`: `s.lessor.Leases()`); every member
+            // applies grants and revokes, so any one knows them, as of its applied index.
+            KvOperation::LeaseLeases => {
+                let leases = self.machine.leases().iter().map(|(id, _)| *id).collect();
+                let response = ClientResponse::Kv(Ok(KvResponse::LeaseLeases { leases }));
+                self.respond(connection, request_id, response);
+            }
+            KvOperation::Get { .. }
+            | KvOperation::GetWithOptions { .. }
+            | KvOperation::LeaseTimeToLive { .. } => {
                 self.next_read += 1;
                 let read = ReadRequestId(self.next_read);
                 self.reads.insert(

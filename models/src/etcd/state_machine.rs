@@ -5,8 +5,11 @@ use super::{
     command::StoreCommand,
     lease::LeaseTable,
     mvcc::{KeyRange, MvccStore},
+    range::apply_range_options,
 };
-use sim::history::kv::{Compare, CompareOperator, CompareTarget, KvError, KvOperation, KvResponse};
+use sim::history::kv::{
+    Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse,
+};
 use std::cmp::Ordering;
 
 /// What applying a command produced.
@@ -119,6 +122,22 @@ impl StoreStateMachine {
                     kvs,
                 })
             }
+            KvOperation::GetWithOptions {
+                key,
+                range_end,
+                revision,
+                options,
+                ..
+            } => {
+                let range = KeyRange::new(key, range_end.as_deref());
+                let answer = apply_range_options(self.mvcc.range(&range, *revision)?, options);
+                Ok(KvResponse::GetWithOptions {
+                    revision: self.mvcc.revision(),
+                    kvs: answer.kvs,
+                    count: answer.count,
+                    more: answer.more,
+                })
+            }
             other => Err(KvError::Other {
                 message: format!("not a read: {other:?}"),
             }),
@@ -210,47 +229,25 @@ impl StoreStateMachine {
         super::command::validate(operation)?;
         match operation {
             KvOperation::Put { .. } | KvOperation::Delete { .. } => {
-                self.check_leases(std::slice::from_ref(operation))?;
+                self.check_leases(&[operation])?;
                 self.mvcc.begin();
                 let response = self.write(operation);
                 let revision = self.mvcc.commit();
                 Ok(with_revision(response, revision))
             }
-            KvOperation::Txn {
-                compares,
-                success,
-                failure,
-            } => {
-                let succeeded = compares.iter().all(|compare| self.holds(compare));
-                let branch = if succeeded { success } else { failure };
-                self.check_leases(branch)?;
-                self.check_reads(branch)?;
+            KvOperation::Txn { .. } => {
+                // As etcd's `applierV3backend.Txn`: every compare, nested transactions'
+                // included, is decided on the store before the transaction writes anything
+                // (`compareToPath`); then the ops of the branches that run are checked
+                // (`checkRequests`), then run, in one revision.
+                let path = self.path(operation);
+                let ops = ops_that_run(operation, &path);
+                self.check_leases(&ops)?;
+                self.check_reads(&ops)?;
                 self.mvcc.begin();
-                let mut responses = Vec::with_capacity(branch.len());
-                for operation in branch {
-                    let response = match operation {
-                        KvOperation::Get { .. } => self.read(operation),
-                        _ => Ok(self.write(operation)),
-                    };
-                    match response {
-                        Ok(response) => responses.push(response),
-                        Err(error) => {
-                            // Unreachable: `check_reads` refused bad revisions up front.
-                            self.mvcc.commit();
-                            return Err(error);
-                        }
-                    }
-                }
+                let response = self.run_txn(operation, &path);
                 let revision = self.mvcc.commit();
-                let responses = responses
-                    .into_iter()
-                    .map(|response| with_revision(response, revision))
-                    .collect();
-                Ok(KvResponse::Txn {
-                    revision,
-                    succeeded,
-                    responses,
-                })
+                Ok(with_revision(response?, revision))
             }
             other => Err(KvError::Other {
                 message: format!("not a write: {other:?}"),
@@ -258,11 +255,69 @@ impl StoreStateMachine {
         }
     }
 
+    /// Which branch each transaction takes, `operation`'s first, then its nested ones in
+    /// the order they come in the branch that runs, depth first (etcd's `txnPath`).
+    fn path(&self, operation: &KvOperation) -> TxnPath {
+        let KvOperation::Txn {
+            compares,
+            success,
+            failure,
+        } = operation
+        else {
+            unreachable!("a path is taken through transactions");
+        };
+        let succeeded = compares.iter().all(|compare| self.holds(compare));
+        let branch = if succeeded { success } else { failure };
+        TxnPath {
+            succeeded,
+            nested: branch
+                .iter()
+                .filter(|op| matches!(op, KvOperation::Txn { .. }))
+                .map(|op| self.path(op))
+                .collect(),
+        }
+    }
+
+    /// Runs the branch `path` chose, inside the open MVCC transaction.
+    fn run_txn(&mut self, operation: &KvOperation, path: &TxnPath) -> Result<KvResponse, KvError> {
+        let KvOperation::Txn {
+            success, failure, ..
+        } = operation
+        else {
+            unreachable!("only transactions are run as such");
+        };
+        let branch = if path.succeeded { success } else { failure };
+        let mut nested = path.nested.iter();
+        let mut responses = Vec::with_capacity(branch.len());
+        for operation in branch {
+            responses.push(match operation {
+                // `check_reads` refused bad revisions up front: a read cannot fail here.
+                KvOperation::Get { .. } | KvOperation::GetWithOptions { .. } => {
+                    self.read(operation)?
+                }
+                KvOperation::Txn { .. } => {
+                    let path = nested.next().expect("a path for every nested transaction");
+                    self.run_txn(operation, path)?
+                }
+                _ => self.write(operation),
+            });
+        }
+        Ok(KvResponse::Txn {
+            revision: 0,
+            succeeded: path.succeeded,
+            responses,
+        })
+    }
+
     /// Refuses a transaction whose reads ask for a compacted or future revision before it
     /// writes anything.
-    fn check_reads(&self, operations: &[KvOperation]) -> Result<(), KvError> {
+    fn check_reads(&self, operations: &[&KvOperation]) -> Result<(), KvError> {
         for operation in operations {
             if let KvOperation::Get {
+                revision: Some(revision),
+                ..
+            }
+            | KvOperation::GetWithOptions {
                 revision: Some(revision),
                 ..
             } = operation
@@ -282,7 +337,7 @@ impl StoreStateMachine {
         Ok(())
     }
 
-    fn check_leases(&self, operations: &[KvOperation]) -> Result<(), KvError> {
+    fn check_leases(&self, operations: &[&KvOperation]) -> Result<(), KvError> {
         for operation in operations {
             if let KvOperation::Put {
                 lease: Some(lease), ..
@@ -345,36 +400,92 @@ impl StoreStateMachine {
         }
     }
 
+    /// Whether `compare` holds: for one key, or for every key of its range; over a range
+    /// with no key, as for a missing key (etcd 3.4 `etcdserver/apply.go` `applyCompare`).
     fn holds(&self, compare: &Compare) -> bool {
-        let kv = self.mvcc.get(&compare.key);
-        let ordering = match &compare.target {
-            // etcd: a value compare on a missing key is false whatever the operator.
-            CompareTarget::Value(value) => match kv {
-                Some(kv) => kv.value.as_str().cmp(value.as_str()),
-                None => return false,
-            },
-            CompareTarget::Version(version) => kv.map_or(0, |kv| kv.version).cmp(version),
-            CompareTarget::CreateRevision(revision) => {
-                kv.map_or(0, |kv| kv.create_revision).cmp(revision)
-            }
-            CompareTarget::ModRevision(revision) => {
-                kv.map_or(0, |kv| kv.mod_revision).cmp(revision)
-            }
-            CompareTarget::Lease(lease) => kv.and_then(|kv| kv.lease).unwrap_or(0).cmp(lease),
+        let Some(range_end) = &compare.range_end else {
+            return compare_holds(compare, self.mvcc.get(&compare.key));
         };
-        match compare.operator {
-            CompareOperator::Equal => ordering == Ordering::Equal,
-            CompareOperator::NotEqual => ordering != Ordering::Equal,
-            CompareOperator::Greater => ordering == Ordering::Greater,
-            CompareOperator::Less => ordering == Ordering::Less,
+        let range = KeyRange::new(&compare.key, Some(range_end));
+        let kvs = self.mvcc.range(&range, None).unwrap_or_default();
+        if kvs.is_empty() {
+            return compare_holds(compare, None);
         }
+        kvs.iter().all(|kv| compare_holds(compare, Some(kv)))
+    }
+}
+
+/// Which branch a transaction took, and the paths of the nested transactions of that
+/// branch, in order.
+struct TxnPath {
+    succeeded: bool,
+    nested: Vec<TxnPath>,
+}
+
+/// The ops a transaction runs along `path`, nested transactions' included (not the nested
+/// transactions themselves), depth first.
+fn ops_that_run<'a>(operation: &'a KvOperation, path: &TxnPath) -> Vec<&'a KvOperation> {
+    let KvOperation::Txn {
+        success, failure, ..
+    } = operation
+    else {
+        return vec![operation];
+    };
+    let branch = if path.succeeded { success } else { failure };
+    let mut nested = path.nested.iter();
+    let mut ops = Vec::new();
+    for operation in branch {
+        match operation {
+            KvOperation::Txn { .. } => {
+                let path = nested.next().expect("a path for every nested transaction");
+                ops.extend(ops_that_run(operation, path));
+            }
+            other => ops.push(other),
+        }
+    }
+    ops
+}
+
+/// Whether `compare` holds on `kv` (`None`: the key is missing), as etcd's `compareKV`.
+fn compare_holds(compare: &Compare, kv: Option<&KeyValue>) -> bool {
+    let ordering = match &compare.target {
+        // etcd: a value compare on a missing key is false whatever the operator.
+        CompareTarget::Value(value) => match kv {
+            Some(kv) => kv.value.as_str().cmp(value.as_str()),
+            None => return false,
+        },
+        CompareTarget::Version(version) => kv.map_or(0, |kv| kv.version).cmp(version),
+        CompareTarget::CreateRevision(revision) => {
+            kv.map_or(0, |kv| kv.create_revision).cmp(revision)
+        }
+        CompareTarget::ModRevision(revision) => kv.map_or(0, |kv| kv.mod_revision).cmp(revision),
+        CompareTarget::Lease(lease) => kv.and_then(|kv| kv.lease).unwrap_or(0).cmp(lease),
+    };
+    match compare.operator {
+        CompareOperator::Equal => ordering == Ordering::Equal,
+        CompareOperator::NotEqual => ordering != Ordering::Equal,
+        CompareOperator::Greater => ordering == Ordering::Greater,
+        CompareOperator::Less => ordering == Ordering::Less,
     }
 }
 
 /// Stamps a response inside a write transaction with the store revision after it (a read
-/// in the transaction sees the transaction's own writes, so it is at that revision too).
+/// in the transaction sees the transaction's own writes, so it is at that revision too);
+/// a transaction's responses too, nested ones included.
 fn with_revision(response: KvResponse, revision: u64) -> KvResponse {
     match response {
+        KvResponse::Txn {
+            succeeded,
+            responses,
+            ..
+        } => KvResponse::Txn {
+            revision,
+            succeeded,
+            responses: responses
+                .into_iter()
+                .map(|response| with_revision(response, revision))
+                .collect(),
+        },
         KvResponse::Put { prev_kv, .. } => KvResponse::Put { revision, prev_kv },
         KvResponse::Delete {
             deleted, prev_kvs, ..
@@ -384,6 +495,14 @@ fn with_revision(response: KvResponse, revision: u64) -> KvResponse {
             prev_kvs,
         },
         KvResponse::Get { kvs, .. } => KvResponse::Get { revision, kvs },
+        KvResponse::GetWithOptions {
+            kvs, count, more, ..
+        } => KvResponse::GetWithOptions {
+            revision,
+            kvs,
+            count,
+            more,
+        },
         other => other,
     }
 }
@@ -432,6 +551,7 @@ mod tests {
                     key: "a".into(),
                     target: CompareTarget::Version(expected_version),
                     operator: CompareOperator::Equal,
+                    range_end: None,
                 }],
                 success: vec![put("a", "2", None), put("b", "2", None), get("a")],
                 failure: vec![get("a")],
@@ -477,6 +597,7 @@ mod tests {
                 key: "zz".into(),
                 target: CompareTarget::Value("x".into()),
                 operator: CompareOperator::NotEqual,
+                range_end: None,
             }],
             success: vec![put("c", "1", None)],
             failure: vec![],

@@ -773,6 +773,7 @@ mod kv_semantics {
                 key: "a".into(),
                 target: CompareTarget::Version(version),
                 operator: CompareOperator::Greater,
+                range_end: None,
             }],
             success: vec![put("a", "t")],
             failure: vec![get("a")],

@@ -90,10 +90,106 @@ pub enum KvOperation {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         keys: bool,
     },
+    // Added for issue 24 (etcd's KV API): variants go last, since histories hash variants
+    // by index.
+    /// A [`KvOperation::Get`] with etcd's range options (limit, sort, keys-only, count-only,
+    /// revision filters). A separate variant so that every plain get keeps its digest; a
+    /// client sends a plain `Get` when no option is set.
+    GetWithOptions {
+        /// First key.
+        key: String,
+        /// End of the range (exclusive); `None` for the single key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range_end: Option<String>,
+        /// Read at this past revision; `None` for the latest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revision: Option<u64>,
+        /// Linearizable or serializable.
+        #[serde(default)]
+        consistency: ReadConsistency,
+        /// The options.
+        options: RangeOptions,
+    },
+    /// List the leases that exist (etcd's `LeaseLeases`).
+    LeaseLeases,
+}
+
+/// etcd's range options (`RangeRequest`'s `limit`, `sort_order`, `sort_target`,
+/// `keys_only`, `count_only` and the min/max create/mod revision filters); `0` for a
+/// number is "not set", as in etcd's request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeOptions {
+    /// At most this many keys (0: no limit).
+    #[serde(default)]
+    pub limit: u64,
+    /// The order asked for.
+    #[serde(default)]
+    pub sort_order: SortOrder,
+    /// What is sorted on.
+    #[serde(default)]
+    pub sort_target: SortTarget,
+    /// Answer keys without their values.
+    #[serde(default)]
+    pub keys_only: bool,
+    /// Answer only the count.
+    #[serde(default)]
+    pub count_only: bool,
+    /// Leave out keys modified before this revision (0: no bound).
+    #[serde(default)]
+    pub min_mod_revision: u64,
+    /// Leave out keys modified after this revision (0: no bound).
+    #[serde(default)]
+    pub max_mod_revision: u64,
+    /// Leave out keys created before this revision (0: no bound).
+    #[serde(default)]
+    pub min_create_revision: u64,
+    /// Leave out keys created after this revision (0: no bound).
+    #[serde(default)]
+    pub max_create_revision: u64,
+}
+
+impl RangeOptions {
+    /// Whether any revision filter is set.
+    pub fn filters(&self) -> bool {
+        self.min_mod_revision != 0
+            || self.max_mod_revision != 0
+            || self.min_create_revision != 0
+            || self.max_create_revision != 0
+    }
+}
+
+/// etcd's `RangeRequest.SortOrder`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortOrder {
+    /// Not sorted (key order; but see [`SortTarget`]).
+    #[default]
+    None,
+    /// Lowest first.
+    Ascend,
+    /// Highest first.
+    Descend,
+}
+
+/// etcd's `RangeRequest.SortTarget`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortTarget {
+    /// The key.
+    #[default]
+    Key,
+    /// The version.
+    Version,
+    /// The create revision.
+    Create,
+    /// The mod revision.
+    Mod,
+    /// The value.
+    Value,
 }
 
 /// A condition of a transaction.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Compare {
     /// The key compared.
     pub key: String,
@@ -101,6 +197,48 @@ pub struct Compare {
     pub target: CompareTarget,
     /// How.
     pub operator: CompareOperator,
+    /// With an end, the compare is over the keys `[key, range_end)` (`"\0"`: every key ≥
+    /// `key`) and holds only if it holds for every key there; over no key, it is a compare
+    /// of a missing key (etcd 3.4 `etcdserver/apply.go` `applyCompare`).
+    #[serde(default)]
+    pub range_end: Option<String>,
+}
+
+/// By hand, so that a compare without `range_end` serializes exactly as before the field
+/// existed: a derived `skip_serializing_if` still feeds a word for the skipped field to the
+/// history digest ([`crate::digest::Digest::of_structure`]), and every recorded history
+/// with a compare would change its digest.
+impl Serialize for Compare {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields = if self.range_end.is_some() { 4 } else { 3 };
+        let mut state = serializer.serialize_struct("Compare", fields)?;
+        state.serialize_field("key", &self.key)?;
+        state.serialize_field("target", &self.target)?;
+        state.serialize_field("operator", &self.operator)?;
+        if let Some(range_end) = &self.range_end {
+            state.serialize_field("range_end", range_end)?;
+        }
+        state.end()
+    }
+}
+
+impl Compare {
+    /// A compare of one key.
+    pub fn key(key: &str, target: CompareTarget, operator: CompareOperator) -> Self {
+        Self {
+            key: key.to_string(),
+            target,
+            operator,
+            range_end: None,
+        }
+    }
+
+    /// The same compare over the keys `[key, end)` (`etcd-client`'s `Compare::with_range`).
+    pub fn with_range(mut self, end: impl Into<String>) -> Self {
+        self.range_end = Some(end.into());
+        self
+    }
 }
 
 /// The field a compare looks at, with the operand.
@@ -219,6 +357,24 @@ pub enum KvResponse {
         /// The keys attached to it, in key order, when asked for (etcd's `keys` option).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keys: Option<Vec<String>>,
+    },
+    // Added for issue 24 (etcd's KV API): variants go last.
+    /// Keys read by a [`KvOperation::GetWithOptions`].
+    GetWithOptions {
+        /// Store revision.
+        revision: u64,
+        /// The keys, in the order asked for (key order by default), at most `limit` of them;
+        /// values empty for a keys-only read, none for a count-only read.
+        kvs: Vec<KeyValue>,
+        /// How many keys the range holds (before the limit and the revision filters).
+        count: u64,
+        /// Whether the limit left keys out.
+        more: bool,
+    },
+    /// The leases that exist, by id (etcd lists them by expiry; the model by id).
+    LeaseLeases {
+        /// Lease ids.
+        leases: Vec<u64>,
     },
 }
 
@@ -372,6 +528,46 @@ impl WatchRecord {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod compare_tests {
+    use super::*;
+
+    #[test]
+    fn a_compare_without_a_range_serializes_as_before_the_field_existed() {
+        let one = Compare::key("k", CompareTarget::Version(1), CompareOperator::Equal);
+        let json = serde_json::to_string(&one).unwrap();
+        assert_eq!(
+            json,
+            r#"{"key":"k","target":{"version":1},"operator":"equal"}"#
+        );
+        assert_eq!(serde_json::from_str::<Compare>(&json).unwrap(), one);
+        let ranged = one.clone().with_range("l");
+        let json = serde_json::to_string(&ranged).unwrap();
+        assert!(json.ends_with(r#","range_end":"l"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Compare>(&json).unwrap(), ranged);
+        // The digest of a compare without a range is that of the three fields alone.
+        #[derive(Serialize)]
+        struct ThreeFields<'a> {
+            key: &'a str,
+            target: &'a CompareTarget,
+            operator: &'a CompareOperator,
+        }
+        let three = ThreeFields {
+            key: "k",
+            target: &one.target,
+            operator: &one.operator,
+        };
+        assert_eq!(
+            crate::digest::Digest::of_structure(&one),
+            crate::digest::Digest::of_structure(&three)
+        );
+        assert_ne!(
+            crate::digest::Digest::of_structure(&ranged),
+            crate::digest::Digest::of_structure(&one)
+        );
     }
 }
 

@@ -449,4 +449,17 @@ mod tests {
             assert!(!message.contains('\n'), "one line: {message:?}");
         }
     }
+
+    #[test]
+    fn a_sort_option_outside_etcds_names_is_bad_input() {
+        let parse = |text| Probe::parse("probes/etcd/x.probe", "x", Store::Etcd, text);
+        let message = parse("# about: a\nc1 get a sort_target=size\n----\nok\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("field `sort_target`: expected one of key, version, create"),
+            "{message}"
+        );
+        assert!(parse("# about: a\nc1 get a sort_order=descend keys_only\n----\nok\n").is_ok());
+    }
 }

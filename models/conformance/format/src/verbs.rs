@@ -41,6 +41,8 @@ pub enum ValueKind {
     Lease,
     /// A watch role: `w1`, `w2`, …
     Watch,
+    /// One of these words.
+    OneOf(&'static [&'static str]),
 }
 
 /// One verb: its positional arguments, its `key=value` arguments and its bare flags.
@@ -70,7 +72,7 @@ const fn verb(
     }
 }
 
-use ValueKind::{Int, Lease, Watch, Word};
+use ValueKind::{Int, Lease, OneOf, Watch, Word};
 
 const ZK: &[Verb] = &[
     verb("connect", &[], &[("timeout_ms", Int)], &[]),
@@ -122,8 +124,18 @@ const ETCD: &[Verb] = &[
     verb(
         "get",
         &[("key", Word)],
-        &[("range_end", Word), ("rev", Int)],
-        &["prefix", "serializable"],
+        &[
+            ("range_end", Word),
+            ("rev", Int),
+            ("limit", Int),
+            ("sort_target", OneOf(SORT_TARGETS)),
+            ("sort_order", OneOf(SORT_ORDERS)),
+            ("min_mod", Int),
+            ("max_mod", Int),
+            ("min_create", Int),
+            ("max_create", Int),
+        ],
+        &["prefix", "serializable", "keys_only", "count_only"],
     ),
     verb(
         "delete",
@@ -141,6 +153,7 @@ const ETCD: &[Verb] = &[
     verb("revoke", &[("lease", Lease)], &[], &[]),
     verb("ttl", &[("lease", Lease)], &[], &["keys"]),
     verb("keepalive", &[("lease", Lease)], &[], &[]),
+    verb("leases", &[], &[], &[]),
     verb("compact", &[("rev", Int)], &[], &[]),
     verb(
         "watch",
@@ -172,15 +185,23 @@ pub(crate) fn fits(kind: ValueKind, value: &str) -> bool {
         ValueKind::Int => value.parse::<i64>().is_ok(),
         ValueKind::Lease => role('l'),
         ValueKind::Watch => role('w'),
+        ValueKind::OneOf(words) => words.contains(&value),
     }
 }
 
 /// What `kind` wants, for an error message.
-pub(crate) fn wanted(kind: ValueKind) -> &'static str {
+pub(crate) fn wanted(kind: ValueKind) -> String {
     match kind {
-        ValueKind::Word => "a word",
-        ValueKind::Int => "a whole number",
-        ValueKind::Lease => "a lease role such as l1",
-        ValueKind::Watch => "a watch role such as w1",
+        ValueKind::Word => "a word".into(),
+        ValueKind::Int => "a whole number".into(),
+        ValueKind::Lease => "a lease role such as l1".into(),
+        ValueKind::Watch => "a watch role such as w1".into(),
+        ValueKind::OneOf(words) => format!("one of {}", words.join(", ")),
     }
 }
+
+/// etcd's sort targets (`RangeRequest.SortTarget`), as a get's `sort_target` names them.
+pub const SORT_TARGETS: &[&str] = &["key", "version", "create", "mod", "value"];
+
+/// etcd's sort orders (`RangeRequest.SortOrder`), as a get's `sort_order` names them.
+pub const SORT_ORDERS: &[&str] = &["none", "ascend", "descend"];

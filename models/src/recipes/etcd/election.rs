@@ -188,6 +188,7 @@ fn still_ours(key: &str, token: u64) -> Compare {
         key: key.to_string(),
         target: CompareTarget::CreateRevision(token),
         operator: CompareOperator::Equal,
+        range_end: None,
     }
 }
 

@@ -62,6 +62,7 @@ pub(crate) async fn put_if_absent(
                     key: key.to_string(),
                     target: CompareTarget::CreateRevision(0),
                     operator: CompareOperator::Equal,
+                    range_end: None,
                 }],
                 vec![KvOperation::Put {
                     prev_kv: false,

@@ -98,6 +98,7 @@ impl EtcdPublisher {
                         key: key.clone(),
                         target: CompareTarget::CreateRevision(0),
                         operator: CompareOperator::Equal,
+                        range_end: None,
                     }],
                     vec![KvOperation::Put {
                         prev_kv: false,

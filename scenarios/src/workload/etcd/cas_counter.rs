@@ -108,6 +108,7 @@ async fn increment(client: &mut EtcdClient) {
                 key: COUNTER_KEY.into(),
                 target: CompareTarget::ModRevision(mod_revision),
                 operator: CompareOperator::Equal,
+                range_end: None,
             }],
             vec![KvOperation::Put {
                 prev_kv: false,

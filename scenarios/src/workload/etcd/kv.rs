@@ -162,6 +162,7 @@ impl KvMix {
                     key: key.clone(),
                     target: CompareTarget::Version(rng.gen_range(0..4)),
                     operator: CompareOperator::Greater,
+                    range_end: None,
                 }],
                 success: vec![KvOperation::Put {
                     prev_kv: false,

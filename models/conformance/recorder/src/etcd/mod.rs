@@ -5,7 +5,8 @@ mod watch;
 
 use crate::{Failure, server::etcd_port};
 use etcd_client::{
-    Client, CompactionOptions, DeleteOptions, Error, GetOptions, KeyValue, PutOptions,
+    Client, CompactionOptions, DeleteOptions, Error, GetOptions, KeyValue, PutOptions, SortOrder,
+    SortTarget,
 };
 use probe_format::{Probe, Roles, Step, StepKind};
 use std::time::Duration;
@@ -136,6 +137,48 @@ fn range(step: &Step) -> Range<'_> {
     }
 }
 
+/// A get's range options: `limit`, `sort_target`/`sort_order`, `keys_only`, `count_only` and
+/// the revision filters, as the model's runner reads them (a bound left out is not sent).
+fn range_options(step: &Step, mut options: GetOptions) -> GetOptions {
+    if let Some(limit) = step.named_int("limit") {
+        options = options.with_limit(limit);
+    }
+    if let Some(revision) = step.named_int("min_mod") {
+        options = options.with_min_mod_revision(revision);
+    }
+    if let Some(revision) = step.named_int("max_mod") {
+        options = options.with_max_mod_revision(revision);
+    }
+    if let Some(revision) = step.named_int("min_create") {
+        options = options.with_min_create_revision(revision);
+    }
+    if let Some(revision) = step.named_int("max_create") {
+        options = options.with_max_create_revision(revision);
+    }
+    if step.named("sort_target").is_some() || step.named("sort_order").is_some() {
+        let target = match step.named("sort_target").unwrap_or("key") {
+            "version" => SortTarget::Version,
+            "create" => SortTarget::Create,
+            "mod" => SortTarget::Mod,
+            "value" => SortTarget::Value,
+            _ => SortTarget::Key,
+        };
+        let order = match step.named("sort_order").unwrap_or("none") {
+            "ascend" => SortOrder::Ascend,
+            "descend" => SortOrder::Descend,
+            _ => SortOrder::None,
+        };
+        options = options.with_sort(target, order);
+    }
+    if step.flag("keys_only") {
+        options = options.with_keys_only();
+    }
+    if step.flag("count_only") {
+        options = options.with_count_only();
+    }
+    options
+}
+
 impl Run {
     /// Client `cN`, connected on first use.
     async fn client(&mut self, index: usize) -> Result<Client, Failure> {
@@ -192,7 +235,7 @@ impl Run {
                 if step.flag("serializable") {
                     options = options.with_serializable();
                 }
-                match client.get(key, Some(options)).await {
+                match client.get(key, Some(range_options(step, options))).await {
                     Ok(get) => {
                         let mut lines = vec![format!(
                             "ok rev={} count={} more={}",
@@ -262,6 +305,19 @@ impl Run {
                 Err(e) => error(&e),
             },
             "grant" | "revoke" | "ttl" | "keepalive" => self.lease_step(client, step, verb).await,
+            "leases" => match client.leases().await {
+                Ok(list) => {
+                    // Sorted by role: etcd lists by expiry (README).
+                    let mut roles: Vec<String> = list
+                        .leases()
+                        .iter()
+                        .map(|status| self.leases.name(status.id()))
+                        .collect();
+                    roles.sort();
+                    vec![format!("ok leases=[{}]", roles.join(","))]
+                }
+                Err(e) => error(&e),
+            },
             "watch" | "next" | "cancel" => self.watch_step(client, step, verb).await?,
             other => {
                 return Err(Failure::bad_step(

@@ -122,6 +122,11 @@ fn collect_keys(
             range_end: None,
             ..
         }
+        | KvOperation::GetWithOptions {
+            key,
+            range_end: None,
+            ..
+        }
         | KvOperation::Delete {
             key,
             range_end: None,
@@ -145,7 +150,9 @@ fn collect_keys(
 
 fn collect_read_keys(response: &KvResponse, keys: &mut BTreeSet<String>) {
     match response {
-        KvResponse::Get { kvs, .. } => keys.extend(kvs.iter().map(|kv| kv.key.clone())),
+        KvResponse::Get { kvs, .. } | KvResponse::GetWithOptions { kvs, .. } => {
+            keys.extend(kvs.iter().map(|kv| kv.key.clone()))
+        }
         KvResponse::Txn { responses, .. } => {
             for response in responses {
                 collect_read_keys(response, keys);
@@ -160,14 +167,22 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
         KvOperation::Get {
             consistency: ReadConsistency::Serializable,
             ..
+        }
+        | KvOperation::GetWithOptions {
+            consistency: ReadConsistency::Serializable,
+            ..
         } => Some("serializable read (not linearizable by design)"),
         KvOperation::Get {
+            revision: Some(_), ..
+        }
+        | KvOperation::GetWithOptions {
             revision: Some(_), ..
         } => Some("read at a past revision"),
         KvOperation::LeaseGrant { .. }
         | KvOperation::LeaseRevoke { .. }
         | KvOperation::LeaseKeepAlive { .. }
-        | KvOperation::LeaseTimeToLive { .. } => Some("lease operation"),
+        | KvOperation::LeaseTimeToLive { .. }
+        | KvOperation::LeaseLeases => Some("lease operation"),
         KvOperation::Txn {
             compares,
             success,
@@ -180,17 +195,8 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
             success,
             failure,
         } => {
-            let nested = success.iter().chain(failure).any(|op| {
-                !matches!(
-                    op,
-                    KvOperation::Get {
-                        revision: None,
-                        consistency: ReadConsistency::Linearizable,
-                        ..
-                    } | KvOperation::Put { .. }
-                        | KvOperation::Delete { .. }
-                )
-            });
+            let nested = !super::nested_txn::checkable_ops(success)
+                || !super::nested_txn::checkable_ops(failure);
             let ordered_value = compares.iter().any(|compare| {
                 matches!(compare.target, CompareTarget::Value(_))
                     && matches!(
@@ -202,7 +208,7 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
                 .iter()
                 .any(|compare| matches!(compare.target, CompareTarget::Lease(_)));
             if nested {
-                Some("transaction with nested transactions, lease or past-revision operations")
+                Some("transaction with lease, past-revision or ranged-option operations")
             } else if ordered_value {
                 Some("transaction ordering values (`>`/`<` on a value)")
             } else if lease {
@@ -216,7 +222,11 @@ fn unchecked_reason(operation: &KvOperation) -> Option<&'static str> {
 }
 
 /// The keys of the universe that `key`/`range_end` covers.
-fn covered<'k>(universe: &[&'k String], key: &str, range_end: Option<&str>) -> Vec<&'k String> {
+pub(super) fn covered<'k>(
+    universe: &[&'k String],
+    key: &str,
+    range_end: Option<&str>,
+) -> Vec<&'k String> {
     let span = KeySpan::new(key, range_end);
     universe
         .iter()
@@ -225,9 +235,9 @@ fn covered<'k>(universe: &[&'k String], key: &str, range_end: Option<&str>) -> V
         .collect()
 }
 
-fn seen(model: &mut KvModel, kvs: &[KeyValue], key: &str) -> Option<SeenKey> {
+pub(super) fn seen(model: &mut KvModel, kvs: &[KeyValue], key: &str) -> Option<SeenKey> {
     kvs.iter().find(|kv| kv.key == key).map(|kv| SeenKey {
-        value: model.values.intern(&kv.value),
+        value: Some(model.values.intern(&kv.value)),
         version: kv.version,
         create_revision: kv.create_revision,
         mod_revision: kv.mod_revision,
@@ -235,9 +245,9 @@ fn seen(model: &mut KvModel, kvs: &[KeyValue], key: &str) -> Option<SeenKey> {
 }
 
 /// One key's part of an operation: its input, and its output (`None`: outcome unknown).
-type KeyPart = (KvInput, Option<KvOutput>);
+pub(super) type KeyPart = (KvInput, Option<KvOutput>);
 
-const MISMATCH: &str = "a response that does not match the operation";
+pub(super) const MISMATCH: &str = "a response that does not match the operation";
 
 /// Per-key parts of one operation: inputs with outputs (`None`: outcome unknown).
 fn split(
@@ -273,12 +283,30 @@ fn split(
             success,
             failure,
         } => split_txn(model, compares, success, failure, response, universe),
+        KvOperation::GetWithOptions {
+            key,
+            range_end,
+            options,
+            ..
+        } => super::range_options::split_get_with_options(
+            model,
+            key,
+            range_end.as_deref(),
+            options,
+            response,
+            universe,
+        ),
         _ => Err("lease operation"),
     }
 }
 
 /// A plain (non-transaction) call's input on one key: its actions, whatever the compares.
-fn plain(model: &mut KvModel, key: &str, call: KvCall, actions: Vec<KeyAction>) -> KvInput {
+pub(super) fn plain(
+    model: &mut KvModel,
+    key: &str,
+    call: KvCall,
+    actions: Vec<KeyAction>,
+) -> KvInput {
     KvInput {
         key: model.keys.intern(key),
         call,
@@ -321,6 +349,7 @@ fn split_get(
                 succeeded: true,
                 reads: vec![seen(model, kvs, covered_key)],
                 deleted: None,
+                count: None,
             }),
             Some(_) => return Err(MISMATCH),
         };
@@ -360,6 +389,7 @@ fn split_put(
                 Vec::new()
             },
             deleted: None,
+            count: None,
         }),
         Some(_) => return Err(MISMATCH),
     };
@@ -399,6 +429,7 @@ fn split_delete(
                     Vec::new()
                 },
                 deleted: range_end.is_none().then_some(*deleted),
+                count: None,
             }),
             Some(_) => return Err(MISMATCH),
         };
@@ -427,12 +458,25 @@ fn split_txn(
         }) => (*revision, Some(*succeeded), responses.as_slice()),
         Some(_) => return Err(MISMATCH),
     };
-    let compare_keys: BTreeSet<&String> = compares.iter().map(|c| &c.key).collect();
+    // Nested transactions: the ops of the branches that ran, as if written in place.
+    let flat = super::nested_txn::flatten(success, failure, succeeded, responses)?;
+    let (success, failure, responses) = (
+        flat.success.as_slice(),
+        flat.failure.as_slice(),
+        flat.responses.as_slice(),
+    );
+    // A compare over a range is not split per key (which keys it held on depends on which
+    // exist): it only makes every key's compares not decide the branch alone.
+    let single_key = |compare: &&Compare| compare.range_end.is_none();
+    let compare_keys: BTreeSet<&String> =
+        compares.iter().filter(single_key).map(|c| &c.key).collect();
+    let ranged = compares.iter().any(|compare| compare.range_end.is_some());
     let keys = txn_keys(&compare_keys, success, failure, universe)?;
     let mut parts = Vec::new();
     for key in keys {
         let on_key: Vec<KeyCompare> = compares
             .iter()
+            .filter(single_key)
             .filter(|compare| compare.key == *key)
             .map(|compare| key_compare(model, compare))
             .collect();
@@ -447,6 +491,7 @@ fn split_txn(
                     succeeded,
                     reads: txn_reads(model, ran, responses, key)?,
                     deleted: None,
+                    count: None,
                 })
             }
         };
@@ -454,7 +499,7 @@ fn split_txn(
             KvInput {
                 key: model.keys.intern(key),
                 call: KvCall::Txn,
-                compares_decide: compare_keys.iter().all(|compared| *compared == key),
+                compares_decide: !ranged && compare_keys.iter().all(|compared| *compared == key),
                 compares: on_key,
                 success: on_success.into_iter().map(|(action, _)| action).collect(),
                 failure: on_failure.into_iter().map(|(action, _)| action).collect(),
@@ -483,9 +528,7 @@ fn txn_keys<'k>(
             | KvOperation::Delete { key, range_end, .. } => (key, range_end.as_deref()),
             KvOperation::Put { key, .. } => (key, None),
             _ => {
-                return Err(
-                    "transaction with nested transactions, lease or past-revision operations",
-                );
+                return Err("transaction with lease, past-revision or ranged-option operations");
             }
         };
         keys.extend(covered(universe, key, range_end));

@@ -24,16 +24,30 @@
 //!   shows it (not checked against the bound at its placement: keeping that bound would make
 //!   each placement a different state and the search exponential in unknown writes).
 //!
+//! A get with etcd's range options is checked per key for what its answer shows of that key
+//! (`range_options.rs`): a key it returned is read (without its value, if keys-only); a key
+//! it left out is read as absent only where the options say it would have been returned
+//! (no revision filter, and no limit cut it off before it in key order); a count of one key
+//! is a read of whether it exists. A range's count is not checked.
+//!
 //! A put or delete with `prev_kv` is checked as a read of each key it writes just before the
 //! write, at the write's revision (a `prev_kv` answered inside a transaction is not checked).
+//!
+//! A nested transaction (etcd 3.3+) runs at its outer transaction's revision: with a known
+//! outcome, the ops of the branches that ran (each nested response says which) are checked
+//! as if written in place (`nested_txn.rs`); the nested compares are not checked. A compare
+//! over a key range is not split per key: it only makes the other compares not decide the
+//! branch on their own.
 //!
 //! Left out (and counted in the report): serializable reads (not linearizable by design),
 //! reads at a past revision, lease operations, definite failures, operations on keys ever
 //! attached to a lease (lease expiry deletes them without a client operation), and nested
-//! transactions.
+//! transactions whose outcome is unknown (which branches they took is unknown).
 
 mod from_history;
 mod model;
+mod nested_txn;
+mod range_options;
 
 pub use from_history::from_history;
 pub use model::{

@@ -115,6 +115,8 @@ pub enum KvCall {
     DeleteRange,
     /// A transaction.
     Txn,
+    /// A get with etcd's range options (limit, sort, keys-only, count-only, filters).
+    GetWithOptions,
 }
 
 /// One operation's part on one key.
@@ -137,8 +139,8 @@ pub struct KvInput {
 /// A key as a read returned it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SeenKey {
-    /// Interned value.
-    pub value: u32,
+    /// Interned value; `None` for a keys-only read, which does not show it.
+    pub value: Option<u32>,
     /// Version.
     pub version: u64,
     /// Create revision.
@@ -158,6 +160,9 @@ pub struct KvOutput {
     pub reads: Vec<Option<SeenKey>>,
     /// For a delete of this one key: how many keys it deleted.
     pub deleted: Option<u64>,
+    /// For a get of this one key with range options: the count it answered (how many keys
+    /// the range holds, 0 or 1), also when it answered only the count.
+    pub count: Option<u64>,
 }
 
 /// The key-value specification, with the names of interned keys and values.
@@ -217,16 +222,26 @@ fn read(presence: Presence, seen: Option<SeenKey>, header: u64) -> Option<Presen
         (Presence::Absent, None) => Some(Presence::Absent),
         (Presence::Absent, Some(_)) | (Presence::Present(_), None) => None,
         (Presence::Unknown, None) => Some(Presence::Absent),
-        (Presence::Unknown, Some(seen)) => (seen.mod_revision <= header
-            && seen.create_revision <= seen.mod_revision)
-            .then_some(Presence::Present(Live {
-                value: seen.value,
+        (Presence::Unknown, Some(seen)) => {
+            if seen.mod_revision > header || seen.create_revision > seen.mod_revision {
+                return None;
+            }
+            // A keys-only read shows the key exists but not its value, which the state
+            // needs: it stays unknown.
+            let Some(value) = seen.value else {
+                return Some(Presence::Unknown);
+            };
+            Some(Presence::Present(Live {
+                value,
                 version: Some(seen.version),
                 create_revision: Revision::Known(seen.create_revision),
                 mod_revision: Revision::Known(seen.mod_revision),
-            })),
+            }))
+        }
         (Presence::Present(live), Some(seen)) => {
-            if live.value != seen.value || live.version.is_some_and(|v| v != seen.version) {
+            if seen.value.is_some_and(|value| value != live.value)
+                || live.version.is_some_and(|v| v != seen.version)
+            {
                 return None;
             }
             Some(Presence::Present(Live {
@@ -328,6 +343,14 @@ impl Model for KvModel {
             }
         }
         let mut presence = state.presence;
+        // A count of this one key is a read of whether it exists.
+        if let Some(count) = output.and_then(|output| output.count) {
+            match (presence, count) {
+                (Presence::Present(_), 1) | (Presence::Absent, 0) | (Presence::Unknown, 1) => {}
+                (Presence::Unknown, 0) => presence = Presence::Absent,
+                _ => return None,
+            }
+        }
         let mut reads = output.map(|output| output.reads.iter());
         for action in actions {
             match action {
@@ -452,6 +475,7 @@ impl Model for KvModel {
                 )
             }
             KvCall::GetRange => format!("get-range(… {key} …)"),
+            KvCall::GetWithOptions => format!("get-with-options(… {key} …)"),
             KvCall::DeleteRange => format!("delete-range(… {key} …)"),
             _ => actions(&input.success),
         };
@@ -465,7 +489,8 @@ impl Model for KvModel {
                 None => "absent".into(),
                 Some(seen) => format!(
                     "{} (version {}, create {}, mod {})",
-                    self.values.name(seen.value),
+                    seen.value
+                        .map_or("(keys only)", |value| self.values.name(value)),
                     seen.version,
                     seen.create_revision,
                     seen.mod_revision
@@ -482,6 +507,9 @@ impl Model for KvModel {
         }
         if let Some(deleted) = output.deleted {
             result.push_str(&format!(", deleted {deleted}"));
+        }
+        if let Some(count) = output.count {
+            result.push_str(&format!(", count {count}"));
         }
         if !reads.is_empty() {
             result.push_str(&format!(", read {}", reads.join(", ")));

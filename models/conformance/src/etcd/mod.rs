@@ -1,20 +1,19 @@
 //! etcd probes against the Raft store: a one-server cluster with etcd's defaults, one node per
 //! probe client.
 
+mod txn;
+
 use crate::{Stepper, answer_in_world};
 use models::etcd::{
-    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchItem, WatchStream, kv_response,
-    prefix_range_end,
+    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, GetOptions, WatchItem, WatchStream,
+    kv_response, prefix_range_end,
 };
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
     NodeId, Sim,
     history::{
         OpError, OpResult, Response,
-        kv::{
-            Compare, CompareOperator, CompareTarget, KeyValue, KvError, KvOperation, KvResponse,
-            ReadConsistency,
-        },
+        kv::{KeyValue, KvError, KvOperation, KvResponse, ReadConsistency, SortOrder, SortTarget},
     },
 };
 use std::{collections::BTreeMap, time::Duration};
@@ -235,22 +234,13 @@ impl State {
                     lease: lease_id,
                 })
             }
-            "get" => Call::Op(KvOperation::Get {
-                key: step.arg(0).into(),
-                range_end: range_end(step),
-                revision: step.named_int("rev").map(|r| r as u64),
-                consistency: if step.flag("serializable") {
-                    ReadConsistency::Serializable
-                } else {
-                    ReadConsistency::Linearizable
-                },
-            }),
+            "get" => Call::Op(get_options(step).operation(step.arg(0))),
             "delete" => Call::Op(KvOperation::Delete {
                 prev_kv: step.flag("prev_kv"),
                 key: step.arg(0).into(),
                 range_end: range_end(step),
             }),
-            "txn" => match txn(step, &self.leases) {
+            "txn" => match txn::txn(step, &self.leases) {
                 Ok(operation) => Call::Op(operation),
                 Err(why) => Call::Refused(why),
             },
@@ -268,6 +258,7 @@ impl State {
                     _ => KvOperation::LeaseKeepAlive { lease: id },
                 })
             }
+            "leases" => Call::Op(KvOperation::LeaseLeases),
             "compact" => Call::Compact(step.arg_int(0).max(0) as u64),
             "watch" => Call::Watch {
                 name: step.named("as").unwrap_or("w1").to_string(),
@@ -329,6 +320,16 @@ impl State {
                 lines.extend(kvs.iter().map(|kv| format!("  {}", self.kv(kv))));
                 lines
             }
+            KvResponse::GetWithOptions {
+                revision,
+                kvs,
+                count,
+                more,
+            } => {
+                let mut lines = vec![format!("ok rev={revision} count={count} more={more}")];
+                lines.extend(kvs.iter().map(|kv| format!("  {}", self.kv(kv))));
+                lines
+            }
             KvResponse::Put { revision, prev_kv } => {
                 let mut lines = vec![format!("ok rev={revision}")];
                 lines.extend(prev_kv.iter().map(|kv| format!("  prev {}", self.kv(kv))));
@@ -349,24 +350,7 @@ impl State {
                 responses,
             } => {
                 let mut lines = vec![format!("ok rev={revision} succeeded={succeeded}")];
-                // An op's answer inside a transaction, as etcd's inner responses carry no
-                // header: `  put`, `  get count=C` and its `    KV` lines, `  delete deleted=N`.
-                for response in responses {
-                    match response {
-                        KvResponse::Put { .. } => lines.push("  put".to_string()),
-                        KvResponse::Get { kvs, .. } => {
-                            lines.push(format!("  get count={}", kvs.len()));
-                            for kv in kvs {
-                                let kv = self.kv(kv);
-                                lines.push(format!("    {kv}"));
-                            }
-                        }
-                        KvResponse::Delete { deleted, .. } => {
-                            lines.push(format!("  delete deleted={deleted}"))
-                        }
-                        other => lines.push(format!("  {other:?}")),
-                    }
-                }
+                self.txn_lines(responses, 1, &mut lines);
                 lines
             }
             KvResponse::LeaseGrant { lease, ttl_ms } => {
@@ -374,6 +358,15 @@ impl State {
                 vec![format!("ok lease={role} ttl={}", ttl_ms / 1000)]
             }
             KvResponse::LeaseRevoke { revision } => vec![format!("ok rev={revision}")],
+            KvResponse::LeaseLeases { leases } => {
+                // Sorted by role: etcd lists by expiry (README).
+                let mut roles: Vec<String> = leases
+                    .iter()
+                    .map(|id| self.leases.name(*id as i64))
+                    .collect();
+                roles.sort();
+                vec![format!("ok leases={}", crate::render::list(&roles))]
+            }
             KvResponse::LeaseKeepAlive { ttl_ms } => vec![format!("ok ttl={}", ttl_ms / 1000)],
             KvResponse::LeaseTimeToLive {
                 remaining_ms,
@@ -393,6 +386,37 @@ impl State {
         }
     }
 
+    /// An op's answer inside a transaction, as etcd's inner responses carry no header,
+    /// indented by two spaces per `depth`: `put`, `get count=C` and its `KV` lines (one
+    /// level deeper), `delete deleted=N`, `txn succeeded=B` and its ops' lines (one deeper).
+    fn txn_lines(&mut self, responses: &[KvResponse], depth: usize, lines: &mut Vec<String>) {
+        let indent = "  ".repeat(depth);
+        for response in responses {
+            match response {
+                KvResponse::Put { .. } => lines.push(format!("{indent}put")),
+                KvResponse::Get { kvs, .. } => {
+                    lines.push(format!("{indent}get count={}", kvs.len()));
+                    for kv in kvs {
+                        let kv = self.kv(kv);
+                        lines.push(format!("{indent}  {kv}"));
+                    }
+                }
+                KvResponse::Delete { deleted, .. } => {
+                    lines.push(format!("{indent}delete deleted={deleted}"))
+                }
+                KvResponse::Txn {
+                    succeeded,
+                    responses,
+                    ..
+                } => {
+                    lines.push(format!("{indent}txn succeeded={succeeded}"));
+                    self.txn_lines(responses, depth + 1, lines);
+                }
+                other => lines.push(format!("{indent}{other:?}")),
+            }
+        }
+    }
+
     fn kv(&mut self, kv: &KeyValue) -> String {
         let lease = match kv.lease {
             None | Some(0) => "none".to_string(),
@@ -405,8 +429,51 @@ impl State {
     }
 }
 
+/// A get's options, built as the recorder builds `etcd-client`'s (the same builder names).
+fn get_options(step: &Step) -> GetOptions {
+    let mut options = GetOptions::new();
+    if step.flag("prefix") {
+        options = options.with_prefix();
+    } else if let Some(end) = step.named("range_end") {
+        options = options.with_range(end);
+    }
+    let int = |name| step.named_int(name).unwrap_or(0);
+    options = options
+        .with_revision(int("rev"))
+        .with_limit(int("limit"))
+        .with_min_mod_revision(int("min_mod"))
+        .with_max_mod_revision(int("max_mod"))
+        .with_min_create_revision(int("min_create"))
+        .with_max_create_revision(int("max_create"));
+    if step.named("sort_target").is_some() || step.named("sort_order").is_some() {
+        let target = match step.named("sort_target").unwrap_or("key") {
+            "version" => SortTarget::Version,
+            "create" => SortTarget::Create,
+            "mod" => SortTarget::Mod,
+            "value" => SortTarget::Value,
+            _ => SortTarget::Key,
+        };
+        let order = match step.named("sort_order").unwrap_or("none") {
+            "ascend" => SortOrder::Ascend,
+            "descend" => SortOrder::Descend,
+            _ => SortOrder::None,
+        };
+        options = options.with_sort(target, order);
+    }
+    if step.flag("serializable") {
+        options = options.with_serializable();
+    }
+    if step.flag("keys_only") {
+        options = options.with_keys_only();
+    }
+    if step.flag("count_only") {
+        options = options.with_count_only();
+    }
+    options
+}
+
 /// A lease id no server grants (a probe's lease role that was never granted).
-const UNGRANTED_LEASE: u64 = 0x7fff_ffff_ffff_fff1;
+pub(super) const UNGRANTED_LEASE: u64 = 0x7fff_ffff_ffff_fff1;
 
 /// A remaining TTL as the probes write it: `live` while the lease lives; `-1` (gone) and
 /// `0` stay exact.
@@ -418,7 +485,7 @@ fn remaining(remaining_ms: i64) -> String {
     }
 }
 
-fn get(key: &str, range_end: Option<String>) -> KvOperation {
+pub(super) fn get(key: &str, range_end: Option<String>) -> KvOperation {
     KvOperation::Get {
         key: key.into(),
         range_end,
@@ -457,96 +524,4 @@ fn error_line(error: &OpError) -> String {
         other => ("Unknown", format!("{other:?}")),
     };
     format!("err {code}: {message}")
-}
-
-/// `if=CMP;… then=OP;… else=OP;…`.
-fn txn(step: &Step, leases: &Roles) -> Result<KvOperation, String> {
-    let split = |text: Option<&str>| -> Vec<String> {
-        text.filter(|t| !t.is_empty())
-            .map(|t| t.split(';').map(str::to_string).collect())
-            .unwrap_or_default()
-    };
-    let compares = split(step.named("if"))
-        .iter()
-        .map(|text| compare(text, leases))
-        .collect::<Result<Vec<_>, _>>()?;
-    let ops = |text| -> Result<Vec<KvOperation>, String> {
-        split(text).iter().map(|op| txn_op(op)).collect()
-    };
-    Ok(KvOperation::Txn {
-        compares,
-        success: ops(step.named("then"))?,
-        failure: ops(step.named("else"))?,
-    })
-}
-
-/// `value(K)=V`, `version(K)>N`, `create(K)<R`, `mod(K)!=R`, `lease(K)=lN`.
-fn compare(text: &str, leases: &Roles) -> Result<Compare, String> {
-    let bad = || format!("compare `{text}`");
-    let (target, rest) = text.split_once('(').ok_or_else(bad)?;
-    let (key, rest) = rest.split_once(')').ok_or_else(bad)?;
-    let (operator, operand) = if let Some(v) = rest.strip_prefix("!=") {
-        (CompareOperator::NotEqual, v)
-    } else if let Some(v) = rest.strip_prefix('=') {
-        (CompareOperator::Equal, v)
-    } else if let Some(v) = rest.strip_prefix('>') {
-        (CompareOperator::Greater, v)
-    } else if let Some(v) = rest.strip_prefix('<') {
-        (CompareOperator::Less, v)
-    } else {
-        return Err(bad());
-    };
-    let number = || operand.parse::<u64>().map_err(|_| bad());
-    let target = match target {
-        "value" => CompareTarget::Value(operand.to_string()),
-        "version" => CompareTarget::Version(number()?),
-        "create" => CompareTarget::CreateRevision(number()?),
-        "mod" => CompareTarget::ModRevision(number()?),
-        // A lease role, or a number (`0`: no lease).
-        "lease" => CompareTarget::Lease(match operand.parse::<u64>() {
-            Ok(id) => id,
-            Err(_) if operand == "none" => 0,
-            Err(_) => leases.id(operand).map_or(UNGRANTED_LEASE, |id| id as u64),
-        }),
-        _ => return Err(bad()),
-    };
-    Ok(Compare {
-        key: key.to_string(),
-        target,
-        operator,
-    })
-}
-
-/// `put(K,V)`, `get(K)`, `delete(K)`, `delete(K,END)` (the range `[K, END)`; `\0` for END is
-/// etcd's NUL, to the end of the keyspace).
-fn txn_op(text: &str) -> Result<KvOperation, String> {
-    let bad = || format!("txn op `{text}`");
-    let (name, rest) = text.split_once('(').ok_or_else(bad)?;
-    let inner = rest.strip_suffix(')').ok_or_else(bad)?;
-    Ok(match name {
-        "put" => {
-            let (key, value) = inner.split_once(',').ok_or_else(bad)?;
-            KvOperation::Put {
-                prev_kv: false,
-                key: key.into(),
-                value: value.into(),
-                lease: None,
-            }
-        }
-        "get" => get(inner, None),
-        "delete" => match inner.split_once(',') {
-            None => KvOperation::Delete {
-                prev_kv: false,
-                key: inner.into(),
-                range_end: None,
-            },
-            // `\0` is etcd's "to the end of the keyspace".
-            Some((key, end)) => KvOperation::Delete {
-                prev_kv: false,
-                key: key.into(),
-                range_end: Some(end.replace("\\0", "\0")),
-            },
-        },
-        _ => return Err(bad()),
-    })
 }
