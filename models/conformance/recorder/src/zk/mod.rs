@@ -83,12 +83,13 @@ fn mode(step: &Step) -> Result<CreateMode, Failure> {
         "ephemeral" => CreateMode::Ephemeral,
         "persistent_sequential" => CreateMode::PersistentSequential,
         "ephemeral_sequential" => CreateMode::EphemeralSequential,
+        "container" => CreateMode::Container,
         other => {
             return Err(Failure::bad_step(
                 step,
                 "mode",
                 format!(
-                    "persistent, ephemeral, persistent_sequential or ephemeral_sequential, not `{other}`"
+                    "persistent, ephemeral, persistent_sequential, ephemeral_sequential or container, not `{other}`"
                 ),
             ));
         }
@@ -210,20 +211,29 @@ impl Run {
         let path = step.args.first().map(String::as_str).unwrap_or("/");
         let watched = step.named("watch").is_some();
         match verb {
-            "create" => {
+            // zookeeper-client 0.11 always sends create2 (its `create` answers the new node's
+            // Stat too): `create` shows the path, `create2` the path and the Stat.
+            "create" | "create2" => {
                 let acl = render::parse_acl(step.named("acl").unwrap_or("open"))
                     .map_err(|expected| Failure::bad_step(step, "acl", expected))?;
                 let options = mode(step)?.with_acls(Acls::new(&acl));
                 let data = step.named("data").unwrap_or("").as_bytes();
                 match limited(client.create(path, data, &options)).await {
-                    Ok((_, sequence)) => {
+                    Ok((stat, sequence)) => {
                         let sequential = matches!(
                             step.named("mode"),
                             Some("persistent_sequential" | "ephemeral_sequential")
                         );
-                        match sequential {
-                            true => one(format!("ok path={path}{sequence}")),
-                            false => one(format!("ok path={path}")),
+                        let created = match sequential {
+                            true => format!("ok path={path}{sequence}"),
+                            false => format!("ok path={path}"),
+                        };
+                        match verb {
+                            "create2" => one(format!(
+                                "{created} {}",
+                                render::stat(&stat, &mut self.sessions)
+                            )),
+                            _ => one(created),
                         }
                     }
                     Err(e) => err(&e),
@@ -301,6 +311,18 @@ impl Run {
                     Err(e) => err(&e),
                 }
             }
+            "ephemerals" => match limited(client.list_ephemerals(path)).await {
+                Ok(mut paths) => {
+                    // Compared sorted: the server answers in its hash order (README).
+                    paths.sort();
+                    one(format!("ok paths=[{}]", paths.join(",")))
+                }
+                Err(e) => err(&e),
+            },
+            "count" => match limited(client.count_descendants_number(path)).await {
+                Ok(number) => one(format!("ok number={number}")),
+                Err(e) => err(&e),
+            },
             other => Err(Failure::bad_step(
                 step,
                 "verb",
