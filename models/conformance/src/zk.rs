@@ -6,11 +6,16 @@ use crate::{
     Stepper, answer_in_world,
     render::{list, zxid},
 };
-use models::zk::{NodeAcl, WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
+use models::zk::{
+    NodeAcl, PersistentWatcher, Watch, WriteOp, ZkClient, ZkClientError, ZkEnsemble,
+    ZkEnsembleConfig,
+};
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
     NodeId, Sim,
-    history::zk::{Acl, CreateMode, Perms, Stat, WatchEventType, ZkError, ZkResponse},
+    history::zk::{
+        Acl, AddWatchMode, CreateMode, Perms, Stat, WatchEventType, ZkError, ZkResponse,
+    },
 };
 use std::{collections::BTreeMap, time::Duration};
 
@@ -49,8 +54,16 @@ struct State {
     sim: Sim,
     ensemble: ZkEnsemble,
     clients: BTreeMap<u32, ZkClient>,
-    watches: BTreeMap<String, models::zk::Watch>,
+    watches: BTreeMap<String, ProbeWatch>,
     sessions: Roles,
+}
+
+/// A watch a step set (`watch=wK`).
+enum ProbeWatch {
+    /// Set by a read: fires once.
+    OneShot(Watch),
+    /// Set by `add_watch`: fires until removed.
+    Persistent(PersistentWatcher),
 }
 
 impl State {
@@ -71,7 +84,7 @@ impl State {
         };
         let step = step.clone();
         let watch = match verb {
-            "wait" => self.watches.remove(step.arg(0)),
+            "wait" | "remove_watch" => self.watches.remove(step.arg(0)),
             _ => None,
         };
         let (raw, new_watch) = self
@@ -204,6 +217,7 @@ fn api_error_name(error: &ZkError) -> String {
         ZkError::NoAuth => "NoAuth".into(),
         ZkError::InvalidAcl => "InvalidACL".into(),
         ZkError::AuthFailed => "AuthFailed".into(),
+        ZkError::NoWatcher => "NoWatcher".into(),
         ZkError::MultiFailed { index, error } => {
             format!("{} index={index}", api_error_name(error))
         }
@@ -214,8 +228,8 @@ fn api_error_name(error: &ZkError) -> String {
 async fn call(
     zk: &ZkClient,
     step: &Step,
-    watch: Option<models::zk::Watch>,
-) -> (Raw, Option<(String, models::zk::Watch)>) {
+    watch: Option<ProbeWatch>,
+) -> (Raw, Option<(String, ProbeWatch)>) {
     let path = || step.arg(0);
     let version = || step.named_int("version").map(|v| v as i32);
     let watch_name = step.named("watch").map(str::to_string);
@@ -277,7 +291,7 @@ async fn call(
             Some(name) => match zk.get_data_watch(path()).await {
                 Ok((data, stat, watch)) => (
                     Raw::Ok(vec![Piece::Text(format!("data={data}")), Piece::Stat(stat)]),
-                    Some((name, watch)),
+                    Some((name, ProbeWatch::OneShot(watch))),
                 ),
                 Err(error) => (Raw::Error(error), None),
             },
@@ -294,7 +308,7 @@ async fn call(
         "exists" => {
             let (result, watch) = match watch_name {
                 Some(name) => match zk.exists_watch(path()).await {
-                    Ok((stat, watch)) => (Ok(stat), Some((name, watch))),
+                    Ok((stat, watch)) => (Ok(stat), Some((name, ProbeWatch::OneShot(watch)))),
                     Err(error) => (Err(error), None),
                 },
                 None => (zk.exists(path()).await, None),
@@ -308,7 +322,10 @@ async fn call(
         "children" => {
             let (result, watch) = match watch_name {
                 Some(name) => match zk.get_children_watch(path()).await {
-                    Ok((children, stat, watch)) => (Ok((children, stat)), Some((name, watch))),
+                    Ok((children, stat, watch)) => (
+                        Ok((children, stat)),
+                        Some((name, ProbeWatch::OneShot(watch))),
+                    ),
                     Err(error) => (Err(error), None),
                 },
                 None => (zk.get_children(path()).await, None),
@@ -335,6 +352,34 @@ async fn call(
                 return (Raw::NoEvent, None);
             };
             wait_for(watch, within, step.arg(0).to_string()).await
+        }
+        "add_watch" => {
+            let mode = match step.named("mode").unwrap_or("persistent") {
+                "persistent" => AddWatchMode::Persistent,
+                "persistent_recursive" => AddWatchMode::PersistentRecursive,
+                _ => {
+                    return (
+                        Raw::Ok(vec![Piece::Text("probe: unknown mode".into())]),
+                        None,
+                    );
+                }
+            };
+            match zk.watch(path(), mode).await {
+                Ok(watcher) => (
+                    Raw::Ok(vec![]),
+                    watch_name.map(|name| (name, ProbeWatch::Persistent(watcher))),
+                ),
+                Err(error) => (Raw::Error(error), None),
+            }
+        }
+        "remove_watch" => {
+            let result = match watch {
+                Some(ProbeWatch::OneShot(watch)) => watch.remove().await,
+                Some(ProbeWatch::Persistent(watcher)) => watcher.remove().await,
+                // The recorder refuses this step: the client crate has no watcher left.
+                None => return (Raw::Ok(vec![Piece::Text("probe: no watch".into())]), None),
+            };
+            (raw(result.map(|()| vec![])), None)
         }
         "sync" => (raw(zk.sync(path()).await.map(|()| vec![])), None),
         "multi" => match multi_ops(step.arg(0), zk) {
@@ -399,18 +444,27 @@ async fn call(
     }
 }
 
-/// Waits up to `within` for the watch; one that has not fired is handed back to stay set.
+/// Waits up to `within` for the watch's next event. A one-shot watch that has not fired,
+/// and a persistent watch always, is handed back to stay set.
 async fn wait_for(
-    watch: models::zk::Watch,
+    watch: ProbeWatch,
     within: Duration,
     name: String,
-) -> (Raw, Option<(String, models::zk::Watch)>) {
-    let fired = sim::time::timeout(within, watch.wait()).await;
+) -> (Raw, Option<(String, ProbeWatch)>) {
+    let fired = match &watch {
+        ProbeWatch::OneShot(one_shot) => sim::time::timeout(within, one_shot.wait()).await,
+        ProbeWatch::Persistent(watcher) => sim::time::timeout(within, watcher.changed()).await,
+    };
+    let stays = matches!(
+        (&watch, &fired),
+        (ProbeWatch::Persistent(_), Ok(Ok(_))) | (_, Err(_))
+    );
+    let keep = stays.then_some((name, watch));
     match fired {
-        Ok(Ok(event)) => (Raw::Event(event.event, event.path), None),
+        Ok(Ok(event)) => (Raw::Event(event.event, event.path), keep),
         Ok(Err(_lost)) => (Raw::WatchLost, None),
-        // Not fired yet: it stays set, and a later `wait` may see it fire.
-        Err(_elapsed) => (Raw::NoEvent, Some((name, watch))),
+        // Nothing yet: it stays set, and a later `wait` may see it fire.
+        Err(_elapsed) => (Raw::NoEvent, keep),
     }
 }
 

@@ -2,25 +2,19 @@
 
 mod multi;
 mod render;
+mod watches;
 
 use crate::{Failure, server::zk_port};
 use probe_format::{Probe, Roles, Step, StepKind};
 use std::time::Duration;
-use tokio::{sync::oneshot, time::timeout};
-use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher, WatchedEvent};
+use tokio::time::timeout;
+use watches::Watch;
+use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode};
 
 /// How long one operation may take before the step answers `err Timeout`.
 const OP_LIMIT: Duration = Duration::from_secs(10);
 /// How long `wait` waits when the step does not say.
 const WAIT_DEFAULT_MS: i64 = 1000;
-
-/// A watch set by a step (`watch=wK`).
-enum Watch {
-    /// Not fired yet: a task holds the watcher (dropping a watcher removes it) and sends its event.
-    Pending(oneshot::Receiver<WatchedEvent>),
-    /// Its one event was delivered: a one-shot watch never fires again.
-    Fired,
-}
 
 /// One probe's clients, sessions and watches.
 struct Run {
@@ -111,52 +105,44 @@ impl Run {
         })
     }
 
-    /// Keeps a watcher until it fires; `wait` reads its event.
-    fn keep_watch(&mut self, step: &Step, watcher: OneshotWatcher) {
+    /// Keeps a watch under the step's `watch=wK` role; `wait` reads its events.
+    fn keep_watch(&mut self, step: &Step, watch: Watch) {
         let Some(role) = step.named("watch") else {
             return;
         };
-        let (sender, receiver) = oneshot::channel();
-        tokio::spawn(async move {
-            let _ = sender.send(watcher.changed().await);
-        });
         self.watches.retain(|(r, _)| r != role);
-        self.watches
-            .push((role.to_string(), Watch::Pending(receiver)));
+        self.watches.push((role.to_string(), watch));
     }
 
     async fn wait(&mut self, step: &Step) -> Vec<String> {
         let within =
             Duration::from_millis(step.named_int("within_ms").unwrap_or(WAIT_DEFAULT_MS) as u64);
         let role = step.arg(0);
-        let pending = self.watches.iter_mut().find(|(r, _)| r == role);
-        // A watch whose operation failed was never set, and one that fired never fires again:
-        // both wait in vain.
-        let Some((_, watch)) = pending else {
-            tokio::time::sleep(within).await;
-            return vec!["none".to_string()];
-        };
-        let Watch::Pending(receiver) = watch else {
-            tokio::time::sleep(within).await;
-            return vec!["none".to_string()];
-        };
-        match timeout(within, receiver).await {
-            Ok(Ok(event)) => {
-                *watch = Watch::Fired;
-                let line = match event.event_type {
-                    zookeeper_client::EventType::Session => {
-                        format!("event Session state={}", event.session_state)
-                    }
-                    kind => format!("event {kind} {}", event.path),
-                };
-                vec![line]
-            }
-            Ok(Err(_)) => {
-                *watch = Watch::Fired;
+        match self.watches.iter_mut().find(|(r, _)| r == role) {
+            Some((_, watch)) => vec![watch.wait(within).await],
+            // A watch whose operation failed was never set: it waits in vain.
+            None => {
+                tokio::time::sleep(within).await;
                 vec!["none".to_string()]
             }
-            Err(_) => vec!["none".to_string()],
         }
+    }
+
+    async fn remove_watch(&mut self, step: &Step) -> Result<Vec<String>, Failure> {
+        let role = step.arg(0);
+        let removed = match self.watches.iter_mut().find(|(r, _)| r == role) {
+            Some((_, watch)) => watch.remove().await,
+            None => None,
+        };
+        removed.map(|line| vec![line]).ok_or_else(|| {
+            Failure::bad_step(
+                step,
+                "watch",
+                format!(
+                    "a watch that is set and not waited on until it fired (zookeeper-client has no watcher left to remove `{role}` by)"
+                ),
+            )
+        })
     }
 
     /// One client step's answer.
@@ -194,6 +180,7 @@ impl Run {
                 one("ok".to_string())
             }
             "wait" => Ok(self.wait(step).await),
+            "remove_watch" => self.remove_watch(step).await,
             _ => self.operation(step, index, verb).await,
         }
     }
@@ -252,7 +239,7 @@ impl Run {
             }
             "get" if watched => match limited(client.get_and_watch_data(path)).await {
                 Ok((data, stat, watcher)) => {
-                    self.keep_watch(step, watcher);
+                    self.keep_watch(step, Watch::Set(watcher));
                     one(self.data_line(&data, &stat))
                 }
                 Err(e) => err(&e),
@@ -263,7 +250,7 @@ impl Run {
             },
             "exists" if watched => match limited(client.check_and_watch_stat(path)).await {
                 Ok((stat, watcher)) => {
-                    self.keep_watch(step, watcher);
+                    self.keep_watch(step, Watch::Set(watcher));
                     one(self.exists_line(stat.as_ref()))
                 }
                 Err(e) => err(&e),
@@ -274,7 +261,7 @@ impl Run {
             },
             "children" if watched => match limited(client.get_and_watch_children(path)).await {
                 Ok((children, stat, watcher)) => {
-                    self.keep_watch(step, watcher);
+                    self.keep_watch(step, Watch::Set(watcher));
                     one(self.children_line(children, &stat))
                 }
                 Err(e) => err(&e),
@@ -283,6 +270,26 @@ impl Run {
                 Ok((children, stat)) => one(self.children_line(children, &stat)),
                 Err(e) => err(&e),
             },
+            "add_watch" => {
+                let mode = match step.named("mode").unwrap_or("persistent") {
+                    "persistent" => AddWatchMode::Persistent,
+                    "persistent_recursive" => AddWatchMode::PersistentRecursive,
+                    other => {
+                        return Err(Failure::bad_step(
+                            step,
+                            "mode",
+                            format!("persistent or persistent_recursive, not `{other}`"),
+                        ));
+                    }
+                };
+                match limited(client.watch(path, mode)).await {
+                    Ok(watcher) => {
+                        self.keep_watch(step, Watch::persistent(watcher));
+                        one("ok".to_string())
+                    }
+                    Err(e) => err(&e),
+                }
+            }
             "sync" => match limited(client.sync(path)).await {
                 Ok(()) => one("ok".to_string()),
                 Err(e) => err(&e),
