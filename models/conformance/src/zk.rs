@@ -25,6 +25,8 @@ const TICK: Duration = Duration::from_millis(2000);
 const DEFAULT_SESSION_TIMEOUT_MS: u64 = 6000;
 /// How long a `wait` waits when the step does not say.
 const DEFAULT_WAIT_MS: u64 = 1000;
+/// How long `expire` waits for the client to learn of its expiry (the recorder's `OP_LIMIT`).
+const EXPIRE_PATIENCE_MS: u64 = 10_000;
 
 pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> {
     answer_in_world(probe, seed, |sim: Sim, _clients| async move {
@@ -82,6 +84,9 @@ impl State {
         let Some(zk) = self.clients.get(&client).cloned() else {
             return vec![format!("err probe: c{client} is not connected")];
         };
+        if verb == "expire" {
+            return self.expire(&zk, node).await;
+        }
         let step = step.clone();
         let watch = match verb {
             "wait" | "remove_watch" => self.watches.remove(step.arg(0)),
@@ -96,6 +101,26 @@ impl State {
             self.watches.insert(name, watch);
         }
         raw.render(&mut self.sessions)
+    }
+
+    /// Expires the client's session by the model's own means: the client is cut off until
+    /// the servers expire its session (a session timeout, checked every tick), then heard
+    /// again; it learns of the expiry when it reconnects. (The recorder closes the session
+    /// from a second client; both end it with one transaction.) Answers once the client's
+    /// state is terminal.
+    async fn expire(&mut self, zk: &ZkClient, node: NodeId) -> Vec<String> {
+        let nemesis = self.sim.nemesis();
+        nemesis.isolate(node);
+        self.sim.sleep(zk.session_timeout() + TICK * 2).await;
+        nemesis.heal();
+        let poll = Duration::from_millis(100);
+        for _ in 0..EXPIRE_PATIENCE_MS / 100 {
+            if zk.is_expired() || zk.is_closed() || zk.is_auth_failed() {
+                break;
+            }
+            self.sim.sleep(poll).await;
+        }
+        vec![format!("ok state={}", session_state(zk))]
     }
 
     async fn connect(&mut self, client: u32, node: NodeId, step: &Step) -> Vec<String> {
@@ -132,8 +157,9 @@ enum Raw {
     Error(ZkClientError),
     Event(WatchEventType, String),
     NoEvent,
-    /// The watch's session ended before it fired.
-    WatchLost,
+    /// The watch's session ended before it fired: `zookeeper-client` hands the watcher the
+    /// terminal session state instead.
+    SessionEnded(&'static str),
 }
 
 /// One part of an answer line.
@@ -161,7 +187,7 @@ impl Raw {
             Raw::Error(error) => vec![format!("err {}", error_name(&error))],
             Raw::Event(kind, path) => vec![format!("event {kind:?} {path}")],
             Raw::NoEvent => vec!["none".to_string()],
-            Raw::WatchLost => vec!["lost".to_string()],
+            Raw::SessionEnded(state) => vec![format!("event Session state={state}")],
         }
     }
 }
@@ -351,7 +377,7 @@ async fn call(
                 sim::time::sleep(within).await;
                 return (Raw::NoEvent, None);
             };
-            wait_for(watch, within, step.arg(0).to_string()).await
+            wait_for(zk, watch, within, step.arg(0).to_string()).await
         }
         "add_watch" => {
             let mode = match step.named("mode").unwrap_or("persistent") {
@@ -447,6 +473,7 @@ async fn call(
 /// Waits up to `within` for the watch's next event. A one-shot watch that has not fired,
 /// and a persistent watch always, is handed back to stay set.
 async fn wait_for(
+    zk: &ZkClient,
     watch: ProbeWatch,
     within: Duration,
     name: String,
@@ -462,9 +489,24 @@ async fn wait_for(
     let keep = stays.then_some((name, watch));
     match fired {
         Ok(Ok(event)) => (Raw::Event(event.event, event.path), keep),
-        Ok(Err(_lost)) => (Raw::WatchLost, None),
+        Ok(Err(_lost)) => (Raw::SessionEnded(session_state(zk)), None),
         // Nothing yet: it stays set, and a later `wait` may see it fire.
         Err(_elapsed) => (Raw::NoEvent, keep),
+    }
+}
+
+/// The client's session state by `zookeeper-client`'s name for it (`SessionState`).
+fn session_state(zk: &ZkClient) -> &'static str {
+    if zk.is_expired() {
+        "Expired"
+    } else if zk.is_closed() {
+        "Closed"
+    } else if zk.is_auth_failed() {
+        "AuthFailed"
+    } else if zk.is_connected() {
+        "SyncConnected"
+    } else {
+        "Disconnected"
     }
 }
 

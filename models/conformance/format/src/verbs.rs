@@ -117,6 +117,7 @@ const ZK: &[Verb] = &[
         &[],
     ),
     verb("close", &[], &[], &[]),
+    verb("expire", &[], &[], &[]),
 ];
 
 const ETCD: &[Verb] = &[

@@ -71,6 +71,26 @@ async fn close(client: Option<Client>) {
     .await;
 }
 
+/// Expires a session from outside, the classic way: a second client attaches to it with its
+/// id and password and closes it; the first client learns on its next connection that the
+/// session is gone. Answers once the first client's state is terminal: `ok state=Expired`.
+async fn expire(client: &Client) -> String {
+    let address = format!("127.0.0.1:{}", zk_port());
+    let connector = Client::connector().with_session(client.session().clone());
+    match limited(connector.connect(&address)).await {
+        Ok(other) => close(Some(other)).await,
+        Err(e) => return render::error(&e),
+    }
+    let mut state = client.state_watcher();
+    let _ = timeout(OP_LIMIT, async {
+        while !state.peek_state().is_terminated() {
+            state.changed().await;
+        }
+    })
+    .await;
+    format!("ok state={}", client.state())
+}
+
 fn mode(step: &Step) -> Result<CreateMode, Failure> {
     Ok(match step.named("mode").unwrap_or("persistent") {
         "persistent" => CreateMode::Persistent,
@@ -178,6 +198,10 @@ impl Run {
                 self.client(step, index)?;
                 close(self.clients[index].take()).await;
                 one("ok".to_string())
+            }
+            "expire" => {
+                let client = self.client(step, index)?.clone();
+                one(expire(&client).await)
             }
             "wait" => Ok(self.wait(step).await),
             "remove_watch" => self.remove_watch(step).await,
