@@ -2,22 +2,20 @@
 //! ZooKeeper 3.8 is (`tickTime=2000`: session timeouts between 4 and 40 s), one node per
 //! probe client.
 
-use crate::{
-    Stepper, answer_in_world,
-    render::{list, zxid},
-};
-use models::zk::{
-    NodeAcl, PersistentWatcher, Watch, WriteOp, ZkClient, ZkClientError, ZkEnsemble,
-    ZkEnsembleConfig,
-};
-use probe_format::{Probe, Roles, Step, StepKind};
+use crate::{Stepper, answer_in_world, render::list};
+use models::zk::{WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
+use probe_format::{Probe, Roles, Step, StepKind, ZkStat};
 use sim::{
     NodeId, Sim,
-    history::zk::{
-        Acl, AddWatchMode, CreateMode, Perms, Stat, WatchEventType, ZkError, ZkResponse,
-    },
+    history::zk::{AddWatchMode, CreateMode, Stat, WatchEventType, ZkError, ZkResponse},
 };
 use std::{collections::BTreeMap, time::Duration};
+
+mod acl;
+mod watches;
+
+use acl::{acl_entries, node_acl, render_acl};
+use watches::{ProbeWatch, session_state, wait_for};
 
 /// Debian's `zoo.cfg`: `tickTime=2000`.
 const TICK: Duration = Duration::from_millis(2000);
@@ -58,14 +56,6 @@ struct State {
     clients: BTreeMap<u32, ZkClient>,
     watches: BTreeMap<String, ProbeWatch>,
     sessions: Roles,
-}
-
-/// A watch a step set (`watch=wK`).
-enum ProbeWatch {
-    /// Set by a read: fires once.
-    OneShot(Watch),
-    /// Set by `add_watch`: fires until removed.
-    Persistent(PersistentWatcher),
 }
 
 impl State {
@@ -200,23 +190,21 @@ fn push_word(lines: &mut [String], word: &str) {
     line.push_str(word);
 }
 
+/// The model's Stat as the probes write it (`probe_format::ZkStat`, as the recorder does).
 fn render_stat(stat: &Stat, sessions: &mut Roles) -> String {
-    let owner = if stat.ephemeral_owner == 0 {
-        "none".to_string()
-    } else {
-        sessions.name(stat.ephemeral_owner as i64)
-    };
-    format!(
-        "stat=(czxid={} mzxid={} pzxid={} version={} cversion={} aversion={} owner={owner} len={} children={})",
-        zxid(stat.czxid),
-        zxid(stat.mzxid),
-        zxid(stat.pzxid),
-        stat.version,
-        stat.cversion,
-        stat.aversion,
-        stat.data_length,
-        stat.num_children,
-    )
+    let wide = |value: u64| value as i64;
+    ZkStat {
+        czxid: wide(stat.czxid),
+        mzxid: wide(stat.mzxid),
+        pzxid: wide(stat.pzxid),
+        version: stat.version,
+        cversion: stat.cversion,
+        aversion: stat.aversion,
+        ephemeral_owner: wide(stat.ephemeral_owner),
+        data_length: stat.data_length as i32,
+        num_children: stat.num_children as i32,
+    }
+    .render(sessions)
 }
 
 /// ZooKeeper's name for an error code (`KeeperException.Code`), as the probes write it.
@@ -470,46 +458,6 @@ async fn call(
     }
 }
 
-/// Waits up to `within` for the watch's next event. A one-shot watch that has not fired,
-/// and a persistent watch always, is handed back to stay set.
-async fn wait_for(
-    zk: &ZkClient,
-    watch: ProbeWatch,
-    within: Duration,
-    name: String,
-) -> (Raw, Option<(String, ProbeWatch)>) {
-    let fired = match &watch {
-        ProbeWatch::OneShot(one_shot) => sim::time::timeout(within, one_shot.wait()).await,
-        ProbeWatch::Persistent(watcher) => sim::time::timeout(within, watcher.changed()).await,
-    };
-    let stays = matches!(
-        (&watch, &fired),
-        (ProbeWatch::Persistent(_), Ok(Ok(_))) | (_, Err(_))
-    );
-    let keep = stays.then_some((name, watch));
-    match fired {
-        Ok(Ok(event)) => (Raw::Event(event.event, event.path), keep),
-        Ok(Err(_lost)) => (Raw::SessionEnded(session_state(zk)), None),
-        // Nothing yet: it stays set, and a later `wait` may see it fire.
-        Err(_elapsed) => (Raw::NoEvent, keep),
-    }
-}
-
-/// The client's session state by `zookeeper-client`'s name for it (`SessionState`).
-fn session_state(zk: &ZkClient) -> &'static str {
-    if zk.is_expired() {
-        "Expired"
-    } else if zk.is_closed() {
-        "Closed"
-    } else if zk.is_auth_failed() {
-        "AuthFailed"
-    } else if zk.is_connected() {
-        "SyncConnected"
-    } else {
-        "Disconnected"
-    }
-}
-
 fn create_mode(mode: &str) -> Option<CreateMode> {
     Some(match mode {
         "persistent" => CreateMode::Persistent,
@@ -519,64 +467,6 @@ fn create_mode(mode: &str) -> Option<CreateMode> {
         "container" => CreateMode::Container,
         _ => return None,
     })
-}
-
-/// `open`, `read`, `creator`, or a list of `scheme:id:perms` entries.
-fn node_acl(text: &str) -> Option<NodeAcl> {
-    match text {
-        "open" => Some(NodeAcl::Open),
-        "creator" => Some(NodeAcl::creator_all()),
-        _ => acl_entries(text).map(NodeAcl::from_entries),
-    }
-}
-
-fn acl_entries(text: &str) -> Option<Vec<Acl>> {
-    match text {
-        "open" => return Some(vec![Acl::open()]),
-        "read" => return Some(vec![Acl::new(Perms::READ, "world", "anyone")]),
-        "creator" => return Some(vec![Acl::creator_all()]),
-        _ => {}
-    }
-    text.split(',')
-        .map(|entry| {
-            // The id may hold ':' itself (digest ids are `user:hash`): perms are last.
-            let (scheme, rest) = entry.split_once(':')?;
-            let (id, perms) = rest.rsplit_once(':')?;
-            Some(Acl::new(perms_of(perms)?, scheme, id))
-        })
-        .collect()
-}
-
-const PERM_LETTERS: [(char, Perms); 5] = [
-    ('c', Perms::CREATE),
-    ('d', Perms::DELETE),
-    ('r', Perms::READ),
-    ('w', Perms::WRITE),
-    ('a', Perms::ADMIN),
-];
-
-fn perms_of(letters: &str) -> Option<Perms> {
-    let mut bits = 0;
-    for letter in letters.chars() {
-        let (_, perm) = PERM_LETTERS.iter().find(|(l, _)| *l == letter)?;
-        bits |= perm.0;
-    }
-    Some(Perms(bits))
-}
-
-fn render_acl(acl: &[Acl]) -> String {
-    let entries: Vec<String> = acl
-        .iter()
-        .map(|entry| {
-            let letters: String = PERM_LETTERS
-                .iter()
-                .filter(|(_, perm)| entry.perms.0 & perm.0 != 0)
-                .map(|(letter, _)| *letter)
-                .collect();
-            format!("{}:{}:{letters}", entry.scheme, entry.id)
-        })
-        .collect();
-    list(&entries)
 }
 
 /// `create:PATH:DATA:MODE`, `delete:PATH:VERSION`, `set:PATH:DATA:VERSION`,
