@@ -120,6 +120,10 @@ fn observed<'a>(
     }
 }
 
+/// Each session's operations, by `((client, process), session)`: indices into the
+/// operations, in invocation order.
+type SessionOps = BTreeMap<((NodeId, u32), Option<u64>), Vec<usize>>;
+
 /// One event a persistent watch delivered.
 struct PersistentDelivery {
     client: NodeId,
@@ -148,7 +152,7 @@ fn shows(delivery: &PersistentDelivery, stat: Option<Stat>) -> bool {
 /// already shown their change.
 fn late_persistent_events(
     ops: &[crate::history::zk::ZkOp<'_>],
-    by_session: &BTreeMap<((NodeId, u32), Option<u64>), Vec<usize>>,
+    by_session: &SessionOps,
     registered_at: &BTreeMap<OpId, SimTime>,
     deliveries: &[PersistentDelivery],
     violations: &mut Vec<WatchOrderViolation>,
@@ -190,7 +194,7 @@ pub fn check(history: &History) -> Checked<WatchOrderViolation> {
         .collect();
     // Each process's operations in one session, in invocation order (as `ops` lists them):
     // a registration looks only at its own session's reads from its registration on.
-    let mut by_session: BTreeMap<((NodeId, u32), Option<u64>), Vec<usize>> = BTreeMap::new();
+    let mut by_session: SessionOps = BTreeMap::new();
     for (index, op) in ops.iter().enumerate() {
         by_session
             .entry((op.process_key(), op.session))
