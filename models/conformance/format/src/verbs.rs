@@ -104,6 +104,7 @@ const ZK: &[Verb] = &[
         &[],
     ),
     verb("remove_watch", &[("watch", Watch)], &[], &[]),
+    verb("remove_watches", &[("path", Word)], &[("kind", Word)], &[]),
     verb("sync", &[("path", Word)], &[], &[]),
     verb("multi", &[("ops", Word)], &[], &[]),
     verb("auth", &[("scheme", Word), ("credentials", Word)], &[], &[]),

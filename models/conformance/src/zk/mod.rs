@@ -7,7 +7,9 @@ use models::zk::{WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig}
 use probe_format::{Probe, Roles, Step, StepKind, ZkStat};
 use sim::{
     NodeId, Sim,
-    history::zk::{AddWatchMode, CreateMode, Stat, WatchEventType, ZkError, ZkResponse},
+    history::zk::{
+        AddWatchMode, CreateMode, Stat, WatchEventType, WatcherType, ZkError, ZkResponse,
+    },
 };
 use std::{collections::BTreeMap, time::Duration};
 
@@ -15,7 +17,7 @@ mod acl;
 mod watches;
 
 use acl::{acl_entries, node_acl, render_acl};
-use watches::{ProbeWatch, session_state, wait_for};
+use watches::{ProbeWatch, remove_watches_raw, session_state, wait_for};
 
 /// Debian's `zoo.cfg`: `tickTime=2000`.
 const TICK: Duration = Duration::from_millis(2000);
@@ -77,6 +79,9 @@ impl State {
         if verb == "expire" {
             return self.expire(&zk, node).await;
         }
+        if verb == "remove_watches" {
+            return self.remove_watches(node, step).await;
+        }
         let step = step.clone();
         let watch = match verb {
             "wait" | "remove_watch" => self.watches.remove(step.arg(0)),
@@ -111,6 +116,31 @@ impl State {
             self.sim.sleep(poll).await;
         }
         vec![format!("ok state={}", session_state(zk))]
+    }
+
+    /// `removeWatches` as is, on a session of its own (the recorder's `remove_watches`).
+    async fn remove_watches(&mut self, node: NodeId, step: &Step) -> Vec<String> {
+        let kind = match step.named("kind").unwrap_or("any") {
+            "children" => WatcherType::Children,
+            "data" => WatcherType::Data,
+            "any" => WatcherType::Any,
+            _ => return vec!["probe: unknown kind".to_string()],
+        };
+        let network = self.ensemble.client_network();
+        let server = self.ensemble.servers()[0];
+        let path = step.arg(0).to_string();
+        let answer = self
+            .sim
+            .spawn(node, async move {
+                remove_watches_raw(network, node, server, &path, kind).await
+            })
+            .await
+            .expect("the client node asks");
+        match answer {
+            Some(Ok(_)) => vec!["ok".to_string()],
+            Some(Err(error)) => vec![format!("err {}", api_error_name(&error))],
+            None => vec!["err ConnectionLoss".to_string()],
+        }
     }
 
     async fn connect(&mut self, client: u32, node: NodeId, step: &Step) -> Vec<String> {

@@ -2,7 +2,15 @@
 //! what `wait` reads from them.
 
 use super::Raw;
-use models::zk::{PersistentWatcher, Watch, ZkClient};
+use models::zk::{
+    PersistentWatcher, Watch, ZkClient,
+    wire::{ClientMessage, ClientRequest},
+};
+use sim::{
+    NodeId,
+    history::zk::{WatcherType, ZkError, ZkResponse},
+    net::StreamNetwork,
+};
 use std::time::Duration;
 
 /// A watch a step set (`watch=wK`).
@@ -51,4 +59,52 @@ pub(super) fn session_state(zk: &ZkClient) -> &'static str {
     } else {
         "Disconnected"
     }
+}
+
+/// `removeWatches` sent as is, as the recorder sends it by hand (the model's client, like
+/// `zookeeper-client`, never sends a removal the server cannot answer): on a connection and a
+/// session of its own, opened, asked and closed. `None` if the server could not be reached.
+pub(super) async fn remove_watches_raw(
+    network: StreamNetwork<ClientMessage>,
+    me: NodeId,
+    server: NodeId,
+    path: &str,
+    kind: WatcherType,
+) -> Option<Result<ZkResponse, ZkError>> {
+    let connection = network
+        .connect(me, server, Duration::from_secs(1))
+        .await
+        .ok()?;
+    let hello = ClientMessage::Connect {
+        session: None,
+        timeout_ms: 6000,
+        last_zxid_seen: 0,
+        auth: Vec::new(),
+    };
+    connection.send(hello).ok()?;
+    let Ok(ClientMessage::Connected { .. }) = connection.recv().await else {
+        return None;
+    };
+    let request = ClientRequest::RemoveWatches {
+        path: path.to_string(),
+        kind,
+    };
+    connection
+        .send(ClientMessage::Request { xid: 1, request })
+        .ok()?;
+    let answer = loop {
+        match connection.recv().await.ok()? {
+            ClientMessage::Reply { xid: 1, result, .. } => break result,
+            _ => continue,
+        }
+    };
+    let close = ClientRequest::CloseSession;
+    connection
+        .send(ClientMessage::Request {
+            xid: 2,
+            request: close,
+        })
+        .ok()?;
+    while !matches!(connection.recv().await.ok()?, ClientMessage::Closed { .. }) {}
+    Some(answer)
 }

@@ -1,6 +1,7 @@
 //! The ZooKeeper probes through `zookeeper-client` 0.11, one session per client role `cN`.
 
 mod multi;
+mod raw;
 mod render;
 mod watches;
 
@@ -208,6 +209,32 @@ impl Run {
                 self.client(step, index)?;
                 close(self.clients[index].take()).await;
                 one("ok".to_string())
+            }
+            "remove_watches" => {
+                let kind = match step.named("kind").unwrap_or("any") {
+                    "children" => 1,
+                    "data" => 2,
+                    "any" => 3,
+                    other => {
+                        return Err(Failure::bad_step(
+                            step,
+                            "kind",
+                            format!("children, data or any, not `{other}`"),
+                        ));
+                    }
+                };
+                let port = zk_port();
+                let path = step.arg(0).to_string();
+                let asked =
+                    tokio::task::spawn_blocking(move || raw::remove_watches(port, &path, kind));
+                one(match asked.await {
+                    Ok(Ok(0)) => "ok".to_string(),
+                    // KeeperException.Code.NOWATCHER.
+                    Ok(Ok(-121)) => "err NoWatcher".to_string(),
+                    Ok(Ok(code)) => format!("err Other (code {code})"),
+                    Ok(Err(e)) => format!("err Other ({e})"),
+                    Err(e) => format!("err Other ({e})"),
+                })
             }
             "expire" => {
                 let client = self.client(step, index)?.clone();
