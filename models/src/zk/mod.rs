@@ -18,8 +18,8 @@ pub mod wire;
 pub use acl::NodeAcl;
 pub use children_order::ChildrenOrder;
 pub use client::{
-    FoundNode, ProtectedCreate, SessionExpiry, Watch, WatchLost, WatchedEvent, ZkClient,
-    ZkClientConfig, ZkClientError,
+    FoundNode, PersistentWatcher, ProtectedCreate, SessionExpiry, Watch, WatchLost, WatchedEvent,
+    ZkClient, ZkClientConfig, ZkClientError,
 };
 pub use driver::{ZkEnsemble, ZkEnsembleConfig};
 pub use prep::WriteOp;

@@ -114,6 +114,17 @@ pub fn parent(path: &str) -> &str {
     }
 }
 
+/// A valid path and each of its ancestors, up to the root (`/a/b` → `/a/b`, `/a`, `/`):
+/// where a recursive watch on any of them sees a change to `path`.
+pub fn path_and_ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let mut next = Some(path);
+    std::iter::from_fn(move || {
+        let current = next?;
+        next = (current != "/").then(|| parent(current));
+        Some(current)
+    })
+}
+
 /// The last segment of a valid path (`/a/b` → `b`).
 pub fn name(path: &str) -> &str {
     match path.rfind('/') {

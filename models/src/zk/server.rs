@@ -40,7 +40,7 @@ use sim::{
     clock::LocalTime,
     history::{
         ProtocolEvent,
-        zk::{WatchEventType, ZkError, ZkResponse},
+        zk::{AddWatchMode, WatchEventType, ZkError, ZkResponse},
     },
 };
 use std::{
@@ -406,8 +406,22 @@ impl ZkServer {
                     data,
                     exist,
                     child,
+                    persistent,
+                    recursive,
                 },
-            ) => self.set_watches(link, relative_zxid, &data, &exist, &child),
+            ) => {
+                self.set_watches(link, relative_zxid, &data, &exist, &child);
+                // ZooKeeper's `setWatches` adds persistent watches back without catching up:
+                // changes made while the client was away are not delivered (ZOOKEEPER-4698).
+                for path in &persistent {
+                    self.watches
+                        .watch_persistent(path, AddWatchMode::Persistent, link);
+                }
+                for path in &recursive {
+                    self.watches
+                        .watch_persistent(path, AddWatchMode::PersistentRecursive, link);
+                }
+            }
             // Out of protocol: drop the connection.
             _ => self.close_client(link),
         }
@@ -773,6 +787,8 @@ impl ZkServer {
             | ClientRequest::GetAcl { .. }
             | ClientRequest::GetEphemerals { .. }
             | ClientRequest::GetAllChildrenNumber { .. }
+            | ClientRequest::AddWatch { .. }
+            | ClientRequest::RemoveWatches { .. }
             | ClientRequest::AddAuth(_) => unreachable!("reads and auth handled above"),
         };
         self.submit(now, session, xid, request, ids);
@@ -838,6 +854,18 @@ impl ZkServer {
                 _ => Err(ZkError::SessionExpired),
             },
             ClientRequest::GetAllChildrenNumber { path } => tree.get_all_children_number(path, ids),
+            // `FinalRequestProcessor`: addWatch registers and answers OK whether or not the
+            // node exists; removeWatches answers NoWatcher when the connection had none.
+            ClientRequest::AddWatch { path, mode } => {
+                self.watches.watch_persistent(path, *mode, link);
+                Ok(ZkResponse::WatchAdded)
+            }
+            ClientRequest::RemoveWatches { path, kind } => {
+                match self.watches.remove(path, *kind, link) {
+                    true => Ok(ZkResponse::WatchesRemoved),
+                    false => Err(ZkError::NoWatcher),
+                }
+            }
             _ => Err(ZkError::BadArguments),
         };
         let zxid = self.core.last_applied().as_u64();

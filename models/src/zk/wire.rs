@@ -2,7 +2,7 @@
 //! server above ZAB (forwarded requests, session touches, revalidation).
 
 use super::{acl::AuthIds, prep::WriteOp, txn::SessionId};
-use sim::history::zk::{WatchEventType, ZkError, ZkResponse};
+use sim::history::zk::{AddWatchMode, WatchEventType, WatcherType, ZkError, ZkResponse};
 
 /// A client request on an established session.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +50,22 @@ pub enum ClientRequest {
         /// Path.
         path: String,
     },
+    /// `addWatch`: set a persistent watch (answered in order with the reads, as ZooKeeper
+    /// answers it: no transaction).
+    AddWatch {
+        /// Path (it need not exist).
+        path: String,
+        /// The node or its subtree.
+        mode: AddWatchMode,
+    },
+    /// `removeWatches`: remove this connection's watches of a kind on a path (no
+    /// transaction either).
+    RemoveWatches {
+        /// Path.
+        path: String,
+        /// Which watches.
+        kind: WatcherType,
+    },
     /// `addAuth`: authenticate the connection as one more id (kept by the client and sent
     /// again with every reconnection, as ZooKeeper's client does).
     AddAuth(AuthInfo),
@@ -73,6 +89,8 @@ impl ClientRequest {
                 | ClientRequest::GetAcl { .. }
                 | ClientRequest::GetEphemerals { .. }
                 | ClientRequest::GetAllChildrenNumber { .. }
+                | ClientRequest::AddWatch { .. }
+                | ClientRequest::RemoveWatches { .. }
         )
     }
 }
@@ -135,6 +153,10 @@ pub enum ClientMessage {
         exist: Vec<String>,
         /// Child watches.
         child: Vec<String>,
+        /// Persistent watches (ZooKeeper's `SetWatches2`).
+        persistent: Vec<String>,
+        /// Persistent recursive watches.
+        recursive: Vec<String>,
     },
     /// Server → client: attached.
     Connected {

@@ -144,6 +144,43 @@ pub fn delivered(ms: u64, client: NodeId, op: u64, path: &str, zxid: u64) -> Rec
     )
 }
 
+/// A delivery of `event` on `path` to the watch set by `op`, of `kind`.
+pub fn delivered_event(
+    ms: u64,
+    client: NodeId,
+    op: u64,
+    (kind, event, path): (WatchKind, WatchEventType, &str),
+    zxid: u64,
+) -> Record {
+    record(
+        ms,
+        client,
+        Event::Zk(ZkEvent::WatchDelivered {
+            process: 0,
+            session: 7,
+            op_id: OpId(op),
+            path: path.into(),
+            kind,
+            event,
+            zxid,
+        }),
+    )
+}
+
+pub fn removed(ms: u64, client: NodeId, op: u64, path: &str, kind: WatchKind) -> Record {
+    record(
+        ms,
+        client,
+        Event::Zk(ZkEvent::WatchRemoved {
+            process: 0,
+            session: 7,
+            op_id: OpId(op),
+            path: path.into(),
+            kind,
+        }),
+    )
+}
+
 pub fn applied(ms: u64, node: NodeId, index: u64) -> Record {
     record(
         ms,

@@ -113,6 +113,45 @@ pub enum ZkOperation {
         /// Path.
         path: String,
     },
+    /// Set a persistent watch (ZooKeeper 3.6+'s `addWatch`): it is not one-shot, it fires
+    /// for every change it watches until it is removed or its session ends.
+    AddWatch {
+        /// Path (it need not exist).
+        path: String,
+        /// The node alone, or its whole subtree.
+        mode: AddWatchMode,
+    },
+    /// Remove the session's watches of a kind on a path (ZooKeeper 3.6+'s `removeWatches`).
+    RemoveWatches {
+        /// Path.
+        path: String,
+        /// Which watches.
+        kind: WatcherType,
+    },
+}
+
+/// What a persistent watch watches (ZooKeeper's `AddWatchMode`; `zookeeper-client`'s
+/// `AddWatchMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddWatchMode {
+    /// The node: its data, its existence and its children, as a data and a child watch
+    /// together.
+    Persistent,
+    /// The node and every node below it: data and existence, never `NodeChildrenChanged`.
+    PersistentRecursive,
+}
+
+/// Which watches a `removeWatches` removes (ZooKeeper's `Watcher.WatcherType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatcherType {
+    /// Child watches (and the child half of persistent ones).
+    Children,
+    /// Data and exists watches (and the data half of persistent ones).
+    Data,
+    /// Every watch on the path, persistent ones included.
+    Any,
 }
 
 /// ZooKeeper's permission bits (`ZooDefs.Perms`), as ZooKeeper numbers them.
@@ -311,6 +350,10 @@ pub enum ZkResponse {
         /// The count.
         number: u32,
     },
+    /// A persistent watch set (`addWatch`).
+    WatchAdded,
+    /// Watches removed (`removeWatches`).
+    WatchesRemoved,
 }
 
 /// ZooKeeper's error kinds for a definite failure (the operation did not take effect).
@@ -350,6 +393,9 @@ pub enum ZkError {
     /// `addAuth` with a scheme the server does not know, or malformed credentials
     /// (`AuthFailed`).
     AuthFailed,
+    /// `removeWatches` found no watch of that kind on the path for this session
+    /// (`NoWatcher`).
+    NoWatcher,
 }
 
 /// Which one-shot watch a read set.
@@ -362,6 +408,20 @@ pub enum WatchKind {
     Exists,
     /// Set by `getChildren`: fires on a child created or deleted, or the node deleted.
     Children,
+    // New kinds go last: histories hash variants by index.
+    /// Set by `addWatch` (persistent): fires, without being used up, on the node's
+    /// creation, data change and deletion and on a child created or deleted.
+    Persistent,
+    /// Set by `addWatch` (persistent, recursive): fires, without being used up, on the
+    /// creation, data change and deletion of the node and of every node below it.
+    PersistentRecursive,
+}
+
+impl WatchKind {
+    /// Whether the watch stays set after it fires.
+    pub fn is_persistent(self) -> bool {
+        matches!(self, WatchKind::Persistent | WatchKind::PersistentRecursive)
+    }
 }
 
 /// What change fired a watch (ZooKeeper's `Watcher.Event.EventType`).
@@ -451,15 +511,17 @@ pub enum ZkEvent {
         /// Kind of watch.
         kind: WatchKind,
     },
-    /// A watch fired at the client (once per registration).
+    /// A watch fired at the client (once per registration; a persistent watch, once per
+    /// change it watches).
     WatchDelivered {
         /// Logical process.
         process: u32,
         /// Session id.
         session: u64,
-        /// The read that set the watch.
+        /// The operation that set the watch.
         op_id: crate::history::OpId,
-        /// Watched path.
+        /// The path of the node that changed: the watched path, or for a recursive watch
+        /// the node below it.
         path: String,
         /// Kind of watch.
         kind: WatchKind,
@@ -467,5 +529,20 @@ pub enum ZkEvent {
         event: WatchEventType,
         /// Zxid of that change (as `epoch << 32 | counter`).
         zxid: u64,
+    },
+    // New events go last: histories hash variants by index.
+    /// A watch was removed (`removeWatches` answered, or the client had no need to ask the
+    /// server): it delivers nothing after this.
+    WatchRemoved {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+        /// The operation that set the watch.
+        op_id: crate::history::OpId,
+        /// Watched path.
+        path: String,
+        /// Kind of watch.
+        kind: WatchKind,
     },
 }

@@ -10,10 +10,12 @@
 mod normalise;
 mod parse;
 mod verbs;
+mod zk_stat;
 
 pub use normalise::Roles;
 pub use parse::{Deviation, Probe, ProbeError, Step, StepKind};
 pub use verbs::{Store, verbs};
+pub use zk_stat::ZkStat;
 
 use std::fmt::Write;
 

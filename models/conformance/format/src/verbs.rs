@@ -99,6 +99,14 @@ const ZK: &[Verb] = &[
     verb("exists", &[("path", Word)], &[("watch", Watch)], &[]),
     verb("children", &[("path", Word)], &[("watch", Watch)], &[]),
     verb("wait", &[("watch", Watch)], &[("within_ms", Int)], &[]),
+    verb(
+        "add_watch",
+        &[("path", Word)],
+        &[("mode", Word), ("watch", Watch)],
+        &[],
+    ),
+    verb("remove_watch", &[("watch", Watch)], &[], &[]),
+    verb("remove_watches", &[("path", Word)], &[("kind", Word)], &[]),
     verb("sync", &[("path", Word)], &[], &[]),
     verb("multi", &[("ops", Word)], &[], &[]),
     verb("auth", &[("scheme", Word), ("credentials", Word)], &[], &[]),
@@ -112,6 +120,7 @@ const ZK: &[Verb] = &[
         &[],
     ),
     verb("close", &[], &[], &[]),
+    verb("expire", &[], &[], &[]),
 ];
 
 const ETCD: &[Verb] = &[

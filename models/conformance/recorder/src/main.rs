@@ -176,20 +176,7 @@ fn main() -> ExitCode {
         }
     }
     let (mut steps, mut changed) = (0, 0);
-    let mut by_hand = Vec::new();
     for (file, probe) in &probes {
-        // A probe whose steps this recorder cannot run yet (an API the client crate lacks or
-        // the recorder does not drive) says so in its header and how its answers were taken;
-        // it is named in the summary, never passed over in silence.
-        if let Some(how) = probe
-            .header
-            .iter()
-            .find_map(|line| line.strip_prefix("# recorded by hand:"))
-        {
-            println!("{:<48} recorded by hand:{how}", probe.name);
-            by_hand.push(probe.name.clone());
-            continue;
-        }
         let answers = match record(probe) {
             Ok(answers) => answers,
             Err(Failure::BadStep(mut error)) => {
@@ -224,16 +211,8 @@ fn main() -> ExitCode {
     println!(
         "{}: {} probes recorded live, {steps} steps, {changed} answers changed from the files",
         args.store.name(),
-        probes.len() - by_hand.len()
+        probes.len()
     );
-    if !by_hand.is_empty() {
-        println!(
-            "{}: {} probes recorded by hand, not live: {}",
-            args.store.name(),
-            by_hand.len(),
-            by_hand.join(", ")
-        );
-    }
     ExitCode::SUCCESS
 }
 

@@ -3,7 +3,7 @@
 
 use super::{
     ClientState, Phase, Registration, SessionExpiry, Shared, Watch, WatchRequest, WatchedEvent,
-    ZkClientError, failed, ok, unknown,
+    ZkClientError, failed, ok, unknown, watchers::ClientHandle,
 };
 use crate::zk::{
     txn::SessionId,
@@ -13,7 +13,7 @@ use futures_util::future::{Either, select};
 use rand::seq::SliceRandom;
 use sim::{
     NodeId,
-    history::zk::{WatchEventType, WatchKind, ZkError, ZkEvent, ZkResponse},
+    history::zk::{AddWatchMode, WatchEventType, WatchKind, ZkError, ZkEvent, ZkResponse},
     net::Connection,
 };
 use std::{sync::Arc, time::Duration};
@@ -181,7 +181,7 @@ fn attach(
 /// or silent for two thirds of the session `timeout` (`Continue::Yes`: connect again), or a
 /// message ends the session (`Continue::Stop`).
 async fn serve(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     connection: &Connection<ClientMessage>,
     timeout: Duration,
 ) -> Continue {
@@ -235,11 +235,14 @@ fn resend_watches(state: &ClientState, connection: &Connection<ClientMessage>) {
         return;
     }
     let (mut data, mut exist, mut child) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut persistent, mut recursive) = (Vec::new(), Vec::new());
     for (path, kind) in state.watches.keys() {
         match kind {
             WatchKind::Data => data.push(path.clone()),
             WatchKind::Exists => exist.push(path.clone()),
             WatchKind::Children => child.push(path.clone()),
+            WatchKind::Persistent => persistent.push(path.clone()),
+            WatchKind::PersistentRecursive => recursive.push(path.clone()),
         }
     }
     let _ = connection.send(ClientMessage::SetWatches {
@@ -247,10 +250,12 @@ fn resend_watches(state: &ClientState, connection: &Connection<ClientMessage>) {
         data,
         exist,
         child,
+        persistent,
+        recursive,
     });
 }
 
-fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
+fn handle_message(shared: &Arc<Shared>, message: ClientMessage) -> Continue {
     let process = shared.config.process;
     let mut state = shared.lock();
     match message {
@@ -289,6 +294,12 @@ fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
                             }
                             (WatchRequest::Exists, _) => WatchKind::Exists,
                             (WatchRequest::Children, _) => WatchKind::Children,
+                            (WatchRequest::Persistent(AddWatchMode::Persistent), _) => {
+                                WatchKind::Persistent
+                            }
+                            (WatchRequest::Persistent(AddWatchMode::PersistentRecursive), _) => {
+                                WatchKind::PersistentRecursive
+                            }
                         };
                         let op_id = call.op_id?;
                         let session = state.session.unwrap_or(0);
@@ -299,16 +310,22 @@ fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
                             path: path.clone(),
                             kind,
                         });
-                        let (sender, receiver) = async_channel::bounded(1);
+                        // A persistent watch keeps every event until its owner reads it.
+                        let (sender, receiver) = match kind.is_persistent() {
+                            true => async_channel::unbounded(),
+                            false => async_channel::bounded(1),
+                        };
                         state
                             .watches
-                            .entry((path, kind))
+                            .entry((path.clone(), kind))
                             .or_default()
                             .push(Registration { op_id, sender });
                         Some(Watch {
                             receiver,
                             op_id,
                             kind,
+                            path,
+                            client: ClientHandle::of(shared),
                         })
                     });
                     Ok((response, watch))
@@ -337,25 +354,44 @@ fn handle_message(shared: &Shared, message: ClientMessage) -> Continue {
                 WatchEventType::NodeChildrenChanged => &[WatchKind::Children],
             };
             let session = state.session.unwrap_or(0);
+            let deliver = |registration: &Registration, kind: WatchKind| {
+                shared.record_zk(ZkEvent::WatchDelivered {
+                    process,
+                    session,
+                    op_id: registration.op_id,
+                    path: path.clone(),
+                    kind,
+                    event,
+                    zxid,
+                });
+                let _ = registration.sender.try_send(WatchedEvent {
+                    path: path.clone(),
+                    event,
+                    zxid,
+                });
+            };
             for &kind in kinds {
                 let Some(registrations) = state.watches.remove(&(path.clone(), kind)) else {
                     continue;
                 };
-                for registration in registrations {
-                    shared.record_zk(ZkEvent::WatchDelivered {
-                        process,
-                        session,
-                        op_id: registration.op_id,
-                        path: path.clone(),
-                        kind,
-                        event,
-                        zxid,
-                    });
-                    let _ = registration.sender.try_send(WatchedEvent {
-                        path: path.clone(),
-                        event,
-                        zxid,
-                    });
+                for registration in &registrations {
+                    deliver(registration, kind);
+                }
+            }
+            // Persistent watches stay set. As `zookeeper-client` routes events
+            // (`WatchManager::dispatch_path_event`): a persistent watch on the path gets every
+            // event; a recursive one on the path or an ancestor gets all but
+            // NodeChildrenChanged, whose path is the parent's.
+            let key = (path.clone(), WatchKind::Persistent);
+            for registration in state.watches.get(&key).into_iter().flatten() {
+                deliver(registration, WatchKind::Persistent);
+            }
+            if event != WatchEventType::NodeChildrenChanged {
+                for watched in crate::zk::path::path_and_ancestors(&path) {
+                    let key = (watched.to_string(), WatchKind::PersistentRecursive);
+                    for registration in state.watches.get(&key).into_iter().flatten() {
+                        deliver(registration, WatchKind::PersistentRecursive);
+                    }
                 }
             }
             Continue::Yes

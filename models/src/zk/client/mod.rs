@@ -19,8 +19,10 @@
 
 mod connection;
 mod protected;
+mod watchers;
 
 pub use protected::{FoundNode, ProtectedCreate};
+pub use watchers::PersistentWatcher;
 
 use connection::run_connection;
 
@@ -37,8 +39,8 @@ use sim::{
     history::{
         OpError, OpId, OpResult, Operation, Response,
         zk::{
-            Acl, CreateMode, Stat, WatchEventType, WatchKind, ZkError, ZkEvent, ZkOperation,
-            ZkResponse,
+            Acl, AddWatchMode, CreateMode, Stat, WatchEventType, WatchKind, ZkError, ZkEvent,
+            ZkOperation, ZkResponse,
         },
     },
     net::{Connection, StreamNetwork},
@@ -179,6 +181,10 @@ pub struct Watch {
     pub op_id: OpId,
     /// The kind of watch.
     pub kind: WatchKind,
+    /// The watched path.
+    path: String,
+    /// The client, to remove the watch by (`remove`).
+    client: watchers::ClientHandle,
 }
 
 impl Watch {
@@ -201,6 +207,8 @@ enum WatchRequest {
     Data,
     Exists,
     Children,
+    /// `addWatch`.
+    Persistent(AddWatchMode),
 }
 
 struct PendingCall {
@@ -1032,6 +1040,8 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
             Ok(())
         }
         ClientRequest::GetData { path, .. }
+        | ClientRequest::AddWatch { path, .. }
+        | ClientRequest::RemoveWatches { path, .. }
         | ClientRequest::Exists { path, .. }
         | ClientRequest::GetChildren { path, .. }
         | ClientRequest::GetAcl { path }

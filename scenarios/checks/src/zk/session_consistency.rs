@@ -317,6 +317,8 @@ fn operation_name(operation: &ZkOperation) -> &'static str {
         ZkOperation::Check { .. } => "check",
         ZkOperation::GetEphemerals { .. } => "getEphemerals",
         ZkOperation::GetAllChildrenNumber { .. } => "getAllChildrenNumber",
+        ZkOperation::AddWatch { .. } => "addWatch",
+        ZkOperation::RemoveWatches { .. } => "removeWatches",
     }
 }
 

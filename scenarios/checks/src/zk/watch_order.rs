@@ -8,7 +8,10 @@
 //! 1. delivered events carry non-decreasing zxids;
 //! 2. once a read by the same session shows the watched node changed after the watch was
 //!    set (newer `mzxid`, `pzxid` for a child watch, or existence for an exists watch),
-//!    the watch must already have been delivered.
+//!    the watch must already have been delivered. For a persistent watch (`addWatch`), which
+//!    fires for every change: each delivered event must come before any read of the same
+//!    session that already shows its change (the node's `mzxid`, or `pzxid` for
+//!    `NodeChildrenChanged`, at or past the event's zxid).
 //!
 //! **Reads:** client operations and the client's watch events (`ZkEvent::WatchRegistered`,
 //! `WatchDelivered`), recorded by the client library at the client node in the order the client
@@ -21,7 +24,7 @@ use sim::{
     NodeId,
     history::{
         Event, History, OpId,
-        zk::{Stat, WatchKind, ZkEvent, ZkOperation, ZkResponse},
+        zk::{Stat, WatchEventType, WatchKind, ZkEvent, ZkOperation, ZkResponse},
     },
     time::SimTime,
 };
@@ -117,6 +120,70 @@ fn observed<'a>(
     }
 }
 
+/// Each session's operations, by `((client, process), session)`: indices into the
+/// operations, in invocation order.
+type SessionOps = BTreeMap<((NodeId, u32), Option<u64>), Vec<usize>>;
+
+/// One event a persistent watch delivered.
+struct PersistentDelivery {
+    client: NodeId,
+    /// The session's key among the operations: `((client, process), session)`.
+    session: ((NodeId, u32), Option<u64>),
+    registration: OpId,
+    event: WatchEventType,
+    path: String,
+    zxid: u64,
+    at: SimTime,
+}
+
+/// Whether a read's stat of the delivery's node already shows the delivery's change.
+fn shows(delivery: &PersistentDelivery, stat: Option<Stat>) -> bool {
+    match (delivery.event, stat) {
+        (WatchEventType::NodeCreated | WatchEventType::NodeDataChanged, Some(stat)) => {
+            stat.mzxid >= delivery.zxid
+        }
+        (WatchEventType::NodeChildrenChanged, Some(stat)) => stat.pzxid >= delivery.zxid,
+        // A missing node may be missing since before it was created: it shows nothing.
+        _ => false,
+    }
+}
+
+/// Persistent watch events that reached the client after a read of its session had
+/// already shown their change.
+fn late_persistent_events(
+    ops: &[crate::history::zk::ZkOp<'_>],
+    by_session: &SessionOps,
+    registered_at: &BTreeMap<OpId, SimTime>,
+    deliveries: &[PersistentDelivery],
+    violations: &mut Vec<WatchOrderViolation>,
+) {
+    for delivery in deliveries {
+        let (Some(&from), Some(same_session)) = (
+            registered_at.get(&delivery.registration),
+            by_session.get(&delivery.session),
+        ) else {
+            continue;
+        };
+        let read = same_session.iter().map(|&index| &ops[index]).find(|op| {
+            op.invoked_at > from
+                && op.ended_at() < delivery.at
+                && op
+                    .ok()
+                    .and_then(|response| observed(op.operation, response))
+                    .is_some_and(|(path, stat)| path == delivery.path && shows(delivery, stat))
+        });
+        if let Some(read) = read {
+            violations.push(WatchOrderViolation::NewDataFirst {
+                client: delivery.client,
+                registration: delivery.registration,
+                path: delivery.path.clone(),
+                read: (read.op_id, read.ended_at()),
+                delivered_at: Some(delivery.at),
+            });
+        }
+    }
+}
+
 /// Every out-of-order or late watch event.
 pub fn check(history: &History) -> Checked<WatchOrderViolation> {
     let ops = zk_operations(history);
@@ -127,7 +194,7 @@ pub fn check(history: &History) -> Checked<WatchOrderViolation> {
         .collect();
     // Each process's operations in one session, in invocation order (as `ops` lists them):
     // a registration looks only at its own session's reads from its registration on.
-    let mut by_session: BTreeMap<((NodeId, u32), Option<u64>), Vec<usize>> = BTreeMap::new();
+    let mut by_session: SessionOps = BTreeMap::new();
     for (index, op) in ops.iter().enumerate() {
         by_session
             .entry((op.process_key(), op.session))
@@ -138,6 +205,8 @@ pub fn check(history: &History) -> Checked<WatchOrderViolation> {
     let mut last: BTreeMap<(NodeId, u32, u64), (OpId, u64, SimTime)> = BTreeMap::new();
     let mut registrations = Vec::new();
     let mut delivered: BTreeMap<OpId, SimTime> = BTreeMap::new();
+    let mut registered_at: BTreeMap<OpId, SimTime> = BTreeMap::new();
+    let mut persistent_deliveries = Vec::new();
     for record in history.records() {
         let Some(client) = record.node else { continue };
         match &record.event {
@@ -146,9 +215,22 @@ pub fn check(history: &History) -> Checked<WatchOrderViolation> {
                 session,
                 op_id,
                 zxid,
-                ..
+                kind,
+                event,
+                path,
             }) => {
                 delivered.entry(*op_id).or_insert(record.at);
+                if kind.is_persistent() {
+                    persistent_deliveries.push(PersistentDelivery {
+                        client,
+                        session: ((client, *process), Some(*session)),
+                        registration: *op_id,
+                        event: *event,
+                        path: path.clone(),
+                        zxid: *zxid,
+                        at: record.at,
+                    });
+                }
                 let key = (client, *process, *session);
                 if let Some(&earlier) = last.get(&key)
                     && *zxid < earlier.1
@@ -164,7 +246,10 @@ pub fn check(history: &History) -> Checked<WatchOrderViolation> {
             }
             Event::Zk(ZkEvent::WatchRegistered {
                 op_id, path, kind, ..
-            }) => registrations.push((client, *op_id, path.clone(), *kind, record.at)),
+            }) => {
+                registered_at.insert(*op_id, record.at);
+                registrations.push((client, *op_id, path.clone(), *kind, record.at));
+            }
             _ => {}
         }
     }
@@ -217,6 +302,13 @@ pub fn check(history: &History) -> Checked<WatchOrderViolation> {
             });
         }
     }
+    late_persistent_events(
+        &ops,
+        &by_session,
+        &registered_at,
+        &persistent_deliveries,
+        &mut violations,
+    );
     Checked::new(violations, judged)
 }
 
@@ -268,6 +360,57 @@ mod tests {
         assert!(matches!(
             check(&History::from_records(reordered))[..],
             [WatchOrderViolation::OutOfOrder { .. }]
+        ));
+    }
+
+    #[test]
+    fn a_persistent_event_after_a_read_that_showed_its_change_fails() {
+        use sim::history::zk::WatchEventType;
+        let session = vec![
+            established(0, C1, 7),
+            invoke(
+                1,
+                C1,
+                1,
+                ZkOperation::AddWatch {
+                    path: "/w".into(),
+                    mode: sim::history::zk::AddWatchMode::Persistent,
+                },
+            ),
+            ok(2, C1, 1, ZkResponse::WatchAdded),
+            registered(2, C1, 1, "/w", WatchKind::Persistent),
+        ];
+        let read_showing_zxid_8 = [
+            invoke(10, C1, 2, get_data("/w")),
+            ok(
+                12,
+                C1,
+                2,
+                ZkResponse::Data {
+                    data: "b".into(),
+                    stat: stat(8, 1, 0),
+                },
+            ),
+        ];
+        let changed = (WatchKind::Persistent, WatchEventType::NodeDataChanged, "/w");
+        let mut good = session.clone();
+        good.push(delivered_event(5, C1, 1, changed, 6));
+        good.push(delivered_event(9, C1, 1, changed, 8));
+        good.extend(read_showing_zxid_8.clone());
+        // The event of a later change may come after the read.
+        good.push(delivered_event(13, C1, 1, changed, 9));
+        assert!(check(&History::from_records(good)).is_empty());
+        let mut late = session;
+        late.push(delivered_event(5, C1, 1, changed, 6));
+        late.extend(read_showing_zxid_8);
+        late.push(delivered_event(13, C1, 1, changed, 8));
+        assert!(matches!(
+            check(&History::from_records(late))[..],
+            [WatchOrderViolation::NewDataFirst {
+                registration: OpId(1),
+                delivered_at: Some(_),
+                ..
+            }]
         ));
     }
 }

@@ -1,35 +1,23 @@
-//! ZooKeeper answers as the probe files write them (models/conformance/README.md): zxids by
-//! their counter, sessions by role, ACLs as `scheme:id:perms`.
+//! ZooKeeper answers as the probe files write them (models/conformance/README.md): stats
+//! through `probe_format::ZkStat`, ACLs as `scheme:id:perms`, errors by ZooKeeper's names.
 
-use probe_format::Roles;
+use probe_format::{Roles, ZkStat};
 use zookeeper_client::{Acl, AuthId, Error, Permission, Stat};
 
-/// A zxid as `z` and its counter (its low 32 bits: every probe starts a fresh server, so the
-/// counter is the number of transactions so far); zero stays `0`.
-pub fn zxid(zxid: i64) -> String {
-    match zxid {
-        0 => "0".to_string(),
-        _ => format!("z{}", zxid & 0xffff_ffff),
-    }
-}
-
-/// A Stat: `stat=(czxid=… mzxid=… pzxid=… version=… cversion=… aversion=… owner=… len=… children=…)`.
+/// A Stat as the probes write it (`probe_format::ZkStat`).
 pub fn stat(stat: &Stat, sessions: &mut Roles) -> String {
-    let owner = match stat.ephemeral_owner {
-        0 => "none".to_string(),
-        id => sessions.name(id),
-    };
-    format!(
-        "stat=(czxid={} mzxid={} pzxid={} version={} cversion={} aversion={} owner={owner} len={} children={})",
-        zxid(stat.czxid),
-        zxid(stat.mzxid),
-        zxid(stat.pzxid),
-        stat.version,
-        stat.cversion,
-        stat.aversion,
-        stat.data_length,
-        stat.num_children
-    )
+    ZkStat {
+        czxid: stat.czxid,
+        mzxid: stat.mzxid,
+        pzxid: stat.pzxid,
+        version: stat.version,
+        cversion: stat.cversion,
+        aversion: stat.aversion,
+        ephemeral_owner: stat.ephemeral_owner,
+        data_length: stat.data_length,
+        num_children: stat.num_children,
+    }
+    .render(sessions)
 }
 
 /// An error as `err KIND`, with ZooKeeper's name for the code (KeeperException.Code's names).

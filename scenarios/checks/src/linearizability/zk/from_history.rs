@@ -132,6 +132,7 @@ fn op_path(operation: &ZkOperation) -> Option<&str> {
         | ZkOperation::GetAllChildrenNumber { path } => Some(path),
         ZkOperation::GetEphemerals { .. } => None,
         ZkOperation::Multi { .. } => None,
+        ZkOperation::AddWatch { .. } | ZkOperation::RemoveWatches { .. } => None,
     }
 }
 
@@ -249,6 +250,13 @@ fn read_operation(
         return Err(
             "getEphemerals or getAllChildrenNumber (a session's or a subtree's view, not one path's)",
         );
+    }
+    if matches!(
+        op.operation,
+        ZkOperation::AddWatch { .. } | ZkOperation::RemoveWatches { .. }
+    ) {
+        // The watch checkers judge what the watches deliver.
+        return Err("addWatch or removeWatches (a session's watches, not the tree's state)");
     }
     let invoked_at = checked_invocation(op, sync_invoked)?;
     let results = sub_results(op)?;
@@ -491,7 +499,9 @@ impl PathSplit<'_> {
             | ZkOperation::GetAllChildrenNumber { .. }
             | ZkOperation::Multi { .. }
             | ZkOperation::GetAcl { .. }
-            | ZkOperation::SetAcl { .. } => self.mismatch = true,
+            | ZkOperation::SetAcl { .. }
+            | ZkOperation::AddWatch { .. }
+            | ZkOperation::RemoveWatches { .. } => self.mismatch = true,
         }
     }
 

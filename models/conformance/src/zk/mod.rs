@@ -2,17 +2,22 @@
 //! ZooKeeper 3.8 is (`tickTime=2000`: session timeouts between 4 and 40 s), one node per
 //! probe client.
 
-use crate::{
-    Stepper, answer_in_world,
-    render::{list, zxid},
-};
-use models::zk::{NodeAcl, WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
-use probe_format::{Probe, Roles, Step, StepKind};
+use crate::{Stepper, answer_in_world, render::list};
+use models::zk::{WriteOp, ZkClient, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
+use probe_format::{Probe, Roles, Step, StepKind, ZkStat};
 use sim::{
     NodeId, Sim,
-    history::zk::{Acl, CreateMode, Perms, Stat, WatchEventType, ZkError, ZkResponse},
+    history::zk::{
+        AddWatchMode, CreateMode, Stat, WatchEventType, WatcherType, ZkError, ZkResponse,
+    },
 };
 use std::{collections::BTreeMap, time::Duration};
+
+mod acl;
+mod watches;
+
+use acl::{acl_entries, node_acl, render_acl};
+use watches::{ProbeWatch, remove_watches_raw, session_state, wait_for};
 
 /// Debian's `zoo.cfg`: `tickTime=2000`.
 const TICK: Duration = Duration::from_millis(2000);
@@ -20,6 +25,8 @@ const TICK: Duration = Duration::from_millis(2000);
 const DEFAULT_SESSION_TIMEOUT_MS: u64 = 6000;
 /// How long a `wait` waits when the step does not say.
 const DEFAULT_WAIT_MS: u64 = 1000;
+/// How long `expire` waits for the client to learn of its expiry (the recorder's `OP_LIMIT`).
+const EXPIRE_PATIENCE_MS: u64 = 10_000;
 
 pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> {
     answer_in_world(probe, seed, |sim: Sim, _clients| async move {
@@ -49,7 +56,7 @@ struct State {
     sim: Sim,
     ensemble: ZkEnsemble,
     clients: BTreeMap<u32, ZkClient>,
-    watches: BTreeMap<String, models::zk::Watch>,
+    watches: BTreeMap<String, ProbeWatch>,
     sessions: Roles,
 }
 
@@ -69,9 +76,15 @@ impl State {
         let Some(zk) = self.clients.get(&client).cloned() else {
             return vec![format!("err probe: c{client} is not connected")];
         };
+        if verb == "expire" {
+            return self.expire(&zk, node).await;
+        }
+        if verb == "remove_watches" {
+            return self.remove_watches(node, step).await;
+        }
         let step = step.clone();
         let watch = match verb {
-            "wait" => self.watches.remove(step.arg(0)),
+            "wait" | "remove_watch" => self.watches.remove(step.arg(0)),
             _ => None,
         };
         let (raw, new_watch) = self
@@ -83,6 +96,51 @@ impl State {
             self.watches.insert(name, watch);
         }
         raw.render(&mut self.sessions)
+    }
+
+    /// Expires the client's session by the model's own means: the client is cut off until
+    /// the servers expire its session (a session timeout, checked every tick), then heard
+    /// again; it learns of the expiry when it reconnects. (The recorder closes the session
+    /// from a second client; both end it with one transaction.) Answers once the client's
+    /// state is terminal.
+    async fn expire(&mut self, zk: &ZkClient, node: NodeId) -> Vec<String> {
+        let nemesis = self.sim.nemesis();
+        nemesis.isolate(node);
+        self.sim.sleep(zk.session_timeout() + TICK * 2).await;
+        nemesis.heal();
+        let poll = Duration::from_millis(100);
+        for _ in 0..EXPIRE_PATIENCE_MS / 100 {
+            if zk.is_expired() || zk.is_closed() || zk.is_auth_failed() {
+                break;
+            }
+            self.sim.sleep(poll).await;
+        }
+        vec![format!("ok state={}", session_state(zk))]
+    }
+
+    /// `removeWatches` as is, on a session of its own (the recorder's `remove_watches`).
+    async fn remove_watches(&mut self, node: NodeId, step: &Step) -> Vec<String> {
+        let kind = match step.named("kind").unwrap_or("any") {
+            "children" => WatcherType::Children,
+            "data" => WatcherType::Data,
+            "any" => WatcherType::Any,
+            _ => return vec!["probe: unknown kind".to_string()],
+        };
+        let network = self.ensemble.client_network();
+        let server = self.ensemble.servers()[0];
+        let path = step.arg(0).to_string();
+        let answer = self
+            .sim
+            .spawn(node, async move {
+                remove_watches_raw(network, node, server, &path, kind).await
+            })
+            .await
+            .expect("the client node asks");
+        match answer {
+            Some(Ok(_)) => vec!["ok".to_string()],
+            Some(Err(error)) => vec![format!("err {}", api_error_name(&error))],
+            None => vec!["err ConnectionLoss".to_string()],
+        }
     }
 
     async fn connect(&mut self, client: u32, node: NodeId, step: &Step) -> Vec<String> {
@@ -119,8 +177,9 @@ enum Raw {
     Error(ZkClientError),
     Event(WatchEventType, String),
     NoEvent,
-    /// The watch's session ended before it fired.
-    WatchLost,
+    /// The watch's session ended before it fired: `zookeeper-client` hands the watcher the
+    /// terminal session state instead.
+    SessionEnded(&'static str),
 }
 
 /// One part of an answer line.
@@ -148,7 +207,7 @@ impl Raw {
             Raw::Error(error) => vec![format!("err {}", error_name(&error))],
             Raw::Event(kind, path) => vec![format!("event {kind:?} {path}")],
             Raw::NoEvent => vec!["none".to_string()],
-            Raw::WatchLost => vec!["lost".to_string()],
+            Raw::SessionEnded(state) => vec![format!("event Session state={state}")],
         }
     }
 }
@@ -161,23 +220,21 @@ fn push_word(lines: &mut [String], word: &str) {
     line.push_str(word);
 }
 
+/// The model's Stat as the probes write it (`probe_format::ZkStat`, as the recorder does).
 fn render_stat(stat: &Stat, sessions: &mut Roles) -> String {
-    let owner = if stat.ephemeral_owner == 0 {
-        "none".to_string()
-    } else {
-        sessions.name(stat.ephemeral_owner as i64)
-    };
-    format!(
-        "stat=(czxid={} mzxid={} pzxid={} version={} cversion={} aversion={} owner={owner} len={} children={})",
-        zxid(stat.czxid),
-        zxid(stat.mzxid),
-        zxid(stat.pzxid),
-        stat.version,
-        stat.cversion,
-        stat.aversion,
-        stat.data_length,
-        stat.num_children,
-    )
+    let wide = |value: u64| value as i64;
+    ZkStat {
+        czxid: wide(stat.czxid),
+        mzxid: wide(stat.mzxid),
+        pzxid: wide(stat.pzxid),
+        version: stat.version,
+        cversion: stat.cversion,
+        aversion: stat.aversion,
+        ephemeral_owner: wide(stat.ephemeral_owner),
+        data_length: stat.data_length as i32,
+        num_children: stat.num_children as i32,
+    }
+    .render(sessions)
 }
 
 /// ZooKeeper's name for an error code (`KeeperException.Code`), as the probes write it.
@@ -204,6 +261,7 @@ fn api_error_name(error: &ZkError) -> String {
         ZkError::NoAuth => "NoAuth".into(),
         ZkError::InvalidAcl => "InvalidACL".into(),
         ZkError::AuthFailed => "AuthFailed".into(),
+        ZkError::NoWatcher => "NoWatcher".into(),
         ZkError::MultiFailed { index, error } => {
             format!("{} index={index}", api_error_name(error))
         }
@@ -214,8 +272,8 @@ fn api_error_name(error: &ZkError) -> String {
 async fn call(
     zk: &ZkClient,
     step: &Step,
-    watch: Option<models::zk::Watch>,
-) -> (Raw, Option<(String, models::zk::Watch)>) {
+    watch: Option<ProbeWatch>,
+) -> (Raw, Option<(String, ProbeWatch)>) {
     let path = || step.arg(0);
     let version = || step.named_int("version").map(|v| v as i32);
     let watch_name = step.named("watch").map(str::to_string);
@@ -277,7 +335,7 @@ async fn call(
             Some(name) => match zk.get_data_watch(path()).await {
                 Ok((data, stat, watch)) => (
                     Raw::Ok(vec![Piece::Text(format!("data={data}")), Piece::Stat(stat)]),
-                    Some((name, watch)),
+                    Some((name, ProbeWatch::OneShot(watch))),
                 ),
                 Err(error) => (Raw::Error(error), None),
             },
@@ -294,7 +352,7 @@ async fn call(
         "exists" => {
             let (result, watch) = match watch_name {
                 Some(name) => match zk.exists_watch(path()).await {
-                    Ok((stat, watch)) => (Ok(stat), Some((name, watch))),
+                    Ok((stat, watch)) => (Ok(stat), Some((name, ProbeWatch::OneShot(watch)))),
                     Err(error) => (Err(error), None),
                 },
                 None => (zk.exists(path()).await, None),
@@ -308,7 +366,10 @@ async fn call(
         "children" => {
             let (result, watch) = match watch_name {
                 Some(name) => match zk.get_children_watch(path()).await {
-                    Ok((children, stat, watch)) => (Ok((children, stat)), Some((name, watch))),
+                    Ok((children, stat, watch)) => (
+                        Ok((children, stat)),
+                        Some((name, ProbeWatch::OneShot(watch))),
+                    ),
                     Err(error) => (Err(error), None),
                 },
                 None => (zk.get_children(path()).await, None),
@@ -334,7 +395,35 @@ async fn call(
                 sim::time::sleep(within).await;
                 return (Raw::NoEvent, None);
             };
-            wait_for(watch, within, step.arg(0).to_string()).await
+            wait_for(zk, watch, within, step.arg(0).to_string()).await
+        }
+        "add_watch" => {
+            let mode = match step.named("mode").unwrap_or("persistent") {
+                "persistent" => AddWatchMode::Persistent,
+                "persistent_recursive" => AddWatchMode::PersistentRecursive,
+                _ => {
+                    return (
+                        Raw::Ok(vec![Piece::Text("probe: unknown mode".into())]),
+                        None,
+                    );
+                }
+            };
+            match zk.watch(path(), mode).await {
+                Ok(watcher) => (
+                    Raw::Ok(vec![]),
+                    watch_name.map(|name| (name, ProbeWatch::Persistent(watcher))),
+                ),
+                Err(error) => (Raw::Error(error), None),
+            }
+        }
+        "remove_watch" => {
+            let result = match watch {
+                Some(ProbeWatch::OneShot(watch)) => watch.remove().await,
+                Some(ProbeWatch::Persistent(watcher)) => watcher.remove().await,
+                // The recorder refuses this step: the client crate has no watcher left.
+                None => return (Raw::Ok(vec![Piece::Text("probe: no watch".into())]), None),
+            };
+            (raw(result.map(|()| vec![])), None)
         }
         "sync" => (raw(zk.sync(path()).await.map(|()| vec![])), None),
         "multi" => match multi_ops(step.arg(0), zk) {
@@ -399,21 +488,6 @@ async fn call(
     }
 }
 
-/// Waits up to `within` for the watch; one that has not fired is handed back to stay set.
-async fn wait_for(
-    watch: models::zk::Watch,
-    within: Duration,
-    name: String,
-) -> (Raw, Option<(String, models::zk::Watch)>) {
-    let fired = sim::time::timeout(within, watch.wait()).await;
-    match fired {
-        Ok(Ok(event)) => (Raw::Event(event.event, event.path), None),
-        Ok(Err(_lost)) => (Raw::WatchLost, None),
-        // Not fired yet: it stays set, and a later `wait` may see it fire.
-        Err(_elapsed) => (Raw::NoEvent, Some((name, watch))),
-    }
-}
-
 fn create_mode(mode: &str) -> Option<CreateMode> {
     Some(match mode {
         "persistent" => CreateMode::Persistent,
@@ -423,64 +497,6 @@ fn create_mode(mode: &str) -> Option<CreateMode> {
         "container" => CreateMode::Container,
         _ => return None,
     })
-}
-
-/// `open`, `read`, `creator`, or a list of `scheme:id:perms` entries.
-fn node_acl(text: &str) -> Option<NodeAcl> {
-    match text {
-        "open" => Some(NodeAcl::Open),
-        "creator" => Some(NodeAcl::creator_all()),
-        _ => acl_entries(text).map(NodeAcl::from_entries),
-    }
-}
-
-fn acl_entries(text: &str) -> Option<Vec<Acl>> {
-    match text {
-        "open" => return Some(vec![Acl::open()]),
-        "read" => return Some(vec![Acl::new(Perms::READ, "world", "anyone")]),
-        "creator" => return Some(vec![Acl::creator_all()]),
-        _ => {}
-    }
-    text.split(',')
-        .map(|entry| {
-            // The id may hold ':' itself (digest ids are `user:hash`): perms are last.
-            let (scheme, rest) = entry.split_once(':')?;
-            let (id, perms) = rest.rsplit_once(':')?;
-            Some(Acl::new(perms_of(perms)?, scheme, id))
-        })
-        .collect()
-}
-
-const PERM_LETTERS: [(char, Perms); 5] = [
-    ('c', Perms::CREATE),
-    ('d', Perms::DELETE),
-    ('r', Perms::READ),
-    ('w', Perms::WRITE),
-    ('a', Perms::ADMIN),
-];
-
-fn perms_of(letters: &str) -> Option<Perms> {
-    let mut bits = 0;
-    for letter in letters.chars() {
-        let (_, perm) = PERM_LETTERS.iter().find(|(l, _)| *l == letter)?;
-        bits |= perm.0;
-    }
-    Some(Perms(bits))
-}
-
-fn render_acl(acl: &[Acl]) -> String {
-    let entries: Vec<String> = acl
-        .iter()
-        .map(|entry| {
-            let letters: String = PERM_LETTERS
-                .iter()
-                .filter(|(_, perm)| entry.perms.0 & perm.0 != 0)
-                .map(|(letter, _)| *letter)
-                .collect();
-            format!("{}:{}:{letters}", entry.scheme, entry.id)
-        })
-        .collect();
-    list(&entries)
 }
 
 /// `create:PATH:DATA:MODE`, `delete:PATH:VERSION`, `set:PATH:DATA:VERSION`,
