@@ -122,22 +122,17 @@ impl State {
                 range_end,
                 start_revision,
             } => {
-                let start_revision = if start_revision == 0 {
-                    // etcd opens a watch when it answers `created`: from the next revision.
-                    // The model's stream opens on its first `next`, so ask for the revision
-                    // the watch would have started at.
-                    match self.run_on(index, node, Call::Op(get(&key, None))).await {
-                        Outcome::Result(result) => match kv_response(&result) {
-                            Some(KvResponse::Get { revision, .. }) => revision + 1,
-                            _ => return self.render(Outcome::Result(result)),
-                        },
-                        other => return self.render(other),
-                    }
-                } else {
-                    start_revision
-                };
-                let client = self.clients[index].as_mut().expect("the client is home");
-                let stream = client.watch(&key, range_end, start_revision);
+                // The model's `watch`, like etcd's, returns once the server created the watch.
+                let mut client = self.clients[index].take().expect("the client is home");
+                let (stream, client) = self
+                    .sim
+                    .spawn(node, async move {
+                        let stream = client.watch(&key, range_end, start_revision).await;
+                        (stream, client)
+                    })
+                    .await
+                    .expect("the client node opens the watch");
+                self.clients[index] = Some(client);
                 self.watches.insert(name, stream);
                 Outcome::Watching
             }

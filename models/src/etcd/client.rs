@@ -426,8 +426,13 @@ impl EtcdClient {
     }
 
     /// Opens a watch on `key` (or `[key, range_end)`) from `start_revision` (0: from the
-    /// next change), on its own connection.
-    pub fn watch(
+    /// revision after the store's when the server creates the watch), on its own connection,
+    /// and returns once a server has answered the create: every change from then on (or from
+    /// `start_revision`) is delivered. As etcd-client 0.21's `WatchClient::watch` followed by
+    /// the stream's first message (`created`); unlike it, this never fails: when no server
+    /// answers within the operation timeout, the stream opens on its first `next` (from
+    /// `start_revision`, or, for 0, from the revision of the server that answers then).
+    pub async fn watch(
         &mut self,
         key: &str,
         range_end: Option<String>,
@@ -435,7 +440,7 @@ impl EtcdClient {
     ) -> WatchStream {
         self.next_watch_id += 1;
         let watch = (u64::from(self.process) << 32) | self.next_watch_id;
-        let stream = WatchStream {
+        let mut stream = WatchStream {
             context: self.context.clone(),
             history: self.history.clone(),
             network: self.network.clone(),
@@ -454,6 +459,11 @@ impl EtcdClient {
             range_end,
             start_revision,
         });
+        let clock = self.context.clock().clone();
+        let deadline = clock.now() + self.config.operation_timeout;
+        while stream.open().await.is_none() && clock.now() < deadline {
+            clock.sleep(self.config.retry_backoff).await;
+        }
         stream
     }
 
@@ -640,6 +650,8 @@ impl WatchStream {
         self.record(WatchStep::Closed);
     }
 
+    /// Connects, asks for the watch from `next_revision` and waits for the server's
+    /// `created` answer (which comes before any event of the watch).
     async fn open(&mut self) -> Option<Connection<ClientFrame>> {
         let server = self.servers[self.rotation % self.servers.len()];
         let connection = match self
@@ -667,8 +679,42 @@ impl WatchStream {
             server,
             from_revision: self.next_revision,
         });
+        let answer = self
+            .context
+            .clock()
+            .timeout(
+                self.config.request_timeout,
+                created_answer(&connection, self.watch),
+            )
+            .await;
+        let Ok(Ok(revision)) = answer else {
+            connection.close();
+            self.rotation += 1;
+            return None;
+        };
+        if self.next_revision == 0 {
+            // "From now" is fixed by the server's answer, so that a reconnect resumes there.
+            self.next_revision = revision + 1;
+        }
         self.connection = Some(connection.clone());
         Some(connection)
+    }
+}
+
+/// The revision in the server's `created` answer to `watch_id` on `connection`.
+async fn created_answer(
+    connection: &Connection<ClientFrame>,
+    watch_id: u64,
+) -> Result<u64, ConnectionBroken> {
+    loop {
+        if let ClientFrame::WatchCreated {
+            watch_id: created,
+            revision,
+        } = connection.recv().await?
+            && created == watch_id
+        {
+            return Ok(revision);
+        }
     }
 }
 

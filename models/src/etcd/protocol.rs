@@ -35,6 +35,14 @@ pub enum ClientFrame {
         /// First revision wanted.
         start_revision: u64,
     },
+    /// Server → client: the watch is created (etcd's `WatchResponse` with `created`, sent
+    /// before any event of the watch: v3rpc/watch.go answers the create request at once).
+    WatchCreated {
+        /// The watch.
+        watch_id: u64,
+        /// The store's revision when the watch was created (the response header's revision).
+        revision: u64,
+    },
     /// Server → client: changes, in revision order.
     WatchEvents {
         /// The watch.

@@ -311,6 +311,7 @@ impl Server {
             ),
             // Server-to-client frames are not expected here.
             ClientFrame::Response { .. }
+            | ClientFrame::WatchCreated { .. }
             | ClientFrame::WatchEvents { .. }
             | ClientFrame::WatchCompacted { .. } => {}
         }
@@ -414,6 +415,14 @@ impl Server {
         };
         let range = KeyRange::new(key, range_end);
         let current = self.machine.mvcc().revision();
+        // etcd answers the create first, with the store's revision, even when the start
+        // revision turns out to be compacted (release-3.4 etcdserver/api/v3rpc/watch.go,
+        // `recvLoop`: `Created: true` with `sws.watchStream.Rev()`; the compaction is told in
+        // a later response by the watchable store).
+        let _ = channel.send(ClientFrame::WatchCreated {
+            watch_id,
+            revision: current,
+        });
         let start = if start_revision == 0 {
             current + 1
         } else {

@@ -201,7 +201,9 @@ async fn read_and_watch(
                 .iter()
                 .filter_map(|kv| kv.key.strip_prefix(prefix).map(str::to_string))
                 .collect();
-            let watch = client.watch(prefix, Some(prefix_range_end(prefix)), revision + 1);
+            let watch = client
+                .watch(prefix, Some(prefix_range_end(prefix)), revision + 1)
+                .await;
             return (members, watch);
         }
         context.clock().sleep(RETRY).await;

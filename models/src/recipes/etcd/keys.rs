@@ -137,7 +137,7 @@ pub(crate) async fn wait_for_deletes(
         else {
             return;
         };
-        let mut watch = client.watch(&latest_before.key, None, revision + 1);
+        let mut watch = client.watch(&latest_before.key, None, revision + 1).await;
         // A compaction past our revision ends the stream: read the prefix again.
         while let WatchItem::Changes(changes) = watch.next().await {
             if changes

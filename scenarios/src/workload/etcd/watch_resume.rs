@@ -130,7 +130,9 @@ impl WatchResume {
             }
         };
         let start = current.saturating_sub(self.rewind_revisions).max(1);
-        let mut stream = client.watch(WATCH_PREFIX, Some(prefix_range_end(WATCH_PREFIX)), start);
+        let mut stream = client
+            .watch(WATCH_PREFIX, Some(prefix_range_end(WATCH_PREFIX)), start)
+            .await;
         'follow: while !stop.load(Ordering::Relaxed) {
             // The same `next` future across the polls: nothing it received is dropped until
             // the workload stops.
