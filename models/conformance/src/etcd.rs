@@ -3,8 +3,8 @@
 
 use crate::{Stepper, answer_in_world};
 use models::etcd::{
-    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchItem, WatchStream, kv_response,
-    prefix_range_end,
+    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchItem, WatchOptions, WatchStream,
+    kv_response, prefix_range_end,
 };
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
@@ -65,8 +65,8 @@ struct State {
     /// `None` while the client is away on its node running a step.
     clients: Vec<Option<EtcdClient>>,
     watches: BTreeMap<String, WatchStream>,
-    /// Events a watch delivered beyond the one its `next` step handed out.
-    pending: BTreeMap<String, std::collections::VecDeque<String>>,
+    /// Events a watch delivered beyond the one its `next` step handed out, each as its lines.
+    pending: BTreeMap<String, std::collections::VecDeque<Vec<String>>>,
     /// Watches cancelled: their next `next` answers `canceled`.
     cancelled: Vec<String>,
     /// Watches whose cancellation was answered: nothing more comes.
@@ -81,8 +81,7 @@ enum Call {
     Watch {
         name: String,
         key: String,
-        range_end: Option<String>,
-        start_revision: u64,
+        options: WatchOptions,
     },
     Next {
         name: String,
@@ -98,7 +97,6 @@ enum Outcome {
     Result(OpResult),
     NoEvent,
     Watching,
-    Events(WatchItem),
     Cancelled,
     Refused(String),
 }
@@ -116,18 +114,13 @@ impl State {
         let index = client as usize - 1;
         let node = NodeId::client(index);
         let outcome = match call {
-            Call::Watch {
-                name,
-                key,
-                range_end,
-                start_revision,
-            } => {
+            Call::Watch { name, key, options } => {
                 // The model's `watch`, like etcd's, returns once the server created the watch.
                 let mut client = self.clients[index].take().expect("the client is home");
                 let (stream, client) = self
                     .sim
                     .spawn(node, async move {
-                        let stream = client.watch(&key, range_end, start_revision).await;
+                        let stream = client.watch_with_options(&key, options).await;
                         (stream, client)
                     })
                     .await
@@ -144,8 +137,8 @@ impl State {
             }
             Call::Next { name, .. } if self.ended.contains(&name) => Outcome::NoEvent,
             Call::Next { name, .. } if self.pending.get(&name).is_some_and(|p| !p.is_empty()) => {
-                let line = self.pending.get_mut(&name).and_then(|p| p.pop_front());
-                return vec![line.expect("a pending event")];
+                let event = self.pending.get_mut(&name).and_then(|p| p.pop_front());
+                return event.expect("a pending event");
             }
             Call::Next { name, within } => match self.watches.remove(&name) {
                 None => Outcome::Refused(format!("no watch {name}")),
@@ -164,13 +157,13 @@ impl State {
                     }
                     // etcd may batch events into one response; `next` hands out one per
                     // step (README), the rest wait for the next steps.
-                    let mut lines = match item {
+                    let mut events = match item {
                         None => return vec!["none".to_string()],
-                        Some(item) => self.render(Outcome::Events(item)),
+                        Some(item) => self.render_events(item),
                     };
-                    let first = lines.remove(0);
-                    self.pending.entry(name).or_default().extend(lines);
-                    return vec![first];
+                    let first = events.remove(0);
+                    self.pending.entry(name).or_default().extend(events);
+                    return first;
                 }
             },
             Call::Cancel(name) => match self.watches.remove(&name) {
@@ -264,12 +257,21 @@ impl State {
                 })
             }
             "compact" => Call::Compact(step.arg_int(0).max(0) as u64),
-            "watch" => Call::Watch {
-                name: step.named("as").unwrap_or("w1").to_string(),
-                key: step.arg(0).to_string(),
-                range_end: range_end(step),
-                start_revision: step.named_int("rev").map_or(0, |r| r.max(0) as u64),
-            },
+            "watch" => {
+                let mut options = WatchOptions::new()
+                    .with_start_revision(step.named_int("rev").map_or(0, |r| r.max(0) as u64));
+                if let Some(end) = range_end(step) {
+                    options = options.with_range(end);
+                }
+                if step.flag("prev_kv") {
+                    options = options.with_prev_key();
+                }
+                Call::Watch {
+                    name: step.named("as").unwrap_or("w1").to_string(),
+                    key: step.arg(0).to_string(),
+                    options,
+                }
+            }
             "next" => Call::Next {
                 name: step.arg(0).to_string(),
                 within: Duration::from_millis(
@@ -301,19 +303,34 @@ impl State {
             Outcome::Watching => vec!["ok".to_string()],
             Outcome::Cancelled => vec!["canceled".to_string()],
             Outcome::NoEvent => vec!["none".to_string()],
-            Outcome::Events(WatchItem::Changes(events)) => events
+            Outcome::Refused(why) => vec![format!("probe: {why}")],
+        }
+    }
+
+    /// A watch's item as events, each as its lines: `put KV` or `delete KEY mod=R`, then
+    /// `  prev KV` when it carries its key's previous value; or the compaction that ended it.
+    fn render_events(&mut self, item: WatchItem) -> Vec<Vec<String>> {
+        match item {
+            WatchItem::Changes(events) => events
                 .iter()
-                .map(|event| match event.kind {
-                    ChangeKind::Put => format!("put {}", self.kv(&event.kv)),
-                    ChangeKind::Delete => {
-                        format!("delete {} mod={}", event.kv.key, event.kv.mod_revision)
+                .map(|event| {
+                    let mut lines = vec![match event.kind {
+                        ChangeKind::Put => format!("put {}", self.kv(&event.kv)),
+                        ChangeKind::Delete => {
+                            format!("delete {} mod={}", event.kv.key, event.kv.mod_revision)
+                        }
+                    }];
+                    if let Some(prev) = &event.prev_kv {
+                        lines.push(format!("  prev {}", self.kv(prev)));
                     }
+                    lines
                 })
                 .collect(),
-            Outcome::Events(WatchItem::Compacted { compact_revision }) => {
-                vec![format!("err compacted compact_rev={compact_revision}")]
+            WatchItem::Compacted { compact_revision } => {
+                vec![vec![format!(
+                    "err compacted compact_rev={compact_revision}"
+                )]]
             }
-            Outcome::Refused(why) => vec![format!("probe: {why}")],
         }
     }
 

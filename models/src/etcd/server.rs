@@ -17,9 +17,10 @@ use super::{
     command::{StoreCommand, validate},
     config::{EtcdBug, EtcdConfig},
     lease::{Lessor, PromotionTtl},
-    mvcc::KeyRange,
+    mvcc::{ChangeEvent, KeyRange, MvccStore},
     protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted},
     state_machine::{ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine},
+    watch::WatchOptions,
 };
 use crate::{
     local_queue::LocalQueue,
@@ -175,6 +176,24 @@ struct Watcher {
     created_at_revision: u64,
     /// The first revision it has not sent yet (etcd's `minRev`).
     next_revision: u64,
+    /// Whether its events carry their keys' previous values.
+    prev_kv: bool,
+}
+
+/// `events` as a watcher gets them: with their keys' previous values if it asked for them,
+/// read from `mvcc` as it is when they are sent (as etcd does: a compaction in between
+/// leaves them without).
+fn events_to_send(
+    mvcc: &MvccStore,
+    prev_kv: bool,
+    mut events: Vec<ChangeEvent>,
+) -> Vec<ChangeEvent> {
+    if prev_kv {
+        for event in &mut events {
+            event.prev_kv = mvcc.prev_kv_of(event);
+        }
+    }
+    events
 }
 
 enum ServerEvent {
@@ -300,15 +319,8 @@ impl Server {
             ClientFrame::WatchCreate {
                 watch_id,
                 key,
-                range_end,
-                start_revision,
-            } => self.create_watch(
-                connection,
-                watch_id,
-                &key,
-                range_end.as_deref(),
-                start_revision,
-            ),
+                options,
+            } => self.create_watch(connection, watch_id, &key, &options),
             // Server-to-client frames are not expected here.
             ClientFrame::Response { .. }
             | ClientFrame::WatchCreated { .. }
@@ -402,18 +414,12 @@ impl Server {
         }
     }
 
-    fn create_watch(
-        &mut self,
-        connection: u64,
-        watch_id: u64,
-        key: &str,
-        range_end: Option<&str>,
-        start_revision: u64,
-    ) {
+    fn create_watch(&mut self, connection: u64, watch_id: u64, key: &str, options: &WatchOptions) {
+        let start_revision = options.start_revision;
         let Some(channel) = self.connections.get(&connection) else {
             return;
         };
-        let range = KeyRange::new(key, range_end);
+        let range = KeyRange::new(key, options.range_end.as_deref());
         let current = self.machine.mvcc().revision();
         // etcd answers the create first, with the store's revision, even when the start
         // revision turns out to be compacted (release-3.4 etcdserver/api/v3rpc/watch.go,
@@ -439,6 +445,7 @@ impl Server {
             Err(_) => return,
             Ok(events) => {
                 if !events.is_empty() {
+                    let events = events_to_send(self.machine.mvcc(), options.prev_kv, events);
                     let _ = channel.send(ClientFrame::WatchEvents { watch_id, events });
                 }
             }
@@ -448,6 +455,7 @@ impl Server {
             connection,
             watch_id,
             range,
+            prev_kv: options.prev_kv,
             created_at_revision: next_revision,
             next_revision,
         });
@@ -468,6 +476,7 @@ impl Server {
             if events.is_empty() {
                 continue;
             }
+            let events = events_to_send(self.machine.mvcc(), watcher.prev_kv, events);
             if let Some(connection) = self.connections.get(&watcher.connection) {
                 let _ = connection.send(ClientFrame::WatchEvents {
                     watch_id: watcher.watch_id,
@@ -502,6 +511,7 @@ impl Server {
             match self.machine.mvcc().changes_since(from, &watcher.range) {
                 Ok(events) => {
                     if !events.is_empty() {
+                        let events = events_to_send(self.machine.mvcc(), watcher.prev_kv, events);
                         let _ = channel.send(ClientFrame::WatchEvents {
                             watch_id: watcher.watch_id,
                             events,

@@ -342,6 +342,10 @@ pub struct WatchedChange {
     pub create_revision: u64,
     /// Version after a put (0 after a delete).
     pub version: u64,
+    /// The key before the change, when the watch asked for it (`prev_kv`) and the server
+    /// had it (none for a create, none when that revision was compacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_kv: Option<KeyValue>,
 }
 
 /// Kinds of watched change.
@@ -393,6 +397,14 @@ mod watch_record_tests {
                     mod_revision: 9,
                     create_revision: 0,
                     version: 0,
+                    prev_kv: Some(KeyValue {
+                        key: "k".into(),
+                        value: "v".into(),
+                        create_revision: 3,
+                        mod_revision: 8,
+                        version: 2,
+                        lease: None,
+                    }),
                 }],
             },
         };

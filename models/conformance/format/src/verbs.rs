@@ -146,7 +146,7 @@ const ETCD: &[Verb] = &[
         "watch",
         &[("key", Word)],
         &[("rev", Int), ("as", Watch)],
-        &["prefix"],
+        &["prefix", "prev_kv"],
     ),
     verb("next", &[("watch", Watch)], &[("within_ms", Int)], &[]),
     verb("cancel", &[("watch", Watch)], &[], &[]),

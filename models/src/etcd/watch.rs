@@ -1,0 +1,240 @@
+//! Watches: [`WatchOptions`] (etcd-client 0.21's names, the subset the model serves) and
+//! [`WatchStream`], which yields changes in revision order and resumes after a reconnect
+//! from the revision after the last one it delivered. [`super::EtcdClient::watch`] opens one.
+
+use super::{
+    client::ClientConfig,
+    mvcc::{ChangeEvent, ChangeKind},
+    protocol::ClientFrame,
+};
+use sim::{
+    HistoryRecorder, NodeContext, NodeId,
+    history::{
+        RecipeEvent,
+        kv::{WatchRecord, WatchStep, WatchedChange, WatchedChangeKind},
+    },
+    net::{Connection, ConnectionBroken, StreamNetwork},
+};
+
+/// What a watch asks for, as etcd-client 0.21's `WatchOptions` (with its builder names).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchOptions {
+    /// End of the range (etcd encoding); `None`: the key alone.
+    pub(crate) range_end: Option<String>,
+    /// First revision wanted; 0: the revision after the store's when the watch is created.
+    pub(crate) start_revision: u64,
+    /// Whether each event carries its key's previous value (`WatchCreateRequest.prev_kv`).
+    pub(crate) prev_kv: bool,
+}
+
+impl WatchOptions {
+    /// The key alone, from now, events without their previous values.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Watches `[key, end)` (`\0`: every key from `key` on).
+    pub fn with_range(mut self, end: impl Into<String>) -> Self {
+        self.range_end = Some(end.into());
+        self
+    }
+
+    /// From `revision` (inclusive); 0 is "now".
+    pub fn with_start_revision(mut self, revision: u64) -> Self {
+        self.start_revision = revision;
+        self
+    }
+
+    /// Each event carries the key's value before it (none for a create, none when that
+    /// revision was compacted: etcd reads it at the event's revision − 1 when it sends).
+    pub fn with_prev_key(mut self) -> Self {
+        self.prev_kv = true;
+        self
+    }
+}
+
+/// What a watch stream yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchItem {
+    /// Changes, in revision order.
+    Changes(Vec<ChangeEvent>),
+    /// The revision asked for was compacted: the stream is over.
+    Compacted {
+        /// The compaction revision.
+        compact_revision: u64,
+    },
+}
+
+/// A watch: yields changes in revision order, reconnecting (to any server) after a break and
+/// resuming from the revision after the last change it delivered.
+pub struct WatchStream {
+    pub(super) context: NodeContext,
+    pub(super) history: HistoryRecorder,
+    pub(super) network: StreamNetwork<ClientFrame>,
+    pub(super) servers: Vec<NodeId>,
+    pub(super) process: u32,
+    pub(super) watch: u64,
+    pub(super) key: String,
+    /// As asked; the start revision sent on each (re)open is `next_revision`.
+    pub(super) options: WatchOptions,
+    pub(super) next_revision: u64,
+    pub(super) rotation: usize,
+    pub(super) connection: Option<Connection<ClientFrame>>,
+    pub(super) config: ClientConfig,
+}
+
+impl WatchStream {
+    pub(super) fn record(&self, step: WatchStep) {
+        let record = WatchRecord {
+            process: self.process,
+            watch: self.watch,
+            step,
+        };
+        self.history
+            .record(sim::history::Event::Recipe(record.to_recipe_event()));
+    }
+
+    /// The first revision the stream has not delivered yet (0: none delivered and none
+    /// asked for).
+    pub fn next_revision(&self) -> u64 {
+        self.next_revision
+    }
+
+    /// The next changes (waits; reconnects as needed).
+    pub async fn next(&mut self) -> WatchItem {
+        loop {
+            let connection = match &self.connection {
+                Some(connection) if !connection.is_broken() => connection.clone(),
+                _ => match self.open().await {
+                    Some(connection) => connection,
+                    None => {
+                        self.context.clock().sleep(self.config.retry_backoff).await;
+                        continue;
+                    }
+                },
+            };
+            match connection.recv().await {
+                Ok(ClientFrame::WatchEvents { watch_id, events }) if watch_id == self.watch => {
+                    if let Some(last) = events.last() {
+                        self.next_revision = last.revision() + 1;
+                    }
+                    self.record(WatchStep::Delivered {
+                        server: connection.peer(),
+                        changes: events.iter().map(watched_change).collect(),
+                    });
+                    return WatchItem::Changes(events);
+                }
+                Ok(ClientFrame::WatchCompacted {
+                    watch_id,
+                    compact_revision,
+                }) if watch_id == self.watch => {
+                    self.record(WatchStep::Compacted { compact_revision });
+                    self.connection = None;
+                    return WatchItem::Compacted { compact_revision };
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    self.connection = None;
+                    self.rotation += 1;
+                }
+            }
+        }
+    }
+
+    /// Stops watching.
+    pub fn close(mut self) {
+        if let Some(connection) = self.connection.take() {
+            connection.close();
+        }
+        self.record(WatchStep::Closed);
+    }
+
+    /// Connects, asks for the watch from `next_revision` and waits for the server's
+    /// `created` answer (which comes before any event of the watch).
+    pub(super) async fn open(&mut self) -> Option<Connection<ClientFrame>> {
+        let server = self.servers[self.rotation % self.servers.len()];
+        let connection = match self
+            .network
+            .connect(self.context.id(), server, self.config.connect_timeout)
+            .await
+        {
+            Ok(connection) => connection,
+            Err(_) => {
+                self.rotation += 1;
+                return None;
+            }
+        };
+        let created = connection.send(ClientFrame::WatchCreate {
+            watch_id: self.watch,
+            key: self.key.clone(),
+            options: self.options.clone().with_start_revision(self.next_revision),
+        });
+        if created.is_err() {
+            self.rotation += 1;
+            return None;
+        }
+        self.record(WatchStep::Opened {
+            server,
+            from_revision: self.next_revision,
+        });
+        let answer = self
+            .context
+            .clock()
+            .timeout(
+                self.config.request_timeout,
+                created_answer(&connection, self.watch),
+            )
+            .await;
+        let Ok(Ok(revision)) = answer else {
+            connection.close();
+            self.rotation += 1;
+            return None;
+        };
+        if self.next_revision == 0 {
+            // "From now" is fixed by the server's answer, so that a reconnect resumes there.
+            self.next_revision = revision + 1;
+        }
+        self.connection = Some(connection.clone());
+        Some(connection)
+    }
+}
+
+/// The revision in the server's `created` answer to `watch_id` on `connection`.
+async fn created_answer(
+    connection: &Connection<ClientFrame>,
+    watch_id: u64,
+) -> Result<u64, ConnectionBroken> {
+    loop {
+        if let ClientFrame::WatchCreated {
+            watch_id: created,
+            revision,
+        } = connection.recv().await?
+            && created == watch_id
+        {
+            return Ok(revision);
+        }
+    }
+}
+
+fn watched_change(event: &ChangeEvent) -> WatchedChange {
+    WatchedChange {
+        kind: match event.kind {
+            ChangeKind::Put => WatchedChangeKind::Put,
+            ChangeKind::Delete => WatchedChangeKind::Delete,
+        },
+        key: event.kv.key.clone(),
+        value: event.kv.value.clone(),
+        mod_revision: event.kv.mod_revision,
+        create_revision: event.kv.create_revision,
+        version: event.kv.version,
+        prev_kv: event.prev_kv.clone(),
+    }
+}
+
+/// The recipe events of a history that are watch records (for tests and tools).
+pub fn watch_records<'a>(events: impl IntoIterator<Item = &'a RecipeEvent>) -> Vec<WatchRecord> {
+    events
+        .into_iter()
+        .filter_map(WatchRecord::from_recipe_event)
+        .collect()
+}
