@@ -3,8 +3,8 @@
 
 use crate::{Stepper, answer_in_world};
 use models::etcd::{
-    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchItem, WatchOptions, WatchStream,
-    kv_response, prefix_range_end,
+    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, WatchFilterType, WatchItem, WatchOptions,
+    WatchStream, kv_response, prefix_range_end,
 };
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
@@ -265,6 +265,17 @@ impl State {
                 }
                 if step.flag("prev_kv") {
                     options = options.with_prev_key();
+                }
+                let filters: Vec<WatchFilterType> = [
+                    ("no_put", WatchFilterType::NoPut),
+                    ("no_delete", WatchFilterType::NoDelete),
+                ]
+                .into_iter()
+                .filter(|(flag, _)| step.flag(flag))
+                .map(|(_, filter)| filter)
+                .collect();
+                if !filters.is_empty() {
+                    options = options.with_filters(filters);
                 }
                 Call::Watch {
                     name: step.named("as").unwrap_or("w1").to_string(),

@@ -466,6 +466,7 @@ impl EtcdClient {
             key: key.to_string(),
             range_end: stream.options.range_end.clone(),
             start_revision: stream.next_revision,
+            left_out: stream.options.left_out(),
         });
         let clock = self.context.clock().clone();
         let deadline = clock.now() + self.config.operation_timeout;

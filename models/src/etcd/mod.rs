@@ -23,4 +23,4 @@ pub use server::{EtcdCluster, LogCommand, StoreMessage};
 pub use state_machine::{
     ApplyOutcome, ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine,
 };
-pub use watch::{WatchItem, WatchOptions, WatchStream, watch_records};
+pub use watch::{WatchFilterType, WatchItem, WatchOptions, WatchStream, watch_records};

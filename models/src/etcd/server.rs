@@ -176,19 +176,21 @@ struct Watcher {
     created_at_revision: u64,
     /// The first revision it has not sent yet (etcd's `minRev`).
     next_revision: u64,
-    /// Whether its events carry their keys' previous values.
-    prev_kv: bool,
+    /// What its events carry and which it leaves out (its range and start are above).
+    options: WatchOptions,
 }
 
-/// `events` as a watcher gets them: with their keys' previous values if it asked for them,
-/// read from `mvcc` as it is when they are sent (as etcd does: a compaction in between
-/// leaves them without).
+/// `events` as a watcher with `options` gets them: without those its filters leave out
+/// (v3.4.23 mvcc/watchable_store.go, `watcher.send`: nothing is sent when nothing is left),
+/// and with their keys' previous values if it asked for them, read from `mvcc` as it is
+/// when they are sent (as etcd does: a compaction in between leaves them without).
 fn events_to_send(
     mvcc: &MvccStore,
-    prev_kv: bool,
+    options: &WatchOptions,
     mut events: Vec<ChangeEvent>,
 ) -> Vec<ChangeEvent> {
-    if prev_kv {
+    events.retain(|event| !options.filters.iter().any(|f| f.leaves_out(event)));
+    if options.prev_kv {
         for event in &mut events {
             event.prev_kv = mvcc.prev_kv_of(event);
         }
@@ -444,8 +446,8 @@ impl Server {
             }
             Err(_) => return,
             Ok(events) => {
+                let events = events_to_send(self.machine.mvcc(), options, events);
                 if !events.is_empty() {
-                    let events = events_to_send(self.machine.mvcc(), options.prev_kv, events);
                     let _ = channel.send(ClientFrame::WatchEvents { watch_id, events });
                 }
             }
@@ -455,7 +457,7 @@ impl Server {
             connection,
             watch_id,
             range,
-            prev_kv: options.prev_kv,
+            options: options.clone(),
             created_at_revision: next_revision,
             next_revision,
         });
@@ -473,10 +475,10 @@ impl Server {
                 .filter(|change| watcher.range.contains(&change.kv.key))
                 .cloned()
                 .collect();
+            let events = events_to_send(self.machine.mvcc(), &watcher.options, events);
             if events.is_empty() {
                 continue;
             }
-            let events = events_to_send(self.machine.mvcc(), watcher.prev_kv, events);
             if let Some(connection) = self.connections.get(&watcher.connection) {
                 let _ = connection.send(ClientFrame::WatchEvents {
                     watch_id: watcher.watch_id,
@@ -510,8 +512,8 @@ impl Server {
             };
             match self.machine.mvcc().changes_since(from, &watcher.range) {
                 Ok(events) => {
+                    let events = events_to_send(self.machine.mvcc(), &watcher.options, events);
                     if !events.is_empty() {
-                        let events = events_to_send(self.machine.mvcc(), watcher.prev_kv, events);
                         let _ = channel.send(ClientFrame::WatchEvents {
                             watch_id: watcher.watch_id,
                             events,

@@ -25,6 +25,35 @@ pub struct WatchOptions {
     pub(crate) start_revision: u64,
     /// Whether each event carries its key's previous value (`WatchCreateRequest.prev_kv`).
     pub(crate) prev_kv: bool,
+    /// The kinds of event left out (`WatchCreateRequest.filters`).
+    pub(crate) filters: Vec<WatchFilterType>,
+}
+
+/// A kind of event a watch leaves out, as etcd-client 0.21's `WatchFilterType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WatchFilterType {
+    /// Leave out puts (etcd's `NOPUT`).
+    NoPut,
+    /// Leave out deletes (etcd's `NODELETE`).
+    NoDelete,
+}
+
+impl WatchFilterType {
+    /// Whether this filter leaves `event` out (etcd's `filterNoPut` / `filterNoDelete`).
+    pub(crate) fn leaves_out(self, event: &ChangeEvent) -> bool {
+        matches!(
+            (self, event.kind),
+            (Self::NoPut, ChangeKind::Put) | (Self::NoDelete, ChangeKind::Delete)
+        )
+    }
+
+    /// The kind of change it leaves out, as the history names it.
+    fn left_out(self) -> WatchedChangeKind {
+        match self {
+            Self::NoPut => WatchedChangeKind::Put,
+            Self::NoDelete => WatchedChangeKind::Delete,
+        }
+    }
 }
 
 impl WatchOptions {
@@ -50,6 +79,20 @@ impl WatchOptions {
     pub fn with_prev_key(mut self) -> Self {
         self.prev_kv = true;
         self
+    }
+
+    /// Leaves out the events `filters` name: the server does not send them.
+    pub fn with_filters(mut self, filters: impl Into<Vec<WatchFilterType>>) -> Self {
+        self.filters = filters.into();
+        self
+    }
+
+    /// The kinds of change the watch leaves out, as the history records them.
+    pub(super) fn left_out(&self) -> Vec<WatchedChangeKind> {
+        let mut kinds: Vec<_> = self.filters.iter().map(|f| f.left_out()).collect();
+        kinds.sort_by_key(|kind| matches!(kind, WatchedChangeKind::Delete));
+        kinds.dedup();
+        kinds
     }
 }
 

@@ -303,6 +303,9 @@ pub enum WatchStep {
         range_end: Option<String>,
         /// First revision wanted.
         start_revision: u64,
+        /// The kinds of change the watch's filters leave out (etcd's `NOPUT`, `NODELETE`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<WatchedChangeKind>,
     },
     /// The stream (re)opened on `server`, asking for changes from `from_revision`.
     Opened {

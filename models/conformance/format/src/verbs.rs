@@ -129,7 +129,7 @@ const ETCD: &[Verb] = &[
         "delete",
         &[("key", Word)],
         &[("range_end", Word)],
-        &["prefix", "prev_kv"],
+        &["prefix", "prev_kv", "no_put", "no_delete"],
     ),
     verb(
         "txn",
@@ -146,7 +146,7 @@ const ETCD: &[Verb] = &[
         "watch",
         &[("key", Word)],
         &[("rev", Int), ("as", Watch)],
-        &["prefix", "prev_kv"],
+        &["prefix", "prev_kv", "no_put", "no_delete"],
     ),
     verb("next", &[("watch", Watch)], &[("within_ms", Int)], &[]),
     verb("cancel", &[("watch", Watch)], &[], &[]),

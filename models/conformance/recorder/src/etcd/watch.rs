@@ -1,9 +1,9 @@
-//! `cN watch KEY [prefix] [rev=R] [prev_kv] as=wK`, `cN next wK [within_ms=N]`,
+//! `cN watch KEY [prefix] [rev=R] [prev_kv] [no_put] [no_delete] as=wK`, `cN next wK [within_ms=N]`,
 //! `cN cancel wK`: one watch stream per watch role.
 
 use super::{NEXT_DEFAULT_MS, Run, error, kv};
 use crate::Failure;
-use etcd_client::{Client, EventType, WatchOptions, WatchStream};
+use etcd_client::{Client, EventType, WatchFilterType, WatchOptions, WatchStream};
 use probe_format::{Roles, Step};
 use std::{collections::VecDeque, time::Duration};
 
@@ -40,6 +40,17 @@ impl Run {
             }
             if step.flag("prev_kv") {
                 options = options.with_prev_key();
+            }
+            let filters: Vec<WatchFilterType> = [
+                ("no_put", WatchFilterType::NoPut),
+                ("no_delete", WatchFilterType::NoDelete),
+            ]
+            .into_iter()
+            .filter(|(flag, _)| step.flag(flag))
+            .map(|(_, filter)| filter)
+            .collect();
+            if !filters.is_empty() {
+                options = options.with_filters(filters);
             }
             let stream = match client.watch(step.arg(0), Some(options)).await {
                 Ok(stream) => stream,

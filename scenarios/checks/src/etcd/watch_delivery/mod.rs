@@ -8,7 +8,9 @@
 //! watcher from an older revision still needs (etcd-io/etcd#18089, #19179,
 //! `etcd.compact_drops_tombstone`). Watches are read from `kv_watch` records
 //! (`sim::history::kv::WatchRecord`); completeness is checked against acknowledged writes,
-//! and so is each previous value (`prev_kv`) a change carries ([`prev_kv`]).
+//! and so is each previous value (`prev_kv`) a change carries ([`prev_kv`]). A watch with
+//! filters (etcd's `NOPUT`, `NODELETE`) must deliver none of the kinds it leaves out, and
+//! every change of the other kinds.
 //!
 //! **Reads:** the `kv_watch` records the client library writes when a watch is created,
 //! resumed, or delivers events to the client ([`sim::history::kv::WatchRecord`]), and the
@@ -101,6 +103,15 @@ pub enum WatchFault {
         /// What the write did.
         written: String,
     },
+    /// A change of a kind the watch's filters leave out (`NOPUT`, `NODELETE`) was delivered.
+    LeftOut {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+        /// Its kind.
+        kind: WatchedChangeKind,
+    },
     /// A change's previous value (`prev_kv`) is not the key as it was just before the change.
     WrongPrev {
         /// Revision of the change.
@@ -158,6 +169,8 @@ struct WatchState {
     first_delivered: Option<u64>,
     last: Option<(u64, String)>,
     delivered: BTreeMap<(u64, String), (WatchedChangeKind, String)>,
+    /// The kinds of change its filters leave out: never delivered, never missed.
+    left_out: Vec<WatchedChangeKind>,
     /// The previous values delivered, by change (revision, key).
     prevs: Vec<((u64, String), KeyValue)>,
     /// Stopped because the start revision was compacted.
@@ -199,9 +212,11 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
                 key,
                 range_end,
                 start_revision,
+                left_out,
             } => {
                 state.span = Some((key, range_end));
                 state.start_revision = start_revision;
+                state.left_out = left_out;
             }
             WatchStep::Opened { from_revision, .. } => {
                 if let Some((last, _)) = &state.last
@@ -222,6 +237,13 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
                     {
                         fault(WatchFault::OutsideRange {
                             key: change.key.clone(),
+                        });
+                    }
+                    if state.left_out.contains(&change.kind) {
+                        fault(WatchFault::LeftOut {
+                            revision: change.mod_revision,
+                            key: change.key.clone(),
+                            kind: change.kind,
                         });
                     }
                     if state.start_revision > 0 && change.mod_revision < state.start_revision {
@@ -301,7 +323,10 @@ fn check_completeness(
                 }
                 WriteEffect::Delete { .. } => continue,
             };
-            if !span.contains(written_key) || !reported.insert((revision, written_key)) {
+            if !span.contains(written_key)
+                || state.left_out.contains(&kind)
+                || !reported.insert((revision, written_key))
+            {
                 continue;
             }
             // `String::new()` does not allocate: the lookup borrows the written key.

@@ -82,6 +82,7 @@ fn created() -> Record {
             key: "k/".into(),
             range_end: Some("k0".into()),
             start_revision: 2,
+            left_out: Vec::new(),
         },
     )
 }
@@ -207,4 +208,49 @@ fn a_wrong_previous_value_fires() {
     // Not older than the change, or of another key.
     assert_eq!(wrong_prevs(with_prev(prev("k/a", "3", 4))), 1);
     assert_eq!(wrong_prevs(with_prev(prev("k/b", "2", 3))), 1);
+}
+
+/// [`writes`] watched with `left_out` filtered, delivered as `changes` (all puts).
+fn filtered(left_out: Vec<WatchedChangeKind>, changes: &[(u64, &str, &str)]) -> Vec<WatchFault> {
+    let mut records = vec![
+        watch_record(
+            0,
+            WatchStep::Created {
+                key: "k/".into(),
+                range_end: Some("k0".into()),
+                start_revision: 2,
+                left_out,
+            },
+        ),
+        opened(0, 2),
+    ];
+    records.extend(writes());
+    records.push(delivered(7, changes));
+    check(&History::from_records(records))
+        .into_iter()
+        .map(|v| v.fault)
+        .collect()
+}
+
+#[test]
+fn a_filtered_watch_expects_only_the_kinds_it_keeps() {
+    let all = [(2, "k/a", "1"), (3, "k/b", "2"), (4, "k/a", "3")];
+    // No deletes were written: a NODELETE watch gets every put.
+    assert_eq!(filtered(vec![WatchedChangeKind::Delete], &all), vec![]);
+    // A missing put still fires on a NODELETE watch.
+    let gap = [(2, "k/a", "1"), (4, "k/a", "3")];
+    assert!(matches!(
+        &filtered(vec![WatchedChangeKind::Delete], &gap)[..],
+        [WatchFault::Missed { revision: 3, .. }]
+    ));
+    // A NOPUT watch must not deliver a put.
+    let faults = filtered(vec![WatchedChangeKind::Put], &all[..1]);
+    assert!(matches!(
+        &faults[..],
+        [WatchFault::LeftOut {
+            revision: 2,
+            kind: WatchedChangeKind::Put,
+            ..
+        }]
+    ));
 }
