@@ -51,6 +51,9 @@ fn debian_etcd_config(servers: &[NodeId]) -> EtcdConfig {
     // etcd's Raft draws each election timeout from [timeout, 2 × timeout).
     config.raft.election_timeout_min = Duration::from_millis(1_000);
     config.raft.election_timeout_max = Duration::from_millis(2_000);
+    // The recorder starts etcd with `--experimental-watch-progress-notify-interval=1s`, so
+    // that a probe sees a progress notification without waiting etcd's default 10 minutes.
+    config.watch_progress_notify_interval = Duration::from_secs(1);
     config
 }
 
@@ -88,6 +91,8 @@ enum Call {
         within: Duration,
     },
     Cancel(String),
+    /// A progress request on a watch.
+    Progress(String),
     /// The probe itself is wrong for the model (a lease role never granted, a bad compare).
     Refused(String),
 }
@@ -165,6 +170,13 @@ impl State {
                     self.pending.entry(name).or_default().extend(events);
                     return first;
                 }
+            },
+            Call::Progress(name) => match self.watches.get(&name) {
+                Some(stream) => {
+                    stream.request_progress();
+                    Outcome::Watching
+                }
+                None => Outcome::Refused(format!("no watch {name}")),
             },
             Call::Cancel(name) => match self.watches.remove(&name) {
                 Some(stream) => {
@@ -266,6 +278,9 @@ impl State {
                 if step.flag("prev_kv") {
                     options = options.with_prev_key();
                 }
+                if step.flag("progress_notify") {
+                    options = options.with_progress_notify();
+                }
                 let filters: Vec<WatchFilterType> = [
                     ("no_put", WatchFilterType::NoPut),
                     ("no_delete", WatchFilterType::NoDelete),
@@ -291,6 +306,7 @@ impl State {
                 ),
             },
             "cancel" => Call::Cancel(step.arg(0).to_string()),
+            "progress" => Call::Progress(step.arg(0).to_string()),
             other => Call::Refused(format!("verb {other} not run")),
         }
     }
@@ -342,6 +358,7 @@ impl State {
                     "err compacted compact_rev={compact_revision}"
                 )]]
             }
+            WatchItem::Progress { revision } => vec![vec![format!("progress rev={revision}")]],
         }
     }
 

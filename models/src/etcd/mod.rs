@@ -10,6 +10,7 @@ mod protocol;
 mod server;
 mod state_machine;
 mod watch;
+mod watchers;
 
 pub use client::{
     COMPACT_OPERATION, ClientConfig, EtcdClient, KeepAliveEnd, kv_response, lease_gone,

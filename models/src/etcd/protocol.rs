@@ -41,6 +41,19 @@ pub enum ClientFrame {
         /// The store's revision when the watch was created (the response header's revision).
         revision: u64,
     },
+    /// Client → server: say how far the watch is (etcd's `WatchProgressRequest`).
+    WatchProgressRequest {
+        /// The watch.
+        watch_id: u64,
+    },
+    /// Server → client: the watch has had every change up to `revision` (an empty
+    /// `WatchResponse`: a progress notification or the answer to a progress request).
+    WatchProgress {
+        /// The watch.
+        watch_id: u64,
+        /// The revision.
+        revision: u64,
+    },
     /// Server → client: changes, in revision order.
     WatchEvents {
         /// The watch.

@@ -17,10 +17,11 @@ use super::{
     command::{StoreCommand, validate},
     config::{EtcdBug, EtcdConfig},
     lease::{Lessor, PromotionTtl},
-    mvcc::{ChangeEvent, KeyRange, MvccStore},
+    mvcc::KeyRange,
     protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted},
     state_machine::{ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine},
     watch::WatchOptions,
+    watchers::{ProgressClock, Watcher, next_progress_due},
 };
 use crate::{
     local_queue::LocalQueue,
@@ -168,40 +169,11 @@ struct PendingRead {
     operation: KvOperation,
 }
 
-struct Watcher {
-    connection: u64,
-    watch_id: u64,
-    range: KeyRange,
-    /// The revision it was created to start from (after clamping to the store's next).
-    created_at_revision: u64,
-    /// The first revision it has not sent yet (etcd's `minRev`).
-    next_revision: u64,
-    /// What its events carry and which it leaves out (its range and start are above).
-    options: WatchOptions,
-}
-
-/// `events` as a watcher with `options` gets them: without those its filters leave out
-/// (v3.4.23 mvcc/watchable_store.go, `watcher.send`: nothing is sent when nothing is left),
-/// and with their keys' previous values if it asked for them, read from `mvcc` as it is
-/// when they are sent (as etcd does: a compaction in between leaves them without).
-fn events_to_send(
-    mvcc: &MvccStore,
-    options: &WatchOptions,
-    mut events: Vec<ChangeEvent>,
-) -> Vec<ChangeEvent> {
-    events.retain(|event| !options.filters.iter().any(|f| f.leaves_out(event)));
-    if options.prev_kv {
-        for event in &mut events {
-            event.prev_kv = mvcc.prev_kv_of(event);
-        }
-    }
-    events
-}
-
 enum ServerEvent {
     Raft(RaftInput<LogCommand, StoreSnapshot>),
     Client(Inbound),
     LeaseTimer,
+    ProgressTimer,
 }
 
 struct Server {
@@ -217,6 +189,8 @@ struct Server {
     next_read: u64,
     watchers: Vec<Watcher>,
     lease_timer: SignalledTimer,
+    /// The next progress notification tick of a watch that asked for them.
+    progress_timer: SignalledTimer,
     next_checkpoint: sim::clock::LocalTime,
     fairness: u64,
 }
@@ -254,6 +228,7 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
         next_read: 0,
         watchers: Vec::new(),
         lease_timer: SignalledTimer::new(),
+        progress_timer: SignalledTimer::new(),
         next_checkpoint: now,
         fairness: 0,
     };
@@ -275,6 +250,7 @@ impl Server {
                 }
                 ServerEvent::Client(Inbound::Frame(id, frame)) => self.handle_frame(id, frame),
                 ServerEvent::LeaseTimer => self.lease_tick(),
+                ServerEvent::ProgressTimer => self.progress_tick(),
             }
             self.drain_raft_events();
         }
@@ -296,6 +272,9 @@ impl Server {
             }
             if self.lease_timer.poll_expired(cx) {
                 return Poll::Ready(ServerEvent::LeaseTimer);
+            }
+            if self.progress_timer.poll_expired(cx) {
+                return Poll::Ready(ServerEvent::ProgressTimer);
             }
             Poll::Pending
         })
@@ -323,9 +302,13 @@ impl Server {
                 key,
                 options,
             } => self.create_watch(connection, watch_id, &key, &options),
+            ClientFrame::WatchProgressRequest { watch_id } => {
+                self.answer_progress_request(connection, watch_id)
+            }
             // Server-to-client frames are not expected here.
             ClientFrame::Response { .. }
             | ClientFrame::WatchCreated { .. }
+            | ClientFrame::WatchProgress { .. }
             | ClientFrame::WatchEvents { .. }
             | ClientFrame::WatchCompacted { .. } => {}
         }
@@ -436,7 +419,7 @@ impl Server {
         } else {
             start_revision
         };
-        match self.machine.mvcc().changes_since(start, &range) {
+        let events = match self.machine.mvcc().changes_since(start, &range) {
             Err(KvError::Compacted { compact_revision }) => {
                 let _ = channel.send(ClientFrame::WatchCompacted {
                     watch_id,
@@ -445,22 +428,65 @@ impl Server {
                 return;
             }
             Err(_) => return,
-            Ok(events) => {
-                let events = events_to_send(self.machine.mvcc(), options, events);
-                if !events.is_empty() {
-                    let _ = channel.send(ClientFrame::WatchEvents { watch_id, events });
-                }
-            }
-        }
+            Ok(events) => events,
+        };
         let next_revision = start.max(current + 1);
-        self.watchers.push(Watcher {
+        let progress = options.progress_notify.then(|| ProgressClock {
+            due_at: self.context.clock().now() + self.config.watch_progress_notify_interval,
+            events_since_tick: false,
+        });
+        let mut watcher = Watcher {
             connection,
             watch_id,
             range,
             options: options.clone(),
             created_at_revision: next_revision,
             next_revision,
-        });
+            progress,
+        };
+        watcher.send_events(self.machine.mvcc(), channel, events);
+        self.watchers.push(watcher);
+        self.arm_progress_timer();
+    }
+
+    /// Answers a progress request with the store's revision: every event up to it was sent
+    /// (a watcher here is always synced: its events go out when their entry is applied).
+    /// etcd 3.4.23 answers on the stream at once, with watch id -1 (v3rpc/watch.go,
+    /// `recvLoop`); here the watch is named, as each watch has its own connection.
+    fn answer_progress_request(&mut self, connection: u64, watch_id: u64) {
+        let known = self
+            .watchers
+            .iter()
+            .any(|w| w.connection == connection && w.watch_id == watch_id);
+        if let (true, Some(channel)) = (known, self.connections.get(&connection)) {
+            let _ = channel.send(ClientFrame::WatchProgress {
+                watch_id,
+                revision: self.machine.mvcc().revision(),
+            });
+        }
+    }
+
+    fn progress_tick(&mut self) {
+        let now = self.context.clock().now();
+        let interval = self.config.watch_progress_notify_interval;
+        let revision = self.machine.mvcc().revision();
+        for watcher in &mut self.watchers {
+            if let Some(channel) = self.connections.get(&watcher.connection) {
+                watcher.progress_tick(now, interval, revision, channel);
+            }
+        }
+        self.arm_progress_timer();
+    }
+
+    fn arm_progress_timer(&mut self) {
+        match next_progress_due(&self.watchers) {
+            Some(at) if self.progress_timer.deadline() != Some(at) => {
+                self.progress_timer
+                    .set(self.context.clock().sleep_until(at));
+            }
+            Some(_) => {}
+            None => self.progress_timer.clear(),
+        }
     }
 
     fn notify_watchers(&mut self, revision: u64) {
@@ -475,15 +501,11 @@ impl Server {
                 .filter(|change| watcher.range.contains(&change.kv.key))
                 .cloned()
                 .collect();
-            let events = events_to_send(self.machine.mvcc(), &watcher.options, events);
             if events.is_empty() {
                 continue;
             }
             if let Some(connection) = self.connections.get(&watcher.connection) {
-                let _ = connection.send(ClientFrame::WatchEvents {
-                    watch_id: watcher.watch_id,
-                    events,
-                });
+                watcher.send_events(self.machine.mvcc(), connection, events);
             }
         }
     }
@@ -512,13 +534,7 @@ impl Server {
             };
             match self.machine.mvcc().changes_since(from, &watcher.range) {
                 Ok(events) => {
-                    let events = events_to_send(self.machine.mvcc(), &watcher.options, events);
-                    if !events.is_empty() {
-                        let _ = channel.send(ClientFrame::WatchEvents {
-                            watch_id: watcher.watch_id,
-                            events,
-                        });
-                    }
+                    watcher.send_events(self.machine.mvcc(), channel, events);
                     watcher.next_revision = current + 1;
                     true
                 }

@@ -27,6 +27,9 @@ pub struct WatchOptions {
     pub(crate) prev_kv: bool,
     /// The kinds of event left out (`WatchCreateRequest.filters`).
     pub(crate) filters: Vec<WatchFilterType>,
+    /// Whether the server sends an empty response at its revision after an idle interval
+    /// (`WatchCreateRequest.progress_notify`).
+    pub(crate) progress_notify: bool,
 }
 
 /// A kind of event a watch leaves out, as etcd-client 0.21's `WatchFilterType`.
@@ -81,6 +84,13 @@ impl WatchOptions {
         self
     }
 
+    /// Asks the server for progress notifications: an empty response at its revision when
+    /// the watch had no events for an interval (`EtcdConfig::watch_progress_notify_interval`).
+    pub fn with_progress_notify(mut self) -> Self {
+        self.progress_notify = true;
+        self
+    }
+
     /// Leaves out the events `filters` name: the server does not send them.
     pub fn with_filters(mut self, filters: impl Into<Vec<WatchFilterType>>) -> Self {
         self.filters = filters.into();
@@ -105,6 +115,13 @@ pub enum WatchItem {
     Compacted {
         /// The compaction revision.
         compact_revision: u64,
+    },
+    /// The server has sent every change up to `revision` (a progress notification, or the
+    /// answer to [`WatchStream::request_progress`]). The stream still resumes from after the
+    /// last change it delivered.
+    Progress {
+        /// The server's revision.
+        revision: u64,
     },
 }
 
@@ -167,6 +184,13 @@ impl WatchStream {
                     });
                     return WatchItem::Changes(events);
                 }
+                Ok(ClientFrame::WatchProgress { watch_id, revision }) if watch_id == self.watch => {
+                    self.record(WatchStep::Progress {
+                        server: connection.peer(),
+                        revision,
+                    });
+                    return WatchItem::Progress { revision };
+                }
                 Ok(ClientFrame::WatchCompacted {
                     watch_id,
                     compact_revision,
@@ -181,6 +205,17 @@ impl WatchStream {
                     self.rotation += 1;
                 }
             }
+        }
+    }
+
+    /// Asks the server how far the watch is: it answers with [`WatchItem::Progress`] at its
+    /// revision (etcd-client's `WatchStream::request_progress`). Lost when the stream is
+    /// between connections, as a request on a broken stream is.
+    pub fn request_progress(&self) {
+        if let Some(connection) = &self.connection {
+            let _ = connection.send(ClientFrame::WatchProgressRequest {
+                watch_id: self.watch,
+            });
         }
     }
 

@@ -328,6 +328,14 @@ pub enum WatchStep {
     },
     /// The client stopped watching.
     Closed,
+    /// The server said the watch has had every change up to `revision` (an empty response:
+    /// a progress notification, or the answer to a progress request).
+    Progress {
+        /// The server that said so.
+        server: crate::NodeId,
+        /// The revision.
+        revision: u64,
+    },
 }
 
 /// One change a watch delivered.

@@ -139,13 +139,18 @@ pub(crate) async fn wait_for_deletes(
         };
         let mut watch = client.watch(&latest_before.key, None, revision + 1).await;
         // A compaction past our revision ends the stream: read the prefix again.
-        while let WatchItem::Changes(changes) = watch.next().await {
-            if changes
-                .iter()
-                .any(|change| change.kind == ChangeKind::Delete)
-            {
-                woken(&latest_before.key);
-                break;
+        loop {
+            match watch.next().await {
+                WatchItem::Changes(changes)
+                    if changes
+                        .iter()
+                        .any(|change| change.kind == ChangeKind::Delete) =>
+                {
+                    woken(&latest_before.key);
+                    break;
+                }
+                WatchItem::Changes(_) | WatchItem::Progress { .. } => {}
+                WatchItem::Compacted { .. } => break,
             }
         }
         watch.close();

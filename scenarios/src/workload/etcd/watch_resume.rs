@@ -140,7 +140,7 @@ impl WatchResume {
             futures_util::pin_mut!(next);
             loop {
                 match sim::time::timeout(STOP_POLL, &mut next).await {
-                    Ok(WatchItem::Changes(_)) => break,
+                    Ok(WatchItem::Changes(_) | WatchItem::Progress { .. }) => break,
                     // A watch from a compacted revision is over (nothing compacts here).
                     Ok(WatchItem::Compacted { .. }) => break 'follow,
                     Err(_) if stop.load(Ordering::Relaxed) => break 'follow,

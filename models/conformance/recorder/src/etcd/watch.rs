@@ -1,5 +1,6 @@
-//! `cN watch KEY [prefix] [rev=R] [prev_kv] [no_put] [no_delete] as=wK`, `cN next wK [within_ms=N]`,
-//! `cN cancel wK`: one watch stream per watch role.
+//! `cN watch KEY [prefix] [rev=R] [prev_kv] [no_put] [no_delete] [progress_notify] as=wK`,
+//! `cN next wK [within_ms=N]`, `cN progress wK`, `cN cancel wK`: one watch stream per watch
+//! role.
 
 use super::{NEXT_DEFAULT_MS, Run, error, kv};
 use crate::Failure;
@@ -40,6 +41,9 @@ impl Run {
             }
             if step.flag("prev_kv") {
                 options = options.with_prev_key();
+            }
+            if step.flag("progress_notify") {
+                options = options.with_progress_notify();
             }
             let filters: Vec<WatchFilterType> = [
                 ("no_put", WatchFilterType::NoPut),
@@ -82,6 +86,12 @@ impl Run {
             ));
         };
         let watch = &mut self.watches[index].1;
+        if verb == "progress" {
+            return Ok(match watch.stream.request_progress().await {
+                Ok(()) => vec!["ok".to_string()],
+                Err(e) => error(&e),
+            });
+        }
         if verb == "cancel" {
             return Ok(match watch.stream.cancel(watch.watch_id).await {
                 Ok(()) => vec!["ok".to_string()],
@@ -132,6 +142,11 @@ impl Watch {
             )]);
         } else if response.canceled() {
             self.events.push_back(vec!["canceled".to_string()]);
+        } else if response.events().is_empty() && !response.created() {
+            // An empty response: a progress notification or the answer to a progress request.
+            let revision = response.header().map_or(0, |header| header.revision());
+            self.events
+                .push_back(vec![format!("progress rev={revision}")]);
         }
     }
 }

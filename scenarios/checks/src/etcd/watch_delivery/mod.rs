@@ -10,7 +10,10 @@
 //! (`sim::history::kv::WatchRecord`); completeness is checked against acknowledged writes,
 //! and so is each previous value (`prev_kv`) a change carries ([`prev_kv`]). A watch with
 //! filters (etcd's `NOPUT`, `NODELETE`) must deliver none of the kinds it leaves out, and
-//! every change of the other kinds.
+//! every change of the other kinds. A progress response at revision R (a progress
+//! notification, or the answer to a progress request) promises that every change up to R
+//! was delivered: a later change at or below R, or an acknowledged write up to R never
+//! delivered, breaks it.
 //!
 //! **Reads:** the `kv_watch` records the client library writes when a watch is created,
 //! resumed, or delivers events to the client ([`sim::history::kv::WatchRecord`]), and the
@@ -112,6 +115,16 @@ pub enum WatchFault {
         /// Its kind.
         kind: WatchedChangeKind,
     },
+    /// A change came after a progress response said every change up to `progress` was
+    /// delivered, and is not newer than it.
+    AfterProgress {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+        /// The revision of the progress response.
+        progress: u64,
+    },
     /// A change's previous value (`prev_kv`) is not the key as it was just before the change.
     WrongPrev {
         /// Revision of the change.
@@ -175,6 +188,8 @@ struct WatchState {
     prevs: Vec<((u64, String), KeyValue)>,
     /// Stopped because the start revision was compacted.
     compacted: bool,
+    /// The highest revision a progress response said every change was delivered up to.
+    progress_at: Option<u64>,
 }
 
 /// Every broken watch guarantee.
@@ -246,6 +261,15 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
                             kind: change.kind,
                         });
                     }
+                    if let Some(progress) = state.progress_at
+                        && change.mod_revision <= progress
+                    {
+                        fault(WatchFault::AfterProgress {
+                            revision: change.mod_revision,
+                            key: change.key.clone(),
+                            progress,
+                        });
+                    }
                     if state.start_revision > 0 && change.mod_revision < state.start_revision {
                         fault(WatchFault::BeforeStart {
                             revision: change.mod_revision,
@@ -277,6 +301,9 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
             }
             WatchStep::Compacted { .. } => state.compacted = true,
             WatchStep::Closed => {}
+            WatchStep::Progress { revision, .. } => {
+                state.progress_at = state.progress_at.max(Some(revision));
+            }
         }
     }
     violations.extend(check_completeness(history, &watches));
@@ -301,7 +328,10 @@ fn check_completeness(
     acknowledged.sort_by_key(|&(revision, _)| revision);
     let mut violations = Vec::new();
     for (key, state) in watches {
-        let (Some((start, range_end)), Some((last, _))) = (&state.span, &state.last) else {
+        // Up to the last change delivered, or further if a progress response promised it.
+        let last = state.last.as_ref().map(|(revision, _)| *revision);
+        let (Some((start, range_end)), Some(last)) = (&state.span, last.max(state.progress_at))
+        else {
             continue;
         };
         let span = KeySpan::new(start, range_end.as_deref());
@@ -311,7 +341,7 @@ fn check_completeness(
             state.first_delivered.unwrap_or(u64::MAX)
         };
         let from = acknowledged.partition_point(|&(revision, _)| revision < lower);
-        let to = acknowledged.partition_point(|&(revision, _)| revision <= *last);
+        let to = acknowledged.partition_point(|&(revision, _)| revision <= last);
         let mut reported: BTreeSet<(u64, &str)> = BTreeSet::new();
         for &(revision, write) in acknowledged.get(from..to).unwrap_or_default() {
             let (written_key, kind, value) = match write.effect {

@@ -254,3 +254,58 @@ fn a_filtered_watch_expects_only_the_kinds_it_keeps() {
         }]
     ));
 }
+
+fn progress(at_ms: u64, revision: u64) -> Record {
+    watch_record(
+        at_ms,
+        WatchStep::Progress {
+            server: NodeId::server(0),
+            revision,
+        },
+    )
+}
+
+fn faults(records: Vec<Record>) -> Vec<WatchFault> {
+    check(&History::from_records(records))
+        .into_iter()
+        .map(|v| v.fault)
+        .collect()
+}
+
+#[test]
+fn a_progress_response_promises_every_change_up_to_its_revision() {
+    // Every change up to 4 delivered, then progress at 4: fine.
+    let mut good = vec![created(), opened(0, 2)];
+    good.extend(writes());
+    good.push(delivered(
+        7,
+        &[(2, "k/a", "1"), (3, "k/b", "2"), (4, "k/a", "3")],
+    ));
+    good.push(progress(8, 4));
+    assert_eq!(faults(good), vec![]);
+
+    // Progress at 4 before the change at 4: that change came after the promise.
+    let mut late = vec![created(), opened(0, 2)];
+    late.extend(writes());
+    late.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
+    late.push(progress(8, 4));
+    late.push(delivered(9, &[(4, "k/a", "3")]));
+    assert_eq!(
+        faults(late),
+        vec![WatchFault::AfterProgress {
+            revision: 4,
+            key: "k/a".into(),
+            progress: 4
+        }]
+    );
+
+    // Progress at 4 with the change at 4 never delivered: a missed write.
+    let mut missed = vec![created(), opened(0, 2)];
+    missed.extend(writes());
+    missed.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
+    missed.push(progress(8, 4));
+    assert!(matches!(
+        &faults(missed)[..],
+        [WatchFault::Missed { revision: 4, .. }]
+    ));
+}
