@@ -35,8 +35,6 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
             sim: sim.clone(),
             watches: BTreeMap::new(),
             pending: BTreeMap::new(),
-            cancelled: Vec::new(),
-            ended: Vec::new(),
             leases: Roles::new('l'),
         }
     })
@@ -70,10 +68,6 @@ struct State {
     watches: BTreeMap<String, WatchStream>,
     /// Events a watch delivered beyond the one its `next` step handed out, each as its lines.
     pending: BTreeMap<String, std::collections::VecDeque<Vec<String>>>,
-    /// Watches cancelled: their next `next` answers `canceled`.
-    cancelled: Vec<String>,
-    /// Watches whose cancellation was answered: nothing more comes.
-    ended: Vec<String>,
     leases: Roles,
 }
 
@@ -100,9 +94,7 @@ enum Call {
 /// A step's raw outcome, before lease ids are named.
 enum Outcome {
     Result(OpResult),
-    NoEvent,
     Watching,
-    Cancelled,
     Refused(String),
 }
 
@@ -134,13 +126,6 @@ impl State {
                 self.watches.insert(name, stream);
                 Outcome::Watching
             }
-            // A cancelled watch says so once, then has nothing more (as etcd's stream does).
-            Call::Next { name, .. } if self.cancelled.contains(&name) => {
-                self.cancelled.retain(|cancelled| *cancelled != name);
-                self.ended.push(name);
-                Outcome::Cancelled
-            }
-            Call::Next { name, .. } if self.ended.contains(&name) => Outcome::NoEvent,
             Call::Next { name, .. } if self.pending.get(&name).is_some_and(|p| !p.is_empty()) => {
                 let event = self.pending.get_mut(&name).and_then(|p| p.pop_front());
                 return event.expect("a pending event");
@@ -178,11 +163,10 @@ impl State {
                 }
                 None => Outcome::Refused(format!("no watch {name}")),
             },
-            Call::Cancel(name) => match self.watches.remove(&name) {
+            // Events received before the cancel still come first (they wait in `pending`).
+            Call::Cancel(name) => match self.watches.get_mut(&name) {
                 Some(stream) => {
-                    stream.close();
-                    self.pending.remove(&name);
-                    self.cancelled.push(name);
+                    stream.cancel();
                     Outcome::Watching
                 }
                 None => Outcome::Refused(format!("no watch {name}")),
@@ -328,8 +312,6 @@ impl State {
             Outcome::Result(OpResult::Fail { error }) => vec![error_line(&error)],
             Outcome::Result(OpResult::Unknown { reason }) => vec![format!("err Unknown: {reason}")],
             Outcome::Watching => vec!["ok".to_string()],
-            Outcome::Cancelled => vec!["canceled".to_string()],
-            Outcome::NoEvent => vec!["none".to_string()],
             Outcome::Refused(why) => vec![format!("probe: {why}")],
         }
     }
@@ -359,6 +341,7 @@ impl State {
                 )]]
             }
             WatchItem::Progress { revision } => vec![vec![format!("progress rev={revision}")]],
+            WatchItem::Canceled => vec![vec!["canceled".to_string()]],
         }
     }
 

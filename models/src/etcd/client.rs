@@ -14,7 +14,7 @@
 use super::{
     protocol::{ClientFrame, ClientRequest, ClientResponse},
     server::EtcdCluster,
-    watch::{WatchOptions, WatchStream},
+    watch::{Cancellation, WatchOptions, WatchStream},
 };
 use crate::raft::timer::SignalledTimer;
 use rand::Rng;
@@ -461,6 +461,7 @@ impl EtcdClient {
             rotation: self.rotation + 1,
             connection: None,
             config: self.config,
+            cancellation: Cancellation::NotAsked,
         };
         stream.record(WatchStep::Created {
             key: key.to_string(),

@@ -54,6 +54,17 @@ pub enum ClientFrame {
         /// The revision.
         revision: u64,
     },
+    /// Client → server: stop the watch (etcd's `WatchCancelRequest`).
+    WatchCancel {
+        /// The watch.
+        watch_id: u64,
+    },
+    /// Server → client: the watch is cancelled; nothing more comes for it (etcd's
+    /// `WatchResponse` with `canceled`).
+    WatchCanceled {
+        /// The watch.
+        watch_id: u64,
+    },
     /// Server → client: changes, in revision order.
     WatchEvents {
         /// The watch.

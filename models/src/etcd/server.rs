@@ -305,10 +305,12 @@ impl Server {
             ClientFrame::WatchProgressRequest { watch_id } => {
                 self.answer_progress_request(connection, watch_id)
             }
+            ClientFrame::WatchCancel { watch_id } => self.cancel_watch(connection, watch_id),
             // Server-to-client frames are not expected here.
             ClientFrame::Response { .. }
             | ClientFrame::WatchCreated { .. }
             | ClientFrame::WatchProgress { .. }
+            | ClientFrame::WatchCanceled { .. }
             | ClientFrame::WatchEvents { .. }
             | ClientFrame::WatchCompacted { .. } => {}
         }
@@ -463,6 +465,20 @@ impl Server {
                 watch_id,
                 revision: self.machine.mvcc().revision(),
             });
+        }
+    }
+
+    /// Drops the watch and says so; its events sent before stay before the answer on the
+    /// connection, and none come after. An unknown watch gets no answer (v3.4.23
+    /// v3rpc/watch.go, `recvLoop`: `canceled` only when `watchStream.Cancel` succeeds).
+    fn cancel_watch(&mut self, connection: u64, watch_id: u64) {
+        let before = self.watchers.len();
+        self.watchers
+            .retain(|w| !(w.connection == connection && w.watch_id == watch_id));
+        if self.watchers.len() < before
+            && let Some(channel) = self.connections.get(&connection)
+        {
+            let _ = channel.send(ClientFrame::WatchCanceled { watch_id });
         }
     }
 

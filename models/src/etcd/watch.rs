@@ -116,6 +116,8 @@ pub enum WatchItem {
         /// The compaction revision.
         compact_revision: u64,
     },
+    /// The watch was cancelled ([`WatchStream::cancel`]): nothing more comes.
+    Canceled,
     /// The server has sent every change up to `revision` (a progress notification, or the
     /// answer to [`WatchStream::request_progress`]). The stream still resumes from after the
     /// last change it delivered.
@@ -141,6 +143,18 @@ pub struct WatchStream {
     pub(super) rotation: usize,
     pub(super) connection: Option<Connection<ClientFrame>>,
     pub(super) config: ClientConfig,
+    pub(super) cancellation: Cancellation,
+}
+
+/// Where a watch stands with its cancellation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cancellation {
+    /// Not asked for.
+    NotAsked,
+    /// Asked for; the server has not answered yet.
+    Asked,
+    /// Answered ([`WatchItem::Canceled`] was handed out): nothing more comes.
+    Done,
 }
 
 impl WatchStream {
@@ -163,8 +177,13 @@ impl WatchStream {
     /// The next changes (waits; reconnects as needed).
     pub async fn next(&mut self) -> WatchItem {
         loop {
+            if self.cancellation == Cancellation::Done {
+                return std::future::pending().await;
+            }
             let connection = match &self.connection {
                 Some(connection) if !connection.is_broken() => connection.clone(),
+                // Cancelled with no connection: the server's watch went with the last one.
+                _ if self.cancellation == Cancellation::Asked => return self.canceled(),
                 _ => match self.open().await {
                     Some(connection) => connection,
                     None => {
@@ -190,6 +209,9 @@ impl WatchStream {
                         revision,
                     });
                     return WatchItem::Progress { revision };
+                }
+                Ok(ClientFrame::WatchCanceled { watch_id }) if watch_id == self.watch => {
+                    return self.canceled();
                 }
                 Ok(ClientFrame::WatchCompacted {
                     watch_id,
@@ -217,6 +239,29 @@ impl WatchStream {
                 watch_id: self.watch,
             });
         }
+    }
+
+    /// Asks the server to stop the watch (etcd-client's `WatchStream::cancel`): events it sent
+    /// before still come, then [`WatchItem::Canceled`], then nothing.
+    pub fn cancel(&mut self) {
+        if self.cancellation != Cancellation::NotAsked {
+            return;
+        }
+        self.cancellation = Cancellation::Asked;
+        if let Some(connection) = &self.connection {
+            let _ = connection.send(ClientFrame::WatchCancel {
+                watch_id: self.watch,
+            });
+        }
+    }
+
+    fn canceled(&mut self) -> WatchItem {
+        self.cancellation = Cancellation::Done;
+        if let Some(connection) = self.connection.take() {
+            connection.close();
+        }
+        self.record(WatchStep::Canceled);
+        WatchItem::Canceled
     }
 
     /// Stops watching.

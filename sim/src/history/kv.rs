@@ -336,6 +336,8 @@ pub enum WatchStep {
         /// The revision.
         revision: u64,
     },
+    /// The server answered the client's cancel: nothing more comes on this watch.
+    Canceled,
 }
 
 /// One change a watch delivered.

@@ -176,8 +176,8 @@ impl EtcdDiscoverer {
                 }
                 true
             }
-            // Not asked for: this watch neither requests progress nor wants notifications.
-            WatchItem::Progress { .. } => true,
+            // Not asked for: this watch never requests progress or cancels.
+            WatchItem::Progress { .. } | WatchItem::Canceled => true,
             WatchItem::Compacted { .. } => {
                 let (view, watch) = read_and_watch(client, &self.context, &self.prefix).await;
                 std::mem::replace(&mut self.watch, watch).close();

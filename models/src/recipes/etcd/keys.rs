@@ -150,7 +150,7 @@ pub(crate) async fn wait_for_deletes(
                     break;
                 }
                 WatchItem::Changes(_) | WatchItem::Progress { .. } => {}
-                WatchItem::Compacted { .. } => break,
+                WatchItem::Compacted { .. } | WatchItem::Canceled => break,
             }
         }
         watch.close();

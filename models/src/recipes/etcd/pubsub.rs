@@ -282,8 +282,8 @@ impl EtcdSubscriber {
                 WatchItem::Compacted { compact_revision } => {
                     return Err(RecipeError::Compacted { compact_revision });
                 }
-                // Not asked for: the subscription never requests progress.
-                WatchItem::Progress { .. } => {}
+                // Not asked for: the subscription never requests progress or cancels.
+                WatchItem::Progress { .. } | WatchItem::Canceled => {}
             }
         }
     }

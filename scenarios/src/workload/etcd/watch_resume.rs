@@ -142,7 +142,7 @@ impl WatchResume {
                 match sim::time::timeout(STOP_POLL, &mut next).await {
                     Ok(WatchItem::Changes(_) | WatchItem::Progress { .. }) => break,
                     // A watch from a compacted revision is over (nothing compacts here).
-                    Ok(WatchItem::Compacted { .. }) => break 'follow,
+                    Ok(WatchItem::Compacted { .. } | WatchItem::Canceled) => break 'follow,
                     Err(_) if stop.load(Ordering::Relaxed) => break 'follow,
                     Err(_) => {}
                 }

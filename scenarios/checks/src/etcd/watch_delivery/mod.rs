@@ -13,7 +13,7 @@
 //! every change of the other kinds. A progress response at revision R (a progress
 //! notification, or the answer to a progress request) promises that every change up to R
 //! was delivered: a later change at or below R, or an acknowledged write up to R never
-//! delivered, breaks it.
+//! delivered, breaks it. Nothing may come after the server answered a cancel.
 //!
 //! **Reads:** the `kv_watch` records the client library writes when a watch is created,
 //! resumed, or delivers events to the client ([`sim::history::kv::WatchRecord`]), and the
@@ -125,6 +125,13 @@ pub enum WatchFault {
         /// The revision of the progress response.
         progress: u64,
     },
+    /// A change was delivered after the server answered the watch's cancel.
+    AfterCancel {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+    },
     /// A change's previous value (`prev_kv`) is not the key as it was just before the change.
     WrongPrev {
         /// Revision of the change.
@@ -188,6 +195,8 @@ struct WatchState {
     prevs: Vec<((u64, String), KeyValue)>,
     /// Stopped because the start revision was compacted.
     compacted: bool,
+    /// The server answered a cancel: nothing more may come.
+    canceled: bool,
     /// The highest revision a progress response said every change was delivered up to.
     progress_at: Option<u64>,
 }
@@ -254,6 +263,12 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
                             key: change.key.clone(),
                         });
                     }
+                    if state.canceled {
+                        fault(WatchFault::AfterCancel {
+                            revision: change.mod_revision,
+                            key: change.key.clone(),
+                        });
+                    }
                     if state.left_out.contains(&change.kind) {
                         fault(WatchFault::LeftOut {
                             revision: change.mod_revision,
@@ -304,6 +319,7 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
             WatchStep::Progress { revision, .. } => {
                 state.progress_at = state.progress_at.max(Some(revision));
             }
+            WatchStep::Canceled => state.canceled = true,
         }
     }
     violations.extend(check_completeness(history, &watches));

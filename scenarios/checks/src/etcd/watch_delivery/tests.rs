@@ -309,3 +309,25 @@ fn a_progress_response_promises_every_change_up_to_its_revision() {
         [WatchFault::Missed { revision: 4, .. }]
     ));
 }
+
+#[test]
+fn nothing_may_come_after_a_cancel_is_answered() {
+    let mut good = vec![created(), opened(0, 2)];
+    good.extend(writes());
+    good.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
+    good.push(watch_record(8, WatchStep::Canceled));
+    assert_eq!(faults(good), vec![]);
+
+    let mut late = vec![created(), opened(0, 2)];
+    late.extend(writes());
+    late.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
+    late.push(watch_record(8, WatchStep::Canceled));
+    late.push(delivered(9, &[(4, "k/a", "3")]));
+    assert_eq!(
+        faults(late),
+        vec![WatchFault::AfterCancel {
+            revision: 4,
+            key: "k/a".into()
+        }]
+    );
+}
