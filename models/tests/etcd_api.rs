@@ -278,19 +278,40 @@ fn compaction_refuses_old_revisions_with_typed_errors() {
                 current_revision: 5
             })
         );
-        let mut stale = client.watch("k", None, 2);
+        let mut stale = client.watch("k", None, 2).await;
         assert_eq!(
             stale.next().await,
             WatchItem::Compacted {
                 compact_revision: 4
             }
         );
-        let mut from_compaction = client.watch("k", None, 4);
+        let mut from_compaction = client.watch("k", None, 4).await;
         let WatchItem::Changes(changes) = from_compaction.next().await else {
             panic!("a watch from the compaction revision starts");
         };
         let revisions: Vec<u64> = changes.iter().map(|c| c.revision()).collect();
         assert_eq!(revisions, [4, 5], "the delete at 4 and the put at 5");
+    });
+}
+
+/// A watch from "now" is open when `watch` returns (as etcd-client's, once the server
+/// answered `created`): a write made before the first `next` is delivered.
+#[test]
+fn a_watch_is_open_when_watch_returns() {
+    with_client(3, |mut client| async move {
+        ok(&client.put("k", "before").await);
+        let mut watch = client.watch("k", None, 0).await;
+        ok(&client.put("k", "after").await);
+        let item = sim::time::timeout(Duration::from_secs(2), watch.next()).await;
+        let Ok(WatchItem::Changes(changes)) = item else {
+            panic!("the write after `watch` returned is delivered, got {item:?}");
+        };
+        let values: Vec<&str> = changes.iter().map(|c| c.kv.value.as_str()).collect();
+        assert_eq!(
+            values,
+            ["after"],
+            "only the write after the watch was created"
+        );
     });
 }
 

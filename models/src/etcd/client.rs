@@ -12,9 +12,9 @@
 //!   revision after the last one it delivered.
 
 use super::{
-    mvcc::{ChangeEvent, ChangeKind},
     protocol::{ClientFrame, ClientRequest, ClientResponse},
     server::EtcdCluster,
+    watch::{Cancellation, WatchOptions, WatchStream},
 };
 use crate::raft::timer::SignalledTimer;
 use rand::Rng;
@@ -22,11 +22,8 @@ use sim::{
     HistoryRecorder, NodeContext, NodeId,
     clock::{Elapsed, LocalTime},
     history::{
-        OpError, OpResult, Operation, RecipeEvent, Response,
-        kv::{
-            Compare, KvError, KvOperation, KvResponse, ReadConsistency, WatchRecord, WatchStep,
-            WatchedChange, WatchedChangeKind,
-        },
+        OpError, OpResult, Operation, Response,
+        kv::{Compare, KvError, KvOperation, KvResponse, ReadConsistency, WatchStep},
     },
     net::{Connection, ConnectionBroken, StreamNetwork},
 };
@@ -438,16 +435,32 @@ impl EtcdClient {
     }
 
     /// Opens a watch on `key` (or `[key, range_end)`) from `start_revision` (0: from the
-    /// next change), on its own connection.
-    pub fn watch(
+    /// revision after the store's when the server creates the watch): see
+    /// [`EtcdClient::watch_with_options`].
+    pub async fn watch(
         &mut self,
         key: &str,
         range_end: Option<String>,
         start_revision: u64,
     ) -> WatchStream {
+        let mut options = WatchOptions::new().with_start_revision(start_revision);
+        if let Some(end) = range_end {
+            options = options.with_range(end);
+        }
+        self.watch_with_options(key, options).await
+    }
+
+    /// Opens a watch on `key` with `options`, on its own connection, and returns once a
+    /// server has answered the create: every change from then on (or from the options'
+    /// start revision) is delivered. As etcd-client 0.21's `WatchClient::watch(key, options)`
+    /// followed by the stream's first message (`created`); unlike it, this never fails: when
+    /// no server answers within the operation timeout, the stream opens on its first `next`
+    /// (from the start revision, or, for none, from the revision of the server that answers
+    /// then).
+    pub async fn watch_with_options(&mut self, key: &str, options: WatchOptions) -> WatchStream {
         self.next_watch_id += 1;
         let watch = (u64::from(self.process) << 32) | self.next_watch_id;
-        let stream = WatchStream {
+        let mut stream = WatchStream {
             context: self.context.clone(),
             history: self.history.clone(),
             network: self.network.clone(),
@@ -455,17 +468,24 @@ impl EtcdClient {
             process: self.process,
             watch,
             key: key.to_string(),
-            range_end: range_end.clone(),
-            next_revision: start_revision,
+            next_revision: options.start_revision,
+            options,
             rotation: self.rotation + 1,
             connection: None,
             config: self.config,
+            cancellation: Cancellation::NotAsked,
         };
         stream.record(WatchStep::Created {
             key: key.to_string(),
-            range_end,
-            start_revision,
+            range_end: stream.options.range_end.clone(),
+            start_revision: stream.next_revision,
+            left_out: stream.options.left_out(),
         });
+        let clock = self.context.clock().clone();
+        let deadline = clock.now() + self.config.operation_timeout;
+        while stream.open().await.is_none() && clock.now() < deadline {
+            clock.sleep(self.config.retry_backoff).await;
+        }
         stream
     }
 
@@ -555,153 +575,4 @@ pub fn kv_response(result: &OpResult) -> Option<&KvResponse> {
         } => Some(response),
         _ => None,
     }
-}
-
-/// What a watch stream yields.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WatchItem {
-    /// Changes, in revision order.
-    Changes(Vec<ChangeEvent>),
-    /// The revision asked for was compacted: the stream is over.
-    Compacted {
-        /// The compaction revision.
-        compact_revision: u64,
-    },
-}
-
-/// A watch: yields changes in revision order, reconnecting (to any server) after a break and
-/// resuming from the revision after the last change it delivered.
-pub struct WatchStream {
-    context: NodeContext,
-    history: HistoryRecorder,
-    network: StreamNetwork<ClientFrame>,
-    servers: Vec<NodeId>,
-    process: u32,
-    watch: u64,
-    key: String,
-    range_end: Option<String>,
-    next_revision: u64,
-    rotation: usize,
-    connection: Option<Connection<ClientFrame>>,
-    config: ClientConfig,
-}
-
-impl WatchStream {
-    fn record(&self, step: WatchStep) {
-        let record = WatchRecord {
-            process: self.process,
-            watch: self.watch,
-            step,
-        };
-        self.history
-            .record(sim::history::Event::Recipe(record.to_recipe_event()));
-    }
-
-    /// The first revision the stream has not delivered yet (0: none delivered and none
-    /// asked for).
-    pub fn next_revision(&self) -> u64 {
-        self.next_revision
-    }
-
-    /// The next changes (waits; reconnects as needed).
-    pub async fn next(&mut self) -> WatchItem {
-        loop {
-            let connection = match &self.connection {
-                Some(connection) if !connection.is_broken() => connection.clone(),
-                _ => match self.open().await {
-                    Some(connection) => connection,
-                    None => {
-                        self.context.clock().sleep(self.config.retry_backoff).await;
-                        continue;
-                    }
-                },
-            };
-            match connection.recv().await {
-                Ok(ClientFrame::WatchEvents { watch_id, events }) if watch_id == self.watch => {
-                    if let Some(last) = events.last() {
-                        self.next_revision = last.revision() + 1;
-                    }
-                    self.record(WatchStep::Delivered {
-                        server: connection.peer(),
-                        changes: events.iter().map(watched_change).collect(),
-                    });
-                    return WatchItem::Changes(events);
-                }
-                Ok(ClientFrame::WatchCompacted {
-                    watch_id,
-                    compact_revision,
-                }) if watch_id == self.watch => {
-                    self.record(WatchStep::Compacted { compact_revision });
-                    self.connection = None;
-                    return WatchItem::Compacted { compact_revision };
-                }
-                Ok(_) => {}
-                Err(_) => {
-                    self.connection = None;
-                    self.rotation += 1;
-                }
-            }
-        }
-    }
-
-    /// Stops watching.
-    pub fn close(mut self) {
-        if let Some(connection) = self.connection.take() {
-            connection.close();
-        }
-        self.record(WatchStep::Closed);
-    }
-
-    async fn open(&mut self) -> Option<Connection<ClientFrame>> {
-        let server = self.servers[self.rotation % self.servers.len()];
-        let connection = match self
-            .network
-            .connect(self.context.id(), server, self.config.connect_timeout)
-            .await
-        {
-            Ok(connection) => connection,
-            Err(_) => {
-                self.rotation += 1;
-                return None;
-            }
-        };
-        let created = connection.send(ClientFrame::WatchCreate {
-            watch_id: self.watch,
-            key: self.key.clone(),
-            range_end: self.range_end.clone(),
-            start_revision: self.next_revision,
-        });
-        if created.is_err() {
-            self.rotation += 1;
-            return None;
-        }
-        self.record(WatchStep::Opened {
-            server,
-            from_revision: self.next_revision,
-        });
-        self.connection = Some(connection.clone());
-        Some(connection)
-    }
-}
-
-fn watched_change(event: &ChangeEvent) -> WatchedChange {
-    WatchedChange {
-        kind: match event.kind {
-            ChangeKind::Put => WatchedChangeKind::Put,
-            ChangeKind::Delete => WatchedChangeKind::Delete,
-        },
-        key: event.kv.key.clone(),
-        value: event.kv.value.clone(),
-        mod_revision: event.kv.mod_revision,
-        create_revision: event.kv.create_revision,
-        version: event.kv.version,
-    }
-}
-
-/// The recipe events of a history that are watch records (for tests and tools).
-pub fn watch_records<'a>(events: impl IntoIterator<Item = &'a RecipeEvent>) -> Vec<WatchRecord> {
-    events
-        .into_iter()
-        .filter_map(WatchRecord::from_recipe_event)
-        .collect()
 }

@@ -13,6 +13,10 @@ pub struct EtcdConfig {
     pub lease_check_interval: Duration,
     /// How often the leader checkpoints remaining lease TTLs through the log.
     pub lease_checkpoint_interval: Duration,
+    /// How long a watch that asked for progress notifications may stay without a response
+    /// before its server sends an empty one at its revision (etcd's
+    /// `--experimental-watch-progress-notify-interval`, 10 minutes by default).
+    pub watch_progress_notify_interval: Duration,
     /// Known store bugs switched on.
     pub bugs: BTreeSet<EtcdBug>,
 }
@@ -25,6 +29,7 @@ impl EtcdConfig {
             raft: RaftConfig::new(first, servers.to_vec()),
             lease_check_interval: Duration::from_millis(50),
             lease_checkpoint_interval: Duration::from_millis(500),
+            watch_progress_notify_interval: Duration::from_secs(600),
             bugs: BTreeSet::new(),
         }
     }

@@ -11,10 +11,11 @@ mod protocol;
 mod range;
 mod server;
 mod state_machine;
+mod watch;
+mod watchers;
 
 pub use client::{
-    COMPACT_OPERATION, ClientConfig, EtcdClient, KeepAliveEnd, WatchItem, WatchStream, kv_response,
-    lease_gone, watch_records,
+    COMPACT_OPERATION, ClientConfig, EtcdClient, KeepAliveEnd, kv_response, lease_gone,
 };
 pub use command::{StoreCommand, is_read_only, validate};
 pub use config::{EtcdBug, EtcdConfig, KnownBug, UnknownBug};
@@ -26,3 +27,4 @@ pub use server::{EtcdCluster, LogCommand, StoreMessage};
 pub use state_machine::{
     ApplyOutcome, ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine,
 };
+pub use watch::{WatchFilterType, WatchItem, WatchOptions, WatchStream, watch_records};

@@ -29,6 +29,9 @@ pub struct ChangeEvent {
     /// The key after the change (for a delete: the key, empty value, mod_revision of the
     /// delete, version 0).
     pub kv: KeyValue,
+    /// The key before the change, for a watch that asked for it
+    /// ([`MvccStore::prev_kv_of`]); `None` in the store's own change log.
+    pub prev_kv: Option<KeyValue>,
 }
 
 impl ChangeEvent {
@@ -133,6 +136,7 @@ fn tombstone(
             version: 0,
             lease: None,
         },
+        prev_kv: None,
     });
     Some(live)
 }
@@ -229,6 +233,21 @@ impl MvccStore {
         Ok(found)
     }
 
+    /// The value `event`'s key had just before it, as etcd fills a watch event's `prev_kv`
+    /// when it sends it (v3.4.23 etcdserver/api/v3rpc/watch.go, `sendLoop`): none for a
+    /// create (a put whose create and mod revisions agree), else the key read at the event's
+    /// revision − 1, none when that revision is compacted or the key did not exist.
+    pub fn prev_kv_of(&self, event: &ChangeEvent) -> Option<KeyValue> {
+        let created =
+            event.kind == ChangeKind::Put && event.kv.create_revision == event.kv.mod_revision;
+        let before = event.kv.mod_revision.checked_sub(1).filter(|&r| r > 0)?;
+        if created {
+            return None;
+        }
+        let range = KeyRange::new(&event.kv.key, None);
+        self.range(&range, Some(before)).ok()?.into_iter().next()
+    }
+
     /// The revision the next write of the open transaction uses.
     fn write_revision(&mut self) -> u64 {
         *self.open_write.get_or_insert(self.revision + 1)
@@ -276,6 +295,7 @@ impl MvccStore {
         self.changes.push(ChangeEvent {
             kind: ChangeKind::Put,
             kv,
+            prev_kv: None,
         });
         previous_lease
     }

@@ -1,6 +1,6 @@
 //! Frames between clients and servers, on FIFO connections. Typed values: never serialized.
 
-use super::mvcc::ChangeEvent;
+use super::{mvcc::ChangeEvent, watch::WatchOptions};
 use sim::{
     NodeId,
     history::kv::{KvError, KvOperation, KvResponse},
@@ -23,17 +23,47 @@ pub enum ClientFrame {
         /// The answer.
         response: ClientResponse,
     },
-    /// Client → server: stream the changes to `key` (or `[key, range_end)`) from
-    /// `start_revision` (0: from the next change).
+    /// Client → server: stream the changes to `key` as `options` say (from its start
+    /// revision; 0: from the next change).
     WatchCreate {
         /// The client's id for the watch.
         watch_id: u64,
         /// First key.
         key: String,
-        /// End of the range (etcd encoding).
-        range_end: Option<String>,
-        /// First revision wanted.
-        start_revision: u64,
+        /// The range's end, start revision and what each event carries.
+        options: WatchOptions,
+    },
+    /// Server → client: the watch is created (etcd's `WatchResponse` with `created`, sent
+    /// before any event of the watch: v3rpc/watch.go answers the create request at once).
+    WatchCreated {
+        /// The watch.
+        watch_id: u64,
+        /// The store's revision when the watch was created (the response header's revision).
+        revision: u64,
+    },
+    /// Client → server: say how far the watch is (etcd's `WatchProgressRequest`).
+    WatchProgressRequest {
+        /// The watch.
+        watch_id: u64,
+    },
+    /// Server → client: the watch has had every change up to `revision` (an empty
+    /// `WatchResponse`: a progress notification or the answer to a progress request).
+    WatchProgress {
+        /// The watch.
+        watch_id: u64,
+        /// The revision.
+        revision: u64,
+    },
+    /// Client → server: stop the watch (etcd's `WatchCancelRequest`).
+    WatchCancel {
+        /// The watch.
+        watch_id: u64,
+    },
+    /// Server → client: the watch is cancelled; nothing more comes for it (etcd's
+    /// `WatchResponse` with `canceled`).
+    WatchCanceled {
+        /// The watch.
+        watch_id: u64,
     },
     /// Server → client: changes, in revision order.
     WatchEvents {

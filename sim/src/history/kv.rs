@@ -459,6 +459,9 @@ pub enum WatchStep {
         range_end: Option<String>,
         /// First revision wanted.
         start_revision: u64,
+        /// The kinds of change the watch's filters leave out (etcd's `NOPUT`, `NODELETE`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<WatchedChangeKind>,
     },
     /// The stream (re)opened on `server`, asking for changes from `from_revision`.
     Opened {
@@ -481,6 +484,16 @@ pub enum WatchStep {
     },
     /// The client stopped watching.
     Closed,
+    /// The server said the watch has had every change up to `revision` (an empty response:
+    /// a progress notification, or the answer to a progress request).
+    Progress {
+        /// The server that said so.
+        server: crate::NodeId,
+        /// The revision.
+        revision: u64,
+    },
+    /// The server answered the client's cancel: nothing more comes on this watch.
+    Canceled,
 }
 
 /// One change a watch delivered.
@@ -498,6 +511,10 @@ pub struct WatchedChange {
     pub create_revision: u64,
     /// Version after a put (0 after a delete).
     pub version: u64,
+    /// The key before the change, when the watch asked for it (`prev_kv`) and the server
+    /// had it (none for a create, none when that revision was compacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_kv: Option<KeyValue>,
 }
 
 /// Kinds of watched change.
@@ -589,6 +606,14 @@ mod watch_record_tests {
                     mod_revision: 9,
                     create_revision: 0,
                     version: 0,
+                    prev_kv: Some(KeyValue {
+                        key: "k".into(),
+                        value: "v".into(),
+                        create_revision: 3,
+                        mod_revision: 8,
+                        version: 2,
+                        lease: None,
+                    }),
                 }],
             },
         };

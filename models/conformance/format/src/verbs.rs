@@ -150,7 +150,13 @@ const ETCD: &[Verb] = &[
         "delete",
         &[("key", Word)],
         &[("range_end", Word)],
-        &["prefix", "prev_kv"],
+        &[
+            "prefix",
+            "prev_kv",
+            "no_put",
+            "no_delete",
+            "progress_notify",
+        ],
     ),
     verb(
         "txn",
@@ -168,10 +174,17 @@ const ETCD: &[Verb] = &[
         "watch",
         &[("key", Word)],
         &[("rev", Int), ("as", Watch)],
-        &["prefix"],
+        &[
+            "prefix",
+            "prev_kv",
+            "no_put",
+            "no_delete",
+            "progress_notify",
+        ],
     ),
     verb("next", &[("watch", Watch)], &[("within_ms", Int)], &[]),
     verb("cancel", &[("watch", Watch)], &[], &[]),
+    verb("progress", &[("watch", Watch)], &[], &[]),
 ];
 
 /// The verbs of a store's probes.

@@ -5,8 +5,8 @@ mod txn;
 
 use crate::{Stepper, answer_in_world};
 use models::etcd::{
-    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, GetOptions, WatchItem, WatchStream,
-    kv_response, prefix_range_end,
+    ChangeKind, EtcdClient, EtcdCluster, EtcdConfig, GetOptions, WatchFilterType, WatchItem,
+    WatchOptions, WatchStream, kv_response, prefix_range_end,
 };
 use probe_format::{Probe, Roles, Step, StepKind};
 use sim::{
@@ -34,8 +34,6 @@ pub(crate) fn run(probe: &Probe, seed: u64) -> Result<Vec<Vec<String>>, String> 
             sim: sim.clone(),
             watches: BTreeMap::new(),
             pending: BTreeMap::new(),
-            cancelled: Vec::new(),
-            ended: Vec::new(),
             leases: Roles::new('l'),
         }
     })
@@ -50,6 +48,9 @@ fn debian_etcd_config(servers: &[NodeId]) -> EtcdConfig {
     // etcd's Raft draws each election timeout from [timeout, 2 × timeout).
     config.raft.election_timeout_min = Duration::from_millis(1_000);
     config.raft.election_timeout_max = Duration::from_millis(2_000);
+    // The recorder starts etcd with `--experimental-watch-progress-notify-interval=1s`, so
+    // that a probe sees a progress notification without waiting etcd's default 10 minutes.
+    config.watch_progress_notify_interval = Duration::from_secs(1);
     config
 }
 
@@ -64,12 +65,8 @@ struct State {
     /// `None` while the client is away on its node running a step.
     clients: Vec<Option<EtcdClient>>,
     watches: BTreeMap<String, WatchStream>,
-    /// Events a watch delivered beyond the one its `next` step handed out.
-    pending: BTreeMap<String, std::collections::VecDeque<String>>,
-    /// Watches cancelled: their next `next` answers `canceled`.
-    cancelled: Vec<String>,
-    /// Watches whose cancellation was answered: nothing more comes.
-    ended: Vec<String>,
+    /// Events a watch delivered beyond the one its `next` step handed out, each as its lines.
+    pending: BTreeMap<String, std::collections::VecDeque<Vec<String>>>,
     leases: Roles,
 }
 
@@ -80,14 +77,15 @@ enum Call {
     Watch {
         name: String,
         key: String,
-        range_end: Option<String>,
-        start_revision: u64,
+        options: WatchOptions,
     },
     Next {
         name: String,
         within: Duration,
     },
     Cancel(String),
+    /// A progress request on a watch.
+    Progress(String),
     /// The probe itself is wrong for the model (a lease role never granted, a bad compare).
     Refused(String),
 }
@@ -95,10 +93,7 @@ enum Call {
 /// A step's raw outcome, before lease ids are named.
 enum Outcome {
     Result(OpResult),
-    NoEvent,
     Watching,
-    Events(WatchItem),
-    Cancelled,
     Refused(String),
 }
 
@@ -115,41 +110,24 @@ impl State {
         let index = client as usize - 1;
         let node = NodeId::client(index);
         let outcome = match call {
-            Call::Watch {
-                name,
-                key,
-                range_end,
-                start_revision,
-            } => {
-                let start_revision = if start_revision == 0 {
-                    // etcd opens a watch when it answers `created`: from the next revision.
-                    // The model's stream opens on its first `next`, so ask for the revision
-                    // the watch would have started at.
-                    match self.run_on(index, node, Call::Op(get(&key, None))).await {
-                        Outcome::Result(result) => match kv_response(&result) {
-                            Some(KvResponse::Get { revision, .. }) => revision + 1,
-                            _ => return self.render(Outcome::Result(result)),
-                        },
-                        other => return self.render(other),
-                    }
-                } else {
-                    start_revision
-                };
-                let client = self.clients[index].as_mut().expect("the client is home");
-                let stream = client.watch(&key, range_end, start_revision);
+            Call::Watch { name, key, options } => {
+                // The model's `watch`, like etcd's, returns once the server created the watch.
+                let mut client = self.clients[index].take().expect("the client is home");
+                let (stream, client) = self
+                    .sim
+                    .spawn(node, async move {
+                        let stream = client.watch_with_options(&key, options).await;
+                        (stream, client)
+                    })
+                    .await
+                    .expect("the client node opens the watch");
+                self.clients[index] = Some(client);
                 self.watches.insert(name, stream);
                 Outcome::Watching
             }
-            // A cancelled watch says so once, then has nothing more (as etcd's stream does).
-            Call::Next { name, .. } if self.cancelled.contains(&name) => {
-                self.cancelled.retain(|cancelled| *cancelled != name);
-                self.ended.push(name);
-                Outcome::Cancelled
-            }
-            Call::Next { name, .. } if self.ended.contains(&name) => Outcome::NoEvent,
             Call::Next { name, .. } if self.pending.get(&name).is_some_and(|p| !p.is_empty()) => {
-                let line = self.pending.get_mut(&name).and_then(|p| p.pop_front());
-                return vec![line.expect("a pending event")];
+                let event = self.pending.get_mut(&name).and_then(|p| p.pop_front());
+                return event.expect("a pending event");
             }
             Call::Next { name, within } => match self.watches.remove(&name) {
                 None => Outcome::Refused(format!("no watch {name}")),
@@ -168,20 +146,26 @@ impl State {
                     }
                     // etcd may batch events into one response; `next` hands out one per
                     // step (README), the rest wait for the next steps.
-                    let mut lines = match item {
+                    let mut events = match item {
                         None => return vec!["none".to_string()],
-                        Some(item) => self.render(Outcome::Events(item)),
+                        Some(item) => self.render_events(item),
                     };
-                    let first = lines.remove(0);
-                    self.pending.entry(name).or_default().extend(lines);
-                    return vec![first];
+                    let first = events.remove(0);
+                    self.pending.entry(name).or_default().extend(events);
+                    return first;
                 }
             },
-            Call::Cancel(name) => match self.watches.remove(&name) {
+            Call::Progress(name) => match self.watches.get(&name) {
                 Some(stream) => {
-                    stream.close();
-                    self.pending.remove(&name);
-                    self.cancelled.push(name);
+                    stream.request_progress();
+                    Outcome::Watching
+                }
+                None => Outcome::Refused(format!("no watch {name}")),
+            },
+            // Events received before the cancel still come first (they wait in `pending`).
+            Call::Cancel(name) => match self.watches.get_mut(&name) {
+                Some(stream) => {
+                    stream.cancel();
                     Outcome::Watching
                 }
                 None => Outcome::Refused(format!("no watch {name}")),
@@ -260,12 +244,35 @@ impl State {
             }
             "leases" => Call::Op(KvOperation::LeaseLeases),
             "compact" => Call::Compact(step.arg_int(0).max(0) as u64),
-            "watch" => Call::Watch {
-                name: step.named("as").unwrap_or("w1").to_string(),
-                key: step.arg(0).to_string(),
-                range_end: range_end(step),
-                start_revision: step.named_int("rev").map_or(0, |r| r.max(0) as u64),
-            },
+            "watch" => {
+                let mut options = WatchOptions::new()
+                    .with_start_revision(step.named_int("rev").map_or(0, |r| r.max(0) as u64));
+                if let Some(end) = range_end(step) {
+                    options = options.with_range(end);
+                }
+                if step.flag("prev_kv") {
+                    options = options.with_prev_key();
+                }
+                if step.flag("progress_notify") {
+                    options = options.with_progress_notify();
+                }
+                let filters: Vec<WatchFilterType> = [
+                    ("no_put", WatchFilterType::NoPut),
+                    ("no_delete", WatchFilterType::NoDelete),
+                ]
+                .into_iter()
+                .filter(|(flag, _)| step.flag(flag))
+                .map(|(_, filter)| filter)
+                .collect();
+                if !filters.is_empty() {
+                    options = options.with_filters(filters);
+                }
+                Call::Watch {
+                    name: step.named("as").unwrap_or("w1").to_string(),
+                    key: step.arg(0).to_string(),
+                    options,
+                }
+            }
             "next" => Call::Next {
                 name: step.arg(0).to_string(),
                 within: Duration::from_millis(
@@ -274,6 +281,7 @@ impl State {
                 ),
             },
             "cancel" => Call::Cancel(step.arg(0).to_string()),
+            "progress" => Call::Progress(step.arg(0).to_string()),
             other => Call::Refused(format!("verb {other} not run")),
         }
     }
@@ -295,21 +303,36 @@ impl State {
             Outcome::Result(OpResult::Fail { error }) => vec![error_line(&error)],
             Outcome::Result(OpResult::Unknown { reason }) => vec![format!("err Unknown: {reason}")],
             Outcome::Watching => vec!["ok".to_string()],
-            Outcome::Cancelled => vec!["canceled".to_string()],
-            Outcome::NoEvent => vec!["none".to_string()],
-            Outcome::Events(WatchItem::Changes(events)) => events
+            Outcome::Refused(why) => vec![format!("probe: {why}")],
+        }
+    }
+
+    /// A watch's item as events, each as its lines: `put KV` or `delete KEY mod=R`, then
+    /// `  prev KV` when it carries its key's previous value; or the compaction that ended it.
+    fn render_events(&mut self, item: WatchItem) -> Vec<Vec<String>> {
+        match item {
+            WatchItem::Changes(events) => events
                 .iter()
-                .map(|event| match event.kind {
-                    ChangeKind::Put => format!("put {}", self.kv(&event.kv)),
-                    ChangeKind::Delete => {
-                        format!("delete {} mod={}", event.kv.key, event.kv.mod_revision)
+                .map(|event| {
+                    let mut lines = vec![match event.kind {
+                        ChangeKind::Put => format!("put {}", self.kv(&event.kv)),
+                        ChangeKind::Delete => {
+                            format!("delete {} mod={}", event.kv.key, event.kv.mod_revision)
+                        }
+                    }];
+                    if let Some(prev) = &event.prev_kv {
+                        lines.push(format!("  prev {}", self.kv(prev)));
                     }
+                    lines
                 })
                 .collect(),
-            Outcome::Events(WatchItem::Compacted { compact_revision }) => {
-                vec![format!("err compacted compact_rev={compact_revision}")]
+            WatchItem::Compacted { compact_revision } => {
+                vec![vec![format!(
+                    "err compacted compact_rev={compact_revision}"
+                )]]
             }
-            Outcome::Refused(why) => vec![format!("probe: {why}")],
+            WatchItem::Progress { revision } => vec![vec![format!("progress rev={revision}")]],
+            WatchItem::Canceled => vec![vec!["canceled".to_string()]],
         }
     }
 

@@ -176,6 +176,8 @@ impl EtcdDiscoverer {
                 }
                 true
             }
+            // Not asked for: this watch never requests progress or cancels.
+            WatchItem::Progress { .. } | WatchItem::Canceled => true,
             WatchItem::Compacted { .. } => {
                 let (view, watch) = read_and_watch(client, &self.context, &self.prefix).await;
                 std::mem::replace(&mut self.watch, watch).close();
@@ -201,7 +203,9 @@ async fn read_and_watch(
                 .iter()
                 .filter_map(|kv| kv.key.strip_prefix(prefix).map(str::to_string))
                 .collect();
-            let watch = client.watch(prefix, Some(prefix_range_end(prefix)), revision + 1);
+            let watch = client
+                .watch(prefix, Some(prefix_range_end(prefix)), revision + 1)
+                .await;
             return (members, watch);
         }
         context.clock().sleep(RETRY).await;

@@ -254,12 +254,16 @@ impl EtcdLeaderObserver {
             let first = first_created(kvs);
             // Watch the leader's key (or, with none, any key under the prefix) from the read.
             self.watching = Some(match &first {
-                Some(kv) => client.watch(&kv.key, None, revision + 1),
-                None => client.watch(
-                    &self.prefix,
-                    Some(crate::etcd::prefix_range_end(&self.prefix)),
-                    revision + 1,
-                ),
+                Some(kv) => client.watch(&kv.key, None, revision + 1).await,
+                None => {
+                    client
+                        .watch(
+                            &self.prefix,
+                            Some(crate::etcd::prefix_range_end(&self.prefix)),
+                            revision + 1,
+                        )
+                        .await
+                }
             });
             if let Some(kv) = first {
                 let leader = (kv.key, kv.create_revision, kv.value.clone());

@@ -138,15 +138,20 @@ pub(crate) async fn wait_for_deletes(
         else {
             return;
         };
-        let mut watch = client.watch(&latest_before.key, None, revision + 1);
+        let mut watch = client.watch(&latest_before.key, None, revision + 1).await;
         // A compaction past our revision ends the stream: read the prefix again.
-        while let WatchItem::Changes(changes) = watch.next().await {
-            if changes
-                .iter()
-                .any(|change| change.kind == ChangeKind::Delete)
-            {
-                woken(&latest_before.key);
-                break;
+        loop {
+            match watch.next().await {
+                WatchItem::Changes(changes)
+                    if changes
+                        .iter()
+                        .any(|change| change.kind == ChangeKind::Delete) =>
+                {
+                    woken(&latest_before.key);
+                    break;
+                }
+                WatchItem::Changes(_) | WatchItem::Progress { .. } => {}
+                WatchItem::Compacted { .. } | WatchItem::Canceled => break,
             }
         }
         watch.close();

@@ -180,7 +180,7 @@ impl EtcdSubscriber {
     /// Subscribes to `topic` from `from_revision` (at least 1: every message published at
     /// or after it) through the caller's `client`, as client process `client.process()` on
     /// `context`'s node. Records the subscription.
-    pub fn subscribe(
+    pub async fn subscribe(
         client: &mut EtcdClient,
         context: &NodeContext,
         topic: &str,
@@ -196,7 +196,9 @@ impl EtcdSubscriber {
         recorder.record(PubSubStep::Subscribed {
             revision: from_revision,
         });
-        let watch = client.watch(&prefix, Some(prefix_range_end(&prefix)), from_revision);
+        let watch = client
+            .watch(&prefix, Some(prefix_range_end(&prefix)), from_revision)
+            .await;
         Self {
             prefix,
             recorder,
@@ -230,7 +232,7 @@ impl EtcdSubscriber {
             }
             context.clock().sleep(RETRY).await;
         };
-        Self::subscribe(client, context, topic, revision + 1)
+        Self::subscribe(client, context, topic, revision + 1).await
     }
 
     /// The revision a new subscription should start from to continue this one: the one
@@ -281,6 +283,8 @@ impl EtcdSubscriber {
                 WatchItem::Compacted { compact_revision } => {
                     return Err(RecipeError::Compacted { compact_revision });
                 }
+                // Not asked for: the subscription never requests progress or cancels.
+                WatchItem::Progress { .. } | WatchItem::Canceled => {}
             }
         }
     }

@@ -107,7 +107,9 @@ impl CompactedWatch {
         if !matches!(client.compact(revision).await, OpResult::Ok { .. }) {
             return;
         }
-        let mut watch = client.watch(&prefix, Some(prefix_range_end(&prefix)), revision);
+        let mut watch = client
+            .watch(&prefix, Some(prefix_range_end(&prefix)), revision)
+            .await;
         let Some(KvResponse::Put { revision: next, .. }) =
             kv_response(&client.put(&format!("{prefix}next"), "you").await).cloned()
         else {

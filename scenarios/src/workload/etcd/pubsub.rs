@@ -215,7 +215,9 @@ async fn subscribe(
     let mut client = EtcdClient::new(cluster, context.clone(), SUBSCRIBER_PROCESS);
     let mut subscription = if context.id().ordinal().is_multiple_of(2) {
         // c1, c3, …: every message ever published.
-        EtcdSubscriber::subscribe(&mut client, context, TOPIC, 1).with_bugs(bugs)
+        EtcdSubscriber::subscribe(&mut client, context, TOPIC, 1)
+            .await
+            .with_bugs(bugs)
     } else {
         EtcdSubscriber::subscribe_from_now(&mut client, context, TOPIC)
             .await
@@ -236,8 +238,9 @@ async fn subscribe(
             Err(_) => {
                 let from = subscription.resume_revision();
                 subscription.close();
-                subscription =
-                    EtcdSubscriber::subscribe(&mut client, context, TOPIC, from).with_bugs(bugs);
+                subscription = EtcdSubscriber::subscribe(&mut client, context, TOPIC, from)
+                    .await
+                    .with_bugs(bugs);
                 resubscribe_at = clock.now() + every;
             }
         }

@@ -130,7 +130,9 @@ impl WatchResume {
             }
         };
         let start = current.saturating_sub(self.rewind_revisions).max(1);
-        let mut stream = client.watch(WATCH_PREFIX, Some(prefix_range_end(WATCH_PREFIX)), start);
+        let mut stream = client
+            .watch(WATCH_PREFIX, Some(prefix_range_end(WATCH_PREFIX)), start)
+            .await;
         'follow: while !stop.load(Ordering::Relaxed) {
             // The same `next` future across the polls: nothing it received is dropped until
             // the workload stops.
@@ -138,9 +140,9 @@ impl WatchResume {
             futures_util::pin_mut!(next);
             loop {
                 match sim::time::timeout(STOP_POLL, &mut next).await {
-                    Ok(WatchItem::Changes(_)) => break,
+                    Ok(WatchItem::Changes(_) | WatchItem::Progress { .. }) => break,
                     // A watch from a compacted revision is over (nothing compacts here).
-                    Ok(WatchItem::Compacted { .. }) => break 'follow,
+                    Ok(WatchItem::Compacted { .. } | WatchItem::Canceled) => break 'follow,
                     Err(_) if stop.load(Ordering::Relaxed) => break 'follow,
                     Err(_) => {}
                 }

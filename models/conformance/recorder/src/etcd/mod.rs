@@ -318,7 +318,7 @@ impl Run {
                 }
                 Err(e) => error(&e),
             },
-            "watch" | "next" | "cancel" => self.watch_step(client, step, verb).await?,
+            "watch" | "next" | "cancel" | "progress" => self.watch_step(client, step, verb).await?,
             other => {
                 return Err(Failure::bad_step(
                     step,

@@ -1,9 +1,10 @@
-//! `cN watch KEY [prefix] [rev=R] as=wK`, `cN next wK [within_ms=N]`, `cN cancel wK`: one
-//! watch stream per watch role.
+//! `cN watch KEY [prefix] [rev=R] [prev_kv] [no_put] [no_delete] [progress_notify] as=wK`,
+//! `cN next wK [within_ms=N]`, `cN progress wK`, `cN cancel wK`: one watch stream per watch
+//! role.
 
 use super::{NEXT_DEFAULT_MS, Run, error, kv};
 use crate::Failure;
-use etcd_client::{Client, EventType, WatchOptions, WatchStream};
+use etcd_client::{Client, EventType, WatchFilterType, WatchOptions, WatchStream};
 use probe_format::{Roles, Step};
 use std::{collections::VecDeque, time::Duration};
 
@@ -11,9 +12,10 @@ use std::{collections::VecDeque, time::Duration};
 pub(super) struct Watch {
     stream: WatchStream,
     watch_id: i64,
-    /// Lines received and not yet handed out: `next` hands out one per step, so that how the
-    /// server batches events into responses does not show.
-    lines: VecDeque<String>,
+    /// Events received and not yet handed out, each as its lines (`put KV`, then `  prev KV`
+    /// with `prev_kv`): `next` hands out one per step, so that how the server batches events
+    /// into responses does not show.
+    events: VecDeque<Vec<String>>,
 }
 
 impl Run {
@@ -37,6 +39,23 @@ impl Run {
             if let Some(rev) = step.named_int("rev") {
                 options = options.with_start_revision(rev);
             }
+            if step.flag("prev_kv") {
+                options = options.with_prev_key();
+            }
+            if step.flag("progress_notify") {
+                options = options.with_progress_notify();
+            }
+            let filters: Vec<WatchFilterType> = [
+                ("no_put", WatchFilterType::NoPut),
+                ("no_delete", WatchFilterType::NoDelete),
+            ]
+            .into_iter()
+            .filter(|(flag, _)| step.flag(flag))
+            .map(|(_, filter)| filter)
+            .collect();
+            if !filters.is_empty() {
+                options = options.with_filters(filters);
+            }
             let stream = match client.watch(step.arg(0), Some(options)).await {
                 Ok(stream) => stream,
                 Err(e) => return Ok(error(&e)),
@@ -45,7 +64,7 @@ impl Run {
             let mut watch = Watch {
                 watch_id: -1,
                 stream,
-                lines: VecDeque::new(),
+                events: VecDeque::new(),
             };
             match watch.stream.message().await {
                 Ok(Some(response)) => {
@@ -67,6 +86,12 @@ impl Run {
             ));
         };
         let watch = &mut self.watches[index].1;
+        if verb == "progress" {
+            return Ok(match watch.stream.request_progress().await {
+                Ok(()) => vec!["ok".to_string()],
+                Err(e) => error(&e),
+            });
+        }
         if verb == "cancel" {
             return Ok(match watch.stream.cancel(watch.watch_id).await {
                 Ok(()) => vec!["ok".to_string()],
@@ -76,42 +101,52 @@ impl Run {
         let within =
             Duration::from_millis(step.named_int("within_ms").unwrap_or(NEXT_DEFAULT_MS) as u64);
         let deadline = tokio::time::Instant::now() + within;
-        while watch.lines.is_empty() {
+        while watch.events.is_empty() {
             match tokio::time::timeout_at(deadline, watch.stream.message()).await {
                 Ok(Ok(Some(response))) => watch.take(&response, &mut self.leases),
                 Ok(Ok(None)) => watch
-                    .lines
-                    .push_back("err Other (watch stream closed)".to_string()),
-                Ok(Err(e)) => watch.lines.extend(error(&e)),
+                    .events
+                    .push_back(vec!["err Other (watch stream closed)".to_string()]),
+                Ok(Err(e)) => watch.events.push_back(error(&e)),
                 Err(_) => return Ok(vec!["none".to_string()]),
             }
         }
-        Ok(vec![watch.lines.pop_front().expect("not empty")])
+        Ok(watch.events.pop_front().expect("not empty"))
     }
 }
 
 impl Watch {
-    /// Queues a response's lines: `put KV` / `delete KEY mod=R` per event, then
-    /// `err compacted compact_rev=R` when the start revision was compacted, or `canceled`.
+    /// Queues a response's events: `put KV` / `delete KEY mod=R` per event (and `  prev KV`
+    /// when the event carries its key's previous value), then `err compacted compact_rev=R`
+    /// when the start revision was compacted, or `canceled`.
     fn take(&mut self, response: &etcd_client::WatchResponse, leases: &mut Roles) {
         for event in response.events() {
             let Some(pair) = event.kv() else { continue };
-            self.lines.push_back(match event.event_type() {
+            let mut lines = vec![match event.event_type() {
                 EventType::Put => format!("put {}", kv(pair, leases)),
                 EventType::Delete => format!(
                     "delete {} mod={}",
                     String::from_utf8_lossy(pair.key()),
                     pair.mod_revision()
                 ),
-            });
+            }];
+            if let Some(prev) = event.prev_kv() {
+                lines.push(format!("  prev {}", kv(prev, leases)));
+            }
+            self.events.push_back(lines);
         }
         if response.compact_revision() > 0 {
-            self.lines.push_back(format!(
+            self.events.push_back(vec![format!(
                 "err compacted compact_rev={}",
                 response.compact_revision()
-            ));
+            )]);
         } else if response.canceled() {
-            self.lines.push_back("canceled".to_string());
+            self.events.push_back(vec!["canceled".to_string()]);
+        } else if response.events().is_empty() && !response.created() {
+            // An empty response: a progress notification or the answer to a progress request.
+            let revision = response.header().map_or(0, |header| header.revision());
+            self.events
+                .push_back(vec![format!("progress rev={revision}")]);
         }
     }
 }

@@ -8,18 +8,20 @@
 //!   lead;
 //! - linearizable reads and lease TTL queries go through ReadIndex; serializable reads are
 //!   served from the local state at once;
-//! - watches may be opened on any server and are served from its applied state;
+//! - watches may be opened on any server and are served from its applied state (`watches`);
 //! - snapshots: when Raft says one is due, the state machine (MVCC store and lease table) is
 //!   cloned into it; when a leader installs one, the state machine is replaced and every
 //!   watcher catches up from its own next revision (etcd's `watchableStore.Restore`).
+
+mod watches;
 
 use super::{
     command::{StoreCommand, validate},
     config::{EtcdBug, EtcdConfig},
     lease::{Lessor, PromotionTtl},
-    mvcc::KeyRange,
     protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted},
     state_machine::{ApplyResult, CompactionTombstones, LeaseChange, StoreStateMachine},
+    watchers::Watcher,
 };
 use crate::{
     local_queue::LocalQueue,
@@ -167,20 +169,11 @@ struct PendingRead {
     operation: KvOperation,
 }
 
-struct Watcher {
-    connection: u64,
-    watch_id: u64,
-    range: KeyRange,
-    /// The revision it was created to start from (after clamping to the store's next).
-    created_at_revision: u64,
-    /// The first revision it has not sent yet (etcd's `minRev`).
-    next_revision: u64,
-}
-
 enum ServerEvent {
     Raft(RaftInput<LogCommand, StoreSnapshot>),
     Client(Inbound),
     LeaseTimer,
+    ProgressTimer,
 }
 
 struct Server {
@@ -196,6 +189,8 @@ struct Server {
     next_read: u64,
     watchers: Vec<Watcher>,
     lease_timer: SignalledTimer,
+    /// The next progress notification tick of a watch that asked for them.
+    progress_timer: SignalledTimer,
     next_checkpoint: sim::clock::LocalTime,
     fairness: u64,
 }
@@ -233,6 +228,7 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
         next_read: 0,
         watchers: Vec::new(),
         lease_timer: SignalledTimer::new(),
+        progress_timer: SignalledTimer::new(),
         next_checkpoint: now,
         fairness: 0,
     };
@@ -254,6 +250,7 @@ impl Server {
                 }
                 ServerEvent::Client(Inbound::Frame(id, frame)) => self.handle_frame(id, frame),
                 ServerEvent::LeaseTimer => self.lease_tick(),
+                ServerEvent::ProgressTimer => self.progress_tick(),
             }
             self.drain_raft_events();
         }
@@ -275,6 +272,9 @@ impl Server {
             }
             if self.lease_timer.poll_expired(cx) {
                 return Poll::Ready(ServerEvent::LeaseTimer);
+            }
+            if self.progress_timer.poll_expired(cx) {
+                return Poll::Ready(ServerEvent::ProgressTimer);
             }
             Poll::Pending
         })
@@ -300,17 +300,17 @@ impl Server {
             ClientFrame::WatchCreate {
                 watch_id,
                 key,
-                range_end,
-                start_revision,
-            } => self.create_watch(
-                connection,
-                watch_id,
-                &key,
-                range_end.as_deref(),
-                start_revision,
-            ),
+                options,
+            } => self.create_watch(connection, watch_id, &key, &options),
+            ClientFrame::WatchProgressRequest { watch_id } => {
+                self.answer_progress_request(connection, watch_id)
+            }
+            ClientFrame::WatchCancel { watch_id } => self.cancel_watch(connection, watch_id),
             // Server-to-client frames are not expected here.
             ClientFrame::Response { .. }
+            | ClientFrame::WatchCreated { .. }
+            | ClientFrame::WatchProgress { .. }
+            | ClientFrame::WatchCanceled { .. }
             | ClientFrame::WatchEvents { .. }
             | ClientFrame::WatchCompacted { .. } => {}
         }
@@ -415,73 +415,6 @@ impl Server {
         }
     }
 
-    fn create_watch(
-        &mut self,
-        connection: u64,
-        watch_id: u64,
-        key: &str,
-        range_end: Option<&str>,
-        start_revision: u64,
-    ) {
-        let Some(channel) = self.connections.get(&connection) else {
-            return;
-        };
-        let range = KeyRange::new(key, range_end);
-        let current = self.machine.mvcc().revision();
-        let start = if start_revision == 0 {
-            current + 1
-        } else {
-            start_revision
-        };
-        match self.machine.mvcc().changes_since(start, &range) {
-            Err(KvError::Compacted { compact_revision }) => {
-                let _ = channel.send(ClientFrame::WatchCompacted {
-                    watch_id,
-                    compact_revision,
-                });
-                return;
-            }
-            Err(_) => return,
-            Ok(events) => {
-                if !events.is_empty() {
-                    let _ = channel.send(ClientFrame::WatchEvents { watch_id, events });
-                }
-            }
-        }
-        let next_revision = start.max(current + 1);
-        self.watchers.push(Watcher {
-            connection,
-            watch_id,
-            range,
-            created_at_revision: next_revision,
-            next_revision,
-        });
-    }
-
-    fn notify_watchers(&mut self, revision: u64) {
-        let changes = self.machine.mvcc().changes_at(revision);
-        for watcher in &mut self.watchers {
-            if watcher.next_revision > revision {
-                continue;
-            }
-            watcher.next_revision = revision + 1;
-            let events: Vec<_> = changes
-                .iter()
-                .filter(|change| watcher.range.contains(&change.kv.key))
-                .cloned()
-                .collect();
-            if events.is_empty() {
-                continue;
-            }
-            if let Some(connection) = self.connections.get(&watcher.connection) {
-                let _ = connection.send(ClientFrame::WatchEvents {
-                    watch_id: watcher.watch_id,
-                    events,
-                });
-            }
-        }
-    }
-
     /// Replaces the state machine with a snapshot (at boot, or installed by a leader), and
     /// brings every watcher up to the new revision from its own next revision — or, with
     /// `etcd.watch_restore_keeps_stale_minrev`, from the revision it was created at, which
@@ -506,12 +439,7 @@ impl Server {
             };
             match self.machine.mvcc().changes_since(from, &watcher.range) {
                 Ok(events) => {
-                    if !events.is_empty() {
-                        let _ = channel.send(ClientFrame::WatchEvents {
-                            watch_id: watcher.watch_id,
-                            events,
-                        });
-                    }
+                    watcher.send_events(self.machine.mvcc(), channel, events);
                     watcher.next_revision = current + 1;
                     true
                 }

@@ -7,7 +7,13 @@
 //! dropped: no gap), *resumable* from a revision. A compaction must not drop an event a
 //! watcher from an older revision still needs (etcd-io/etcd#18089, #19179,
 //! `etcd.compact_drops_tombstone`). Watches are read from `kv_watch` records
-//! (`sim::history::kv::WatchRecord`); completeness is checked against acknowledged writes.
+//! (`sim::history::kv::WatchRecord`); completeness is checked against acknowledged writes,
+//! and so is each previous value (`prev_kv`) a change carries ([`prev_kv`]). A watch with
+//! filters (etcd's `NOPUT`, `NODELETE`) must deliver none of the kinds it leaves out, and
+//! every change of the other kinds. A progress response at revision R (a progress
+//! notification, or the answer to a progress request) promises that every change up to R
+//! was delivered: a later change at or below R, or an acknowledged write up to R never
+//! delivered, breaks it. Nothing may come after the server answered a cancel.
 //!
 //! **Reads:** the `kv_watch` records the client library writes when a watch is created,
 //! resumed, or delivers events to the client ([`sim::history::kv::WatchRecord`]), and the
@@ -23,7 +29,7 @@ use sim::{
     NodeId,
     history::{
         Event, History, OpId,
-        kv::{WatchRecord, WatchStep, WatchedChangeKind},
+        kv::{KeyValue, WatchRecord, WatchStep, WatchedChangeKind},
     },
     time::SimTime,
 };
@@ -100,6 +106,43 @@ pub enum WatchFault {
         /// What the write did.
         written: String,
     },
+    /// A change of a kind the watch's filters leave out (`NOPUT`, `NODELETE`) was delivered.
+    LeftOut {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+        /// Its kind.
+        kind: WatchedChangeKind,
+    },
+    /// A change came after a progress response said every change up to `progress` was
+    /// delivered, and is not newer than it.
+    AfterProgress {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+        /// The revision of the progress response.
+        progress: u64,
+    },
+    /// A change was delivered after the server answered the watch's cancel.
+    AfterCancel {
+        /// Revision.
+        revision: u64,
+        /// Key.
+        key: String,
+    },
+    /// A change's previous value (`prev_kv`) is not the key as it was just before the change.
+    WrongPrev {
+        /// Revision of the change.
+        revision: u64,
+        /// Key of the change.
+        key: String,
+        /// The previous value delivered (`key=value mod=R`).
+        delivered: String,
+        /// What the history says instead.
+        why: String,
+    },
 }
 
 /// A broken watch guarantee.
@@ -146,8 +189,16 @@ struct WatchState {
     first_delivered: Option<u64>,
     last: Option<(u64, String)>,
     delivered: BTreeMap<(u64, String), (WatchedChangeKind, String)>,
+    /// The kinds of change its filters leave out: never delivered, never missed.
+    left_out: Vec<WatchedChangeKind>,
+    /// The previous values delivered, by change (revision, key).
+    prevs: Vec<((u64, String), KeyValue)>,
     /// Stopped because the start revision was compacted.
     compacted: bool,
+    /// The server answered a cancel: nothing more may come.
+    canceled: bool,
+    /// The highest revision a progress response said every change was delivered up to.
+    progress_at: Option<u64>,
 }
 
 /// Every broken watch guarantee.
@@ -185,9 +236,11 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
                 key,
                 range_end,
                 start_revision,
+                left_out,
             } => {
                 state.span = Some((key, range_end));
                 state.start_revision = start_revision;
+                state.left_out = left_out;
             }
             WatchStep::Opened { from_revision, .. } => {
                 if let Some((last, _)) = &state.last
@@ -210,6 +263,28 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
                             key: change.key.clone(),
                         });
                     }
+                    if state.canceled {
+                        fault(WatchFault::AfterCancel {
+                            revision: change.mod_revision,
+                            key: change.key.clone(),
+                        });
+                    }
+                    if state.left_out.contains(&change.kind) {
+                        fault(WatchFault::LeftOut {
+                            revision: change.mod_revision,
+                            key: change.key.clone(),
+                            kind: change.kind,
+                        });
+                    }
+                    if let Some(progress) = state.progress_at
+                        && change.mod_revision <= progress
+                    {
+                        fault(WatchFault::AfterProgress {
+                            revision: change.mod_revision,
+                            key: change.key.clone(),
+                            progress,
+                        });
+                    }
                     if state.start_revision > 0 && change.mod_revision < state.start_revision {
                         fault(WatchFault::BeforeStart {
                             revision: change.mod_revision,
@@ -229,6 +304,9 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
                             next: id.clone(),
                         });
                     }
+                    if let Some(prev) = change.prev_kv {
+                        state.prevs.push((id.clone(), prev));
+                    }
                     state.first_delivered.get_or_insert(change.mod_revision);
                     state.last = Some(id.clone());
                     state
@@ -238,9 +316,14 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
             }
             WatchStep::Compacted { .. } => state.compacted = true,
             WatchStep::Closed => {}
+            WatchStep::Progress { revision, .. } => {
+                state.progress_at = state.progress_at.max(Some(revision));
+            }
+            WatchStep::Canceled => state.canceled = true,
         }
     }
     violations.extend(check_completeness(history, &watches));
+    violations.extend(prev_kv::check(history, &watches));
     Checked::new(violations, judged)
 }
 
@@ -261,7 +344,10 @@ fn check_completeness(
     acknowledged.sort_by_key(|&(revision, _)| revision);
     let mut violations = Vec::new();
     for (key, state) in watches {
-        let (Some((start, range_end)), Some((last, _))) = (&state.span, &state.last) else {
+        // Up to the last change delivered, or further if a progress response promised it.
+        let last = state.last.as_ref().map(|(revision, _)| *revision);
+        let (Some((start, range_end)), Some(last)) = (&state.span, last.max(state.progress_at))
+        else {
             continue;
         };
         let span = KeySpan::new(start, range_end.as_deref());
@@ -271,7 +357,7 @@ fn check_completeness(
             state.first_delivered.unwrap_or(u64::MAX)
         };
         let from = acknowledged.partition_point(|&(revision, _)| revision < lower);
-        let to = acknowledged.partition_point(|&(revision, _)| revision <= *last);
+        let to = acknowledged.partition_point(|&(revision, _)| revision <= last);
         let mut reported: BTreeSet<(u64, &str)> = BTreeSet::new();
         for &(revision, write) in acknowledged.get(from..to).unwrap_or_default() {
             let (written_key, kind, value) = match write.effect {
@@ -283,7 +369,10 @@ fn check_completeness(
                 }
                 WriteEffect::Delete { .. } => continue,
             };
-            if !span.contains(written_key) || !reported.insert((revision, written_key)) {
+            if !span.contains(written_key)
+                || state.left_out.contains(&kind)
+                || !reported.insert((revision, written_key))
+            {
                 continue;
             }
             // `String::new()` does not allocate: the lookup borrows the written key.
@@ -324,155 +413,6 @@ fn check_completeness(
     violations
 }
 
+mod prev_kv;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::etcd::read_sees_prior_writes::tests::{complete, invoke, put};
-    use sim::history::{
-        Record,
-        kv::{KvResponse, WatchedChange},
-    };
-
-    fn watch_record(at_ms: u64, step: WatchStep) -> Record {
-        Record {
-            at: SimTime::from_millis(at_ms),
-            node: Some(NodeId::client(0)),
-            event: Event::Recipe(
-                WatchRecord {
-                    process: 0,
-                    watch: 1,
-                    step,
-                }
-                .to_recipe_event(),
-            ),
-        }
-    }
-
-    fn delivered(at_ms: u64, changes: &[(u64, &str, &str)]) -> Record {
-        watch_record(
-            at_ms,
-            WatchStep::Delivered {
-                server: NodeId::server(0),
-                changes: changes
-                    .iter()
-                    .map(|(revision, key, value)| WatchedChange {
-                        kind: WatchedChangeKind::Put,
-                        key: key.to_string(),
-                        value: value.to_string(),
-                        mod_revision: *revision,
-                        create_revision: *revision,
-                        version: 1,
-                    })
-                    .collect(),
-            },
-        )
-    }
-
-    fn writes() -> Vec<Record> {
-        vec![
-            invoke(1, 1, put("k/a", "1")),
-            complete(
-                2,
-                1,
-                KvResponse::Put {
-                    prev_kv: None,
-                    revision: 2,
-                },
-            ),
-            invoke(3, 2, put("k/b", "2")),
-            complete(
-                4,
-                2,
-                KvResponse::Put {
-                    prev_kv: None,
-                    revision: 3,
-                },
-            ),
-            invoke(5, 3, put("k/a", "3")),
-            complete(
-                6,
-                3,
-                KvResponse::Put {
-                    prev_kv: None,
-                    revision: 4,
-                },
-            ),
-        ]
-    }
-
-    fn created() -> Record {
-        watch_record(
-            0,
-            WatchStep::Created {
-                key: "k/".into(),
-                range_end: Some("k0".into()),
-                start_revision: 2,
-            },
-        )
-    }
-
-    fn opened(at_ms: u64, from_revision: u64) -> Record {
-        watch_record(
-            at_ms,
-            WatchStep::Opened {
-                server: NodeId::server(0),
-                from_revision,
-            },
-        )
-    }
-
-    #[test]
-    fn a_complete_resumed_watch_passes() {
-        let mut records = vec![created(), opened(0, 2)];
-        records.extend(writes());
-        records.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
-        records.push(opened(8, 4));
-        records.push(delivered(9, &[(4, "k/a", "3")]));
-        assert_eq!(check(&History::from_records(records)), vec![]);
-    }
-
-    #[test]
-    fn gaps_duplicates_disorder_and_bad_resumes_are_caught() {
-        let mut gap = vec![created(), opened(0, 2)];
-        gap.extend(writes());
-        gap.push(delivered(7, &[(2, "k/a", "1"), (4, "k/a", "3")]));
-        let faults: Vec<_> = check(&History::from_records(gap))
-            .into_iter()
-            .map(|v| v.fault)
-            .collect();
-        assert!(matches!(
-            &faults[..],
-            [WatchFault::Missed { revision: 3, .. }]
-        ));
-
-        let mut duplicate = vec![created(), opened(0, 2)];
-        duplicate.extend(writes());
-        duplicate.push(delivered(7, &[(2, "k/a", "1"), (3, "k/b", "2")]));
-        duplicate.push(opened(8, 3));
-        duplicate.push(delivered(9, &[(3, "k/b", "2"), (4, "k/a", "3")]));
-        let faults: Vec<_> = check(&History::from_records(duplicate))
-            .into_iter()
-            .map(|v| v.fault)
-            .collect();
-        assert!(faults.contains(&WatchFault::ResumedAt {
-            last_delivered: 3,
-            resumed_from: 3
-        }));
-        assert!(faults.contains(&WatchFault::Duplicate {
-            revision: 3,
-            key: "k/b".into()
-        }));
-
-        let mut disorder = vec![created(), opened(0, 2)];
-        disorder.extend(writes());
-        disorder.push(delivered(
-            7,
-            &[(3, "k/b", "2"), (2, "k/a", "1"), (4, "k/a", "3")],
-        ));
-        assert!(
-            check(&History::from_records(disorder))
-                .iter()
-                .any(|v| matches!(v.fault, WatchFault::OutOfOrder { .. }))
-        );
-    }
-}
+mod tests;
