@@ -115,6 +115,7 @@ fn transactional_lock(node: UserNode) -> impl std::future::Future<Output = ()> +
                         key: "lock/job".into(),
                         target: CompareTarget::CreateRevision(0),
                         operator: CompareOperator::Equal,
+                        range_end: None,
                     }],
                     vec![KvOperation::Put {
                         key: "lock/job".into(),

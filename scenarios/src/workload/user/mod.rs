@@ -40,7 +40,16 @@ use std::{
 const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// The program a client node runs: made once per client, from what that client gets.
-type Program = Arc<dyn Fn(UserNode) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+#[derive(Clone)]
+struct Program(Arc<dyn Fn(UserNode) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>);
+
+// A scenario (and every outcome and sweep summary that keeps it) stays unwind-safe with user
+// code in it, as it is without: the program is only called to make a client's future, and
+// the driver already runs the whole world under `AssertUnwindSafe`, reporting a panic in it
+// (the user's included) as a crashed run with its seed. Nothing the program holds is looked
+// at after such a panic.
+impl std::panic::RefUnwindSafe for Program {}
+impl std::panic::UnwindSafe for Program {}
 
 /// Whether the user code gets a fenced resource to write to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +85,7 @@ impl UserCode {
             store,
             checks: Vec::new(),
             resource: Resource::None,
-            program: Arc::new(move |node| Box::pin(program(node))),
+            program: Program(Arc::new(move |node| Box::pin(program(node)))),
         }
     }
 
@@ -142,7 +151,7 @@ impl UserCode {
         stop: &Arc<AtomicBool>,
     ) -> super::Workers {
         super::spawn_per_client(sim, |index, node, context| {
-            let program = (self.program)(UserNode {
+            let program = (self.program.0)(UserNode {
                 index,
                 node,
                 context: context.clone(),
@@ -185,7 +194,7 @@ impl PartialEq for UserCode {
             && self.store == other.store
             && self.checks == other.checks
             && self.resource == other.resource
-            && Arc::ptr_eq(&self.program, &other.program)
+            && Arc::ptr_eq(&self.program.0, &other.program.0)
     }
 }
 
