@@ -22,6 +22,7 @@
 //!     UserTest::new(code)
 //!         .for_test(coordsim::this_test!("my_lock_is_exclusive"))
 //!         .run()
+//!         .expect("a valid scenario")
 //!         .assert_clean();
 //! }
 //! ```
@@ -33,7 +34,7 @@
 //! smallest fault plan that still fails the same way.
 
 pub use scenarios::{
-    Outcome, Scenario,
+    Outcome, Scenario, ScenarioError,
     scenario::Store,
     sweep::{SeedFailure, SweepSummary},
     workload::{ElectionBeliefs, LockBeliefs, Resource, UserCode, UserNode},
@@ -123,15 +124,11 @@ impl UserTest {
         &self.scenario
     }
 
-    /// Runs every seed and writes what the environment asks for about each failing one.
-    ///
-    /// # Panics
-    /// If the scenario is invalid (0 servers, an unknown check...), with the one line that
-    /// says what was expected.
-    pub fn run(&self) -> SweepSummary {
-        if let Err(error) = self.scenario.validate() {
-            panic!("{error}");
-        }
+    /// Runs every seed and writes what the environment asks for about each failing one; an
+    /// invalid scenario (0 servers, an unknown check or fault role...) runs nothing and is
+    /// the error, whose one line says what was expected.
+    pub fn run(&self) -> Result<SweepSummary, ScenarioError> {
+        self.scenario.validate()?;
         let (package, target, name) = &self.test;
         let summary = Sweep::new(
             self.scenario.clone(),
@@ -154,7 +151,7 @@ impl UserTest {
                  for the timeline, the trace or the shrunk fault plan of that run"
             );
         }
-        summary
+        Ok(summary)
     }
 
     /// The timeline, trace and shrunk plan of `failure`, each where its variable says.

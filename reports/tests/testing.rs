@@ -44,6 +44,18 @@ async fn check_then_act_lock(node: UserNode) {
 
 #[test]
 fn a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan() {
+    // Bad input first: an invalid scenario runs nothing and is one line, not a panic.
+    let nothing = UserCode::new("no-servers", Store::Raft, |_| async {});
+    let error = UserTest::new(nothing)
+        .servers(0)
+        .run()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("servers") && !error.contains('\n'),
+        "{error}"
+    );
+
     let dir = std::env::temp_dir().join(format!("coordsim-testing-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // SAFETY: the only test of this binary, so no other thread reads the environment.
@@ -64,7 +76,7 @@ fn a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan() {
         .for_test(coordsim::this_test!(
             "a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan"
         ));
-    let summary = test.run();
+    let summary = test.run().expect("a valid scenario");
     let failure = summary
         .failures
         .first()
