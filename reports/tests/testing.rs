@@ -77,6 +77,7 @@ fn a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan() {
             "a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan"
         ));
     let summary = test.run().expect("a valid scenario");
+    summary.assert_fired(&[FaultKind::Partition]);
     let failure = summary
         .failures
         .first()
