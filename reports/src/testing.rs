@@ -37,9 +37,16 @@ pub use scenarios::{
     Outcome, Scenario, ScenarioError,
     scenario::Store,
     sweep::{SeedFailure, SweepSummary},
-    workload::{ElectionBeliefs, LockBeliefs, Resource, UserCode, UserNode},
+    workload::{
+        ElectionBeliefs, FencedResource, LockBeliefs, Resource, ResourceClient,
+        ResourceUnavailable, ResourceVerdict, UserCode, UserNode,
+    },
 };
-pub use sim::fault::{FaultPlan, FaultSource};
+pub use sim::fault::{
+    Fault, FaultKind, FaultPlan, FaultSource, PauseClients, PausedClient, ScheduledFault,
+    SwarmConfig, Target,
+};
+pub use sim::history::recipe::LossReason;
 
 use scenarios::{
     shrink::{self, ShrinkConfig, ShrinkTarget},

@@ -24,7 +24,10 @@ pub use shared::discovery::{
 pub use shared::elections::{ELECTION_NAME, ElectionRecipe, Elections, LeaderTerm};
 pub use shared::locks::{LOCK_NAME, LockRecipe, Locks, RESOURCE_NAME};
 pub use shared::recipe_session::{LOCK_USER, LockNodeAcl};
-pub use user::{ElectionBeliefs, LockBeliefs, Resource, UserCode, UserNode};
+pub use user::{
+    ElectionBeliefs, FencedResource, LockBeliefs, Resource, ResourceClient, ResourceUnavailable,
+    ResourceVerdict, UserCode, UserNode,
+};
 pub use zk::double_barrier::{BARRIER_PREFIX, DoubleBarrier};
 pub use zk::ephemeral_holders::{ZkEphemeralHolders, holder_path};
 pub use zk::fifo_queue::{FifoQueue, QUEUE_PATH};
@@ -41,7 +44,7 @@ use crate::store::Store;
 use models::{
     etcd::EtcdCluster,
     ledger::Ledger,
-    recipes::{FencedResource, Fencing, RecipeBugs},
+    recipes::{Fencing, RecipeBugs},
     zk::ZkEnsemble,
 };
 use serde::{Deserialize, Serialize};

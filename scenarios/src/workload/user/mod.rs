@@ -17,10 +17,12 @@
 mod beliefs;
 
 pub use beliefs::{ElectionBeliefs, LockBeliefs};
+/// The fenced resource user code writes to, and one process's connection to it.
+pub use models::recipes::{FencedResource, ResourceClient, ResourceUnavailable};
+pub use sim::history::recipe::ResourceVerdict;
 
 use crate::store::Store;
 use futures_util::future::{Either, select};
-use models::recipes::FencedResource;
 use serde::{Deserialize, Deserializer, Serialize, Serializer, ser::SerializeStruct};
 use sim::{NodeContext, NodeId, Sim};
 use std::{
