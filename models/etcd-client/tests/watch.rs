@@ -3,74 +3,21 @@
 //! cancel, progress and compaction answered as etcd answers them — and every watch is judged
 //! by `etcd.watch_delivery`, across leader crashes.
 
-use etcd_client::{
-    Client, Error, EventType, PutOptions, WatchFilterType, WatchOptions, WatchResponse,
-};
-use futures_util::{
-    StreamExt,
-    future::{Either, select},
-};
-use scenarios::{
-    Outcome, Scenario, driver,
-    scenario::Store,
-    workload::{UserCode, UserNode},
-};
+mod watch_support;
+
+use etcd_client::{Client, EventType, PutOptions, WatchFilterType, WatchOptions, WatchResponse};
+use futures_util::StreamExt;
+use models::etcd::EtcdBug;
+use scenarios::{KnownBug, Outcome, driver, workload::UserNode};
 use sim::{
     Seed,
-    fault::{Fault, FaultPlan, FaultSource, LeaderKiller, ScheduledFault},
+    fault::{FaultSource, LeaderKiller},
+    history::kv::WatchStep,
 };
-use std::{
-    future::Future,
-    sync::{Arc, Mutex},
-    time::Duration,
+use std::sync::Arc;
+use watch_support::{
+    ENDPOINTS, Seen, attempt_once, compact, idle, judged, message_within, scenario_of, sleep_ms,
 };
-
-const ENDPOINTS: [&str; 3] = ["s1:2379", "s2:2379", "s3:2379"];
-
-/// What the user code saw, shared with the test.
-type Seen<T> = Arc<Mutex<Vec<T>>>;
-
-/// A scenario of 3 servers running `program` on `clients` client nodes.
-fn scenario_of<P, F>(name: &str, clients: usize, program: P) -> Scenario
-where
-    P: Fn(UserNode) -> F + Send + Sync + 'static,
-    F: Future<Output = ()> + Send + 'static,
-{
-    Scenario::of_user_code(UserCode::new(name, Store::Raft, program), 3, clients)
-}
-
-fn judged(outcome: &Outcome, check: &str) -> u64 {
-    outcome
-        .checks
-        .iter()
-        .find(|tally| tally.check == check)
-        .map_or(0, |tally| tally.judged)
-}
-
-async fn sleep_ms(node: &UserNode, ms: u64) {
-    node.context().sim().sleep(Duration::from_millis(ms)).await;
-}
-
-/// Production code idles once its job is done: the run stops it.
-async fn idle(node: &UserNode) {
-    loop {
-        sleep_ms(node, 1_000).await;
-    }
-}
-
-/// The next message, or `None` when none comes within `ms`.
-async fn message_within(
-    node: &UserNode,
-    stream: &mut etcd_client::WatchStream,
-    ms: u64,
-) -> Option<WatchResponse> {
-    let message = Box::pin(stream.message());
-    let timeout = Box::pin(sleep_ms(node, ms));
-    match select(message, timeout).await {
-        Either::Left((Ok(message), _)) => message,
-        _ => None,
-    }
-}
 
 /// Writes under `jobs/`: puts, and a delete of every fifth key.
 async fn write_jobs(node: &UserNode, client: &mut Client) {
@@ -86,6 +33,7 @@ async fn write_jobs(node: &UserNode, client: &mut Client) {
 
 #[test]
 fn events_arrive_in_revision_order_with_prev_kv_across_leader_crashes_and_are_judged() {
+    let mut reopened = 0;
     for seed in 1..=3 {
         let seen: Seen<WatchResponse> = Arc::default();
         let mut scenario = scenario_of("dropin-watch-order", 2, {
@@ -116,9 +64,10 @@ fn events_arrive_in_revision_order_with_prev_kv_across_leader_crashes_and_are_ju
         scenario.faults = FaultSource::LeaderKiller(LeaderKiller::default());
         let outcome = driver::run(&scenario, Seed::new(seed));
         assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+        let faults = &outcome.fault_counts;
         assert!(
-            outcome.fault_counts.crashes > 0,
-            "seed {seed}: the leader killer crashed servers"
+            faults.crashes > 0 && faults.partitions > 0,
+            "seed {seed}: the leader killer stranded and crashed leaders: {faults:?}"
         );
         let seen = seen.lock().unwrap().clone();
         assert!(seen[0].created() && seen[0].events().is_empty(), "{seen:?}");
@@ -147,7 +96,34 @@ fn events_arrive_in_revision_order_with_prev_kv_across_leader_crashes_and_are_ju
             judged(&outcome, "etcd.watch_delivery") >= events.len() as u64,
             "seed {seed}: the watch checker judged every event"
         );
+        reopened += reopenings(&outcome);
     }
+    assert!(
+        reopened > 0,
+        "a watch moved to another server after a fault"
+    );
+}
+
+/// How many times the run's watches were opened again after their first server.
+fn reopenings(outcome: &Outcome) -> usize {
+    let history = outcome.history.as_ref().expect("the run kept its history");
+    let recipe_events = history
+        .records()
+        .iter()
+        .filter_map(|record| match &record.event {
+            sim::history::Event::Recipe(event) => Some(event),
+            _ => None,
+        });
+    let records = models::etcd::watch_records(recipe_events);
+    let opened = records
+        .iter()
+        .filter(|record| matches!(record.step, WatchStep::Opened { .. }))
+        .count();
+    let watches = records
+        .iter()
+        .filter(|record| matches!(record.step, WatchStep::Created { .. }))
+        .count();
+    opened - watches
 }
 
 #[test]
@@ -285,20 +261,7 @@ fn a_watch_from_a_compacted_revision_is_canceled_with_the_compact_revision() {
                     let put = client.put("a", value, None).await.expect("put");
                     revision = put.header().unwrap().revision();
                 }
-                // The drop-in has no `compact` yet: the model's client compacts.
-                let cluster = sim::Sim::current()
-                    .and_then(|sim| sim.service::<models::etcd::EtcdCluster>())
-                    .unwrap();
-                let mut compactor =
-                    models::etcd::EtcdClient::new(&cluster, node.context().clone(), 999);
-                let compacted = compactor.compact(revision as u64).await;
-                assert!(
-                    matches!(compacted, sim::history::OpResult::Ok { .. }),
-                    "{compacted:?}"
-                );
-                // A watch is served by any server: give the followers time to apply the
-                // compaction (etcd's own watches are not linearized either).
-                sleep_ms(&node, 500).await;
+                compact(&node, revision).await;
                 let from = |start| Some(WatchOptions::new().with_start_revision(start));
                 let mut compacted = client.watch("a", from(revision - 1)).await.expect("watch");
                 let mut at_compaction = client.watch("a", from(revision)).await.expect("watch");
@@ -339,112 +302,8 @@ fn a_watch_from_a_compacted_revision_is_canceled_with_the_compact_revision() {
     assert!(judged(&outcome, "etcd.watch_delivery") >= 1);
 }
 
-/// Runs `attempt` once on one client node of a quiet world and returns what it gave.
-fn attempt_once<T, A, F>(name: &str, plan: Option<FaultPlan>, attempt: A) -> T
-where
-    T: Send + 'static,
-    A: Fn(Client, UserNode) -> F + Send + Sync + 'static,
-    F: Future<Output = T> + Send + 'static,
-{
-    let seen: Seen<T> = Arc::default();
-    let attempt = Arc::new(attempt);
-    let mut scenario = scenario_of(name, 1, {
-        let seen = seen.clone();
-        move |node: UserNode| {
-            let (seen, attempt) = (seen.clone(), attempt.clone());
-            async move {
-                let client = Client::connect(ENDPOINTS, None).await.expect("connects");
-                let answer = attempt(client, node.clone()).await;
-                seen.lock().unwrap().push(answer);
-                idle(&node).await;
-            }
-        }
-    });
-    scenario.fault_phase_ms = 6_000;
-    if let Some(plan) = plan {
-        scenario = scenario.with_plan(plan);
-    }
-    driver::run(&scenario, Seed::new(1));
-    let mut seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 1, "{name}: the attempt ran once");
-    seen.pop().unwrap()
-}
-
-#[test]
-fn a_key_or_range_end_that_is_not_utf8_is_invalid_args() {
-    let errors = attempt_once("dropin-watch-utf8", None, |mut client, _| async move {
-        let key = client.watch(vec![0xff, 0xfe], None).await.err();
-        let end = client
-            .watch("a", Some(WatchOptions::new().with_range(vec![0xff])))
-            .await
-            .err();
-        [key, end].map(|error| error.map(|e| e.to_string()))
-    });
-    for (error, what) in errors.iter().zip(["key", "range end"]) {
-        let error = error.as_deref().expect("an error");
-        assert!(error.starts_with("invalid arguments: "), "{error}");
-        assert!(error.contains(what) && error.contains("UTF-8"), "{error}");
-    }
-}
-
-#[test]
-fn a_negative_start_revision_is_invalid_args() {
-    let error = attempt_once("dropin-watch-negative", None, |mut client, _| async move {
-        let options = WatchOptions::new().with_start_revision(-3);
-        client.watch("a", Some(options)).await.err()
-    });
-    assert!(
-        matches!(&error, Some(Error::InvalidArgs(message)) if message.contains("-3")),
-        "{error:?}"
-    );
-}
-
-#[test]
-fn a_watch_id_in_use_on_the_stream_is_refused_created_and_canceled() {
-    let answers = attempt_once(
-        "dropin-watch-duplicate",
-        None,
-        |mut client, node| async move {
-            let mine = WatchOptions::new().with_watch_id(7);
-            let mut stream = client.watch("a", Some(mine.clone())).await.expect("watch");
-            stream.watch("b", Some(mine)).await.expect("sent");
-            // An id nobody watches: etcd does not answer.
-            stream.cancel(42).await.expect("sent");
-            let mut answers = Vec::new();
-            while let Some(answer) = message_within(&node, &mut stream, 1_000).await {
-                answers.push((answer.watch_id(), answer.created(), answer.canceled()));
-            }
-            answers
-        },
-    );
-    assert_eq!(answers, [(7, true, false), (-1, true, true)]);
-}
-
-#[test]
-fn a_watch_no_server_answers_is_unavailable() {
-    let crash = |server: &str| {
-        ScheduledFault::at(
-            1,
-            Fault::Crash {
-                node: server.parse().unwrap(),
-            },
-        )
-    };
-    let plan = FaultPlan::new(vec![crash("s1"), crash("s2"), crash("s3")]);
-    let error = attempt_once(
-        "dropin-watch-unavailable",
-        Some(plan),
-        |mut client, node| async move {
-            sleep_ms(&node, 100).await;
-            client.watch("a", None).await.err().map(|e| e.to_string())
-        },
-    );
-    let error = error.expect("an error");
-    assert!(error.contains("Unavailable"), "{error}");
-}
-
-/// Keeps the import of `PutOptions` honest: a put with a previous value, then a watch that
-/// sees the same previous value as the put's answer.
+/// A put that asks for the previous value and the watch event of that put carry the same
+/// one.
 #[test]
 fn a_watch_event_carries_the_same_previous_value_as_the_put_answer() {
     let (from_put, from_watch, event) =
@@ -470,4 +329,61 @@ fn a_watch_event_carries_the_same_previous_value_as_the_put_answer() {
         });
     assert_eq!(from_put.as_ref().map(|kv| kv.value()), Some(&b"old"[..]));
     assert_eq!(from_put, from_watch, "{event:?}");
+}
+
+/// The watch checker judges drop-in watches: with etcd's `compact_drops_tombstone` bug
+/// (etcd-io/etcd#18089) a watch from the compaction revision misses the delete there, and
+/// `etcd.watch_delivery` says so; without it the same code is clean.
+#[test]
+fn the_watch_checker_finds_a_delete_a_compaction_dropped_from_a_drop_in_watch() {
+    let seen: Seen<Vec<(EventType, i64)>> = Arc::default();
+    let scenario = scenario_of("dropin-watch-tombstone", 1, {
+        let seen = seen.clone();
+        move |node: UserNode| {
+            let seen = seen.clone();
+            async move {
+                let mut client = Client::connect(ENDPOINTS, None).await.expect("connects");
+                client.put("t", "1", None).await.expect("put");
+                let deleted = client.delete("t", None).await.expect("delete");
+                let revision = deleted.header().unwrap().revision();
+                compact(&node, revision).await;
+                let from = WatchOptions::new().with_start_revision(revision);
+                let mut stream = client.watch("t", Some(from)).await.expect("watch");
+                client.put("t", "2", None).await.expect("put");
+                let mut events = Vec::new();
+                while let Some(response) = message_within(&node, &mut stream, 1_000).await {
+                    events.extend(
+                        response
+                            .events()
+                            .iter()
+                            .map(|event| (event.event_type(), event.kv().unwrap().mod_revision())),
+                    );
+                }
+                seen.lock().unwrap().push(events);
+                idle(&node).await;
+            }
+        }
+    });
+    let clean = driver::run(&scenario, Seed::new(4));
+    assert!(clean.is_clean(), "{clean:?}");
+    let buggy = scenario.with_bugs([KnownBug::Etcd(EtcdBug::CompactDropsTombstone)]);
+    let found = driver::run(&buggy, Seed::new(4));
+    let seen = seen.lock().unwrap().clone();
+    let [correct, dropped] = &seen[..] else {
+        panic!("two runs: {seen:?}");
+    };
+    let kinds = |events: &Vec<(EventType, i64)>| events.iter().map(|e| e.0).collect::<Vec<_>>();
+    assert_eq!(kinds(correct), [EventType::Delete, EventType::Put]);
+    assert_eq!(
+        kinds(dropped),
+        [EventType::Put],
+        "the bug dropped the delete"
+    );
+    assert!(
+        found
+            .violations
+            .iter()
+            .any(|violation| violation.check == "etcd.watch_delivery"),
+        "{found:?}"
+    );
 }
