@@ -43,6 +43,8 @@ pub struct WatchStream {
 
 struct Watch {
     id: i64,
+    /// The store revision its `created` response reported.
+    created_revision: u64,
     state: WatchState,
     /// Progress requests sent through this watch and not answered yet: their answers are
     /// the stream's, so they carry watch id -1.
@@ -193,6 +195,7 @@ impl WatchStream {
         self.ready.push_back(created);
         self.watches.push(Watch {
             id,
+            created_revision: revision,
             state: WatchState::Idle(Box::new(model)),
             progress_requests: 0,
         });
@@ -218,10 +221,7 @@ impl WatchStream {
     fn last_known_revision(&self) -> i64 {
         self.watches
             .iter()
-            .filter_map(|watch| match &watch.state {
-                WatchState::Idle(model) => model.created_revision(),
-                _ => None,
-            })
+            .map(|watch| watch.created_revision)
             .max()
             .unwrap_or(0) as i64
     }
@@ -249,22 +249,8 @@ impl WatchStream {
             return Poll::Ready(Some(Ok(response)));
         }
         for watch in &mut self.watches {
-            if let WatchState::Idle(_) = watch.state {
-                let WatchState::Idle(model) =
-                    std::mem::replace(&mut watch.state, WatchState::Finished)
-                else {
-                    unreachable!("matched Idle just above")
-                };
-                watch.state = WatchState::Waiting(wait_for_next(model));
-            }
-            let WatchState::Waiting(waiting) = &mut watch.state else {
-                continue;
-            };
-            if let Poll::Ready((model, item)) = waiting.next.as_mut().poll(cx) {
-                watch.state = WatchState::Idle(model);
-                if let Some(item) = item {
-                    return Poll::Ready(Some(Ok(watch.answer(item))));
-                }
+            if let Poll::Ready(response) = watch.poll_answer(cx) {
+                return Poll::Ready(Some(Ok(response)));
             }
         }
         Poll::Pending
@@ -274,6 +260,31 @@ impl WatchStream {
 impl Watch {
     fn is_live(&self) -> bool {
         !matches!(self.state, WatchState::Finished)
+    }
+
+    /// Its next answer, waiting for the model watch (a wait is started when it is idle); a
+    /// finished watch stays pending for good, as etcd sends nothing more for it.
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<WatchResponse> {
+        loop {
+            let mut waiting = match std::mem::replace(&mut self.state, WatchState::Finished) {
+                WatchState::Finished => return Poll::Pending,
+                WatchState::Idle(model) => wait_for_next(model),
+                WatchState::Waiting(waiting) => waiting,
+            };
+            match waiting.next.as_mut().poll(cx) {
+                Poll::Pending => {
+                    self.state = WatchState::Waiting(waiting);
+                    return Poll::Pending;
+                }
+                Poll::Ready((model, item)) => {
+                    self.state = WatchState::Idle(model);
+                    if let Some(item) = item {
+                        return Poll::Ready(self.answer(item));
+                    }
+                    // Interrupted before an item came: wait again.
+                }
+            }
+        }
     }
 
     /// `item` as etcd's server answers it (v3rpc/watch.go `sendLoop`); a cancel or a
