@@ -29,8 +29,10 @@
 //! watch, and none comes while it reconnects or when no watch is live; keys and range ends
 //! must be UTF-8 and start revisions not negative (else `Error::InvalidArgs`).
 //!
-//! Not mirrored (watch): `WatchStream::split`, `WatchRequestSender`, `WatchResponseStream`
-//! (using them is a compile error).
+//! Not mirrored (watch): `WatchStream::split`, `WatchRequestSender`, `WatchResponseStream`;
+//! the prost-generated helpers of `EventType` and `WatchFilterType` (`as_str_name`,
+//! `from_str_name`, `i32` conversions); the `pub-response-field` feature's public fields
+//! (using any of them is a compile error).
 
 #[cfg(madsim)]
 mod sim;
