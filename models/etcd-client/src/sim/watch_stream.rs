@@ -125,7 +125,9 @@ impl WatchStream {
     }
 
     /// Send watch request in the existing watch stream (etcd-client's `WatchStream::watch`):
-    /// its `created` response comes through [`WatchStream::message`].
+    /// its `created` response comes through [`WatchStream::message`]. It returns once a
+    /// server created the watch, with the errors of `WatchClient::watch` (where
+    /// etcd-client's only sends the request).
     pub async fn watch(
         &mut self,
         key: impl Into<Vec<u8>>,
