@@ -474,6 +474,7 @@ impl EtcdClient {
             connection: None,
             config: self.config,
             cancellation: Cancellation::NotAsked,
+            created_revision: None,
         };
         stream.record(WatchStep::Created {
             key: key.to_string(),

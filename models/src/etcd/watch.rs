@@ -144,6 +144,8 @@ pub struct WatchStream {
     pub(super) connection: Option<Connection<ClientFrame>>,
     pub(super) config: ClientConfig,
     pub(super) cancellation: Cancellation,
+    /// The store revision in the first `created` answer (`None` until a server answered).
+    pub(super) created_revision: Option<u64>,
 }
 
 /// Where a watch stands with its cancellation.
@@ -172,6 +174,12 @@ impl WatchStream {
     /// asked for).
     pub fn next_revision(&self) -> u64 {
         self.next_revision
+    }
+
+    /// The store revision of the server that first answered the create (the header of
+    /// etcd's `created` response); `None` while no server has answered.
+    pub fn created_revision(&self) -> Option<u64> {
+        self.created_revision
     }
 
     /// The next changes (waits; reconnects as needed).
@@ -313,6 +321,7 @@ impl WatchStream {
             self.rotation += 1;
             return None;
         };
+        self.created_revision.get_or_insert(revision);
         if self.next_revision == 0 {
             // "From now" is fixed by the server's answer, so that a reconnect resumes there.
             self.next_revision = revision + 1;

@@ -171,7 +171,7 @@ pub struct KvClient {
 }
 
 /// Keys and values are text in the model's history: bytes that are not UTF-8 are refused.
-fn text(bytes: Vec<u8>, what: &str) -> Result<String> {
+pub(super) fn text(bytes: Vec<u8>, what: &str) -> Result<String> {
     String::from_utf8(bytes)
         .map_err(|_| Error::InvalidArgs(format!("{what}: coordsim's store keeps UTF-8 text only")))
 }
@@ -274,5 +274,18 @@ impl KvClient {
             }),
             _ => Err(from_result(&result)),
         }
+    }
+}
+
+// dropin-watch: watch events carry the drop-in's `KeyValue`, and watch responses its header.
+impl KeyValue {
+    pub(super) fn from_model(kv: sim::history::kv::KeyValue) -> Self {
+        Self(kv)
+    }
+}
+
+impl ResponseHeader {
+    pub(super) fn at_revision(revision: i64) -> Self {
+        Self { revision }
     }
 }

@@ -2,11 +2,18 @@
 
 mod error;
 mod kv;
+// dropin-watch
+mod watch;
+mod watch_stream;
 
 pub use error::{Error, Result, Status};
 pub use kv::{
     DeleteOptions, DeleteResponse, GetOptions, GetResponse, KeyValue, KvClient, PutOptions,
     PutResponse, ResponseHeader,
+};
+// dropin-watch
+pub use watch::{
+    Event, EventType, WatchClient, WatchFilterType, WatchOptions, WatchResponse, WatchStream,
 };
 
 use ::sim::NodeContext;
@@ -102,6 +109,24 @@ impl Client {
         options: Option<DeleteOptions>,
     ) -> Result<DeleteResponse> {
         self.kv.delete(key, options).await
+    }
+
+    // dropin-watch: the watch client.
+
+    /// Gets a watch client (etcd-client's `Client::watch_client`): each stream it opens is
+    /// a process of its own in the history.
+    pub fn watch_client(&self) -> WatchClient {
+        WatchClient::new(self.cluster.clone(), self.context.clone())
+    }
+
+    /// Watches for events happening or that have happened (etcd-client's `Client::watch`):
+    /// see [`WatchClient::watch`].
+    pub async fn watch(
+        &mut self,
+        key: impl Into<Vec<u8>>,
+        options: Option<WatchOptions>,
+    ) -> Result<WatchStream> {
+        self.watch_client().watch(key, options).await
     }
 }
 
