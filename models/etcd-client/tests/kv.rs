@@ -328,3 +328,33 @@ fn kv_calls_under_partitions_are_judged_linearizable() {
         assert!(ran.judged("etcd.linearizable") > 60, "seed {seed}");
     }
 }
+
+/// Clones call concurrently, so each is a process of its own: the checker judges each
+/// process's calls in order, and one process with overlapping calls would be misjudged.
+#[test]
+fn clones_are_processes_of_their_own_and_may_call_concurrently() {
+    let ran = kv_support::run(1, 4, FaultSource::None, |client, _| async move {
+        let (mut first, mut second, mut kv) = (client.clone(), client.clone(), client.kv_client());
+        let mut third = kv.clone();
+        let (a, b, c, d) = futures_util::join!(
+            first.put("k", "1", None),
+            second.put("k", "2", None),
+            kv.put("j", "3", None),
+            third.get("k", None),
+        );
+        [a.is_ok(), b.is_ok(), c.is_ok(), d.is_ok()]
+    });
+    assert!(ran.outcome.is_clean(), "{:?}", ran.outcome);
+    assert_eq!(ran.judged("etcd.linearizable"), 4);
+    let history = ran.outcome.history.as_ref().expect("a history");
+    let processes: std::collections::BTreeSet<u32> = history
+        .records()
+        .iter()
+        .filter_map(|record| match &record.event {
+            sim::history::Event::Invoke { process, .. } => Some(*process),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(processes.len(), 4, "one process per handle: {processes:?}");
+    assert_eq!(ran.only(), [true; 4]);
+}

@@ -133,6 +133,19 @@ impl Client {
     }
 }
 
+// dropin-kv: etcd-client's `Client` is `Clone`, and user code clones it to call from several
+// tasks. Each clone makes calls of its own, so it is a process of its own in the history
+// (the linearizability checker needs each process sequential).
+impl Clone for Client {
+    fn clone(&self) -> Self {
+        Self {
+            cluster: self.cluster.clone(),
+            context: self.context.clone(),
+            kv: self.kv.clone(),
+        }
+    }
+}
+
 /// A model client on `context`'s node with a fresh process number.
 fn new_client(cluster: &EtcdCluster, context: &NodeContext) -> EtcdClient {
     let sim = context.sim();
