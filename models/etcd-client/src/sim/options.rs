@@ -367,3 +367,48 @@ pub(super) fn revision_operand(value: i64, what: &str) -> Result<u64> {
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn built(range: KeyRange, key: &[u8]) -> (String, Option<String>) {
+        range.build(key.to_vec()).expect("text")
+    }
+
+    #[test]
+    fn key_ranges_build_as_etcd_clients_do() {
+        let mut range = KeyRange::default();
+        assert_eq!(built(range.clone(), b"a"), ("a".into(), None));
+        range.with_prefix();
+        assert_eq!(built(range.clone(), b"a"), ("a".into(), Some("b".into())));
+        // An empty prefix is every key.
+        assert_eq!(built(range.clone(), b""), ("\0".into(), Some("\0".into())));
+        // The last choice wins: a range after a prefix, a prefix after a range.
+        range.with_range("c");
+        assert_eq!(built(range.clone(), b"a"), ("a".into(), Some("c".into())));
+        range.with_prefix();
+        assert_eq!(built(range.clone(), b"a"), ("a".into(), Some("b".into())));
+        range.with_from_key();
+        assert_eq!(built(range.clone(), b""), ("\0".into(), Some("\0".into())));
+        range.with_all_keys();
+        assert_eq!(built(range.clone(), b"x"), ("\0".into(), Some("\0".into())));
+        let mut bad = KeyRange::default();
+        bad.with_range(vec![0xff]);
+        let error = bad.build(b"a".to_vec()).expect_err("not UTF-8");
+        assert!(
+            error.to_string().contains("range end is not UTF-8"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_prefix_end_is_etcds_unless_it_would_not_be_text() {
+        assert_eq!(prefix_end(b"ab"), "ac");
+        // "é" is C3 A9: etcd's end C3 AA is "ê".
+        assert_eq!(prefix_end("é".as_bytes()), "ê");
+        // "a¿" is 61 C2 BF: etcd's end 61 C2 C0 is not UTF-8; the model's end "b" covers
+        // every key etcd's would, and more.
+        assert_eq!(prefix_end("a¿".as_bytes()), "b");
+    }
+}
