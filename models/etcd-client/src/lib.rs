@@ -1,14 +1,87 @@
-//! A drop-in for [`etcd-client`](https://docs.rs/etcd-client/0.21.1) 0.21.1 backed by coordsim's
-//! Raft store: the same names, types and errors, so code written against etcd-client compiles
-//! unchanged and runs inside a coordsim world, every call an operation in the run's history.
+//! A drop-in for [`etcd-client`](https://docs.rs/etcd-client/0.21.1) **0.21.1** backed by
+//! coordsim's Raft store: the same names, signatures, types and errors, so that code written
+//! against etcd-client compiles unchanged and runs inside a coordsim world, every call an
+//! operation in the run's history that the store's checks (`etcd.linearizable` and the
+//! others) judge.
 //!
-//! WORK IN PROGRESS (issue 25): `Client::connect`, `put`/`get`/`delete`, the `KvClient` and
-//! the watch client (below) only; `GetOptions` is the model's (its builders take `String`
-//! keys, etcd-client's take bytes). Not yet: `txn`, `compact`, the lease, lock and election
-//! clients, `tonic::Status` in `Error::GRpcStatus`, the re-export of the real crate outside
-//! `--cfg madsim`, and the check that one user module compiles both ways.
+//! # Both ways, one `Cargo.toml` line
 //!
-//! ## Watch (dropin-watch)
+//! ```toml
+//! etcd-client = { package = "coordsim-etcd-client", path = "…/models/etcd-client" }
+//! ```
+//!
+//! Under `--cfg madsim` (coordsim's `.cargo/config.toml`) the crate is the simulated client
+//! below. Without it, it is only `pub use etcd_client::*` of the real crate, version
+//! `=0.21.1`, so production builds talk to a real etcd. `models/etcd-client/both-ways.sh`
+//! checks that a user module compiles in both modes.
+//!
+//! # What is mirrored (the simulated side)
+//!
+//! The model's answers follow etcd's v3 API; the conformance probes
+//! (`models/conformance/probes/etcd/`) compare them with a real etcd server.
+//!
+//! - `Client::connect(endpoints, options)` (from a task on a client node of a running
+//!   scenario with the Raft store; any endpoints), `Client::kv_client`, and `Client`'s
+//!   `put`, `get`, `delete`, `txn` and `compact`. `Client` and `KvClient` are `Clone`; each
+//!   clone is a history process of its own, since clones may call concurrently.
+//! - `PutOptions` (`with_lease`, `with_prev_key`), `GetOptions` (`with_range`,
+//!   `with_from_key`, `with_prefix`, `with_all_keys`, `with_limit`, `with_revision`,
+//!   `with_sort(SortTarget, SortOrder)`, `with_serializable`, `with_keys_only`,
+//!   `with_count_only`, `with_min/max_mod_revision`, `with_min/max_create_revision`),
+//!   `DeleteOptions` (`with_range`, `with_from_key`, `with_prefix`, `with_all_keys`,
+//!   `with_prev_key`), `CompactionOptions` (`with_physical`).
+//! - `Txn::new().when(..).and_then(..).or_else(..)`; `Compare::{version, create_revision,
+//!   mod_revision, value, lease}` with `CompareOp::{Equal, Greater, Less, NotEqual}` and
+//!   `with_range`/`with_prefix`; `TxnOp::{put, get, delete, txn}` (nested transactions too).
+//! - Responses: `PutResponse`, `GetResponse`, `DeleteResponse`, `TxnResponse`,
+//!   `TxnOpResponse::{Put, Get, Delete, Txn}`, `CompactionResponse`, `KeyValue`,
+//!   `ResponseHeader`, with etcd-client's accessors (`header`, `take_header`, `kvs`,
+//!   `take_kvs`, `more`, `count`, `prev_key`, `take_prev_key`, `deleted`, `prev_kvs`,
+//!   `take_prev_kvs`, `succeeded`, `op_responses`).
+//! - `Error` with etcd-client's variants (but two, below), and `Error::GRpcStatus` holding a
+//!   real `tonic::Status` with etcd's code and message: an empty key is `InvalidArgument`
+//!   "etcdserver: key is not provided", a missing lease `NotFound` "etcdserver: requested
+//!   lease not found", a compacted revision `OutOfRange` "etcdserver: mvcc: required
+//!   revision has been compacted", a future one `OutOfRange` "… is a future revision", a key
+//!   written twice in a transaction `InvalidArgument` "etcdserver: duplicate key given in
+//!   txn request", no leader `Unavailable` "etcdserver: no leader". A call whose outcome is
+//!   unknown (no answer in time, or the connection broke) is `Unavailable` "etcdserver:
+//!   request timed out", as etcd and tonic report those; a read that found no server before
+//!   the client's deadline is `DeadlineExceeded`.
+//!
+//! # Where it differs
+//!
+//! - Keys, values, range ends and compared values are UTF-8 text in the model: other bytes
+//!   are refused with `Error::InvalidArgs` naming which ("key is not UTF-8: …"), so
+//!   `KeyValue::key_str`/`value_str` never fail. A prefix whose etcd range end would not be
+//!   UTF-8 (the key ends in a byte 0xBF of a character) uses the model's end, which is wider.
+//! - A compare with a negative version or revision is `InvalidArgs` (the model's are
+//!   unsigned); etcd would compare.
+//! - Calling `when`/`and_then`/`or_else` twice or out of order panics in etcd-client; here
+//!   `txn` answers `InvalidArgs` with etcd-client's panic message.
+//! - `ResponseHeader` has `revision` only; `compact` of a negative revision sends 0; every
+//!   compaction is physical (`with_physical` changes nothing); `ConnectOptions` is accepted
+//!   and ignored; etcd's limit of 128 operations per transaction is not enforced.
+//!
+//! # Not mirrored
+//!
+//! These do not exist here, so code that uses them fails to compile (never a run-time
+//! `unimplemented!`):
+//! - `PutOptions::with_ignore_value`, `with_ignore_lease` (the model's put has neither);
+//!   `KvClient::get_stream` and `GetStreamResponse` (etcd 3.7's streamed range);
+//!   `KvClient::max_decoding_message_size`/`max_encoding_message_size`;
+//!   `ResponseHeader::cluster_id`, `member_id`, `raft_term`; `KeyValue`/`ResponseHeader`
+//!   constructors and the `proto` module (`pub-response-field`).
+//! - `Error::TransportError` and `Error::OpenSsl` (no real transport or TLS).
+//! - The auth, maintenance and cluster clients (`AuthClient`, `MaintenanceClient`,
+//!   `ClusterClient`, their options and responses, and `Client`'s calls for them).
+//! - TLS (`TlsOptions`, `Certificate`, `Identity`, OpenSSL), namespaces (`KvClientPrefix`,
+//!   `LeaseClientPrefix`), balanced channels (`Client::connect_with_balanced_channel`,
+//!   `from_channel`, `add_endpoint`, `remove_endpoint`, `BalancedChannelBuilder`, `Channel`),
+//!   and `ConnectOptions`' builders.
+//! - Keys and values that are not UTF-8 (see above).
+//!
+//! # Watch
 //!
 //! Mirrored: `Client::watch_client`, `Client::watch`, `WatchClient::watch` returning one
 //! `WatchStream` (as 0.21.1: the first message is the `created` response; more watches share
@@ -38,3 +111,8 @@
 mod sim;
 #[cfg(madsim)]
 pub use crate::sim::*;
+
+// Outside simulation the crate is the real client: one `Cargo.toml` line serves tests and
+// production.
+#[cfg(not(madsim))]
+pub use real_etcd_client::*;

@@ -77,5 +77,9 @@ fn a_watch_no_server_answers_is_unavailable() {
         },
     );
     let error = error.expect("an error");
-    assert!(error.contains("Unavailable"), "{error}");
+    // tonic's Display of `Code::Unavailable`.
+    assert!(
+        error.contains("The service is currently unavailable"),
+        "{error}"
+    );
 }

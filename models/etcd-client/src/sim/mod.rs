@@ -2,15 +2,22 @@
 
 mod error;
 mod kv;
+mod options;
+mod responses;
+mod txn;
 // dropin-watch
 mod watch;
 mod watch_stream;
 
-pub use error::{Error, Result, Status};
-pub use kv::{
-    DeleteOptions, DeleteResponse, GetOptions, GetResponse, KeyValue, KvClient, PutOptions,
-    PutResponse, ResponseHeader,
+pub use error::{Error, Result};
+pub use kv::KvClient;
+pub use options::{
+    CompactionOptions, DeleteOptions, GetOptions, PutOptions, SortOrder, SortTarget,
 };
+pub use responses::{
+    CompactionResponse, DeleteResponse, GetResponse, KeyValue, PutResponse, ResponseHeader,
+};
+pub use txn::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
 // dropin-watch
 pub use watch::{
     Event, EventType, WatchClient, WatchFilterType, WatchOptions, WatchResponse, WatchStream,
@@ -69,7 +76,7 @@ impl Client {
         let context = ::sim::Sim::current_node().ok_or_else(|| {
             Error::EndpointError("connect from a task on a client node of the world".into())
         })?;
-        let kv = KvClient::new(new_client(&cluster, &context));
+        let kv = KvClient::new(cluster.clone(), context.clone());
         Ok(Self {
             cluster,
             context,
@@ -80,7 +87,7 @@ impl Client {
     /// A KV client: a handle of its own (a process of its own in the history), as
     /// etcd-client's is a clone, sending from the node the client connected from.
     pub fn kv_client(&self) -> KvClient {
-        KvClient::new(new_client(&self.cluster, &self.context))
+        KvClient::new(self.cluster.clone(), self.context.clone())
     }
 
     /// Puts `key` = `value` (etcd-client's `Client::put`).
@@ -111,6 +118,27 @@ impl Client {
         self.kv.delete(key, options).await
     }
 
+    // dropin-kv (issue 25 part A): the rest of etcd-client's KV calls on `Client`.
+
+    /// Compacts the event history in the etcd key-value store. The key-value
+    /// store should be periodically compacted or the event history will continue to grow
+    /// indefinitely.
+    pub async fn compact(
+        &mut self,
+        revision: i64,
+        options: Option<CompactionOptions>,
+    ) -> Result<CompactionResponse> {
+        self.kv.compact(revision, options).await
+    }
+
+    /// Processes multiple operations in a single transaction.
+    /// A txn request increments the revision of the key-value store
+    /// and generates events with the same revision for every completed operation.
+    /// It is not allowed to modify the same key several times within one txn.
+    pub async fn txn(&mut self, txn: Txn) -> Result<TxnResponse> {
+        self.kv.txn(txn).await
+    }
+
     // dropin-watch: the watch client.
 
     /// Gets a watch client (etcd-client's `Client::watch_client`): each stream it opens is
@@ -127,6 +155,19 @@ impl Client {
         options: Option<WatchOptions>,
     ) -> Result<WatchStream> {
         self.watch_client().watch(key, options).await
+    }
+}
+
+// dropin-kv: etcd-client's `Client` is `Clone`, and user code clones it to call from several
+// tasks. Each clone makes calls of its own, so it is a process of its own in the history
+// (the linearizability checker needs each process sequential).
+impl Clone for Client {
+    fn clone(&self) -> Self {
+        Self {
+            cluster: self.cluster.clone(),
+            context: self.context.clone(),
+            kv: self.kv.clone(),
+        }
     }
 }
 

@@ -5,8 +5,9 @@
 
 use super::{
     error::{Error, Result},
-    kv::{KeyValue, ResponseHeader, text},
+    kv::text,
     new_client,
+    responses::{KeyValue, ResponseHeader},
 };
 use models::etcd::{ChangeEvent, ChangeKind, EtcdCluster, prefix_range_end};
 use sim::NodeContext;
@@ -273,7 +274,7 @@ impl WatchResponse {
     /// A response to watch `watch_id` at store revision `revision`, with nothing set.
     pub(super) fn at(watch_id: i64, revision: i64) -> Self {
         Self {
-            header: Some(ResponseHeader::at_revision(revision)),
+            header: Some(ResponseHeader::at(revision.max(0) as u64)),
             watch_id,
             created: false,
             canceled: false,
