@@ -87,3 +87,13 @@ pub(crate) fn from_result(result: &OpResult) -> Error {
         },
     }
 }
+
+/// An error of etcd's concurrency recipes run by its v3lock and v3election services (e.g.
+/// `election: not leader`, `mutex: session is expired`): a plain Go error, which gRPC
+/// sends with code Unknown and the error's text as the message.
+pub(crate) fn concurrency_error(message: &str) -> Error {
+    Error::GRpcStatus(Status {
+        code: "Unknown",
+        message: message.into(),
+    })
+}

@@ -6,7 +6,7 @@ use sim::history::{OpResult, kv::KvResponse};
 
 /// A key and its value with their revisions (etcd-client's `KeyValue`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeyValue(sim::history::kv::KeyValue);
+pub struct KeyValue(pub(super) sim::history::kv::KeyValue);
 
 impl KeyValue {
     /// The key, as bytes.
@@ -50,6 +50,13 @@ pub struct ResponseHeader {
 }
 
 impl ResponseHeader {
+    /// A header at the store revision `revision` (for the other clients' responses).
+    pub(super) fn at_revision(revision: u64) -> Self {
+        Self {
+            revision: revision as i64,
+        }
+    }
+
     /// The store revision.
     pub fn revision(&self) -> i64 {
         self.revision
@@ -171,7 +178,7 @@ pub struct KvClient {
 }
 
 /// Keys and values are text in the model's history: bytes that are not UTF-8 are refused.
-fn text(bytes: Vec<u8>, what: &str) -> Result<String> {
+pub(super) fn text(bytes: Vec<u8>, what: &str) -> Result<String> {
     String::from_utf8(bytes)
         .map_err(|_| Error::InvalidArgs(format!("{what}: coordsim's store keeps UTF-8 text only")))
 }
