@@ -20,7 +20,7 @@ use scenarios::{
 };
 use sim::{
     Seed,
-    fault::{Fault, FaultPlan, FaultSource, ScheduledFault, Target},
+    fault::{FaultSource, PauseClients, PausedClient},
     history::recipe::LossReason,
 };
 use std::sync::{
@@ -125,15 +125,12 @@ fn paused_waiter(check: CampaignCheck, refused: &Arc<AtomicU64>) -> Scenario {
     .with_check("recipe.fenced_writes")
     .with_fenced_resource();
     let mut scenario = Scenario::of_user_code(code, 3, 3);
-    scenario.faults = FaultSource::Plan(FaultPlan::new(vec![
-        ScheduledFault::at(
-            1_000,
-            Fault::Pause {
-                node: Target::Waiter,
-            },
-        )
-        .lasting(3_500),
-    ]));
+    // One pause, at 1 s (the next would end after the 8 s fault phase).
+    scenario.faults = FaultSource::PauseClients(PauseClients {
+        interval_ms: 1_000,
+        pause_ms: 3_500,
+        whom: PausedClient::Waiter,
+    });
     scenario.tuning.campaign_check = Some(check);
     scenario
 }

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{connect, judged, sleep_ms, violations};
-use etcd_client::{Client, LeaseTimeToLiveOptions, PutOptions};
+use common::{connect, judged, run_once, sleep_ms, violations};
+use etcd_client::{LeaseTimeToLiveOptions, PutOptions};
 use futures_util::StreamExt;
 use scenarios::{
     Scenario, driver,
@@ -99,29 +99,6 @@ fn a_partition_longer_than_the_ttl_loses_the_key_so_the_test_can_tell() {
         assert_eq!(seen, vec![(0, false), (1, true), (2, true)], "seed {seed}");
         assert_eq!(violations(&outcome, "etcd.lease_keys_removed"), 0);
     }
-}
-
-/// Runs `code` once on a single client without faults; what it wrote down.
-fn run_once<F, Fut>(code: F) -> Vec<String>
-where
-    F: Fn(Client, Arc<Mutex<Vec<String>>>) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let notes: Arc<Mutex<Vec<String>>> = Arc::default();
-    let user = {
-        let notes = notes.clone();
-        let code = Arc::new(code);
-        UserCode::new("dropin-lease-calls", Store::Raft, move |_node| {
-            let (notes, code) = (notes.clone(), code.clone());
-            async move {
-                code(connect().await, notes).await;
-                std::future::pending::<()>().await;
-            }
-        })
-    };
-    let outcome = driver::run(&Scenario::of_user_code(user, 3, 1), Seed::new(1));
-    assert!(outcome.is_clean(), "{outcome:?}");
-    notes.lock().unwrap().clone()
 }
 
 #[test]

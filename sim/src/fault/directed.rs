@@ -358,6 +358,10 @@ pub enum PausedClient {
     /// The client that holds a lock or leads an election when the pause fires (`holder`):
     /// its session or lease expires while it still believes it holds or leads.
     Holder,
+    /// The client that has waited longest for a lock or in a campaign when the pause fires
+    /// (`waiter`): its session or lease expires while it waits, and a recipe that does not
+    /// look at its own key after the wait (etcd-io/etcd#11051) wakes up believing it holds.
+    Waiter,
 }
 
 impl Default for PauseClients {
@@ -399,6 +403,7 @@ impl PauseClients {
             let node = match self.whom {
                 PausedClient::Any => NodeId::client(rng.gen_range(0..config.clients())).into(),
                 PausedClient::Holder => Target::Holder,
+                PausedClient::Waiter => Target::Waiter,
             };
             faults.push(ScheduledFault::at(now, Fault::Pause { node }).lasting(self.pause_ms));
             now += self.pause_ms + self.interval_ms;

@@ -3,8 +3,13 @@
 #![allow(dead_code)]
 
 use etcd_client::Client;
-use scenarios::Outcome;
-use std::time::Duration;
+use scenarios::{Outcome, Scenario, driver, scenario::Store, workload::UserCode};
+use sim::Seed;
+use std::{
+    future::Future,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 /// Connects as user code does (the endpoints are accepted as given).
 pub async fn connect() -> Client {
@@ -34,4 +39,27 @@ pub fn violations(outcome: &Outcome, check: &str) -> u64 {
 /// Sleeps `ms` of simulated time on the current node.
 pub async fn sleep_ms(ms: u64) {
     madsim::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// Runs `code` once on a single client without faults; what it wrote down.
+pub fn run_once<F, Fut>(code: F) -> Vec<String>
+where
+    F: Fn(Client, Arc<Mutex<Vec<String>>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let notes: Arc<Mutex<Vec<String>>> = Arc::default();
+    let user = {
+        let notes = notes.clone();
+        let code = Arc::new(code);
+        UserCode::new("dropin-calls", Store::Raft, move |_node| {
+            let (notes, code) = (notes.clone(), code.clone());
+            async move {
+                code(connect().await, notes).await;
+                std::future::pending::<()>().await;
+            }
+        })
+    };
+    let outcome = driver::run(&Scenario::of_user_code(user, 3, 1), Seed::new(1));
+    assert!(outcome.is_clean(), "{outcome:?}");
+    notes.lock().unwrap().clone()
 }
