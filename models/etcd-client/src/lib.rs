@@ -47,7 +47,8 @@
 //!   leaves its key to its lease; and each step's request crosses the client's network
 //!   (a partition delays or fails the steps, where on the server only Raft traffic would).
 //!   The session etcd makes `WithLease(lease)` sends no keep-alive of its own here (etcd's
-//!   orphans it at once).
+//!   orphans it at once); for lease 0 it grants a lease of 60 s, as etcd's does, so a lock
+//!   or campaign without a lease holds for a minute.
 //! - The lease keep-alive pair runs in a task on the client's node with a model client of
 //!   its own; a keep-alive whose answer was lost is sent again until one comes, so the
 //!   stream's answers are late under a partition, never an error.

@@ -219,6 +219,15 @@ fn lock_calls_answer_as_etcd_does() {
         note(format!("lock with a gone lease: {gone}"));
         let bad = client.unlock(vec![0xff]).await.expect_err("not UTF-8");
         note(format!("non-UTF-8 key: {bad}"));
+        // No lease: etcd's session grants one of 60 s (and orphans it).
+        let locked = client.lock("job", None).await.expect("locked");
+        let read = client.get(locked.key(), None).await.expect("read");
+        let lease = read.kvs()[0].lease();
+        let ttl = client
+            .lease_time_to_live(lease, None)
+            .await
+            .expect("answered");
+        note(format!("no lease: leased for {} s", ttl.granted_ttl()));
     });
     assert_eq!(notes[0], "key: true");
     assert_eq!(notes[1], "again: true");
@@ -228,4 +237,5 @@ fn lock_calls_answer_as_etcd_does() {
         "{notes:?}"
     );
     assert!(notes[4].contains("invalid arguments"), "{notes:?}");
+    assert_eq!(notes[5], "no lease: leased for 60 s");
 }

@@ -34,6 +34,27 @@ pub(super) fn own_key(prefix: &str, lease: u64) -> String {
     format!("{prefix}{lease:x}")
 }
 
+/// `concurrency.defaultSessionTTL`, seconds.
+const DEFAULT_SESSION_TTL_S: i64 = 60;
+
+/// The lease of the session the services make `WithLease(lease)`: `lease` itself, or, for
+/// none (0), the one `NewSession` grants with its default TTL of 60 s — which the service
+/// orphans at once, so it expires a minute later with what was put under it (a lock or a
+/// campaign without a lease holds for a minute).
+pub(super) async fn session_lease(client: &mut EtcdClient, lease: i64) -> Result<u64> {
+    if lease != 0 {
+        // A negative id is sent as is: no lease has it, and the store says so.
+        return Ok(lease as u64);
+    }
+    let result = client
+        .lease_grant(super::lease::ttl_ms(DEFAULT_SESSION_TTL_S))
+        .await;
+    match kv_response(&result) {
+        Some(KvResponse::LeaseGrant { lease, .. }) => Ok(*lease),
+        _ => Err(from_result(&result)),
+    }
+}
+
 /// A lease as the model's put takes it (etcd's 0: no lease).
 pub(super) fn put_lease(lease: u64) -> Option<u64> {
     Some(lease).filter(|lease| *lease != 0)

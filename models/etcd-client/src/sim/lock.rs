@@ -9,8 +9,8 @@
 //! v3.4.23's (our conformance server's) returns the lock without that read.
 
 use super::concurrency::{
-    self, SESSION_EXPIRED, created_at, delete_key, first_create, get, own_key, put, read, txn,
-    wait_deletes,
+    self, SESSION_EXPIRED, created_at, delete_key, first_create, get, own_key, put, read,
+    session_lease, txn, wait_deletes,
 };
 use super::error::{Result, concurrency_error};
 use super::kv::{ResponseHeader, text};
@@ -32,16 +32,17 @@ impl LockClient {
     /// a unique key that exists so long as the lock is held by the caller. The lock is held
     /// until Unlock is called on the key or the lease associate with the owner expires
     /// (etcd-client's `LockClient::lock`; etcd's `Mutex.Lock`). Without a lease in the
-    /// options the key is put with none, as etcd does with lease 0.
+    /// options, etcd's session grants one of 60 s and orphans it: the lock then holds for
+    /// a minute at most, as here.
     pub async fn lock(
         &mut self,
         name: impl Into<Vec<u8>>,
         options: Option<LockOptions>,
     ) -> Result<LockResponse> {
         let prefix = format!("{}/", text(name.into(), "name")?);
-        let lease = u64::try_from(options.unwrap_or_default().lease).unwrap_or(0);
-        let key = own_key(&prefix, lease);
         let client = &mut self.client;
+        let lease = session_lease(client, options.unwrap_or_default().lease).await?;
+        let key = own_key(&prefix, lease);
         // tryAcquire: put self in line if absent, and read the holder in the same txn.
         let acquired = txn(
             client,

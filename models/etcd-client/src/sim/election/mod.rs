@@ -18,7 +18,7 @@ pub use types::{
 
 use super::concurrency::{
     self, MISSING_LEADER_KEY, NO_LEADER, NOT_LEADER, created_at, delete, first_create, get,
-    own_key, put, read, txn, wait_deletes,
+    own_key, put, read, session_lease, txn, wait_deletes,
 };
 use super::error::{Result, concurrency_error};
 use super::kv::{KeyValue, ResponseHeader, text};
@@ -36,11 +36,6 @@ pub struct ElectionClient {
     client: EtcdClient,
     maker: super::ClientMaker,
     check: CampaignCheck,
-}
-
-/// A lease id of etcd-client as the model's (none is negative).
-fn lease_id(lease: i64) -> u64 {
-    u64::try_from(lease).unwrap_or(0)
 }
 
 /// The election `name`'s prefix: `NewElection(s, pfx)` keeps `pfx + "/"`.
@@ -71,12 +66,13 @@ impl ElectionClient {
             prefix_of(&text(name.clone(), "name")?),
             text(value.into(), "value")?,
         );
-        let key = own_key(&prefix, lease_id(lease));
         let client = &mut self.client;
+        let lease = session_lease(client, lease).await?;
+        let key = own_key(&prefix, lease);
         let joined = txn(
             client,
             vec![created_at(&key, 0)],
-            vec![put(&key, &value, lease_id(lease))],
+            vec![put(&key, &value, lease)],
             vec![get(&key, GetOptions::new())],
         )
         .await?;
@@ -88,7 +84,7 @@ impl ElectionClient {
                 .ok_or_else(|| concurrency::missing("the campaigner's key"))?;
             rev = mine.create_revision;
             if mine.value != value
-                && let Err(error) = proclaim(client, &key, rev, lease_id(lease), &value).await
+                && let Err(error) = proclaim(client, &key, rev, lease, &value).await
             {
                 let _ = resign(client, &key, rev).await;
                 return Err(error);
@@ -108,7 +104,7 @@ impl ElectionClient {
                 name,
                 key: key.into_bytes(),
                 rev: rev as i64,
-                lease,
+                lease: lease as i64,
             }),
         })
     }
@@ -126,14 +122,9 @@ impl ElectionClient {
             .and_then(|options| options.leader)
             .ok_or_else(|| concurrency_error(MISSING_LEADER_KEY))?;
         let key = text(leader.key, "leader key")?;
-        let revision = proclaim(
-            &mut self.client,
-            &key,
-            leader_rev(leader.rev),
-            lease_id(leader.lease),
-            &value,
-        )
-        .await?;
+        let lease = session_lease(&mut self.client, leader.lease).await?;
+        let rev = leader_rev(leader.rev);
+        let revision = proclaim(&mut self.client, &key, rev, lease, &value).await?;
         Ok(ProclaimResponse {
             header: ResponseHeader::at_revision(revision),
         })
@@ -163,6 +154,8 @@ impl ElectionClient {
             .and_then(|option| option.leader)
             .ok_or_else(|| concurrency_error(MISSING_LEADER_KEY))?;
         let key = text(leader.key, "leader key")?;
+        // etcd makes the session (granting a lease for none) before it resigns.
+        session_lease(&mut self.client, leader.lease).await?;
         let revision = resign(&mut self.client, &key, leader_rev(leader.rev)).await?;
         Ok(ResignResponse {
             header: ResponseHeader::at_revision(revision),
