@@ -118,7 +118,13 @@ fn lease_calls_answer_as_etcd_does() {
             live.ttl() > 0 && live.ttl() <= 3,
             live.keys()
         ));
-        let listed = client.leases().await.expect("listed");
+        // A clone is a client of its own (as etcd-client's clones are).
+        let listed = client
+            .lease_client()
+            .clone()
+            .leases()
+            .await
+            .expect("listed");
         note(format!(
             "listed={}",
             listed.leases().iter().any(|l| l.id() == lease.id())

@@ -46,6 +46,14 @@ pub struct LeaseClient {
     new_client: super::ClientMaker,
 }
 
+/// A clone is a handle of its own: a process of its own in the history, as clones of
+/// etcd-client's may call concurrently.
+impl Clone for LeaseClient {
+    fn clone(&self) -> Self {
+        Self::new(self.new_client.clone())
+    }
+}
+
 impl LeaseClient {
     pub(super) fn new(new_client: super::ClientMaker) -> Self {
         Self {

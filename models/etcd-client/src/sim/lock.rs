@@ -19,12 +19,22 @@ use models::etcd::{EtcdClient, GetOptions};
 /// etcd-client's `LockClient`: one sequential process in the history.
 pub struct LockClient {
     client: EtcdClient,
+    maker: super::ClientMaker,
+}
+
+/// A clone is a handle of its own: a process of its own in the history, as clones of
+/// etcd-client's may call concurrently.
+impl Clone for LockClient {
+    fn clone(&self) -> Self {
+        Self::new(self.maker.clone())
+    }
 }
 
 impl LockClient {
     pub(super) fn new(maker: super::ClientMaker) -> Self {
         Self {
             client: maker.make(),
+            maker,
         }
     }
 

@@ -43,6 +43,14 @@ fn prefix_of(name: &str) -> String {
     format!("{name}/")
 }
 
+/// A clone is a handle of its own: a process of its own in the history, as clones of
+/// etcd-client's may call concurrently.
+impl Clone for ElectionClient {
+    fn clone(&self) -> Self {
+        Self::new(self.maker.clone())
+    }
+}
+
 impl ElectionClient {
     pub(in crate::sim) fn new(maker: super::ClientMaker) -> Self {
         Self {
