@@ -36,9 +36,9 @@
 //!   waited believes it leads. The open fix, etcd-io/etcd#22387, is a switch, off by
 //!   default: the scenario's `tuning.campaign_check = "recheck_own_key"`
 //!   (`models::etcd::CampaignCheck::RecheckOwnKey`, `coordsim::testing::UserTest::
-//!   campaign_check`); the campaign then fails with `election: not leader`. It is modelled
-//!   as a read of the own key after the wait (the PR's diff was not at hand; its description
-//!   watches the own key during the wait and returns as soon as it goes).
+//!   campaign_check`); the campaign then fails with `election: not leader`, as soon as its
+//!   own key goes while it waits (it watches the key, as the PR's description says; the
+//!   diff was not at hand), or when it reads the key after the wait and finds it gone.
 //! - **Where the steps run**: from the caller's node, through its own model client, not on a
 //!   server. What differs: etcd runs them on the server the client is connected to, so a
 //!   client cut off from the servers mid-`campaign` leaves the server's steps running, and

@@ -4,8 +4,10 @@
 
 mod common;
 
-use common::run_once;
+use common::{run_once, run_once_with, sleep_ms};
 use etcd_client::{ProclaimOptions, ResignOptions};
+use scenarios::scenario::CampaignCheck;
+use std::sync::{Arc, Mutex};
 
 #[test]
 fn election_calls_answer_as_etcd_does() {
@@ -104,4 +106,37 @@ fn observe_reports_each_leader_value() {
         }
     });
     assert_eq!(notes, vec!["a".to_string(), "b".to_string()]);
+}
+
+/// A campaigner waits behind a leader that holds for 8 s; its own lease (2 s, never kept
+/// alive) expires at about 2 s. What its campaign had answered by 5 s.
+fn waiter_whose_lease_expires(check: CampaignCheck) -> Vec<String> {
+    run_once_with(Some(check), |mut client, notes| async move {
+        let leader_lease = client.lease_grant(30, None).await.expect("granted");
+        client
+            .campaign("job", "leader", leader_lease.id())
+            .await
+            .expect("leads");
+        let lease = client.lease_grant(2, None).await.expect("granted");
+        let answer: Arc<Mutex<Option<String>>> = Arc::default();
+        let mut waiter = client.election_client();
+        let written = answer.clone();
+        madsim::task::spawn(async move {
+            let result = waiter.campaign("job", "waiter", lease.id()).await;
+            let text = result.map_or_else(|error| error.to_string(), |_| "leads".into());
+            *written.lock().unwrap() = Some(text);
+        });
+        sleep_ms(5_000).await;
+        let by_then = answer.lock().unwrap().clone();
+        notes.lock().unwrap().push(format!("{by_then:?}"));
+    })
+}
+
+#[test]
+fn the_fix_ends_a_campaign_whose_own_key_went_without_waiting_for_the_leader() {
+    let fixed = waiter_whose_lease_expires(CampaignCheck::RecheckOwnKey);
+    assert!(fixed[0].contains("election: not leader"), "{fixed:?}");
+    // Upstream waits on, behind a leader that is still there.
+    let upstream = waiter_whose_lease_expires(CampaignCheck::Upstream);
+    assert_eq!(upstream, vec!["None".to_string()]);
 }

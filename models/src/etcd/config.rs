@@ -37,10 +37,10 @@ pub enum CampaignCheck {
     #[default]
     Upstream,
     /// The open fix, etcd-io/etcd#22387: a campaigner whose own key is gone fails with
-    /// `election: not leader`. Modelled as a read of its own key after the wait, as v3.5's
-    /// `Mutex.Lock` does after its wait (the PR's diff was not at hand: its description says
-    /// the wait also watches the contender's own key and returns as soon as it is deleted;
-    /// either way a campaigner without its key does not lead).
+    /// `election: not leader`. As the PR's description says (its diff was not at hand), each
+    /// wait also watches the campaigner's own key and ends as soon as it is deleted; and,
+    /// as v3.5's `Mutex.Lock` does after its wait, the campaign reads its own key once the
+    /// wait is over (a key deleted before a watch began is caught there).
     RecheckOwnKey,
 }
 

@@ -8,6 +8,7 @@
 //! Go errors, which gRPC sends with code Unknown ([`concurrency_error`]).
 
 use super::error::{Error, Result, concurrency_error, from_result};
+use futures_util::future::{Either, select};
 use models::etcd::{ChangeKind, EtcdClient, GetOptions, WatchItem, WatchOptions, kv_response};
 use sim::history::{
     OpError, OpResult,
@@ -16,6 +17,7 @@ use sim::history::{
         SortOrder, SortTarget,
     },
 };
+use std::pin::pin;
 
 /// `concurrency.ErrElectionNotLeader`.
 pub(super) const NOT_LEADER: &str = "election: not leader";
@@ -177,34 +179,68 @@ pub(super) async fn delete_key(client: &mut EtcdClient, key: &str) -> Result<u64
 
 /// `waitDeletes`: until no key under `prefix` has a create revision at or below
 /// `max_create_revision`, reads the last such key and waits for its deletion. The
-/// revision of the read that found none.
+/// revision of the read that found none. With `own_key` (the fix etcd-io/etcd#22387), each
+/// wait also watches that key, and fails with `election: not leader` as soon as it is
+/// deleted.
 pub(super) async fn wait_deletes(
     client: &mut EtcdClient,
     prefix: &str,
     max_create_revision: u64,
+    own_key: Option<&str>,
 ) -> Result<u64> {
     loop {
         let (revision, kvs) = read(client, prefix, last_create_before(max_create_revision)).await?;
         let Some(last) = kvs.first() else {
             return Ok(revision);
         };
-        wait_delete(client, &last.key, revision).await?;
+        wait_delete(client, &last.key, revision, own_key).await?;
     }
 }
 
-/// `waitDelete`: watches `key` from `revision` until a delete event.
-async fn wait_delete(client: &mut EtcdClient, key: &str, revision: u64) -> Result<()> {
-    let mut watch = client
-        .watch_with_options(key, WatchOptions::new().with_start_revision(revision))
-        .await;
+/// Which watch of a [`wait_delete`] yielded.
+enum Watched {
+    Predecessor(WatchItem),
+    Own(WatchItem),
+}
+
+/// `waitDelete`: watches `key` from `revision` until a delete event (and, with `own_key`,
+/// that key too: its deletion ends the wait with `election: not leader`).
+async fn wait_delete(
+    client: &mut EtcdClient,
+    key: &str,
+    revision: u64,
+    own_key: Option<&str>,
+) -> Result<()> {
+    let from = || WatchOptions::new().with_start_revision(revision);
+    let mut watch = client.watch_with_options(key, from()).await;
+    let mut own = match own_key {
+        Some(own_key) => Some(client.watch_with_options(own_key, from()).await),
+        None => None,
+    };
     let ended = loop {
-        match watch.next().await {
+        let watched = match own.as_mut() {
+            None => Watched::Predecessor(watch.next().await),
+            Some(own) => {
+                // Whichever answers first; the other's `next` holds nothing yet (a watch
+                // hands out what it received as soon as it receives it).
+                let (predecessor, mine) = (pin!(watch.next()), pin!(own.next()));
+                match select(predecessor, mine).await {
+                    Either::Left((item, _)) => Watched::Predecessor(item),
+                    Either::Right((item, _)) => Watched::Own(item),
+                }
+            }
+        };
+        let (item, deleted) = match watched {
+            Watched::Predecessor(item) => (item, Ok(())),
+            Watched::Own(item) => (item, Err(concurrency_error(NOT_LEADER))),
+        };
+        match item {
             WatchItem::Changes(changes)
                 if changes
                     .iter()
                     .any(|change| change.kind == ChangeKind::Delete) =>
             {
-                break Ok(());
+                break deleted;
             }
             WatchItem::Changes(_) | WatchItem::Progress { .. } => {}
             WatchItem::Compacted { compact_revision } => {
@@ -216,6 +252,9 @@ async fn wait_delete(client: &mut EtcdClient, key: &str, revision: u64) -> Resul
         }
     };
     watch.close();
+    if let Some(own) = own {
+        own.close();
+    }
     ended
 }
 

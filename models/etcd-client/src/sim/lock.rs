@@ -73,7 +73,7 @@ impl LockClient {
         if owner.is_none() || owner == Some(my_rev) {
             return Ok(locked(acquired.revision, key));
         }
-        if let Err(error) = wait_deletes(client, &prefix, my_rev - 1).await {
+        if let Err(error) = wait_deletes(client, &prefix, my_rev - 1, None).await {
             let _ = delete_key(client, &key).await;
             return Err(error);
         }

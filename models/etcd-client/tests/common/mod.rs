@@ -3,7 +3,11 @@
 #![allow(dead_code)]
 
 use etcd_client::Client;
-use scenarios::{Outcome, Scenario, driver, scenario::Store, workload::UserCode};
+use scenarios::{
+    Outcome, Scenario, driver,
+    scenario::{CampaignCheck, Store},
+    workload::UserCode,
+};
 use sim::Seed;
 use std::{
     future::Future,
@@ -47,6 +51,15 @@ where
     F: Fn(Client, Arc<Mutex<Vec<String>>>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    run_once_with(None, code)
+}
+
+/// [`run_once`] with the store's campaign check set to `check`.
+pub fn run_once_with<F, Fut>(check: Option<CampaignCheck>, code: F) -> Vec<String>
+where
+    F: Fn(Client, Arc<Mutex<Vec<String>>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let notes: Arc<Mutex<Vec<String>>> = Arc::default();
     let user = {
         let notes = notes.clone();
@@ -59,7 +72,9 @@ where
             }
         })
     };
-    let outcome = driver::run(&Scenario::of_user_code(user, 3, 1), Seed::new(1));
+    let mut scenario = Scenario::of_user_code(user, 3, 1);
+    scenario.tuning.campaign_check = check;
+    let outcome = driver::run(&scenario, Seed::new(1));
     assert!(outcome.is_clean(), "{outcome:?}");
     notes.lock().unwrap().clone()
 }

@@ -98,9 +98,11 @@ impl ElectionClient {
                 return Err(error);
             }
         }
-        // etcd-io/etcd#11051: upstream returns from here without looking at its own key.
-        wait_deletes(client, &prefix, rev - 1).await?;
-        if self.check == CampaignCheck::RecheckOwnKey {
+        // etcd-io/etcd#11051: upstream returns after this wait without looking at its own
+        // key. The fix (#22387) watches the key during the wait, and here reads it after.
+        let fixed = self.check == CampaignCheck::RecheckOwnKey;
+        wait_deletes(client, &prefix, rev - 1, fixed.then_some(key.as_str())).await?;
+        if fixed {
             let (_, kvs) = read(client, &key, GetOptions::new()).await?;
             if kvs.first().map(|kv| kv.create_revision) != Some(rev) {
                 return Err(concurrency_error(NOT_LEADER));
