@@ -35,7 +35,7 @@
 
 pub use scenarios::{
     Outcome, Scenario, ScenarioError,
-    scenario::Store,
+    scenario::{CampaignCheck, Store},
     sweep::{SeedFailure, SweepSummary},
     workload::{
         ElectionBeliefs, FencedResource, LockBeliefs, Resource, ResourceClient,
@@ -111,6 +111,16 @@ impl UserTest {
     /// With a fault phase of `fault_phase_ms` (default 8 s); the world heals at its end.
     pub fn fault_phase_ms(mut self, fault_phase_ms: u64) -> Self {
         self.scenario.fault_phase_ms = fault_phase_ms;
+        self
+    }
+
+    /// With the Raft store's election service doing `check` after a campaign's wait (the
+    /// drop-in etcd-client's `ElectionClient::campaign` follows it): by default
+    /// [`CampaignCheck::Upstream`], etcd as released, which etcd-io/etcd#11051 reports;
+    /// [`CampaignCheck::RecheckOwnKey`] is the open fix, etcd-io/etcd#22387. The one way to
+    /// switch it is the scenario's `tuning.campaign_check`, which this sets.
+    pub fn campaign_check(mut self, check: CampaignCheck) -> Self {
+        self.scenario.tuning.campaign_check = Some(check);
         self
     }
 

@@ -103,3 +103,16 @@ fn a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan() {
     assert!(plan.get("faults").is_some(), "a fault plan: {plan}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_campaign_check_switch_lands_in_the_scenarios_tuning() {
+    use coordsim::testing::CampaignCheck;
+    let code = UserCode::new("testing-api-switch", Store::Raft, |_node| async {});
+    let upstream = UserTest::new(code.clone());
+    assert_eq!(upstream.scenario().tuning.campaign_check, None);
+    let fixed = UserTest::new(code).campaign_check(CampaignCheck::RecheckOwnKey);
+    assert_eq!(
+        fixed.scenario().tuning.campaign_check,
+        Some(CampaignCheck::RecheckOwnKey)
+    );
+}

@@ -254,6 +254,9 @@ fn etcd_config(servers: &[NodeId], scenario: &Scenario) -> EtcdConfig {
     if let Some(interval) = tuning.lease_checkpoint_interval_ms {
         config.lease_checkpoint_interval = Duration::from_millis(interval);
     }
+    if let Some(check) = tuning.campaign_check {
+        config.campaign_check = check;
+    }
     config
 }
 

@@ -53,6 +53,8 @@ pub struct WorldSettings {
     pub clocks: ClockConfig,
 }
 
+pub use models::etcd::CampaignCheck;
+
 /// Store timing the scenarios tune (everything else keeps the model's defaults).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -80,6 +82,12 @@ pub struct Tuning {
     /// sequential nodes is tested across the wrap, as ZooKeeper's reaches it only after 2^31.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sequence_counter_bits: Option<u32>,
+    /// Raft store: what the election service's `Campaign` does after its wait
+    /// ([`CampaignCheck`]; unset: `upstream`, etcd's behaviour, which
+    /// etcd-io/etcd#11051 reports; `recheck_own_key`: the open fix etcd-io/etcd#22387). The
+    /// drop-in etcd-client's `ElectionClient` follows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_check: Option<CampaignCheck>,
 }
 
 /// A run, described as data: store, sizes, workload, faults, known bugs, checks, bounds.

@@ -19,6 +19,29 @@ pub struct EtcdConfig {
     pub watch_progress_notify_interval: Duration,
     /// Known store bugs switched on.
     pub bugs: BTreeSet<EtcdBug>,
+    /// What the election service's `Campaign` does once the keys before its own are gone
+    /// (run by the drop-in etcd-client's `ElectionClient`): upstream's behaviour by default.
+    pub campaign_check: CampaignCheck,
+}
+
+/// What etcd's `Election.Campaign` (`client/v3/concurrency/election.go`, which the server's
+/// v3election service runs) does after it waited for the deletion of every key created
+/// before its own. The drop-in etcd-client's `ElectionClient::campaign` follows it; set it
+/// through the scenario's `tuning.campaign_check`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CampaignCheck {
+    /// etcd as released (v3.4.23 to v3.5.33 and main): returns leadership without looking
+    /// whether its own key still exists — a campaigner whose lease expired while it waited
+    /// believes it leads next to the real leader (etcd-io/etcd#11051).
+    #[default]
+    Upstream,
+    /// The open fix, etcd-io/etcd#22387: a campaigner whose own key is gone fails with
+    /// `election: not leader`. As the PR's description says (its diff was not at hand), each
+    /// wait also watches the campaigner's own key and ends as soon as it is deleted; and,
+    /// as v3.5's `Mutex.Lock` does after its wait, the campaign reads its own key once the
+    /// wait is over (a key deleted before a watch began is caught there).
+    RecheckOwnKey,
 }
 
 impl EtcdConfig {
@@ -31,6 +54,7 @@ impl EtcdConfig {
             lease_checkpoint_interval: Duration::from_millis(500),
             watch_progress_notify_interval: Duration::from_secs(600),
             bugs: BTreeSet::new(),
+            campaign_check: CampaignCheck::Upstream,
         }
     }
 

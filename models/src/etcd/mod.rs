@@ -18,7 +18,7 @@ pub use client::{
     COMPACT_OPERATION, ClientConfig, EtcdClient, KeepAliveEnd, kv_response, lease_gone,
 };
 pub use command::{StoreCommand, is_read_only, validate};
-pub use config::{EtcdBug, EtcdConfig, KnownBug, UnknownBug};
+pub use config::{CampaignCheck, EtcdBug, EtcdConfig, KnownBug, UnknownBug};
 pub use get_options::GetOptions;
 pub use lease::{LeaseRecord, LeaseTable, Lessor, PromotionTtl};
 pub use mvcc::{ChangeEvent, ChangeKind, KeyRange, MvccStore, prefix_range_end};

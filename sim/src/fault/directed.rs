@@ -358,9 +358,9 @@ pub enum PausedClient {
     /// The client that holds a lock or leads an election when the pause fires (`holder`):
     /// its session or lease expires while it still believes it holds or leads.
     Holder,
-    /// The client that has waited longest for a lock or in an election when the pause fires
-    /// (`waiter`): its session or lease expires while it waits, and what it does when its
-    /// turn seems to come is the question (etcd-io/etcd#11051).
+    /// The client that has waited longest for a lock or in a campaign when the pause fires
+    /// (`waiter`): its session or lease expires while it waits, and a recipe that does not
+    /// look at its own key after the wait (etcd-io/etcd#11051) wakes up believing it holds.
     Waiter,
 }
 

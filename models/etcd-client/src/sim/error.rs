@@ -172,6 +172,13 @@ fn kv_error_status(error: &OpError) -> (Code, String) {
     (code, message.to_string())
 }
 
+/// An error of etcd's concurrency recipes run by its v3lock and v3election services (e.g.
+/// `election: not leader`, `mutex: session is expired`): a plain Go error, which gRPC
+/// sends with code Unknown and the error's text as the message.
+pub(crate) fn concurrency_error(message: &str) -> Error {
+    Error::GRpcStatus(Status::new(Code::Unknown, message))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -171,6 +171,160 @@ impl Clone for Client {
     }
 }
 
+// ---- dropin-lease-elect (issue 25, part B): the lease, lock and election clients ----
+
+mod concurrency;
+mod election;
+mod lease;
+mod lock;
+
+pub use election::{
+    CampaignResponse, ElectionClient, LeaderKey, LeaderResponse, ObserveStream, ProclaimOptions,
+    ProclaimResponse, ResignOptions, ResignResponse,
+};
+pub use lease::{
+    LeaseClient, LeaseGrantOptions, LeaseGrantResponse, LeaseKeepAliveResponse,
+    LeaseKeepAliveStream, LeaseKeeper, LeaseLeasesResponse, LeaseRevokeResponse, LeaseStatus,
+    LeaseTimeToLiveOptions, LeaseTimeToLiveResponse,
+};
+pub use lock::{LockClient, LockOptions, LockResponse, UnlockResponse};
+
+/// Makes model clients on the node a [`Client`] connected from, each with a fresh process
+/// number: the lease, lock and election clients and each lease keeper get their own.
+#[derive(Clone)]
+struct ClientMaker {
+    cluster: Arc<EtcdCluster>,
+    context: NodeContext,
+}
+
+impl ClientMaker {
+    fn make(&self) -> EtcdClient {
+        new_client(&self.cluster, &self.context)
+    }
+
+    fn context(&self) -> &NodeContext {
+        &self.context
+    }
+
+    /// What the store's election service does after a campaign's wait.
+    fn campaign_check(&self) -> models::etcd::CampaignCheck {
+        self.cluster.config().campaign_check
+    }
+}
+
+/// The lease, lock and election clients and etcd-client's `Client` shortcuts to them. Each
+/// shortcut call goes through a handle of its own (a process of its own in the history), as
+/// the calls of etcd-client's `Client` may run concurrently on its clones.
+impl Client {
+    fn maker(&self) -> ClientMaker {
+        ClientMaker {
+            cluster: self.cluster.clone(),
+            context: self.context.clone(),
+        }
+    }
+
+    /// A lease client (etcd-client's `Client::lease_client`): a process of its own.
+    pub fn lease_client(&self) -> LeaseClient {
+        LeaseClient::new(self.maker())
+    }
+
+    /// A lock client (etcd-client's `Client::lock_client`): a process of its own.
+    pub fn lock_client(&self) -> LockClient {
+        LockClient::new(self.maker())
+    }
+
+    /// An election client (etcd-client's `Client::election_client`): a process of its own.
+    pub fn election_client(&self) -> ElectionClient {
+        ElectionClient::new(self.maker())
+    }
+
+    /// Grants a lease of `ttl` seconds (etcd-client's `Client::lease_grant`).
+    pub async fn lease_grant(
+        &mut self,
+        ttl: i64,
+        options: Option<LeaseGrantOptions>,
+    ) -> Result<LeaseGrantResponse> {
+        self.lease_client().grant(ttl, options).await
+    }
+
+    /// Revokes a lease (etcd-client's `Client::lease_revoke`).
+    pub async fn lease_revoke(&mut self, id: i64) -> Result<LeaseRevokeResponse> {
+        self.lease_client().revoke(id).await
+    }
+
+    /// Keeps a lease alive (etcd-client's `Client::lease_keep_alive`).
+    pub async fn lease_keep_alive(
+        &mut self,
+        id: i64,
+    ) -> Result<(LeaseKeeper, LeaseKeepAliveStream)> {
+        self.lease_client().keep_alive(id).await
+    }
+
+    /// Retrieves lease information (etcd-client's `Client::lease_time_to_live`).
+    pub async fn lease_time_to_live(
+        &mut self,
+        id: i64,
+        options: Option<LeaseTimeToLiveOptions>,
+    ) -> Result<LeaseTimeToLiveResponse> {
+        self.lease_client().time_to_live(id, options).await
+    }
+
+    /// Lists all existing leases (etcd-client's `Client::leases`).
+    pub async fn leases(&mut self) -> Result<LeaseLeasesResponse> {
+        self.lease_client().leases().await
+    }
+
+    /// Acquires the lock `name` (etcd-client's `Client::lock`).
+    pub async fn lock(
+        &mut self,
+        name: impl Into<Vec<u8>>,
+        options: Option<LockOptions>,
+    ) -> Result<LockResponse> {
+        self.lock_client().lock(name, options).await
+    }
+
+    /// Releases the lock held by `key` (etcd-client's `Client::unlock`).
+    pub async fn unlock(&mut self, key: impl Into<Vec<u8>>) -> Result<UnlockResponse> {
+        self.lock_client().unlock(key).await
+    }
+
+    /// Campaigns in the election `name` (etcd-client's `Client::campaign`).
+    pub async fn campaign(
+        &mut self,
+        name: impl Into<Vec<u8>>,
+        value: impl Into<Vec<u8>>,
+        lease: i64,
+    ) -> Result<CampaignResponse> {
+        self.election_client().campaign(name, value, lease).await
+    }
+
+    /// Lets the leader announce a new value (etcd-client's `Client::proclaim`).
+    pub async fn proclaim(
+        &mut self,
+        value: impl Into<Vec<u8>>,
+        options: Option<ProclaimOptions>,
+    ) -> Result<ProclaimResponse> {
+        self.election_client().proclaim(value, options).await
+    }
+
+    /// Returns the leader of the election `name` (etcd-client's `Client::leader`).
+    pub async fn leader(&mut self, name: impl Into<Vec<u8>>) -> Result<LeaderResponse> {
+        self.election_client().leader(name).await
+    }
+
+    /// Observes the leaders of the election `name` (etcd-client's `Client::observe`).
+    pub async fn observe(&mut self, name: impl Into<Vec<u8>>) -> Result<ObserveStream> {
+        self.election_client().observe(name).await
+    }
+
+    /// Resigns a leadership (etcd-client's `Client::resign`).
+    pub async fn resign(&mut self, option: Option<ResignOptions>) -> Result<ResignResponse> {
+        self.election_client().resign(option).await
+    }
+}
+
+// ---- end of dropin-lease-elect ----
+
 /// A model client on `context`'s node with a fresh process number.
 fn new_client(cluster: &EtcdCluster, context: &NodeContext) -> EtcdClient {
     let sim = context.sim();

@@ -7,7 +7,9 @@
 //!   deletion of every key with a lower create revision ([`super::line`]), **then checks
 //!   that its own key still exists** — its lease may have expired while it waited (the fix
 //!   for etcd-io/etcd#11051 and #19597; [`RecipeBug::EtcdElectionNoPostwaitCheck`] leaves it
-//!   out);
+//!   out, as upstream's `Election.Campaign` does today: `client/v3/concurrency/election.go`,
+//!   v3.5.33 commit 9f4b1254, and main; the open fix is etcd-io/etcd#22387. The drop-in
+//!   etcd-client's `ElectionClient` reproduces upstream by default);
 //! - [`EtcdElection::proclaim`] replaces the leader's value only if its key still has its
 //!   create revision (a transaction), so a deposed leader cannot announce;
 //! - [`EtcdElection::resign`] deletes the leader's key on the same condition;

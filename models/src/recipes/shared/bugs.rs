@@ -19,7 +19,13 @@ pub enum RecipeBug {
     TrustLocalStateAfterExpiry,
     /// `etcd_election.no_postwait_check`: after waiting for the candidates before it to go,
     /// `Election.Campaign` returns without checking that its own key still exists — its
-    /// lease may have expired while it waited, and a later candidate may lead.
+    /// lease may have expired while it waited, and a later candidate may lead. This is etcd's
+    /// own code today (etcd-io/etcd#11051): `Election.Campaign` in
+    /// `client/v3/concurrency/election.go` returns after `waitDeletes` (`key.go`) with no
+    /// read of its key, on main and every release branch (v3.4.23 `clientv3/concurrency`,
+    /// v3.5.33 commit 9f4b125405c7fbd92e2c9cbb5235feffe1904a1d); the open fix is
+    /// etcd-io/etcd#22387. The drop-in etcd-client's `ElectionClient::campaign` reproduces it
+    /// by default (`models::etcd::CampaignCheck::Upstream`).
     EtcdElectionNoPostwaitCheck,
     /// `recipe.oneshot_watch_no_reread`: a ZooKeeper discovery cache applies a watch event
     /// (reads the children) but, when it re-arms the one-shot watch after acting on the
@@ -148,7 +154,10 @@ impl RecipeBug {
             RecipeBug::TrustLocalStateAfterExpiry => {
                 "ZooKeeper sessions doc; CURATOR-460, CURATOR-696"
             }
-            RecipeBug::EtcdElectionNoPostwaitCheck => "etcd-io/etcd#11051, #19597",
+            RecipeBug::EtcdElectionNoPostwaitCheck => {
+                "etcd-io/etcd#11051 (upstream today: Election.Campaign, \
+                 client/v3/concurrency/election.go, v3.5.33 9f4b1254; open fix #22387), #19597"
+            }
             RecipeBug::OneshotWatchNoReread => {
                 "ZooKeeper Programmer's Guide, ZooKeeper Watches (watches are one-time triggers)"
             }
