@@ -4,7 +4,8 @@
 # and in madsim mode (the drop-in over coordsim's Raft store, the workspace's usual build).
 #
 # The packages checked: coordsim-etcd-client itself and each in $BOTH_WAYS_PACKAGES
-# (default: the small user module in both-ways/). Real mode builds etcd-client, which needs
+# (default: the small user module in both-ways/ and the worked example,
+# scenarios/examples/leader-worker). Real mode builds etcd-client, which needs
 # protoc: Debian's protobuf-compiler is installed if missing, as models/conformance/record.sh
 # does. Its own target dir, since the flags differ from the workspace's.
 #
@@ -23,7 +24,7 @@ if ! command -v protoc > /dev/null; then
 fi
 
 packages=(-p coordsim-etcd-client)
-for package in ${BOTH_WAYS_PACKAGES:-etcd-client-both-ways}; do
+for package in ${BOTH_WAYS_PACKAGES:-etcd-client-both-ways leader-worker-example}; do
     packages+=(-p "$package")
 done
 

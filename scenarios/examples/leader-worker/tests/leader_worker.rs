@@ -6,17 +6,18 @@
 //!   next to the real leader (etcd-io/etcd#11051): `recipe.leader_uniqueness` fires.
 //! - Its writes go through a fenced resource, so they stay safe: `recipe.fenced_writes`
 //!   judges every accepted write and finds none from a deposed leader.
-//! - The worker that reads its own key after `Campaign` passes the same seeds.
+//! - The worker that reads its own key after `Campaign` passes the same seeds, and so does
+//!   the trusting worker when the store runs upstream's open fix (etcd-io/etcd#22387).
 
 use coordsim::testing::{
-    ElectionBeliefs, FaultKind, FaultSource, LossReason, PauseClients, PausedClient, ResourceClient,
-    Store, UserCode, UserNode, UserTest,
+    CampaignCheck, ElectionBeliefs, FaultKind, FaultSource, LossReason, PauseClients, PausedClient,
+    ResourceClient, Store, SweepSummary, UserCode, UserNode, UserTest,
 };
 use leader_worker_example::{AfterCampaign, Ended, Leadership, Worker};
 use std::time::Duration;
 
 /// Seeds each test runs (`COORDSIM_SEEDS` overrides). The trusting worker is caught in
-/// SEEDS_TO_FIND of them: see `the_worker_that_trusts_campaign_is_caught`.
+/// every one of them (10 of 10 when this was written; the test asks for at least one).
 const SEEDS: u64 = 10;
 
 /// The user's test harness: what the worker believes, recorded for the recipe checks, and
@@ -113,6 +114,29 @@ fn the_worker_that_trusts_campaign_is_caught() {
         "two leaders at once in none of {} seeds",
         summary.seeds.len()
     );
+    eprintln!(
+        "two workers believed they led at once in {caught} of {} seeds",
+        summary.seeds.len()
+    );
+    // Only leader uniqueness fired: the fenced resource refused every write of a deposed
+    // leader. Judged, not vacuous: every seed's accepted writes were checked.
+    assert_judged(&summary, "recipe.fenced_writes");
+}
+
+/// Panics unless `check` judged something in every seed.
+fn assert_judged(summary: &SweepSummary, check: &str) {
+    for outcome in &summary.outcomes {
+        let judged = outcome
+            .checks
+            .iter()
+            .find(|tally| tally.check == check)
+            .map_or(0, |tally| tally.judged);
+        assert!(
+            judged > 0,
+            "{check} judged nothing in seed {}",
+            outcome.seed
+        );
+    }
 }
 
 #[test]
@@ -125,4 +149,21 @@ fn the_worker_that_checks_its_key_passes_the_same_seeds() {
     .expect("a valid scenario");
     summary.assert_fired(&[FaultKind::Pause]);
     summary.assert_clean();
+    assert_judged(&summary, "recipe.leader_uniqueness");
+    assert_judged(&summary, "recipe.fenced_writes");
+}
+
+#[test]
+fn the_trusting_worker_passes_with_upstreams_fix_switched_on() {
+    let summary = test_of(
+        workers("trusts-fixed-campaign", AfterCampaign::TrustCampaign),
+        "the_trusting_worker_passes_with_upstreams_fix_switched_on",
+    )
+    .campaign_check(CampaignCheck::RecheckOwnKey)
+    .run()
+    .expect("a valid scenario");
+    summary.assert_fired(&[FaultKind::Pause]);
+    summary.assert_clean();
+    assert_judged(&summary, "recipe.leader_uniqueness");
+    assert_judged(&summary, "recipe.fenced_writes");
 }
