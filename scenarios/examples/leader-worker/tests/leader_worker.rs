@@ -49,27 +49,38 @@ impl Leadership for Recorded {
     }
 }
 
-/// One worker per client node, term after term until the run stops.
-fn workers(name: &str, after_campaign: AfterCampaign) -> UserCode {
-    UserCode::new(name, Store::Raft, move |node: UserNode| async move {
-        let worker = Worker {
-            election: "election/jobs".into(),
-            name: format!("worker-{}", node.index()),
-            ttl_s: 2,
-            rounds: 4,
-            round_interval: Duration::from_secs(1),
-            after_campaign,
-        };
-        let mut recorded = Recorded {
+impl Recorded {
+    fn new(node: &UserNode) -> Self {
+        Self {
             beliefs: node.election("jobs"),
             resource: node
                 .resource()
                 .expect("the code asked for a fenced resource")
                 .client(node.context(), node.index() as u32),
-        };
+        }
+    }
+}
+
+/// The worker of client node `node`: four one-second rounds a term, a 2 s lease.
+fn worker(node: &UserNode, after_campaign: AfterCampaign) -> Worker {
+    Worker {
+        election: "election/jobs".into(),
+        name: format!("worker-{}", node.index()),
+        ttl_s: 2,
+        rounds: 4,
+        round_interval: Duration::from_secs(1),
+        after_campaign,
+    }
+}
+
+/// One worker per client node, term after term until the run stops.
+fn workers(name: &str, after_campaign: AfterCampaign) -> UserCode {
+    UserCode::new(name, Store::Raft, move |node: UserNode| async move {
+        let worker = worker(&node, after_campaign);
         let mut client = etcd_client::Client::connect(["s1:2379", "s2:2379", "s3:2379"], None)
             .await
             .expect("a coordsim run with a Raft store");
+        let mut recorded = Recorded::new(&node);
         loop {
             if worker.term(&mut client, &mut recorded).await.is_err() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
