@@ -8,7 +8,7 @@ use crate::linearizability::{
     model::{Operation, OperationHistory, Outcome},
 };
 use sim::history::{
-    History, OpResult, Operation as HistoryOperation, Response,
+    History, OpResult, Operation as HistoryOperation, OperationRecord, Response,
     kv::{
         Compare, CompareOperator, CompareTarget, KeyValue, KvOperation, KvResponse, ReadConsistency,
     },
@@ -16,16 +16,24 @@ use sim::history::{
 use std::collections::BTreeSet;
 
 /// The key-value operations of a coordsim history, split per key, ready to check.
+///
+/// A key is judged only if every write that may have changed it is judged too: a key ever
+/// attached to a lease (expiry deletes it without a client operation), and a key that an
+/// operation left out may have written (a transaction with a branch the model cannot
+/// follow, a nested transaction whose outcome is unknown), are left out with every operation
+/// on them. Otherwise a read after such a write would look like a violation that is only
+/// the checker's blind spot. Leaving out a key can leave out more writes, so this repeats
+/// until no new key is left out (at most once per key).
 pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, KvOutput>) {
     let records = history.operations();
     // The keys the history writes or reads, and those ever attached to a lease. (The store
     // starts empty and every write is a recorded operation, so a key that a read shows but
     // nobody wrote is a violation, not a key to ignore.)
     let mut written = BTreeSet::new();
-    let mut leased = BTreeSet::new();
+    let mut left_out = BTreeSet::new();
     for record in &records {
         if let HistoryOperation::Kv(operation) = record.operation {
-            collect_keys(operation, &mut written, &mut leased);
+            collect_keys(operation, &mut written, &mut left_out);
         }
         if let Some((
             _,
@@ -37,15 +45,39 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
             collect_read_keys(response, &mut written);
         }
     }
+    loop {
+        let universe: Vec<&String> = written
+            .iter()
+            .filter(|key| !left_out.contains(*key))
+            .collect();
+        let (model, checked, unjudged_writes) = split_all(&records, &universe);
+        let newly_left_out: Vec<String> = unjudged_writes
+            .iter()
+            .flat_map(|(key, range_end)| covered(&universe, key, range_end.as_deref()))
+            .cloned()
+            .collect();
+        if newly_left_out.is_empty() {
+            return (model, checked);
+        }
+        left_out.extend(newly_left_out);
+    }
+}
+
+/// A key span an operation may write: its key and range end.
+type WriteSpan = (String, Option<String>);
+
+/// Every operation split over the keys of `universe`, and the spans that operations left out
+/// (but for definite failures, which took no effect) may have written.
+fn split_all(
+    records: &[OperationRecord<'_>],
+    universe: &[&String],
+) -> (KvModel, OperationHistory<KvInput, KvOutput>, Vec<WriteSpan>) {
     let mut model = KvModel::default();
     let mut checked = OperationHistory {
         time_unit: TimeUnit::Nanoseconds,
         ..OperationHistory::default()
     };
-    let universe: Vec<&String> = written
-        .iter()
-        .filter(|key| !leased.contains(*key))
-        .collect();
+    let mut unjudged_writes = Vec::new();
     for record in records {
         let id = record.op_id.0;
         let skip = |checked: &mut OperationHistory<KvInput, KvOutput>, reason| {
@@ -55,8 +87,16 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
             skip(&mut checked, "not a key-value operation");
             continue;
         };
+        let failed = matches!(record.completion, Some((_, OpResult::Fail { .. })));
+        let mut leave_out = |checked: &mut OperationHistory<KvInput, KvOutput>,
+                             reason: &'static str| {
+            skip(checked, reason);
+            if !failed {
+                write_spans(operation, &mut unjudged_writes);
+            }
+        };
         if let Some(reason) = unchecked_reason(operation) {
-            skip(&mut checked, reason);
+            leave_out(&mut checked, reason);
             continue;
         }
         let (returned_at, response) = match record.completion {
@@ -68,7 +108,7 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
                 },
             )) => (Some(at.as_nanos()), Some(response)),
             Some((_, OpResult::Ok { .. })) => {
-                skip(&mut checked, "a response that is not a key-value response");
+                leave_out(&mut checked, "a response that is not a key-value response");
                 continue;
             }
             Some((_, OpResult::Fail { .. })) => {
@@ -76,15 +116,19 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
                 continue;
             }
         };
-        let parts = match split(&mut model, operation, response, &universe) {
+        let parts = match split(&mut model, operation, response, universe) {
             Ok(parts) => parts,
             Err(reason) => {
-                skip(&mut checked, reason);
+                leave_out(&mut checked, reason);
                 continue;
             }
         };
         if parts.is_empty() {
-            skip(&mut checked, "touches only keys attached to a lease");
+            skip(
+                &mut checked,
+                "touches only keys left out (attached to a lease, or written by an operation \
+                 left out)",
+            );
             continue;
         }
         let lane = checked.lane(&format!("{}/{}", record.client, record.process));
@@ -102,7 +146,24 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
             });
         }
     }
-    (model, checked)
+    (model, checked, unjudged_writes)
+}
+
+/// The key spans `operation` may write (both branches of a transaction: which one ran is
+/// what a left-out transaction does not tell).
+fn write_spans(operation: &KvOperation, spans: &mut Vec<WriteSpan>) {
+    match operation {
+        KvOperation::Put { key, .. } => spans.push((key.clone(), None)),
+        KvOperation::Delete { key, range_end, .. } => spans.push((key.clone(), range_end.clone())),
+        KvOperation::Txn {
+            success, failure, ..
+        } => {
+            for operation in success.iter().chain(failure) {
+                write_spans(operation, spans);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn collect_keys(

@@ -41,8 +41,10 @@
 //!
 //! Left out (and counted in the report): serializable reads (not linearizable by design),
 //! reads at a past revision, lease operations, definite failures, operations on keys ever
-//! attached to a lease (lease expiry deletes them without a client operation), and nested
-//! transactions whose outcome is unknown (which branches they took is unknown).
+//! attached to a lease (lease expiry deletes them without a client operation), nested
+//! transactions whose outcome is unknown (which branches they took is unknown), and
+//! operations on keys that any left-out operation may have written (a read after a write the
+//! checker cannot follow would otherwise look like a violation).
 
 mod from_history;
 mod model;
