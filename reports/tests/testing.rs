@@ -1,7 +1,8 @@
 //! The testing API (`coordsim::testing`): user code over seeds, a failing seed's replay
 //! line, and, with the environment variables set, its timeline, trace and shrunk fault plan.
 //!
-//! One test: it sets the environment variables the API reads, which are the process's.
+//! The first test sets the environment variables the API reads, which are the process's;
+//! the other runs nothing (its scenario is refused), so it reads none of them.
 
 use coordsim::testing::{SHRINK_DIR, Store, TIMELINE_DIR, TRACE_DIR, UserCode, UserNode, UserTest};
 use models::etcd::{EtcdClient, EtcdCluster, kv_response};
@@ -58,7 +59,8 @@ fn a_failing_seed_replays_and_writes_its_timeline_trace_and_shrunk_plan() {
 
     let dir = std::env::temp_dir().join(format!("coordsim-testing-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    // SAFETY: the only test of this binary, so no other thread reads the environment.
+    // SAFETY: the only test of this binary that runs a scenario; the other returns at its
+    // validation, before anything reads the environment, so no other thread reads it.
     unsafe {
         std::env::set_var(TIMELINE_DIR, dir.join("timelines"));
         std::env::set_var(TRACE_DIR, dir.join("traces"));
@@ -114,5 +116,33 @@ fn the_campaign_check_switch_lands_in_the_scenarios_tuning() {
     assert_eq!(
         fixed.scenario().tuning.campaign_check,
         Some(CampaignCheck::RecheckOwnKey)
+    );
+}
+
+/// An unknown role (a `$name` no earlier fault named, or a role's name mistyped where plans
+/// are read) is one line of bad input naming what was expected, not a panic.
+#[test]
+fn an_unknown_fault_role_is_one_line_of_bad_input() {
+    use coordsim::testing::{Fault, FaultPlan, FaultSource, ScheduledFault, Target};
+    let nothing = UserCode::new("unknown-role", Store::Raft, |_| async {});
+    let plan = FaultPlan::new(vec![ScheduledFault::at(
+        100,
+        Fault::Pause {
+            node: Target::Label("stranded".into()),
+        },
+    )]);
+    let error = UserTest::new(nothing)
+        .faults(FaultSource::Plan(plan))
+        .run()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("`$stranded`") && !error.contains('\n'),
+        "{error}"
+    );
+    let mistyped = "leadr".parse::<Target>().unwrap_err().to_string();
+    assert!(
+        mistyped.contains("leadr") && mistyped.contains("leader") && !mistyped.contains('\n'),
+        "{mistyped}"
     );
 }
