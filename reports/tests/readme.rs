@@ -41,17 +41,21 @@ struct Shown {
     expected_code: i32,
 }
 
-/// The lines of `text`'s fenced code blocks, with `\`-continued lines joined.
+/// The lines of `text`'s fenced shell blocks (```` ```sh ````), with `\`-continued lines
+/// joined. (Other blocks show output, Rust or TOML, which are not commands.)
 fn code_lines(text: &str) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut in_block = false;
+    let mut block: Option<&str> = None;
     let mut pending = String::new();
     for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
+        if let Some(fence) = line.trim_start().strip_prefix("```") {
+            block = match block {
+                Some(_) => None,
+                None => Some(fence.trim()),
+            };
             continue;
         }
-        if !in_block {
+        if block != Some("sh") {
             continue;
         }
         match line.trim_end().strip_suffix('\\') {
@@ -207,13 +211,15 @@ fn the_readme_shows_the_two_commands_that_ci_runs() {
 
 #[test]
 fn the_scenario_file_the_readme_shows_is_the_example_file() {
-    let block: String = README
-        .split("```toml\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("a TOML block in the README")
-        .to_string();
     let path = "scenarios/examples/queue_lock_under_faults.toml";
+    // The first TOML block after the sentence that names the file.
+    let block: String = README
+        .split_once(&format!("[{path}]"))
+        .map(|(_, rest)| rest)
+        .and_then(|rest| rest.split("```toml\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("a TOML block in the README after the example file's name")
+        .to_string();
     assert!(README.contains(path), "the README names {path}");
     assert_eq!(
         block,
