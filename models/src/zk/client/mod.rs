@@ -636,6 +636,19 @@ impl ZkClient {
         data: &str,
         mode: CreateMode,
     ) -> Result<(String, Stat), ZkClientError> {
+        let acl = self.shared.config.create_acl.clone();
+        self.create2_with_acl(path, data, mode, acl).await
+    }
+
+    /// [`Self::create2`] with `acl` (the `zookeeper-client` drop-in's `create`, whose
+    /// options carry the ACL); recorded as [`Self::create2`] is.
+    pub async fn create2_with_acl(
+        &self,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+        acl: NodeAcl,
+    ) -> Result<(String, Stat), ZkClientError> {
         let (response, _) = self
             .call(
                 Some(Operation::Zk(ZkOperation::Create {
@@ -647,7 +660,7 @@ impl ZkClient {
                     path: path.into(),
                     data: data.into(),
                     mode,
-                    acl: self.shared.config.create_acl.clone(),
+                    acl,
                 }),
                 None,
             )

@@ -1,0 +1,69 @@
+//! A drop-in for [`zookeeper-client`](https://docs.rs/zookeeper-client/0.11.2) **0.11.2**
+//! backed by coordsim's ZAB store: the same names, signatures, types and errors, so that
+//! code written against zookeeper-client compiles unchanged and runs inside a coordsim
+//! world, every call an operation in the run's history that the store's checks
+//! (`zk.linearizable`, the session and watch checks) judge.
+//!
+//! # Both ways, one `Cargo.toml` line
+//!
+//! ```toml
+//! zookeeper-client = { package = "coordsim-zookeeper-client", path = "…/models/zookeeper-client" }
+//! ```
+//!
+//! Under `--cfg madsim` (coordsim's `.cargo/config.toml`) the crate is the simulated client
+//! below. Without it, it is only `pub use zookeeper_client::*` of the real crate, version
+//! `=0.11.2`, so production builds talk to a real ZooKeeper.
+//!
+//! # What is mirrored (the simulated side)
+//!
+//! Each call is the model client's call ([`models::zk::ZkClient`]): mapped, not
+//! re-implemented, and recorded in the history as the model's calls are.
+//!
+//! - `Client::connect(cluster)` and `Client::connector()` → `Connector`
+//!   (`with_session_timeout`, default 6 s as the real one, which the servers clamp to their
+//!   maximum; `with_connection_timeout`; `with_auth`; the deprecated `&mut self` forms)
+//!   `.connect(cluster)`, from a task on a client node of a running scenario with the ZAB
+//!   store (any hosts).
+//! - `Client::{create, delete, get_data, check_stat, set_data, list_children,
+//!   get_children, get_acl, set_acl, auth, session_timeout}` with their real signatures (the returned futures own
+//!   what they need, and are `Send`).
+//! - `CreateMode` (all five) with `with_acls` → `CreateOptions`; `CreateSequence`;
+//!   `Acls::{new, anyone_all, anyone_read, creator_all}`, `Acl`, `AuthId`, `AuthUser`,
+//!   `Permission`; `Stat`.
+//! - `Error` with the real variants and messages. The model's answers map one to one
+//!   (`NoNode`, `NodeExists`, `BadVersion`, `NotEmpty`, `NoChildrenForEphemerals`,
+//!   `NoAuth`, `InvalidAcl`, `AuthFailed`, `NoWatcher`, `SessionExpired`); a call whose
+//!   outcome is unknown is `ConnectionLoss`; a closed client `ClientClosed`; a connect
+//!   that found no server within the session timeout `Timeout`.
+//!
+//! # Where it differs
+//!
+//! - Data and auth are UTF-8 text in the model: other bytes are refused with
+//!   `Error::BadArguments` saying so. Every path error is one `BadArguments` message (the
+//!   model does not say which rule broke).
+//! - A request is sent when its future is first polled, not when the method is called:
+//!   the real client orders requests at call time.
+//! - `Stat`'s `ctime`/`mtime` are simulated milliseconds, not from the epoch.
+//! - `with_connection_timeout` is accepted and ignored: the model client concludes a
+//!   connection lost after 2/3 of the session timeout, as ZooKeeper's Java client.
+//!
+//! # Not mirrored
+//!
+//! These do not exist here, so code that uses them fails to compile (never a run-time
+//! `unimplemented!`):
+//! - TTL nodes (`CreateOptions::with_ttl`); chroot (`Client::chroot`, a connect string
+//!   with a path is refused with `BadArguments`); `Connector::{with_readonly,
+//!   with_session, with_server_version, with_detached, with_fail_eagerly, with_tls,
+//!   with_sasl, secure_connect}`; `Error::UnmarshalError` and `Error::Custom`.
+//! - Not yet (work in progress on this branch): state and oneshot/persistent watchers,
+//!   session accessors, `sync`, multi, `list_auth_users`, `mkdir`, `lock`, reconfiguration.
+
+#[cfg(madsim)]
+mod sim;
+#[cfg(madsim)]
+pub use crate::sim::*;
+
+// Outside simulation the crate is the real client: one `Cargo.toml` line serves tests and
+// production.
+#[cfg(not(madsim))]
+pub use real_zookeeper_client::*;
