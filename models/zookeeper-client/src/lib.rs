@@ -27,6 +27,21 @@
 //! - `Client::{create, delete, get_data, check_stat, set_data, list_children,
 //!   get_children, get_acl, set_acl, auth, session_timeout}` with their real signatures (the returned futures own
 //!   what they need, and are `Send`).
+//! - Sessions: `Client::{session, session_id, into_session, state, state_watcher, path}`,
+//!   `SessionId`, `SessionInfo`, `SessionState`, `StateWatcher` (`state`, `changed`,
+//!   `peek_state`). States are delivered as the real client delivers them
+//!   (`src/session/mod.rs`'s `change_state`): `Disconnected` when the connection is lost,
+//!   `SyncConnected` when the session is attached again, and one terminal state
+//!   (`Expired`, `AuthFailed`, `Closed`) after which nothing follows. As the real client,
+//!   the drop-in gives a session up by itself when it cannot reconnect in time (the model
+//!   client's `SessionExpiry::AfterDisconnectedTimeout`): `Expired`, and every later call
+//!   fails with `SessionExpired`.
+//! - Watches: `get_and_watch_data`, `check_and_watch_stat`, `list_and_watch_children`,
+//!   `get_and_watch_children` → `OneshotWatcher` (`changed`, and the deprecated `remove`);
+//!   `watch(path, AddWatchMode)` → `PersistentWatcher` (`changed`, which also delivers
+//!   every session state change and panics after the terminal one, as the real one);
+//!   `WatchedEvent`, `EventType`. A oneshot watcher whose session ended gets the terminal
+//!   state as a `Session` event. `sync`.
 //! - `CreateMode` (all five) with `with_acls` → `CreateOptions`; `CreateSequence`;
 //!   `Acls::{new, anyone_all, anyone_read, creator_all}`, `Acl`, `AuthId`, `AuthUser`,
 //!   `Permission`; `Stat`.
@@ -44,6 +59,12 @@
 //! - A request is sent when its future is first polled, not when the method is called:
 //!   the real client orders requests at call time.
 //! - `Stat`'s `ctime`/`mtime` are simulated milliseconds, not from the epoch.
+//! - The real client expires a session by itself 7/5 of the session timeout after it last
+//!   heard from a server; the model client a session timeout after it concluded the
+//!   connection lost (itself 2/3 of a session timeout of silence): 5/3 in all.
+//! - Dropping a watcher does not remove its watch at the server (the real client's `Drop`
+//!   does); the deprecated `remove` does.
+//! - The client's session is not closed when its last clone is dropped: it expires.
 //! - `with_connection_timeout` is accepted and ignored: the model client concludes a
 //!   connection lost after 2/3 of the session timeout, as ZooKeeper's Java client.
 //!
@@ -55,8 +76,11 @@
 //!   with a path is refused with `BadArguments`); `Connector::{with_readonly,
 //!   with_session, with_server_version, with_detached, with_fail_eagerly, with_tls,
 //!   with_sasl, secure_connect}`; `Error::UnmarshalError` and `Error::Custom`.
-//! - Not yet (work in progress on this branch): state and oneshot/persistent watchers,
-//!   session accessors, `sync`, multi, `list_auth_users`, `mkdir`, `lock`, reconfiguration.
+//! - `list_auth_users`, `list_ephemerals`, `count_descendants_number`, `get_config`,
+//!   `get_and_watch_config`, `update_ensemble` (reconfiguration), `SessionState::
+//!   ConnectedReadOnly` is never reported (no read-only servers).
+//! - Not yet (work in progress on this branch): multi (`new_multi_reader`,
+//!   `new_multi_writer`, `new_check_writer`), `mkdir`, `lock`.
 
 #[cfg(madsim)]
 mod sim;

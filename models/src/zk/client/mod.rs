@@ -433,6 +433,31 @@ impl ZkClient {
         }
     }
 
+    /// Completes once the client is attached to a server (at once if it is now), or with
+    /// the error of the terminal state it reached instead (`SessionExpired`, `AuthFailed`,
+    /// `Closed`). Never gives up by itself: the `zookeeper-client` drop-in's state watcher
+    /// waits on it to report `SyncConnected` after a `Disconnected`.
+    pub async fn attached(&self) -> Result<(), ZkClientError> {
+        loop {
+            let receiver = {
+                let mut state = self.shared.lock();
+                match state.phase {
+                    Phase::Connected { .. } => return Ok(()),
+                    Phase::Expired => return Err(ZkClientError::SessionExpired),
+                    Phase::AuthFailed => return Err(ZkClientError::AuthFailed),
+                    Phase::Closed => return Err(ZkClientError::Closed),
+                    Phase::Connecting => {
+                        let (sender, receiver) = async_channel::bounded(1);
+                        state.waiting_for_connection.push(sender);
+                        receiver
+                    }
+                }
+            };
+            // A dropped sender (the client shut down) is a wake-up too: the phase says why.
+            let _ = receiver.recv().await;
+        }
+    }
+
     fn shut_down(&self) {
         let mut state = self.shared.lock();
         if let Phase::Connected { connection } = &state.phase {

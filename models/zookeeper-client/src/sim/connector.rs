@@ -3,7 +3,7 @@
 
 use super::Client;
 use super::error::{Error, Result, from_client};
-use models::zk::{ZkClientError, ZkEnsemble, wire::AuthInfo};
+use models::zk::{SessionExpiry, ZkClientError, ZkEnsemble, wire::AuthInfo};
 use sim::NodeContext;
 use std::sync::{
     Arc,
@@ -109,6 +109,10 @@ impl Connector {
         };
         // zookeeper-client gives up with `Timeout` after about a session timeout.
         config.connect_patience = config.session_timeout;
+        // zookeeper-client expires a session by itself when it cannot reconnect within
+        // 7/5 of the session timeout after it last heard from a server (`Session::start`);
+        // the model's nearest is to give the session up a session timeout after the loss.
+        config.expiry = SessionExpiry::AfterDisconnectedTimeout;
         for (scheme, auth) in self.auth {
             let auth = String::from_utf8(auth).map_err(|_| {
                 Error::BadArguments(

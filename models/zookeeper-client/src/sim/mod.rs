@@ -6,15 +6,20 @@ mod acl;
 mod acl_calls;
 mod connector;
 mod error;
+mod session;
 mod types;
+mod watch;
 
 pub use acl::{Acl, Acls, AuthId, AuthUser, Permission};
 pub use connector::Connector;
 pub use error::Error;
+pub use session::{SessionId, SessionInfo, SessionState, StateWatcher};
 pub use types::{CreateMode, CreateOptions, CreateSequence, Stat};
+pub use watch::{AddWatchMode, EventType, OneshotWatcher, PersistentWatcher, WatchedEvent};
 
 use error::{Result, from_client, text};
 use models::zk::ZkClient;
+use session::StateCell;
 use std::future::Future;
 use std::time::Duration;
 
@@ -27,6 +32,9 @@ use std::time::Duration;
 pub struct Client {
     session: ZkClient,
     session_timeout: Duration,
+    info: SessionInfo,
+    /// The session's state, shared by every clone and watcher.
+    state: StateCell,
 }
 
 impl Client {
@@ -42,15 +50,48 @@ impl Client {
 
     pub(crate) fn new(session: ZkClient) -> Client {
         let session_timeout = session.session_timeout();
+        let id = session.session_id().unwrap_or_default();
         Client {
+            info: SessionInfo::new(SessionId(id as i64)),
+            state: StateCell::follow(session.clone()),
             session,
             session_timeout,
         }
     }
 
+    /// Path of chroot: always `/` (chroot is not mirrored).
+    pub fn path(&self) -> &str {
+        "/"
+    }
+
+    /// ZooKeeper session info.
+    pub fn session(&self) -> &SessionInfo {
+        &self.info
+    }
+
+    /// ZooKeeper session id.
+    pub fn session_id(&self) -> SessionId {
+        self.info.id()
+    }
+
+    /// Consumes this instance into session info.
+    pub fn into_session(self) -> SessionInfo {
+        self.info
+    }
+
     /// Negotiated session timeout.
     pub fn session_timeout(&self) -> Duration {
         self.session_timeout
+    }
+
+    /// Latest session state.
+    pub fn state(&self) -> SessionState {
+        self.state.current()
+    }
+
+    /// Creates a [StateWatcher] to track future session state updates.
+    pub fn state_watcher(&self) -> StateWatcher {
+        StateWatcher::new(self.state.clone())
     }
 
     /// Creates node with given path and data.
