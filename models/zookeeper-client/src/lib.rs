@@ -51,6 +51,22 @@
 //!   outcome is unknown is `ConnectionLoss`; a closed client `ClientClosed`; a connect
 //!   that found no server within the session timeout `Timeout`.
 //!
+//! # Sessions: one per `Client`, shared by its clones, one history process
+//!
+//! zookeeper-client's `Client` is `Clone`, and its clones share ONE session (one
+//! connection, one session id, one set of ephemerals and watches). So here: each
+//! `connect` opens one model client session with a process number of its own (from 1000),
+//! and its clones share that model client, so every call of every clone is recorded under
+//! that one process. Why not a process per clone, as the etcd drop-in does: ZooKeeper's
+//! guarantees are per session, not per handle — FIFO order and read-your-writes hold
+//! across the clones because they are one session, and a `sync` by one clone fences a
+//! later read by another (one connection, FIFO). The ZooKeeper checks judge exactly that
+//! unit: `zk.session_consistency` per session, and `zk.linearizable` takes the reads after
+//! a `sync` of the same process from the sync's invocation. Neither assumes one operation
+//! at a time per process: each operation is judged by its own invocation-completion
+//! interval, so the clones' overlapping calls are judged correctly
+//! (`tests/watches.rs`, clones under partitions, judged clean, overlap asserted).
+//!
 //! # Where it differs
 //!
 //! - Data and auth are UTF-8 text in the model: other bytes are refused with
