@@ -42,6 +42,13 @@
 //!   every session state change and panics after the terminal one, as the real one);
 //!   `WatchedEvent`, `EventType`. A oneshot watcher whose session ended gets the terminal
 //!   state as a `Session` event. `sync`.
+//! - Multi: `new_multi_writer` → `MultiWriter` (`add_check_version`, `add_create`,
+//!   `add_set_data`, `add_delete`, `commit`, `abort`), `new_check_writer` → `CheckWriter`,
+//!   `MultiWriteResult`, `MultiWriteError`, `CheckWriteError` with the real conversions
+//!   (a failed path check is `Error::RuntimeInconsistent`). One model `multi`, recorded as
+//!   one operation. A create's result carries an invalid `Stat` (`Stat::is_invalid`, as the
+//!   real one may, ZOOKEEPER-4026): the model's multi answers a create with its path only.
+//!   Paths are checked at commit (the model answers), not when added.
 //! - `CreateMode` (all five) with `with_acls` → `CreateOptions`; `CreateSequence`;
 //!   `Acls::{new, anyone_all, anyone_read, creator_all}`, `Acl`, `AuthId`, `AuthUser`,
 //!   `Permission`; `Stat`.
@@ -95,8 +102,9 @@
 //! - `list_auth_users`, `list_ephemerals`, `count_descendants_number`, `get_config`,
 //!   `get_and_watch_config`, `update_ensemble` (reconfiguration), `SessionState::
 //!   ConnectedReadOnly` is never reported (no read-only servers).
-//! - Not yet (work in progress on this branch): multi (`new_multi_reader`,
-//!   `new_multi_writer`, `new_check_writer`), `mkdir`, `lock`.
+//! - `new_multi_reader`, `MultiReader`, `MultiReadResult`: the model has no `multiRead`.
+//! - Not yet (work in progress): `mkdir`, `lock` (`LockClient`, `LockOptions`,
+//!   `LockPrefix`, `OwnedLockClient`: another branch builds them on this one).
 
 #[cfg(madsim)]
 mod sim;

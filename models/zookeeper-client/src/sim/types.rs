@@ -111,6 +111,24 @@ impl Stat {
         self.czxid == -1
     }
 
+    /// The stat a create answers when the server gave none (zookeeper-client's
+    /// `new_invalid`).
+    pub(crate) fn new_invalid() -> Self {
+        Self {
+            czxid: -1,
+            mzxid: -1,
+            pzxid: -1,
+            ctime: 0,
+            mtime: 0,
+            version: -1,
+            cversion: -1,
+            aversion: -1,
+            ephemeral_owner: 0,
+            data_length: 0,
+            num_children: 0,
+        }
+    }
+
     /// The model's stat, field by field (zxids and session ids reinterpreted as signed, as
     /// ZooKeeper's wire does).
     pub(crate) fn from_model(stat: &sim::history::zk::Stat) -> Stat {
