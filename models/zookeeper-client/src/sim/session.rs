@@ -95,9 +95,12 @@ struct Latest {
     changed: Signal,
 }
 
-/// The state of one session, shared by its clients and watchers.
+/// The state of one session, shared by its clients and watchers, and the session.
 #[derive(Clone)]
-pub(crate) struct StateCell(Arc<Mutex<Latest>>);
+pub(crate) struct StateCell {
+    latest: Arc<Mutex<Latest>>,
+    session: ZkClient,
+}
 
 impl std::fmt::Debug for StateCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,7 +110,7 @@ impl std::fmt::Debug for StateCell {
 
 impl StateCell {
     fn lock(&self) -> MutexGuard<'_, Latest> {
-        self.0
+        self.latest
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -125,7 +128,22 @@ impl StateCell {
         changed.set();
     }
 
+    /// The session's state now. Read from the model client as well as published by the
+    /// follower task: the real client changes its state before it fails the calls, so a
+    /// caller that just got `AuthFailed` or `SessionExpired` already sees the terminal
+    /// state, before the follower has run.
     pub(crate) fn current(&self) -> SessionState {
+        let now = match terminal_now(&self.session) {
+            Some(terminal) => terminal,
+            None if self.session.is_connected() => SessionState::SyncConnected,
+            None => SessionState::Disconnected,
+        };
+        self.publish(now);
+        self.lock().state
+    }
+
+    /// The state last published (what watchers are told).
+    pub(crate) fn published(&self) -> SessionState {
         self.lock().state
     }
 
@@ -138,11 +156,14 @@ impl StateCell {
     /// Follows `session` for as long as it lives: `Disconnected` when its connection
     /// breaks, `SyncConnected` when it attaches again, and the terminal state it ends in.
     pub(crate) fn follow(session: ZkClient) -> StateCell {
-        let cell = StateCell(Arc::new(Mutex::new(Latest {
-            state: SessionState::SyncConnected,
-            version: 0,
-            changed: Signal::new(),
-        })));
+        let cell = StateCell {
+            latest: Arc::new(Mutex::new(Latest {
+                state: SessionState::SyncConnected,
+                version: 0,
+                changed: Signal::new(),
+            })),
+            session: session.clone(),
+        };
         let follower = cell.clone();
         sim::task::spawn_local(async move {
             loop {
@@ -202,9 +223,10 @@ impl StateWatcher {
 
     /// Returns and consumes most recently state.
     pub fn state(&mut self) -> SessionState {
+        let state = self.cell.current();
         let (version, _) = self.cell.next_change();
         self.seen = version;
-        self.cell.current()
+        state
     }
 
     /// Waits until state changed and returns consumed state.
@@ -215,7 +237,7 @@ impl StateWatcher {
             let (version, signal) = self.cell.next_change();
             if version > self.seen {
                 self.seen = version;
-                return self.cell.current();
+                return self.cell.published();
             }
             signal.wait().await;
         }

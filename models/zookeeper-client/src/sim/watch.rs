@@ -154,7 +154,7 @@ impl PersistentWatcher {
             let (version, signal) = self.state.next_change();
             if version > self.seen {
                 self.seen = version;
-                let state = self.state.current();
+                let state = self.state.published();
                 self.terminal_delivered = state.is_terminated();
                 return WatchedEvent::new_session(state);
             }
