@@ -11,7 +11,7 @@ use sim::fault::{Fault, FaultPlan, FaultSource, PartitionShape, ScheduledFault, 
 use sim::{NodeId, Seed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use zookeeper_client::{Acls, Client, CreateMode, EventType, SessionState};
+use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType, SessionState};
 
 /// What the user code saw, in order.
 type Notes = Arc<Mutex<Vec<String>>>;
@@ -31,6 +31,10 @@ async fn follow_the_session(timeout: Duration, notes: Notes) {
         .check_and_watch_stat("/other")
         .await
         .expect("watched");
+    let mut persistent = client
+        .watch("/other", AddWatchMode::Persistent)
+        .await
+        .expect("watched");
     let mut states = client.state_watcher();
     note(&notes, format!("{:?}", client.state()));
     loop {
@@ -48,6 +52,15 @@ async fn follow_the_session(timeout: Duration, notes: Notes) {
                 &notes,
                 format!("same session {}", client.session_id() == id),
             );
+            break;
+        }
+    }
+    // A persistent watcher is told every state change, the terminal one last.
+    loop {
+        let event = persistent.changed().await;
+        assert_eq!(event.event_type, EventType::Session);
+        note(&notes, format!("persistent {:?}", event.session_state));
+        if event.session_state != SessionState::Disconnected {
             break;
         }
     }
@@ -99,6 +112,8 @@ fn a_short_connection_loss_is_disconnected_then_sync_connected_in_one_session() 
                 "Disconnected then Ok(true)",
                 "SyncConnected then Ok(true)",
                 "same session true",
+                "persistent Disconnected",
+                "persistent SyncConnected",
             ],
             "seed {seed}"
         );
@@ -125,6 +140,8 @@ fn a_loss_longer_than_the_session_timeout_is_expired_and_every_call_fails() {
                 "Disconnected then Err(SessionExpired)",
                 "Expired then Err(SessionExpired)",
                 "watch Expired",
+                "persistent Disconnected",
+                "persistent Expired",
             ],
             "seed {seed}"
         );

@@ -93,6 +93,9 @@ struct Latest {
     state: SessionState,
     version: u64,
     changed: Signal,
+    /// Every state published, in order (`history[n]` is version `n + 1`): persistent
+    /// watchers are told each one, as the real client's unbounded channels tell them.
+    history: Vec<SessionState>,
 }
 
 /// The state of one session, shared by its clients and watchers, and the session.
@@ -124,6 +127,7 @@ impl StateCell {
         }
         latest.state = state;
         latest.version += 1;
+        latest.history.push(state);
         let changed = std::mem::replace(&mut latest.changed, Signal::new());
         changed.set();
     }
@@ -140,6 +144,14 @@ impl StateCell {
         };
         self.publish(now);
         self.lock().state
+    }
+
+    /// The state published as version `seen + 1`, if it was.
+    pub(crate) fn change_after(&self, seen: u64) -> Option<SessionState> {
+        let latest = self.lock();
+        usize::try_from(seen)
+            .ok()
+            .and_then(|index| latest.history.get(index).copied())
     }
 
     /// The state last published (what watchers are told).
@@ -161,6 +173,7 @@ impl StateCell {
                 state: SessionState::SyncConnected,
                 version: 0,
                 changed: Signal::new(),
+                history: Vec::new(),
             })),
             session: session.clone(),
         };

@@ -151,10 +151,9 @@ impl PersistentWatcher {
             "terminal session event has been delivered"
         );
         loop {
-            let (version, signal) = self.state.next_change();
-            if version > self.seen {
-                self.seen = version;
-                let state = self.state.published();
+            let (_, signal) = self.state.next_change();
+            if let Some(state) = self.state.change_after(self.seen) {
+                self.seen += 1;
                 self.terminal_delivered = state.is_terminated();
                 return WatchedEvent::new_session(state);
             }
