@@ -25,8 +25,9 @@
 //!   `.connect(cluster)`, from a task on a client node of a running scenario with the ZAB
 //!   store (any hosts).
 //! - `Client::{create, delete, get_data, check_stat, set_data, list_children,
-//!   get_children, get_acl, set_acl, auth, session_timeout}` with their real signatures (the returned futures own
-//!   what they need, and are `Send`).
+//!   get_children, get_acl, set_acl, auth, list_ephemerals, count_descendants_number,
+//!   session_timeout}` with their real signatures (the returned futures own what they
+//!   need, and are `Send`); `mkdir` is the real client's loop of creates over them.
 //! - Sessions: `Client::{session, session_id, into_session, state, state_watcher, path}`,
 //!   `SessionId`, `SessionInfo`, `SessionState`, `StateWatcher` (`state`, `changed`,
 //!   `peek_state`). States are delivered as the real client delivers them
@@ -99,11 +100,11 @@
 //!   with a path is refused with `BadArguments`); `Connector::{with_readonly,
 //!   with_session, with_server_version, with_detached, with_fail_eagerly, with_tls,
 //!   with_sasl, secure_connect}`; `Error::UnmarshalError` and `Error::Custom`.
-//! - `list_auth_users`, `list_ephemerals`, `count_descendants_number`, `get_config`,
-//!   `get_and_watch_config`, `update_ensemble` (reconfiguration), `SessionState::
-//!   ConnectedReadOnly` is never reported (no read-only servers).
+//! - `list_auth_users`, `get_config`, `get_and_watch_config`, `update_ensemble`
+//!   (reconfiguration). (`SessionState::ConnectedReadOnly` exists but is never reported:
+//!   the model has no read-only servers.)
 //! - `new_multi_reader`, `MultiReader`, `MultiReadResult`: the model has no `multiRead`.
-//! - Not yet (work in progress): `mkdir`, `lock` (`LockClient`, `LockOptions`,
+//! - Not yet (work in progress): `lock` (`LockClient`, `LockOptions`,
 //!   `LockPrefix`, `OwnedLockClient`: another branch builds them on this one).
 
 #[cfg(madsim)]

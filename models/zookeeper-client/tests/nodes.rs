@@ -210,3 +210,55 @@ fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
         std::task::Poll::Pending => panic!("connect outside a run waited"),
     }
 }
+
+#[test]
+fn mkdir_ephemerals_and_descendants_answer_as_the_real_client() {
+    let notes = run_once(|notes| async move {
+        let client = connect().await;
+        let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        client.mkdir("/d/e/f", &open).await.unwrap();
+        client.mkdir("/d/e/f", &open).await.unwrap();
+        note(
+            &notes,
+            format!(
+                "descendants {:?}",
+                client.count_descendants_number("/d").await
+            ),
+        );
+        let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        client.create("/d/e/x", b"", &ephemeral).await.unwrap();
+        client.create("/d/y", b"", &ephemeral).await.unwrap();
+        note(
+            &notes,
+            format!("{:?}", client.list_ephemerals("/d/e").await),
+        );
+        note(
+            &notes,
+            format!("{:?}", client.list_ephemerals("/nothing").await),
+        );
+        note(
+            &notes,
+            format!("{:?}", client.count_descendants_number("/nothing").await),
+        );
+        note(
+            &notes,
+            format!("{:?}", client.mkdir("/z", &ephemeral).await),
+        );
+        let sequential = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+        note(
+            &notes,
+            format!("{:?}", client.mkdir("/z", &sequential).await),
+        );
+    });
+    assert_eq!(
+        notes,
+        [
+            "descendants Ok(2)",
+            "Ok([\"/d/e/x\"])",
+            "Ok([])",
+            "Err(NoNode)",
+            "Err(BadArguments(\"directory node must not be ephemeral\"))",
+            "Err(BadArguments(\"directory node must not be sequential\"))",
+        ]
+    );
+}

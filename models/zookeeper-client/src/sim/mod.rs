@@ -6,6 +6,7 @@ mod acl;
 mod acl_calls;
 mod connector;
 mod error;
+mod more_calls;
 mod multi;
 mod session;
 mod types;
