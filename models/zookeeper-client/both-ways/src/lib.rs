@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 use zookeeper_client::{
-    Acl, Acls, AuthId, Client, CreateMode, CreateSequence, Error, Permission, Stat,
+    Acl, Acls, AddWatchMode, AuthId, CheckWriteError, CheckWriter, Client, CreateMode,
+    CreateSequence, Error, EventType, MultiWriteError, MultiWriteResult, MultiWriter, Permission,
+    PersistentWatcher, SessionId, SessionState, Stat, StateWatcher, WatchedEvent,
 };
 
 /// Connects with a session timeout of `timeout`.
@@ -84,4 +86,96 @@ pub async fn login(client: &Client, user: &str, password: &str) -> Result<(), Er
     client
         .auth("digest", format!("{user}:{password}").as_bytes())
         .await
+}
+
+/// Waits until `path`'s data changes or the session ends; answers what happened.
+pub async fn await_change(client: &Client, path: &str) -> Result<String, Error> {
+    let (_, _, watcher) = client.get_and_watch_data(path).await?;
+    let event: WatchedEvent = watcher.changed().await;
+    Ok(match event.event_type {
+        EventType::Session => format!("session {}", event.session_state),
+        EventType::NodeDataChanged | EventType::NodeDeleted => {
+            format!("{} at {}", event.path, event.zxid)
+        }
+        other => format!("{other}"),
+    })
+}
+
+/// Follows the session until it ends; answers how many times it reconnected.
+pub async fn follow(client: &Client) -> (SessionId, u32) {
+    let mut watcher: StateWatcher = client.state_watcher();
+    let mut reconnects = 0;
+    loop {
+        match watcher.changed().await {
+            SessionState::SyncConnected => reconnects += 1,
+            state if state.is_terminated() => return (client.session_id(), reconnects),
+            _ => {}
+        }
+    }
+}
+
+/// Counts the events below `root` until `limit`, through a recursive watch.
+pub async fn count_events(client: &Client, root: &str, limit: usize) -> Result<usize, Error> {
+    let mut watcher: PersistentWatcher = client
+        .watch(root, AddWatchMode::PersistentRecursive)
+        .await?;
+    let mut seen = 0;
+    while seen < limit {
+        let event = watcher.changed().await;
+        if event.event_type == EventType::Session && event.session_state.is_terminated() {
+            break;
+        }
+        seen += 1;
+    }
+    client.sync(root).await?;
+    Ok(seen)
+}
+
+/// Moves `from`'s data to `to` atomically, fenced on `from`'s version.
+pub async fn rename(client: &Client, from: &str, to: &str) -> Result<(), Error> {
+    let (data, stat) = client.get_data(from).await?;
+    let mut writer: MultiWriter<'_> = client.new_multi_writer();
+    writer.add_check_version(from, stat.version)?;
+    writer.add_create(
+        to,
+        &data,
+        &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+    )?;
+    writer.add_delete(from, None)?;
+    match writer.commit().await {
+        Ok(results) => {
+            for result in results {
+                if let MultiWriteResult::Create { path, .. } = result {
+                    assert_eq!(path, to);
+                }
+            }
+            Ok(())
+        }
+        Err(MultiWriteError::OperationFailed { index: 0, .. }) => Err(Error::BadVersion),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Sets `path` unless `guard`'s version moved.
+pub async fn guarded_set(
+    client: &Client,
+    guard: &str,
+    version: i32,
+    path: &str,
+) -> Result<usize, Error> {
+    let mut writer: CheckWriter<'_> = client.new_check_writer(guard, Some(version))?;
+    writer.add_set_data(path, b"x", None)?;
+    let results = writer
+        .commit()
+        .await
+        .map_err(|error: CheckWriteError| Error::from(error))?;
+    client
+        .mkdir(
+            "/tmp/a/b",
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await?;
+    let _ = client.list_ephemerals("/").await?;
+    let _ = client.count_descendants_number("/").await?;
+    Ok(results.len())
 }
