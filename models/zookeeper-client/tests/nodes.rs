@@ -262,3 +262,13 @@ fn mkdir_ephemerals_and_descendants_answer_as_the_real_client() {
         ]
     );
 }
+
+#[test]
+fn a_connectors_debug_shows_no_credentials() {
+    let connector = Client::connector()
+        .with_session_timeout(std::time::Duration::from_secs(3))
+        .with_auth("digest", b"alice:secret");
+    let shown = format!("{connector:?}");
+    assert!(shown.contains("3s"), "{shown}");
+    assert!(!shown.contains("secret"), "{shown}");
+}

@@ -18,11 +18,21 @@ const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 /// `Connector`).
 ///
 /// Uses [Client::connector] to construct one.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Connector {
     auth: Vec<(String, Vec<u8>)>,
     session_timeout: Duration,
     connection_timeout: Duration,
+}
+
+// Credentials stay out of `Debug`, as the real `Connector`'s `authes` do.
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("session_timeout", &self.session_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Connector {
