@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Checks that user code written against etcd-client 0.21.1 compiles both ways (issue 25): in
-# real mode (no `--cfg madsim`: coordsim-etcd-client is only a re-export of the real crate)
-# and in madsim mode (the drop-in over coordsim's Raft store, the workspace's usual build).
+# Checks that user code written against etcd-client 0.21.1 (issue 25) and zookeeper-client
+# 0.11.2 (issue 26) compiles both ways: in real mode (no `--cfg madsim`: each drop-in is only
+# a re-export of the real crate) and in madsim mode (the drop-ins over coordsim's Raft and
+# ZAB stores, the workspace's usual build).
 #
-# The packages checked: coordsim-etcd-client itself and each in $BOTH_WAYS_PACKAGES
-# (default: the small user module in both-ways/ and the worked example,
+# The packages checked: both drop-ins themselves and each in $BOTH_WAYS_PACKAGES (default:
+# the small user modules in models/etcd-client/both-ways/ and
+# models/zookeeper-client/both-ways/, and the worked example,
 # scenarios/examples/leader-worker). Real mode builds etcd-client, which needs
 # protoc: Debian's protobuf-compiler is installed if missing, as models/conformance/record.sh
 # does. Its own target dir, since the flags differ from the workspace's.
@@ -23,8 +25,8 @@ if ! command -v protoc > /dev/null; then
     fi
 fi
 
-packages=(-p coordsim-etcd-client)
-for package in ${BOTH_WAYS_PACKAGES:-etcd-client-both-ways leader-worker-example}; do
+packages=(-p coordsim-etcd-client -p coordsim-zookeeper-client)
+for package in ${BOTH_WAYS_PACKAGES:-etcd-client-both-ways zookeeper-client-both-ways leader-worker-example}; do
     packages+=(-p "$package")
 done
 
@@ -36,4 +38,4 @@ real=$(date +%s)
 # The config's flags (`--cfg madsim`): the drop-in.
 cargo check --quiet --locked "${packages[@]}"
 done_at=$(date +%s)
-echo "both-ways.sh: ${packages[*]} compile against the real etcd-client ($((real - started)) s) and the drop-in ($((done_at - real)) s)"
+echo "both-ways.sh: ${packages[*]} compile against the real etcd-client and zookeeper-client ($((real - started)) s) and the drop-in ($((done_at - real)) s)"

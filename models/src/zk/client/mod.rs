@@ -433,6 +433,31 @@ impl ZkClient {
         }
     }
 
+    /// Completes once the client is attached to a server (at once if it is now), or with
+    /// the error of the terminal state it reached instead (`SessionExpired`, `AuthFailed`,
+    /// `Closed`). Never gives up by itself: the `zookeeper-client` drop-in's state watcher
+    /// waits on it to report `SyncConnected` after a `Disconnected`.
+    pub async fn attached(&self) -> Result<(), ZkClientError> {
+        loop {
+            let receiver = {
+                let mut state = self.shared.lock();
+                match state.phase {
+                    Phase::Connected { .. } => return Ok(()),
+                    Phase::Expired => return Err(ZkClientError::SessionExpired),
+                    Phase::AuthFailed => return Err(ZkClientError::AuthFailed),
+                    Phase::Closed => return Err(ZkClientError::Closed),
+                    Phase::Connecting => {
+                        let (sender, receiver) = async_channel::bounded(1);
+                        state.waiting_for_connection.push(sender);
+                        receiver
+                    }
+                }
+            };
+            // A dropped sender (the client shut down) is a wake-up too: the phase says why.
+            let _ = receiver.recv().await;
+        }
+    }
+
     fn shut_down(&self) {
         let mut state = self.shared.lock();
         if let Phase::Connected { connection } = &state.phase {
@@ -636,6 +661,19 @@ impl ZkClient {
         data: &str,
         mode: CreateMode,
     ) -> Result<(String, Stat), ZkClientError> {
+        let acl = self.shared.config.create_acl.clone();
+        self.create2_with_acl(path, data, mode, acl).await
+    }
+
+    /// [`Self::create2`] with `acl` (the `zookeeper-client` drop-in's `create`, whose
+    /// options carry the ACL); recorded as [`Self::create2`] is.
+    pub async fn create2_with_acl(
+        &self,
+        path: &str,
+        data: &str,
+        mode: CreateMode,
+        acl: NodeAcl,
+    ) -> Result<(String, Stat), ZkClientError> {
         let (response, _) = self
             .call(
                 Some(Operation::Zk(ZkOperation::Create {
@@ -647,7 +685,7 @@ impl ZkClient {
                     path: path.into(),
                     data: data.into(),
                     mode,
-                    acl: self.shared.config.create_acl.clone(),
+                    acl,
                 }),
                 None,
             )

@@ -1,0 +1,117 @@
+//! A drop-in for [`zookeeper-client`](https://docs.rs/zookeeper-client/0.11.2) **0.11.2**
+//! backed by coordsim's ZAB store: the same names, signatures, types and errors, so that
+//! code written against zookeeper-client compiles unchanged and runs inside a coordsim
+//! world, every call an operation in the run's history that the store's checks
+//! (`zk.linearizable`, the session and watch checks) judge.
+//!
+//! # Both ways, one `Cargo.toml` line
+//!
+//! ```toml
+//! zookeeper-client = { package = "coordsim-zookeeper-client", path = "…/models/zookeeper-client" }
+//! ```
+//!
+//! Under `--cfg madsim` (coordsim's `.cargo/config.toml`) the crate is the simulated client
+//! below. Without it, it is only `pub use zookeeper_client::*` of the real crate, version
+//! `=0.11.2`, so production builds talk to a real ZooKeeper.
+//!
+//! # What is mirrored (the simulated side)
+//!
+//! Each call is the model client's call ([`models::zk::ZkClient`]): mapped, not
+//! re-implemented, and recorded in the history as the model's calls are.
+//!
+//! - `Client::connect(cluster)` and `Client::connector()` → `Connector`
+//!   (`with_session_timeout`, default 6 s as the real one, which the servers clamp to their
+//!   maximum; `with_connection_timeout`; `with_auth`; the deprecated `&mut self` forms)
+//!   `.connect(cluster)`, from a task on a client node of a running scenario with the ZAB
+//!   store (any hosts).
+//! - `Client::{create, delete, get_data, check_stat, set_data, list_children,
+//!   get_children, get_acl, set_acl, auth, session_timeout}` with their real signatures (the returned futures own
+//!   what they need, and are `Send`).
+//! - Sessions: `Client::{session, session_id, into_session, state, state_watcher, path}`,
+//!   `SessionId`, `SessionInfo`, `SessionState`, `StateWatcher` (`state`, `changed`,
+//!   `peek_state`). States are delivered as the real client delivers them
+//!   (`src/session/mod.rs`'s `change_state`): `Disconnected` when the connection is lost,
+//!   `SyncConnected` when the session is attached again, and one terminal state
+//!   (`Expired`, `AuthFailed`, `Closed`) after which nothing follows. As the real client,
+//!   the drop-in gives a session up by itself when it cannot reconnect in time (the model
+//!   client's `SessionExpiry::AfterDisconnectedTimeout`): `Expired`, and every later call
+//!   fails with `SessionExpired`.
+//! - Watches: `get_and_watch_data`, `check_and_watch_stat`, `list_and_watch_children`,
+//!   `get_and_watch_children` → `OneshotWatcher` (`changed`, and the deprecated `remove`);
+//!   `watch(path, AddWatchMode)` → `PersistentWatcher` (`changed`, which also delivers
+//!   every session state change and panics after the terminal one, as the real one);
+//!   `WatchedEvent`, `EventType`. A oneshot watcher whose session ended gets the terminal
+//!   state as a `Session` event. `sync`.
+//! - Multi: `new_multi_writer` → `MultiWriter` (`add_check_version`, `add_create`,
+//!   `add_set_data`, `add_delete`, `commit`, `abort`), `new_check_writer` → `CheckWriter`,
+//!   `MultiWriteResult`, `MultiWriteError`, `CheckWriteError` with the real conversions
+//!   (a failed path check is `Error::RuntimeInconsistent`). One model `multi`, recorded as
+//!   one operation. A create's result carries an invalid `Stat` (`Stat::is_invalid`, as the
+//!   real one may, ZOOKEEPER-4026): the model's multi answers a create with its path only.
+//!   Paths are checked at commit (the model answers), not when added.
+//! - `CreateMode` (all five) with `with_acls` → `CreateOptions`; `CreateSequence`;
+//!   `Acls::{new, anyone_all, anyone_read, creator_all}`, `Acl`, `AuthId`, `AuthUser`,
+//!   `Permission`; `Stat`.
+//! - `Error` with the real variants and messages. The model's answers map one to one
+//!   (`NoNode`, `NodeExists`, `BadVersion`, `NotEmpty`, `NoChildrenForEphemerals`,
+//!   `NoAuth`, `InvalidAcl`, `AuthFailed`, `NoWatcher`, `SessionExpired`); a call whose
+//!   outcome is unknown is `ConnectionLoss`; a closed client `ClientClosed`; a connect
+//!   that found no server within the session timeout `Timeout`.
+//!
+//! # Sessions: one per `Client`, shared by its clones, one history process
+//!
+//! zookeeper-client's `Client` is `Clone`, and its clones share ONE session (one
+//! connection, one session id, one set of ephemerals and watches). So here: each
+//! `connect` opens one model client session with a process number of its own (from 1000),
+//! and its clones share that model client, so every call of every clone is recorded under
+//! that one process. Why not a process per clone, as the etcd drop-in does: ZooKeeper's
+//! guarantees are per session, not per handle — FIFO order and read-your-writes hold
+//! across the clones because they are one session, and a `sync` by one clone fences a
+//! later read by another (one connection, FIFO). The ZooKeeper checks judge exactly that
+//! unit: `zk.session_consistency` per session, and `zk.linearizable` takes the reads after
+//! a `sync` of the same process from the sync's invocation. Neither assumes one operation
+//! at a time per process: each operation is judged by its own invocation-completion
+//! interval, so the clones' overlapping calls are judged correctly
+//! (`tests/watches.rs`, clones under partitions, judged clean, overlap asserted).
+//!
+//! # Where it differs
+//!
+//! - Data and auth are UTF-8 text in the model: other bytes are refused with
+//!   `Error::BadArguments` saying so. Every path error is one `BadArguments` message (the
+//!   model does not say which rule broke).
+//! - A request is sent when its future is first polled, not when the method is called:
+//!   the real client orders requests at call time.
+//! - `Stat`'s `ctime`/`mtime` are simulated milliseconds, not from the epoch.
+//! - The real client expires a session by itself 7/5 of the session timeout after it last
+//!   heard from a server; the model client a session timeout after it concluded the
+//!   connection lost (itself 2/3 of a session timeout of silence): 5/3 in all.
+//! - Dropping a watcher does not remove its watch at the server (the real client's `Drop`
+//!   does); the deprecated `remove` does.
+//! - The client's session is not closed when its last clone is dropped: it expires.
+//! - `with_connection_timeout` is accepted and ignored: the model client concludes a
+//!   connection lost after 2/3 of the session timeout, as ZooKeeper's Java client.
+//!
+//! # Not mirrored
+//!
+//! These do not exist here, so code that uses them fails to compile (never a run-time
+//! `unimplemented!`):
+//! - TTL nodes (`CreateOptions::with_ttl`); chroot (`Client::chroot`, a connect string
+//!   with a path is refused with `BadArguments`); `Connector::{with_readonly,
+//!   with_session, with_server_version, with_detached, with_fail_eagerly, with_tls,
+//!   with_sasl, secure_connect}`; `Error::UnmarshalError` and `Error::Custom`.
+//! - `list_auth_users`, `list_ephemerals`, `count_descendants_number`, `get_config`,
+//!   `get_and_watch_config`, `update_ensemble` (reconfiguration), `SessionState::
+//!   ConnectedReadOnly` is never reported (no read-only servers).
+//! - `new_multi_reader`, `MultiReader`, `MultiReadResult`: the model has no `multiRead`.
+//! - Not yet (work in progress): `mkdir`, `lock` (`LockClient`, `LockOptions`,
+//!   `LockPrefix`, `OwnedLockClient`: another branch builds them on this one).
+
+#[cfg(madsim)]
+mod sim;
+#[cfg(madsim)]
+pub use crate::sim::*;
+
+// Outside simulation the crate is the real client: one `Cargo.toml` line serves tests and
+// production.
+#[cfg(not(madsim))]
+pub use real_zookeeper_client::*;
