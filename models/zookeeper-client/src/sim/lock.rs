@@ -108,15 +108,15 @@ impl Client {
         let create_options = CreateMode::EphemeralSequential.with_acls(options.acls);
         loop {
             let mut result = self.create(&prefix, data, &create_options).await;
-            if result == Err(Error::NoNode) {
-                if let Some(options) = &options.parent {
-                    match Self::retry_on_connection_loss(|| self.mkdir_internally(parent, options))
-                        .await
-                    {
-                        Ok(_) => continue,
-                        Err(Error::NoNode) => result = Err(Error::NoNode),
-                        Err(err) => return Err(err),
-                    }
+            if result == Err(Error::NoNode)
+                && let Some(options) = &options.parent
+            {
+                match Self::retry_on_connection_loss(|| self.mkdir_internally(parent, options))
+                    .await
+                {
+                    Ok(_) => continue,
+                    Err(Error::NoNode) => result = Err(Error::NoNode),
+                    Err(err) => return Err(err),
                 }
             }
             let sequence = match result {

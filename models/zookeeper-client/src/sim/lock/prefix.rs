@@ -257,3 +257,63 @@ fn validate_as_directory(options: &CreateOptions<'_>) -> Result<()> {
         CreateMode::Persistent | CreateMode::Container => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad_arguments<T: std::fmt::Debug>(result: Result<T>) -> &'static str {
+        match result {
+            Err(Error::BadArguments(message)) => message,
+            other => panic!("expected BadArguments, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn prefixes_refuse_what_zookeeper_client_refuses_with_its_messages() {
+        assert_eq!(
+            bad_arguments(LockPrefix::new_curator("/locks", "a/b")),
+            "lock name must not contain /"
+        );
+        assert_eq!(
+            bad_arguments(LockPrefix::new_curator("/locks/", "lock-")),
+            "path must not end with '/'"
+        );
+        assert_eq!(
+            bad_arguments(LockPrefix::new_shared("locks/n-")),
+            "path must start with '/'"
+        );
+        assert_eq!(
+            bad_arguments(LockPrefix::new_custom("/locks/x-1-".into(), "y-")),
+            "lock path prefix must contain lock name"
+        );
+        assert!(LockPrefix::new_shared("/locks/").is_ok());
+        assert!(LockPrefix::new_custom("/locks/x-1-".into(), "x-").is_ok());
+    }
+
+    #[test]
+    fn ancestors_must_be_plain_directories_with_acls() {
+        let options = LockOptions::new(Acls::anyone_all());
+        let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        assert_eq!(
+            bad_arguments(options.clone().with_ancestor_options(ephemeral)),
+            "directory node must not be ephemeral"
+        );
+        let sequential = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+        assert_eq!(
+            bad_arguments(options.clone().with_ancestor_options(sequential)),
+            "directory node must not be sequential"
+        );
+        let no_acls = CreateMode::Persistent.with_acls(Acls::new(&[]));
+        assert!(matches!(
+            options.with_ancestor_options(no_acls),
+            Err(Error::InvalidAcl)
+        ));
+    }
+
+    #[test]
+    fn paths_split_as_zookeeper_clients_util_splits_them() {
+        assert_eq!(split_path("/a"), ("/", "/", "a"));
+        assert_eq!(split_path("/a/b/c-"), ("/a/b", "/a/b/", "c-"));
+    }
+}
