@@ -6,8 +6,8 @@
 #
 # The packages checked: both drop-ins themselves and each in $BOTH_WAYS_PACKAGES (default:
 # the small user modules in models/etcd-client/both-ways/ and
-# models/zookeeper-client/both-ways/, and the worked example,
-# scenarios/examples/leader-worker). Real mode builds etcd-client, which needs
+# models/zookeeper-client/both-ways/, and the worked examples,
+# scenarios/examples/leader-worker and scenarios/examples/zk-lock). Real mode builds etcd-client, which needs
 # protoc: Debian's protobuf-compiler is installed if missing, as models/conformance/record.sh
 # does. Its own target dir, since the flags differ from the workspace's.
 #
@@ -26,7 +26,7 @@ if ! command -v protoc > /dev/null; then
 fi
 
 packages=(-p coordsim-etcd-client -p coordsim-zookeeper-client)
-for package in ${BOTH_WAYS_PACKAGES:-etcd-client-both-ways zookeeper-client-both-ways leader-worker-example}; do
+for package in ${BOTH_WAYS_PACKAGES:-etcd-client-both-ways zookeeper-client-both-ways leader-worker-example zk-lock-example}; do
     packages+=(-p "$package")
 done
 

@@ -114,6 +114,16 @@ impl UserTest {
         self
     }
 
+    /// With the servers' disk syncs taking from `min_us` to `max_us` each (default 100 to
+    /// 2,000 µs): slower syncs keep writes in flight longer, so more crashes land between a
+    /// write's commit and its reply (the catalogue's `zk_queue_lock_crashes` takes 20,000 to
+    /// 40,000 µs).
+    pub fn disk_sync_latency_us(mut self, min_us: u64, max_us: u64) -> Self {
+        self.scenario.world.disk.sync_latency_min_us = min_us;
+        self.scenario.world.disk.sync_latency_max_us = max_us;
+        self
+    }
+
     /// With the Raft store's election service doing `check` after a campaign's wait (the
     /// drop-in etcd-client's `ElectionClient::campaign` follows it): by default
     /// [`CampaignCheck::Upstream`], etcd as released, which etcd-io/etcd#11051 reports;

@@ -5,7 +5,9 @@
 mod acl;
 mod acl_calls;
 mod connector;
+pub mod coordsim;
 mod error;
+mod lock;
 mod more_calls;
 mod multi;
 mod session;
@@ -15,6 +17,7 @@ mod watch;
 pub use acl::{Acl, Acls, AuthId, AuthUser, Permission};
 pub use connector::Connector;
 pub use error::Error;
+pub use lock::{LockClient, LockOptions, LockPrefix};
 pub use multi::{CheckWriteError, CheckWriter, MultiWriteError, MultiWriteResult, MultiWriter};
 pub use session::{SessionId, SessionInfo, SessionState, StateWatcher};
 pub use types::{CreateMode, CreateOptions, CreateSequence, Stat};

@@ -171,7 +171,14 @@ pub fn line_waits(history: &History, lines: Lines) -> Vec<LockWait> {
                             });
                         }
                     }
-                    (Asked::Create(waiter), Response::Zk(ZkResponse::Created { path })) => {
+                    // A `create2` (the zookeeper-client drop-in's create) answers with the
+                    // node's stat besides its path: the same node created.
+                    (
+                        Asked::Create(waiter),
+                        Response::Zk(
+                            ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. },
+                        ),
+                    ) => {
                         if let Some(wait) = open.get_mut(&waiter) {
                             wait.created.push(path.clone());
                             wait.joined_at = Some(record.at);

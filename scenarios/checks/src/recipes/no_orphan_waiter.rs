@@ -204,6 +204,33 @@ mod tests {
     }
 
     #[test]
+    fn a_node_a_create2_returned_is_its_own_too() {
+        use sim::history::zk::Stat;
+        // The zookeeper-client drop-in creates with `create2`: its reply carries the stat.
+        let mut second = created(2, 3, "/lock/lock-2");
+        second[1] = ok(
+            3,
+            C1,
+            3,
+            ZkResponse::CreatedWithStat {
+                path: "/lock/lock-2".into(),
+                stat: Stat {
+                    czxid: 11,
+                    ephemeral_owner: SESSION,
+                    ..Stat::default()
+                },
+            },
+        );
+        let bad = history(vec![
+            vec![established(0, C1, SESSION)],
+            vec![lock_step(1, C1, requested())],
+            second,
+            exists_owned(4, 1, "/lock/lock-1", SESSION, 10).to_vec(),
+        ]);
+        assert_eq!(check(&bad).len(), 1);
+    }
+
+    #[test]
     fn its_one_node_found_again_in_a_wait_that_times_out_is_no_orphan() {
         // The create's reply was lost; the waiter found its node by GUID, read it, waited
         // behind another session's node and gave up: one node of its own, its place in line.

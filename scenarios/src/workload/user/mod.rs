@@ -264,6 +264,15 @@ impl UserNode {
         LockBeliefs::new(self.context.clone(), self.index as u32, name)
     }
 
+    /// This client's beliefs about the lock `name`, recorded as history process `process`:
+    /// for code whose client library numbers its own processes (the zookeeper-client
+    /// drop-in's session is one process, `zookeeper_client::coordsim::history_process`),
+    /// so that the checks that join a waiter's beliefs with its store calls
+    /// (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) find them under one process.
+    pub fn lock_as(&self, name: &str, process: u32) -> LockBeliefs {
+        LockBeliefs::new(self.context.clone(), process, name)
+    }
+
     /// This client's beliefs in the election `name`, recorded for the recipe checks, as
     /// process `index()` (one candidate per client node).
     pub fn election(&self, name: &str) -> ElectionBeliefs {

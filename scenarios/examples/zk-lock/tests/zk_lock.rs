@@ -1,0 +1,248 @@
+//! The ZooKeeper lock under coordsim: one locker on each client node of a 3-server ZAB
+//! store, term after term, under the faults that break the seed post's lock. Every seed
+//! replays with the line a failure prints.
+//!
+//! - **An orphaned node after a lost create reply.** Servers crash and restart every quarter
+//!   second or so; a create that committed just before its server crashed loses its reply.
+//!   The post's lock tries again with a second node and waits behind the first, its own:
+//!   `recipe.no_orphan_waiter` fires. The protected lock (a GUID in the name) and
+//!   zookeeper-client's own `Client::lock` find their node again and pass the same seeds.
+//! - **A holder that keeps working after its session expired.** The holder is paused past
+//!   its session timeout, again and again. The post's holder works on, unfenced, while the
+//!   next holder works: `recipe.fenced_writes` fires. The protected holder and the crate's
+//!   lock stop when the session state says so, and fence what they sent before: the same
+//!   check judges their writes and passes.
+
+use coordsim::testing::{
+    FaultKind, FaultSource, LockBeliefs, LossReason, PauseClients, PausedClient, ResourceClient,
+    Store, SwarmConfig, SweepSummary, UserCode, UserNode, UserTest,
+};
+use std::time::Duration;
+use zk_lock_example::{Holding, Locker, Recipe, run};
+use zookeeper_client::{Client, SessionState};
+
+/// Seeds each test runs (`COORDSIM_SEEDS` overrides).
+const SEEDS: u64 = 10;
+
+/// The session timeout the lockers ask for.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The user's test harness: what the locker believes, recorded for the recipe checks as
+/// its session's history process, and its work, written to the fenced resource.
+struct Recorded {
+    node: UserNode,
+    beliefs: Option<LockBeliefs>,
+    resource: Option<ResourceClient>,
+}
+
+impl Recorded {
+    fn new(node: UserNode) -> Self {
+        Self {
+            node,
+            beliefs: None,
+            resource: None,
+        }
+    }
+
+    fn beliefs(&self) -> &LockBeliefs {
+        self.beliefs
+            .as_ref()
+            .expect("the locker records only after it connected")
+    }
+}
+
+impl Holding for Recorded {
+    fn connected(&mut self, client: &Client) {
+        // The checks join a waiter's beliefs with its calls by process: the session's.
+        let process = zookeeper_client::coordsim::history_process(client);
+        self.beliefs = Some(self.node.lock_as("job", process));
+        self.resource = self
+            .node
+            .resource()
+            .map(|resource| resource.client(self.node.context(), process));
+    }
+    fn requested(&mut self) {
+        self.beliefs().requested();
+    }
+    fn acquired(&mut self, token: i64) {
+        self.beliefs().acquired(token as u64);
+    }
+    async fn work(&mut self, fence: Option<i64>, round: u32) {
+        if let Some(resource) = &mut self.resource {
+            // The verdict is the resource's: the checks read it from the history.
+            let _ = resource
+                .write(fence.map(|token| token as u64), format!("round {round}"))
+                .await;
+        }
+    }
+    fn released(&mut self, token: i64) {
+        self.beliefs().released(token as u64);
+    }
+    fn lost(&mut self, token: i64, state: SessionState) {
+        let why = match state {
+            SessionState::Expired => LossReason::SessionExpired,
+            _ => LossReason::ConnectionLost,
+        };
+        self.beliefs().lost(token as u64, why);
+    }
+}
+
+/// One locker per client node, `rounds` rounds of `round_interval` a term.
+fn lockers(name: &str, recipe: Recipe, rounds: u32, round_interval: Duration) -> UserCode {
+    UserCode::new(name, Store::Zab, move |node: UserNode| async move {
+        let locker = Locker {
+            dir: "/job".into(),
+            rounds,
+            round_interval,
+            recipe,
+        };
+        let mut recorded = Recorded::new(node);
+        run(
+            "s1:2181,s2:2181,s3:2181",
+            SESSION_TIMEOUT,
+            &locker,
+            &mut recorded,
+        )
+        .await;
+    })
+}
+
+/// Panics unless `check` judged something in every seed.
+fn assert_judged(summary: &SweepSummary, check: &str) {
+    for outcome in &summary.outcomes {
+        let judged = outcome
+            .checks
+            .iter()
+            .find(|tally| tally.check == check)
+            .map_or(0, |tally| tally.judged);
+        assert!(
+            judged > 0,
+            "{check} judged nothing in seed {}",
+            outcome.seed
+        );
+    }
+}
+
+/// Servers crashing and restarting every quarter second or so (the catalogue's
+/// `zk_queue_lock_crashes`), five lockers taking short turns.
+fn under_crashes(recipe: Recipe, name: &str) -> SweepSummary {
+    let code = lockers(name, recipe, 1, Duration::from_millis(50))
+        .with_check("recipe.no_orphan_waiter")
+        .with_check("recipe.mutual_exclusion");
+    UserTest::new(code)
+        .clients(5)
+        .faults(FaultSource::Swarm(SwarmConfig {
+            mean_interval_ms: 250,
+            kinds: vec![FaultKind::Crash],
+            ..SwarmConfig::default()
+        }))
+        .fault_phase_ms(8_000)
+        .disk_sync_latency_us(20_000, 40_000)
+        .seeds(SEEDS)
+        .for_test(coordsim::this_test!(name))
+        .run()
+        .expect("a valid scenario")
+}
+
+#[test]
+fn the_posts_lock_waits_behind_its_own_orphan() {
+    let summary = under_crashes(
+        Recipe::AsThePostWrites,
+        "the_posts_lock_waits_behind_its_own_orphan",
+    );
+    summary.assert_fired(&[FaultKind::Crash]);
+    let caught = summary.assert_only_violations_of("recipe.no_orphan_waiter");
+    assert!(
+        caught >= 1,
+        "no orphaned waiter in {} seeds",
+        summary.seeds.len()
+    );
+    eprintln!(
+        "a locker waited behind its own orphan in {caught} of {} seeds",
+        summary.seeds.len()
+    );
+}
+
+#[test]
+fn the_protected_lock_passes_the_crash_seeds() {
+    let summary = under_crashes(
+        Recipe::Protected,
+        "the_protected_lock_passes_the_crash_seeds",
+    );
+    summary.assert_fired(&[FaultKind::Crash]);
+    summary.assert_clean();
+    assert_judged(&summary, "recipe.no_orphan_waiter");
+    assert_judged(&summary, "recipe.mutual_exclusion");
+}
+
+#[test]
+fn the_crates_own_lock_passes_the_crash_seeds() {
+    let summary = under_crashes(
+        Recipe::CratesOwnLock,
+        "the_crates_own_lock_passes_the_crash_seeds",
+    );
+    summary.assert_fired(&[FaultKind::Crash]);
+    summary.assert_clean();
+    assert_judged(&summary, "recipe.no_orphan_waiter");
+    assert_judged(&summary, "recipe.mutual_exclusion");
+}
+
+/// The holder paused for 3 s, past its 2 s session, every second; four 300 ms rounds a
+/// term, each written to the fenced resource.
+fn under_holder_pauses(recipe: Recipe, name: &str) -> SweepSummary {
+    let code = lockers(name, recipe, 4, Duration::from_millis(300))
+        .with_fenced_resource()
+        .with_check("recipe.fenced_writes");
+    UserTest::new(code)
+        .faults(FaultSource::PauseClients(PauseClients {
+            interval_ms: 1_000,
+            pause_ms: 3_000,
+            whom: PausedClient::Holder,
+        }))
+        .fault_phase_ms(12_000)
+        .seeds(SEEDS)
+        .for_test(coordsim::this_test!(name))
+        .run()
+        .expect("a valid scenario")
+}
+
+#[test]
+fn the_posts_holder_works_on_after_its_session_expired() {
+    let summary = under_holder_pauses(
+        Recipe::AsThePostWrites,
+        "the_posts_holder_works_on_after_its_session_expired",
+    );
+    summary.assert_fired(&[FaultKind::Pause]);
+    let caught = summary.assert_only_violations_of("recipe.fenced_writes");
+    assert!(
+        caught >= 1,
+        "no stale write accepted in {} seeds",
+        summary.seeds.len()
+    );
+    eprintln!(
+        "an expired holder's write was accepted after its successor's in {caught} of {} seeds",
+        summary.seeds.len()
+    );
+}
+
+#[test]
+fn the_protected_holder_passes_the_pause_seeds() {
+    let summary = under_holder_pauses(
+        Recipe::Protected,
+        "the_protected_holder_passes_the_pause_seeds",
+    );
+    summary.assert_fired(&[FaultKind::Pause]);
+    summary.assert_clean();
+    assert_judged(&summary, "recipe.fenced_writes");
+}
+
+#[test]
+fn the_crates_own_lock_passes_the_pause_seeds() {
+    let summary = under_holder_pauses(
+        Recipe::CratesOwnLock,
+        "the_crates_own_lock_passes_the_pause_seeds",
+    );
+    summary.assert_fired(&[FaultKind::Pause]);
+    summary.assert_clean();
+    assert_judged(&summary, "recipe.fenced_writes");
+}
