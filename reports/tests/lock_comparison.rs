@@ -7,7 +7,11 @@
 
 use coordsim::testing::{LockBeliefs, LockComparison, Store, UserCode, UserNode};
 use models::zk::{ZkClient, ZkEnsemble};
-use sim::{Sim, history::zk::CreateMode};
+use sim::{
+    Sim,
+    fault::{FaultKind, FaultSource, SwarmConfig},
+    history::zk::CreateMode,
+};
 use std::time::Duration;
 
 /// The lock's node: its waiters' children go under it.
@@ -201,6 +205,40 @@ fn the_herd_lock_wakes_more_waiters_with_more_clients_and_the_queue_lock_one() {
         plot.starts_with("<svg") && plot.contains("zab queue"),
         "{plot}"
     );
+}
+
+#[test]
+fn with_faults_every_lock_runs_its_seeds_plan_and_the_faults_are_asserted_fired() {
+    // Latency only: the simple locks here do not watch their sessions, so faults that can
+    // expire one (partitions, pauses) would break them, rightly; that is not this test's.
+    let latency = FaultSource::Swarm(SwarmConfig {
+        kinds: vec![FaultKind::Latency],
+        mean_interval_ms: 500,
+        ..SwarmConfig::default()
+    });
+    let report = LockComparison::new()
+        .lock("herd", herd_lock())
+        .lock("queue", queue_lock())
+        .clients([2, 4])
+        .seeds(1)
+        .faults(latency)
+        .for_test(coordsim::this_test!(
+            "with_faults_every_lock_runs_its_seeds_plan_and_the_faults_are_asserted_fired"
+        ))
+        .run()
+        .expect("valid locks");
+    report.assert_clean();
+    let text = report.to_string();
+    assert!(text.contains("followed by every lock"), "{text}");
+    for clients in [2, 4] {
+        let fired = |lock| {
+            let row = report.row(lock, clients).expect("a row");
+            row.fault_counts.fired(FaultKind::Latency)
+        };
+        // One plan per seed and client count: the same faults fire for both locks.
+        assert!(fired("herd") > 0, "{text}");
+        assert_eq!(fired("herd"), fired("queue"), "{text}");
+    }
 }
 
 /// A lock that never waits: every client believes it holds the lock at once.
