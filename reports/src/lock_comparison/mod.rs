@@ -159,7 +159,7 @@ impl Plan {
                             .map_or_else(|| "no history".to_string(), ToString::to_string),
                         replay: replay(job),
                     };
-                    failures.push((failed, *outcome));
+                    failures.push((failed, outcome));
                 }
             }
         }
@@ -295,7 +295,7 @@ fn join(values: &[usize]) -> String {
 /// How a run went: clean, with its figures and the faults that fired, or failed.
 enum Ran {
     Clean(RunFigures, FaultCounts),
-    Failed(Box<Outcome>),
+    Failed(Outcome),
 }
 
 /// Runs every job, `at_once` at a time on their own threads; the results in job order,
@@ -315,7 +315,7 @@ fn run_jobs(jobs: &[Job], at_once: usize) -> Vec<Ran> {
                     RunFigures::of(&history, outcome.fault_counts.messages_sent),
                     outcome.fault_counts,
                 ),
-                _ => Ran::Failed(Box::new(outcome)),
+                _ => Ran::Failed(outcome),
             }
         },
         |_| {},
