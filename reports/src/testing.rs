@@ -27,6 +27,10 @@
 //! }
 //! ```
 //!
+//! [`LockComparison`] puts your locks through `coordsim compare-locks`' measurements and
+//! prints the same table (acquisition and hand-off latency, watch notifications per release,
+//! messages per acquisition) for each client count.
+//!
 //! A failing seed is printed with its violations and the one line that replays it
 //! (`COORDSIM_SEED=… cargo test -p … --test … NAME`). The same line with
 //! [`TIMELINE_DIR`], [`TRACE_DIR`] or [`SHRINK_DIR`] set writes, for each failing seed, the
@@ -47,6 +51,11 @@ pub use sim::fault::{
     SwarmConfig, Target,
 };
 pub use sim::history::recipe::LossReason;
+
+mod compare;
+
+pub use crate::lock_comparison::{Figure, LockName, Row};
+pub use compare::{LockComparison, LockComparisonReport};
 
 use scenarios::{
     shrink::{self, ShrinkConfig, ShrinkTarget},

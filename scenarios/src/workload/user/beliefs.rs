@@ -49,6 +49,16 @@ impl LockBeliefs {
         });
     }
 
+    /// A watch on `watched` (the lock node, or the waiter's predecessor) fired and woke the
+    /// waiting client: the herd-effect count (`recipe.herd_effect`, and `compare-locks`'
+    /// notifications per release) is of these. Record it when the notification arrives,
+    /// before looking at the line again.
+    pub fn woken(&self, watched: &str) {
+        self.record(LockStep::Woken {
+            watched: watched.to_string(),
+        });
+    }
+
     /// The client believes it holds the lock, fenced by `token` (etcd: the lock key's create
     /// revision; ZooKeeper: the lock node's czxid).
     pub fn acquired(&self, token: u64) {

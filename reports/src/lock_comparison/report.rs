@@ -5,19 +5,20 @@ use super::measure::{RunFigures, percentile, ratio};
 use scenarios::{scenario::Store, workload::LockRecipe};
 use serde::Serialize;
 use sim::FaultCounts;
+use std::fmt;
 use tabled::{builder::Builder, settings::Style};
 
 /// A figure over a row's runs: all seeds' runs together (a percentile over every sample, or
 /// a ratio of totals), and the least and greatest of the per-seed values. `None`: no run
 /// had anything to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub(super) struct Figure {
+pub struct Figure {
     /// Over every seed's samples together.
-    pub(super) all_seeds: Option<f64>,
+    pub all_seeds: Option<f64>,
     /// The least per-seed value.
-    pub(super) seed_min: Option<f64>,
+    pub seed_min: Option<f64>,
     /// The greatest per-seed value.
-    pub(super) seed_max: Option<f64>,
+    pub seed_max: Option<f64>,
 }
 
 impl Figure {
@@ -58,46 +59,46 @@ fn number(value: f64) -> String {
 
 /// One (store, lock, client count): its figures over the clean runs of every seed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(super) struct Row {
+pub struct Row {
     /// The store.
-    pub(super) store: Store,
-    /// The lock recipe.
-    pub(super) lock: LockRecipe,
-    /// The catalogue scenario the runs started from.
-    pub(super) scenario: String,
+    pub store: Store,
+    /// The lock: a catalogue recipe, or user code by the name it was compared under.
+    pub lock: LockName,
+    /// The scenario the runs started from (a catalogue scenario's name, or the user code's).
+    pub scenario: String,
     /// Client nodes, one lock-taking process each.
-    pub(super) clients: usize,
+    pub clients: usize,
     /// Runs measured (clean ones: a failed run is reported, not measured).
-    pub(super) runs: usize,
+    pub runs: usize,
     /// Acquisitions in those runs.
-    pub(super) acquisitions: u64,
+    pub acquisitions: u64,
     /// Waits in those runs that gave up instead of acquiring (not in the latencies).
-    pub(super) waits_given_up: u64,
+    pub waits_given_up: u64,
     /// Releases with someone waiting, whose hand-offs were measured.
-    pub(super) hand_offs: usize,
+    pub hand_offs: usize,
     /// Request → acquired, median, simulated milliseconds.
-    pub(super) acquire_latency_p50_ms: Figure,
+    pub acquire_latency_p50_ms: Figure,
     /// Request → acquired, 99th percentile, simulated milliseconds.
-    pub(super) acquire_latency_p99_ms: Figure,
+    pub acquire_latency_p99_ms: Figure,
     /// Release → next acquisition, median, simulated milliseconds.
-    pub(super) handoff_latency_p50_ms: Figure,
+    pub handoff_latency_p50_ms: Figure,
     /// Release → next acquisition, 99th percentile, simulated milliseconds.
-    pub(super) handoff_latency_p99_ms: Figure,
+    pub handoff_latency_p99_ms: Figure,
     /// Watch notifications reaching waiters per release that woke any.
-    pub(super) notifications_per_release: Figure,
+    pub notifications_per_release: Figure,
     /// Messages on the wire (servers' included) per acquisition.
-    pub(super) messages_per_acquisition: Figure,
+    pub messages_per_acquisition: Figure,
     /// Acquisitions per simulated second of the workload phase.
-    pub(super) acquisitions_per_s: Figure,
+    pub acquisitions_per_s: Figure,
     /// The faults that fired in those runs, added up.
-    pub(super) fault_counts: FaultCounts,
+    pub fault_counts: FaultCounts,
 }
 
 impl Row {
     /// The row of `lock` on `store` with `clients` clients, from its clean runs (in seed
     /// order) and the faults each fired.
     pub(super) fn of(
-        (store, lock, scenario): (Store, LockRecipe, &str),
+        (store, lock, scenario): (Store, &LockName, &str),
         clients: usize,
         runs: &[(RunFigures, FaultCounts)],
     ) -> Self {
@@ -121,7 +122,7 @@ impl Row {
         let workload_ms: f64 = figures().map(|run| run.workload_ms).sum();
         Row {
             store,
-            lock,
+            lock: lock.clone(),
             scenario: scenario.to_string(),
             clients,
             runs: runs.len(),
@@ -156,20 +157,39 @@ impl Row {
     }
 
     /// The lock's name in a table or a legend: `zab herd lock`.
-    pub(super) fn label(&self) -> String {
-        lock_label(self.store, self.lock)
+    pub fn label(&self) -> String {
+        self.lock.label(self.store)
     }
 }
 
-/// `zab herd lock`, `zab queue lock`, `raft etcd mutex`.
-pub(super) fn lock_label(store: Store, lock: LockRecipe) -> String {
-    let lock = match lock {
-        LockRecipe::ZkHerdLock => "herd lock",
-        LockRecipe::ZkQueueLock => "queue lock",
-        LockRecipe::EtcdMutex => "etcd mutex",
-        LockRecipe::ZkRwLock => "read/write lock",
-    };
-    format!("{store} {lock}")
+/// Which lock a row measures. It serializes as the recipe's name (`zk_herd_lock`) or the
+/// user lock's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum LockName {
+    /// One of coordsim's own lock recipes.
+    Recipe(LockRecipe),
+    /// User code, by the name it was compared under.
+    User(String),
+}
+
+impl LockName {
+    /// `zab herd lock`, `zab queue lock`, `raft etcd mutex`, `zab my lock`.
+    pub fn label(&self, store: Store) -> String {
+        format!("{store} {self}")
+    }
+}
+
+impl fmt::Display for LockName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LockName::Recipe(LockRecipe::ZkHerdLock) => "herd lock",
+            LockName::Recipe(LockRecipe::ZkQueueLock) => "queue lock",
+            LockName::Recipe(LockRecipe::EtcdMutex) => "etcd mutex",
+            LockName::Recipe(LockRecipe::ZkRwLock) => "read/write lock",
+            LockName::User(name) => name,
+        })
+    }
 }
 
 /// The rows as a Markdown table.
@@ -188,13 +208,9 @@ pub(super) fn table(rows: &[Row]) -> String {
         "acquisitions / s",
     ]);
     for row in rows {
-        let label = row.label();
-        let lock = label
-            .strip_prefix(&format!("{} ", row.store))
-            .unwrap_or(&label);
         builder.push_record([
             row.store.to_string(),
-            lock.to_string(),
+            row.lock.to_string(),
             row.clients.to_string(),
             row.acquire_latency_p50_ms.cell(),
             row.acquire_latency_p99_ms.cell(),
