@@ -179,6 +179,17 @@ pub(crate) fn concurrency_error(message: &str) -> Error {
     Error::GRpcStatus(Status::new(Code::Unknown, message))
 }
 
+/// Keys and values are text in the model's history: bytes that are not UTF-8 are refused
+/// with [`Error::InvalidArgs`] naming `what` (the one conversion every client of the drop-in
+/// uses).
+pub(crate) fn text(bytes: Vec<u8>, what: &str) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| {
+        Error::InvalidArgs(format!(
+            "{what} is not UTF-8: coordsim's store keeps UTF-8 text only"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! etcd-client 0.21.1's `KvClient` (`rpc/kv.rs`) over the model's `EtcdClient`: every call
 //! is one operation of the client's process in the run's history.
 
-use super::error::{Error, Result, from_result};
+use super::error::{Result, from_result};
 use super::options::{CompactionOptions, DeleteOptions, GetOptions, PutOptions};
 use super::responses::{CompactionResponse, DeleteResponse, GetResponse, PutResponse};
 use super::txn::{Txn, TxnOpResponse, TxnResponse};
@@ -9,17 +9,6 @@ use ::sim::NodeContext;
 use models::etcd::{EtcdClient, EtcdCluster, kv_response};
 use sim::history::{OpResult, Response, kv::KvOperation};
 use std::sync::Arc;
-
-/// Keys and values are text in the model's history: bytes that are not UTF-8 are refused
-/// with [`Error::InvalidArgs`] naming `what` (the one conversion every client of the drop-in
-/// uses).
-pub(crate) fn text(bytes: Vec<u8>, what: &str) -> Result<String> {
-    String::from_utf8(bytes).map_err(|_| {
-        Error::InvalidArgs(format!(
-            "{what} is not UTF-8: coordsim's store keeps UTF-8 text only"
-        ))
-    })
-}
 
 /// Client for KV operations.
 ///

@@ -13,7 +13,7 @@ use super::concurrency::{
     session_lease, txn, wait_deletes,
 };
 use super::error::{Result, concurrency_error};
-use super::{kv::text, responses::ResponseHeader};
+use super::{error::text, responses::ResponseHeader};
 use models::etcd::{EtcdClient, GetOptions};
 
 /// etcd-client's `LockClient`: one sequential process in the history.

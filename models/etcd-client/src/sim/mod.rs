@@ -7,6 +7,7 @@ mod responses;
 mod txn;
 // dropin-watch
 mod watch;
+mod watch_client;
 mod watch_stream;
 
 pub use error::{Error, Result};
@@ -19,9 +20,9 @@ pub use responses::{
 };
 pub use txn::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
 // dropin-watch
-pub use watch::{
-    Event, EventType, WatchClient, WatchFilterType, WatchOptions, WatchResponse, WatchStream,
-};
+pub use watch::{Event, EventType, WatchFilterType, WatchOptions, WatchResponse};
+pub use watch_client::WatchClient;
+pub use watch_stream::WatchStream;
 
 use ::sim::NodeContext;
 use models::etcd::{EtcdClient, EtcdCluster};

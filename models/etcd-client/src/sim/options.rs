@@ -3,8 +3,8 @@
 //! doc wording. Each becomes the model's operation when the call is made, since that is
 //! where bytes that are not UTF-8 can be refused with an error.
 
+use super::error::text;
 use super::error::{Error, Result};
-use super::kv::text;
 use sim::history::kv::KvOperation;
 
 pub use sim::history::kv::{SortOrder, SortTarget};

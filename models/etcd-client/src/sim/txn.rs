@@ -3,8 +3,8 @@
 //! model's transaction (compares, branches, nested transactions, etcd's duplicate-key check)
 //! does the work.
 
+use super::error::text;
 use super::error::{Error, Result};
-use super::kv::text;
 use super::options::{DeleteOptions, GetOptions, PutOptions, prefix_end, revision_operand};
 use super::responses::{DeleteResponse, GetResponse, PutResponse, ResponseHeader};
 use sim::history::kv::{self as model, CompareTarget, KvOperation, KvResponse};

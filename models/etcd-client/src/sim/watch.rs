@@ -1,59 +1,15 @@
-//! etcd-client 0.21.1's watch API (`rpc/watch.rs`): [`WatchClient`], [`WatchOptions`],
-//! [`WatchResponse`], [`Event`], over the model's watch (`models::etcd::WatchStream`), which
-//! records every watch, delivery, progress answer, cancel and compaction in the history for
-//! the `etcd.watch_delivery` check. The stream itself is in `watch_stream.rs`.
+//! etcd-client 0.21.1's watch types (`rpc/watch.rs`): [`WatchOptions`], [`WatchResponse`],
+//! [`Event`], over the model's watch (`models::etcd::WatchStream`), which records every
+//! watch, delivery, progress answer, cancel and compaction in the history for the
+//! `etcd.watch_delivery` check. The client is in `watch_client.rs`, the stream in
+//! `watch_stream.rs`.
 
 use super::{
+    error::text,
     error::{Error, Result},
-    kv::text,
-    new_client,
     responses::{KeyValue, ResponseHeader},
 };
-use models::etcd::{ChangeEvent, ChangeKind, EtcdCluster, prefix_range_end};
-use sim::NodeContext;
-use std::sync::Arc;
-
-pub use super::watch_stream::WatchStream;
-
-/// Client for watch operations (etcd-client's `WatchClient`). Each stream it opens is a
-/// process of its own in the history, as the stream can run beside other calls.
-#[derive(Clone)]
-pub struct WatchClient {
-    cluster: Arc<EtcdCluster>,
-    /// The node it sends from.
-    context: NodeContext,
-}
-
-impl WatchClient {
-    pub(super) fn new(cluster: Arc<EtcdCluster>, context: NodeContext) -> Self {
-        Self { cluster, context }
-    }
-
-    /// Limits the maximum size of a decoded message (etcd-client's
-    /// `WatchClient::max_decoding_message_size`). The simulated stream has no message size,
-    /// so there is nothing to limit: it returns the client unchanged.
-    pub fn max_decoding_message_size(self, _limit: usize) -> Self {
-        self
-    }
-
-    /// Watches for events happening or that have happened (etcd-client's
-    /// `WatchClient::watch`). The stream's first message is the `created` response; more
-    /// watches can share the stream ([`WatchStream::watch`]). Unlike etcd-client's, the
-    /// stream survives a broken connection: it reconnects to any server and resumes after
-    /// the last revision it delivered, as the model's watch does.
-    ///
-    /// Errors: [`Error::InvalidArgs`] for a key or range end that is not UTF-8 or a negative
-    /// start revision; an `Unavailable` [`Error::GRpcStatus`] when no server answered the
-    /// create within the client's operation timeout.
-    pub async fn watch(
-        &mut self,
-        key: impl Into<Vec<u8>>,
-        options: Option<WatchOptions>,
-    ) -> Result<WatchStream> {
-        let client = new_client(&self.cluster, &self.context);
-        WatchStream::open(client, options.unwrap_or_default().with_key(key)).await
-    }
-}
+use models::etcd::{ChangeEvent, ChangeKind, prefix_range_end};
 
 /// Which keys a watch covers, as etcd-client's `KeyRange` builds them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

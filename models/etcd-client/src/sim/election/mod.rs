@@ -22,7 +22,7 @@ use super::concurrency::{
 };
 use super::error::{Result, concurrency_error};
 use super::{
-    kv::text,
+    error::text,
     responses::{KeyValue, ResponseHeader},
 };
 use futures_util::Stream;
