@@ -142,6 +142,25 @@ impl SweepSummary {
         self.assert_fired(&self.enabled_kinds);
     }
 
+    /// Panics unless the check `check` judged something in every seed: a clean verdict from a
+    /// check that judged nothing is no evidence (user-code tests ask this of the checks they
+    /// rely on).
+    pub fn assert_judged(&self, check: &str) {
+        for outcome in &self.outcomes {
+            let judged = outcome
+                .checks
+                .iter()
+                .find(|tally| tally.check == check)
+                .map_or(0, |tally| tally.judged);
+            assert!(
+                judged > 0,
+                "{check} judged nothing in seed {} of `{}`",
+                outcome.seed,
+                self.scenario
+            );
+        }
+    }
+
     /// Panics unless each fault kind fired, by its own counter, somewhere in the sweep. With
     /// one pinned seed (whose swarm may switch only some kinds on), at least one of them must.
     pub fn assert_fired(&self, kinds: &[FaultKind]) {

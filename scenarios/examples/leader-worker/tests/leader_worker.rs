@@ -11,7 +11,7 @@
 
 use coordsim::testing::{
     CampaignCheck, ElectionBeliefs, FaultKind, FaultSource, LossReason, PauseClients, PausedClient,
-    ResourceClient, Store, SweepSummary, UserCode, UserNode, UserTest,
+    ResourceClient, Store, UserCode, UserNode, UserTest,
 };
 use leader_worker_example::{AfterCampaign, Ended, Leadership, Worker};
 use std::time::Duration;
@@ -131,23 +131,7 @@ fn the_worker_that_trusts_campaign_is_caught() {
     );
     // Only leader uniqueness fired: the fenced resource refused every write of a deposed
     // leader. Judged, not vacuous: every seed's accepted writes were checked.
-    assert_judged(&summary, "recipe.fenced_writes");
-}
-
-/// Panics unless `check` judged something in every seed.
-fn assert_judged(summary: &SweepSummary, check: &str) {
-    for outcome in &summary.outcomes {
-        let judged = outcome
-            .checks
-            .iter()
-            .find(|tally| tally.check == check)
-            .map_or(0, |tally| tally.judged);
-        assert!(
-            judged > 0,
-            "{check} judged nothing in seed {}",
-            outcome.seed
-        );
-    }
+    summary.assert_judged("recipe.fenced_writes");
 }
 
 #[test]
@@ -160,8 +144,8 @@ fn the_worker_that_checks_its_key_passes_the_same_seeds() {
     .expect("a valid scenario");
     summary.assert_fired(&[FaultKind::Pause]);
     summary.assert_clean();
-    assert_judged(&summary, "recipe.leader_uniqueness");
-    assert_judged(&summary, "recipe.fenced_writes");
+    summary.assert_judged("recipe.leader_uniqueness");
+    summary.assert_judged("recipe.fenced_writes");
 }
 
 #[test]
@@ -175,6 +159,6 @@ fn the_trusting_worker_passes_with_upstreams_fix_switched_on() {
     .expect("a valid scenario");
     summary.assert_fired(&[FaultKind::Pause]);
     summary.assert_clean();
-    assert_judged(&summary, "recipe.leader_uniqueness");
-    assert_judged(&summary, "recipe.fenced_writes");
+    summary.assert_judged("recipe.leader_uniqueness");
+    summary.assert_judged("recipe.fenced_writes");
 }

@@ -107,22 +107,6 @@ fn lockers(name: &str, recipe: Recipe, rounds: u32, round_interval: Duration) ->
     })
 }
 
-/// Panics unless `check` judged something in every seed.
-fn assert_judged(summary: &SweepSummary, check: &str) {
-    for outcome in &summary.outcomes {
-        let judged = outcome
-            .checks
-            .iter()
-            .find(|tally| tally.check == check)
-            .map_or(0, |tally| tally.judged);
-        assert!(
-            judged > 0,
-            "{check} judged nothing in seed {}",
-            outcome.seed
-        );
-    }
-}
-
 /// Servers crashing and restarting every quarter second or so (the catalogue's
 /// `zk_queue_lock_crashes`), five lockers taking short turns.
 fn under_crashes(recipe: Recipe, name: &str) -> SweepSummary {
@@ -171,8 +155,8 @@ fn the_protected_lock_passes_the_crash_seeds() {
     );
     summary.assert_fired(&[FaultKind::Crash]);
     summary.assert_clean();
-    assert_judged(&summary, "recipe.no_orphan_waiter");
-    assert_judged(&summary, "recipe.mutual_exclusion");
+    summary.assert_judged("recipe.no_orphan_waiter");
+    summary.assert_judged("recipe.mutual_exclusion");
 }
 
 #[test]
@@ -183,8 +167,8 @@ fn the_crates_own_lock_passes_the_crash_seeds() {
     );
     summary.assert_fired(&[FaultKind::Crash]);
     summary.assert_clean();
-    assert_judged(&summary, "recipe.no_orphan_waiter");
-    assert_judged(&summary, "recipe.mutual_exclusion");
+    summary.assert_judged("recipe.no_orphan_waiter");
+    summary.assert_judged("recipe.mutual_exclusion");
 }
 
 /// The holder paused for 3 s, past its 2 s session, every second; four 300 ms rounds a
@@ -233,7 +217,7 @@ fn the_protected_holder_passes_the_pause_seeds() {
     );
     summary.assert_fired(&[FaultKind::Pause]);
     summary.assert_clean();
-    assert_judged(&summary, "recipe.fenced_writes");
+    summary.assert_judged("recipe.fenced_writes");
 }
 
 #[test]
@@ -244,5 +228,5 @@ fn the_crates_own_lock_passes_the_pause_seeds() {
     );
     summary.assert_fired(&[FaultKind::Pause]);
     summary.assert_clean();
-    assert_judged(&summary, "recipe.fenced_writes");
+    summary.assert_judged("recipe.fenced_writes");
 }
