@@ -5,8 +5,9 @@
 use std::time::Duration;
 use zookeeper_client::{
     Acl, Acls, AddWatchMode, AuthId, CheckWriteError, CheckWriter, Client, CreateMode,
-    CreateSequence, Error, EventType, MultiWriteError, MultiWriteResult, MultiWriter, Permission,
-    PersistentWatcher, SessionId, SessionState, Stat, StateWatcher, WatchedEvent,
+    CreateSequence, Error, EventType, MultiReadResult, MultiReader, MultiWriteError,
+    MultiWriteResult, MultiWriter, Permission, PersistentWatcher, SessionId, SessionState, Stat,
+    StateWatcher, WatchedEvent,
 };
 
 /// Connects with a session timeout of `timeout`.
@@ -178,4 +179,30 @@ pub async fn guarded_set(
     let _ = client.list_ephemerals("/").await?;
     let _ = client.count_descendants_number("/").await?;
     Ok(results.len())
+}
+
+/// Reads `node`'s data and `parent`'s children in one request; a missing node reads `None`.
+pub async fn snapshot(
+    client: &Client,
+    parent: &str,
+    node: &str,
+) -> Result<(Option<Vec<u8>>, Vec<String>), Error> {
+    let mut reader: MultiReader<'_> = client.new_multi_reader();
+    reader.add_get_data(node)?;
+    reader.add_get_children(parent)?;
+    let (mut data, mut children) = (None, Vec::new());
+    for result in reader.commit().await? {
+        match result {
+            MultiReadResult::Data { data: bytes, stat } => {
+                assert!(stat.version >= 0);
+                data = Some(bytes);
+            }
+            MultiReadResult::Children { children: names } => children = names,
+            MultiReadResult::Error { err: Error::NoNode } => {}
+            MultiReadResult::Error { err } => return Err(err),
+            other => return Err(Error::UnexpectedError(format!("{other:?}"))),
+        }
+    }
+    reader.abort();
+    Ok((data, children))
 }

@@ -33,7 +33,8 @@ mod prefix;
 pub use prefix::{LockOptions, LockPrefix};
 
 use super::{Client, CreateMode, CreateOptions, CreateSequence, Error, Result, parse_sequence};
-use prefix::{LockPrefixKind, TrailingSlash, split_path, validate_path};
+use prefix::{LockPrefixKind, split_path};
+pub(crate) use prefix::{TrailingSlash, validate_path};
 use std::{borrow::Cow, fmt::Write, future::Future};
 
 impl Client {
