@@ -24,18 +24,19 @@
 //!   real one spawns it on its executor; a [`LockClient`] dropped deletes its node the same
 //!   way.
 //!
-//! Not mirrored yet (absent, so code that uses them does not compile; the crate doc's "Not
-//! mirrored" should list them): `LockClient::create`, `set_data`, `delete`,
-//! `new_check_writer` and `into_owned`, and `OwnedLockClient`.
+//! [`LockClient`] and [`OwnedLockClient`], the writes guarded by the lock node, are in
+//! `lock/client.rs`.
 
+mod client;
 mod prefix;
 
+pub use client::{LockClient, OwnedLockClient};
 pub use prefix::{LockOptions, LockPrefix};
 
 use super::{Client, CreateMode, CreateOptions, CreateSequence, Error, Result, parse_sequence};
 use prefix::{LockPrefixKind, split_path};
 pub(crate) use prefix::{TrailingSlash, validate_path};
-use std::{borrow::Cow, fmt::Write, future::Future};
+use std::{fmt::Write, future::Future};
 
 impl Client {
     /// Contends lock/leader/latch using given locking path pattern.
@@ -71,12 +72,9 @@ impl Client {
         }
         let prefix_kind = prefix.kind();
         let (lock, sequence_len) = self.create_lock(prefix, data, options).await?;
-        let client = LockClient {
-            client: self,
-            lock: Cow::from(lock),
-        };
+        let client = LockClient::new(self, lock);
         match self
-            .wait_lock(&client.lock, prefix_kind, sequence_len)
+            .wait_lock(client.lock_path(), prefix_kind, sequence_len)
             .await
         {
             Err(err @ (Error::RuntimeInconsistent | Error::SessionExpired)) => {
@@ -296,37 +294,6 @@ impl Client {
                 }
             }
         });
-    }
-}
-
-/// Guard client writes by owned ZooKeeper lock path which will be deleted in background when
-/// dropped (zookeeper-client's `LockClient`).
-#[derive(Debug)]
-pub struct LockClient<'a> {
-    client: &'a Client,
-    lock: Cow<'a, str>,
-}
-
-impl<'a> LockClient<'a> {
-    /// Underlying client.
-    pub fn client(&self) -> &'a Client {
-        self.client
-    }
-
-    /// Lock path.
-    ///
-    /// Caller can watch this path to detect external lock path deletion. See also
-    /// [ZOOKEEPER-91](https://issues.apache.org/jira/browse/ZOOKEEPER-91).
-    pub fn lock_path(&self) -> &str {
-        &self.lock
-    }
-}
-
-/// Deletes lock path in background.
-impl Drop for LockClient<'_> {
-    fn drop(&mut self) {
-        let path = std::mem::take(self.lock.to_mut());
-        self.client.clone().delete_background(path);
     }
 }
 

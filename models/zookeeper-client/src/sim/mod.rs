@@ -18,7 +18,7 @@ mod watch;
 pub use acl::{Acl, Acls, AuthId, AuthUser, Permission};
 pub use connector::Connector;
 pub use error::Error;
-pub use lock::{LockClient, LockOptions, LockPrefix};
+pub use lock::{LockClient, LockOptions, LockPrefix, OwnedLockClient};
 pub use multi::{CheckWriteError, CheckWriter, MultiWriteError, MultiWriteResult, MultiWriter};
 pub use multi_read::{MultiReadResult, MultiReader};
 pub use session::{SessionId, SessionInfo, SessionState, StateWatcher};
