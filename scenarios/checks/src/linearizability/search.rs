@@ -101,8 +101,55 @@ impl Hasher for FixedHasher {
 
 type FixedBuild = BuildHasherDefault<FixedHasher>;
 
-/// The (linearized set, state) pairs seen, by their combined hash.
-type Memo<State> = HashMap<u64, Vec<(Box<[u64]>, State)>, FixedBuild>;
+/// The (linearized set, state) pairs seen, by their combined hash. Every pair lives in two
+/// arenas (the sets' words end to end, the states in order) and pairs of one hash are
+/// chained by index: one insertion costs no allocation of its own, where a vector per hash
+/// and a boxed set per pair made allocating and freeing them most of a search's time.
+struct Memo<State> {
+    /// The first pair of each hash.
+    heads: HashMap<u64, u32, FixedBuild>,
+    /// Per pair: the next pair of the same hash, or `NIL`.
+    chain: Vec<u32>,
+    /// Per pair: its set's words, `width` of them.
+    words: Vec<u64>,
+    states: Vec<State>,
+    width: usize,
+}
+
+impl<State: Clone + Eq> Memo<State> {
+    fn new(width: usize) -> Self {
+        Self {
+            heads: HashMap::default(),
+            chain: Vec::new(),
+            words: Vec::new(),
+            states: Vec::new(),
+            width,
+        }
+    }
+
+    /// Records the pair under `key` and says whether it is new (false: seen before).
+    fn insert(&mut self, key: u64, words: &[u64], state: &State) -> bool {
+        let index = self.states.len() as u32;
+        let head = *self.heads.entry(key).or_insert(index);
+        let mut at = head;
+        while at != index && at != NIL {
+            let start = at as usize * self.width;
+            if self.words[start..start + self.width] == *words && self.states[at as usize] == *state
+            {
+                return false;
+            }
+            at = self.chain[at as usize];
+        }
+        // New: chained in front of the others of its hash (if any).
+        self.chain.push(if head == index { NIL } else { head });
+        if head != index {
+            self.heads.insert(key, index);
+        }
+        self.words.extend_from_slice(words);
+        self.states.push(state.clone());
+        true
+    }
+}
 
 fn hash_of<T: Hash>(value: &T) -> u64 {
     let mut hasher = FixedHasher::default();
@@ -167,8 +214,8 @@ pub(crate) fn search<M: Model>(
         last = entry;
     }
 
-    let mut memo: Memo<M::State> = HashMap::default();
     let mut linearized = Linearized::new(n);
+    let mut memo: Memo<M::State> = Memo::new(linearized.words.len());
     let mut state = model.init();
     // The choices made: (call entry, state before it).
     let mut stack: Vec<(u32, M::State)> = Vec::new();
@@ -199,19 +246,11 @@ pub(crate) fn search<M: Model>(
             };
             linearized.flip(local);
             let key = linearized.hash ^ hash_of(&new_state).rotate_left(17);
-            let seen = memo.entry(key).or_default();
-            let already = seen.iter().any(|(words, seen_state)| {
-                **words == *linearized.words && *seen_state == new_state
-            });
-            if already {
+            if !memo.insert(key, &linearized.words, &new_state) {
                 linearized.flip(local);
                 entry = next[entry as usize];
                 continue;
             }
-            seen.push((
-                linearized.words.clone().into_boxed_slice(),
-                new_state.clone(),
-            ));
             let call = entry as usize;
             let ret = call + 1;
             // Lift the call and its return out of the list.
