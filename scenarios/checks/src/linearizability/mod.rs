@@ -36,6 +36,7 @@ pub mod jepsen;
 pub mod kv;
 mod model;
 pub mod register;
+pub mod resolve;
 mod search;
 pub mod zk;
 
@@ -326,7 +327,8 @@ fn evidence<M: Model>(
                         .cloned()
                         .unwrap_or_else(|| format!("lane {}", op.lane)),
                     invoked_at: op.invoked_at,
-                    returned_at: op.output().map(|_| op.returned_at()),
+                    returned_at: (!matches!(op.outcome, Outcome::Unknown))
+                        .then(|| op.returned_at()),
                     description: model.describe_operation(&op.input, op.output()),
                 }
             })

@@ -113,6 +113,14 @@ pub enum Outcome<O> {
     /// The client never learned the outcome: the operation may take effect at any time
     /// after its invocation, or never (its return time is open-ended).
     Unknown,
+    /// The client never learned the outcome, but the history shows that the operation's
+    /// request took effect by `by` (a replica applied it then: see
+    /// [`super::resolve`]). It is linearized between its invocation and `by`, with
+    /// whatever result it would have had (the result is still unknown).
+    TookEffect {
+        /// When a replica first applied it.
+        by: u64,
+    },
 }
 
 impl<I, O> Operation<I, O> {
@@ -120,14 +128,16 @@ impl<I, O> Operation<I, O> {
     pub fn output(&self) -> Option<&O> {
         match &self.outcome {
             Outcome::Returned { output, .. } => Some(output),
-            Outcome::Unknown => None,
+            Outcome::Unknown | Outcome::TookEffect { .. } => None,
         }
     }
 
-    /// The return time; `u64::MAX` when the outcome is unknown.
+    /// The return time (for an operation that took effect, when it took effect at the
+    /// latest); `u64::MAX` when the outcome is unknown.
     pub fn returned_at(&self) -> u64 {
         match &self.outcome {
             Outcome::Returned { at, .. } => *at,
+            Outcome::TookEffect { by } => *by,
             Outcome::Unknown => u64::MAX,
         }
     }

@@ -2,11 +2,15 @@
 //! is left out and why.
 
 use super::{ActionResult, PathAction, PathError, SeenStat, ZkInput, ZkModel, ZkOutput};
-use crate::history::zk::{ZkOp, parent_of, preceding_syncs, sequence_appended, zk_operations};
+use crate::history::{
+    applied_requests::AppliedRequests,
+    zk::{ZkOp, parent_of, preceding_syncs, sequence_appended, zk_operations},
+};
 use crate::linearizability::{
     Skipped, TimeUnit,
     model::{Operation, OperationHistory, Outcome},
     register::Interner,
+    resolve::resolve,
 };
 use sim::{
     history::{
@@ -193,6 +197,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
             }),
         }
     }
+    resolve(&mut checked, &AppliedRequests::of(history));
     (model, checked)
 }
 
