@@ -38,6 +38,20 @@ pub trait Model: Sync {
         false
     }
 
+    /// Whether `input` with `output` is an *observation*: wherever [`Model::step`] accepts
+    /// it, the state it returns is the same, at most with some of what the state left
+    /// unknown bound, and the state records everything its acceptance learns (so
+    /// `step(s) == Some(s)` means it is accepted in every state `s` stands for, and a state
+    /// with less bound accepts at least what a more bound one does). The search then never tries such an operation later than the first
+    /// point where it is accepted without changing the state: if no linearization follows
+    /// from there, none follows from leaving it for later (it could be moved to the front
+    /// of any that did). Without this, each no-op observation pending while the search
+    /// backtracks doubles the orders it tries. The default, `false`, is always safe.
+    fn is_observation(&self, input: &Self::Input, output: Option<&Self::Output>) -> bool {
+        let _ = (input, output);
+        false
+    }
+
     /// Splits a history into independent sub-histories (P-compositionality: a history is
     /// linearizable iff every sub-history is, when operations on different parts never
     /// interact). Each inner list holds indexes into `history`. The default: no split.

@@ -178,6 +178,10 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
     let universe = checked_paths(&ops, &excluded);
     // Parents of a left-out child: their children's stat changes out of the check's sight.
     let untracked_children: BTreeSet<&str> = excluded.keys().map(|path| parent_of(path)).collect();
+    for parent in &untracked_children {
+        let parent = model.paths.intern(parent);
+        model.untracked_children.insert(parent);
+    }
     for (index, op) in ops.iter().enumerate() {
         if matches!(op.operation, ZkOperation::Sync { .. }) {
             continue; // checked through the reads it precedes
