@@ -256,11 +256,14 @@ fn a_write_answered_as_failed_is_never_resolved_so_applying_it_is_caught() {
     assert!(is_violation(&report_of), "{report_of}");
 }
 
+/// Adds what makes op 1's identity ambiguous.
+type MakeAmbiguous = fn(&mut Builder);
+
 /// Lost-reply writes whose request identity is ambiguous stay unresolved: the stale read
 /// that an applied write would forbid is accepted, as by the black-box search.
 #[test]
 fn a_write_whose_identity_is_ambiguous_stays_unresolved() {
-    let ambiguous: [(&str, fn(&mut Builder)); 4] = [
+    let ambiguous: [(&str, MakeAmbiguous); 4] = [
         ("sent twice", |builder| {
             builder.sent(21, 1, 3);
         }),

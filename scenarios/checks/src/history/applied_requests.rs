@@ -64,10 +64,8 @@ impl AppliedRequests {
         let mut invoked = BTreeSet::new();
         for record in history.records() {
             match &record.event {
-                Event::Invoke { op_id, .. } => {
-                    if !invoked.insert(*op_id) {
-                        requests.shared_ids.insert(*op_id);
-                    }
+                Event::Invoke { op_id, .. } if !invoked.insert(*op_id) => {
+                    requests.shared_ids.insert(*op_id);
                 }
                 Event::Zk(ZkEvent::RequestSent {
                     session,

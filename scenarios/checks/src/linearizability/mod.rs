@@ -172,7 +172,8 @@ pub struct EvidenceOperation {
     pub lane: String,
     /// When it was invoked.
     pub invoked_at: u64,
-    /// When it returned (`None`: outcome unknown).
+    /// When it returned (`None`: outcome unknown; for a write resolved as taken effect,
+    /// when a replica first applied it).
     pub returned_at: Option<u64>,
     /// What it did, e.g. `write(2) -> ok`.
     pub description: String,
