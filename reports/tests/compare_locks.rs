@@ -164,6 +164,6 @@ fn bad_input_gets_one_line_and_exit_code_2() {
     assert_eq!(code, 0);
     assert!(help.contains("Examples:"), "{help}");
     // The defaults as they are typed.
-    assert!(help.contains("[default: 2,8,32]"), "{help}");
+    assert!(help.contains("[default: 2,8,32,128]"), "{help}");
     assert!(help.contains("[default: zab,raft]"), "{help}");
 }

@@ -322,6 +322,7 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
                         index: entry.index,
                         term: entry.term,
                         digest: entry_digest(&entry.payload),
+                        request: None,
                     });
                     self.app_events.push_back(AppEvent::Apply(entry));
                 }

@@ -553,6 +553,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 index: zxid.as_u64(),
                 term: u64::from(zxid.epoch),
                 digest: S::digest(&txn),
+                request: S::request(&txn),
             });
             self.effects.push(Effect::Applied { zxid, txn, output });
         }

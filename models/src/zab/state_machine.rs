@@ -1,6 +1,7 @@
 //! What ZAB replicates into: a deterministic state machine fed committed transactions.
 
 use super::Zxid;
+use sim::history::RequestRef;
 use std::fmt;
 
 /// A deterministic state machine that committed transactions are applied to, in zxid order.
@@ -25,4 +26,14 @@ pub trait StateMachine: Default + Clone + fmt::Debug + PartialEq {
 
     /// A stable digest of a transaction's content, to compare replicas in histories.
     fn digest(txn: &Self::Txn) -> u64;
+
+    /// The client request whose change `txn` carries, recorded with each replica's
+    /// `Applied` event (the linearizability checker reads whether an operation whose reply
+    /// was lost took effect from it); `None` for a transaction that changes nothing a client
+    /// asked for. Derived from the transaction, so replicas that agree on its digest agree
+    /// on it. The default names none.
+    fn request(txn: &Self::Txn) -> Option<RequestRef> {
+        let _ = txn;
+        None
+    }
 }

@@ -6,7 +6,10 @@ use super::{
     txn::{ApplyOutcome, SessionId, Txn, TxnBody, TxnResult, full_stat},
 };
 use crate::zab::{StateMachine, Zxid};
-use sim::history::zk::{Perms, Stat, WatchEventType, ZkError, ZkResponse};
+use sim::history::{
+    RequestRef,
+    zk::{Perms, Stat, WatchEventType, ZkError, ZkResponse},
+};
 use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
@@ -494,6 +497,10 @@ impl StateMachine for DataTree {
 
     fn digest(txn: &Txn) -> u64 {
         txn.digest()
+    }
+
+    fn request(txn: &Txn) -> Option<RequestRef> {
+        txn.request()
     }
 }
 

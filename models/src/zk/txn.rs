@@ -3,7 +3,10 @@
 use super::acl::NodeAcl;
 use sim::{
     digest::StableHasher,
-    history::zk::{Stat, WatchEventType, ZkError, ZkResponse},
+    history::{
+        RequestRef,
+        zk::{Stat, WatchEventType, ZkError, ZkResponse},
+    },
 };
 use std::sync::Arc;
 
@@ -186,6 +189,25 @@ impl Txn {
     /// A stable digest of the whole transaction, to compare replicas.
     pub fn digest(&self) -> u64 {
         self.digest
+    }
+
+    /// The client request whose change this transaction carries: its header (session,
+    /// cxid) when it changes the tree for a client's request. `None` for a refusal (an
+    /// error or session-moved transaction: the request took no effect), for session
+    /// creation and closing (no recorded operation asks for them) and for the server's
+    /// own transactions (session 0).
+    pub fn request(&self) -> Option<RequestRef> {
+        let changes_for_client = !matches!(
+            *self.body,
+            TxnBody::Error(_)
+                | TxnBody::SessionMoved
+                | TxnBody::CreateSession { .. }
+                | TxnBody::CloseSession { .. }
+        );
+        (self.session != 0 && changes_for_client).then_some(RequestRef {
+            session: self.session,
+            xid: self.cxid,
+        })
     }
 }
 

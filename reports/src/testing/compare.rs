@@ -66,7 +66,7 @@ impl Default for LockComparison {
 }
 
 impl LockComparison {
-    /// No locks yet; clients 2, 8 and 32 (as `compare-locks`), 3 servers, no faults, 10
+    /// No locks yet; clients 2, 8 and 32 (`compare-locks` adds 128), 3 servers, no faults, 10
     /// seeds (`COORDSIM_SEEDS` / `COORDSIM_SEED` override them).
     pub fn new() -> Self {
         Self {

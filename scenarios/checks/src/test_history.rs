@@ -189,6 +189,7 @@ pub fn applied(ms: u64, node: NodeId, index: u64) -> Record {
             index,
             term: index >> 32,
             digest: index,
+            request: None,
         }),
     )
 }

@@ -167,6 +167,12 @@ pub enum ProtocolEvent {
         term: u64,
         /// Digest of the entry's content, to compare replicas.
         digest: u64,
+        /// The client request whose change this entry carries, as the entry names it
+        /// (ZooKeeper's transaction header); `None` for entries that change nothing for a
+        /// client request (a refusal logged as an error transaction, a server's own entry)
+        /// and for stores whose entries name no request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request: Option<RequestRef>,
     },
     /// This node replaced its state machine with a snapshot taken at `index` (Raft
     /// InstallSnapshot, ZAB SNAP sync): entries up to `index` were not applied one by one.
@@ -216,6 +222,17 @@ pub enum ProtocolEvent {
         #[serde(default)]
         detail: serde_json::Value,
     },
+}
+
+/// A client request as a log entry names it: ZooKeeper's transaction header (the client's
+/// session and the request's xid in it, `TxnHeader.clientId` / `cxid`). The client records
+/// the same pair when it sends the request ([`super::zk::ZkEvent::RequestSent`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RequestRef {
+    /// The session id.
+    pub session: u64,
+    /// The request's xid in that session.
+    pub xid: u64,
 }
 
 /// What a quorum counted in [`ProtocolEvent::QuorumCounted`] was for (ZAB's phases).

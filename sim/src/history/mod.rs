@@ -14,7 +14,7 @@ pub mod zk;
 
 pub use events::{
     Event, FaultOutcome, FaultRecord, OpError, OpId, OpResult, Operation, PhaseEvent,
-    ProtocolEvent, QuorumStage, Response,
+    ProtocolEvent, QuorumStage, RequestRef, Response,
 };
 pub use recipe::{RecipeEvent, ResourceVerdict};
 

@@ -565,4 +565,18 @@ pub enum ZkEvent {
         /// Kind of watch.
         kind: WatchKind,
     },
+    /// The client sent a recorded write to its server as request `xid` of `session`: the
+    /// transaction header (session, cxid) that the replicas record when they apply it
+    /// ([`crate::history::ProtocolEvent::Applied`]'s `request`). Links an operation whose
+    /// outcome the client never learned to the log, for the linearizability checker.
+    RequestSent {
+        /// Logical process.
+        process: u32,
+        /// Session id.
+        session: u64,
+        /// The operation sent.
+        op_id: crate::history::OpId,
+        /// The request's xid in that session (ZooKeeper's cxid).
+        xid: u64,
+    },
 }

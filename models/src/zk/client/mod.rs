@@ -293,6 +293,14 @@ impl Shared {
     }
 }
 
+/// Whether `request` asks for a change of the tree (one transaction the replicas apply).
+fn changes_the_tree(request: &ClientRequest) -> bool {
+    matches!(
+        request,
+        ClientRequest::Write(_) | ClientRequest::Create2(_) | ClientRequest::Multi(_)
+    )
+}
+
 fn ok(response: &ZkResponse) -> OpResult {
     OpResult::Ok {
         response: Response::Zk(response.clone()),
@@ -552,6 +560,19 @@ impl ZkClient {
                                 },
                             );
                             let request = request.take().expect("sent once");
+                            if let (Some(op_id), Some(session), true) =
+                                (op_id, state.session, changes_the_tree(&request))
+                            {
+                                // The transaction header the replicas will record if they
+                                // apply it: how a checker learns whether a write whose reply
+                                // is lost took effect.
+                                shared.record_zk(ZkEvent::RequestSent {
+                                    process: shared.config.process,
+                                    session,
+                                    op_id,
+                                    xid,
+                                });
+                            }
                             match connection.send(ClientMessage::Request { xid, request }) {
                                 Ok(()) => Step::AwaitReply(receiver),
                                 Err(_) => {

@@ -337,6 +337,7 @@ mod tests {
                         index,
                         term,
                         digest,
+                        request: None,
                     },
                 );
             }

@@ -61,6 +61,7 @@ pub fn applied_runs(history: &History) -> Vec<AppliedRun> {
                 index,
                 term,
                 digest,
+                ..
             }) => {
                 let Some(node) = record.node else { continue };
                 let went_back = open

@@ -2,6 +2,7 @@
 //!
 //! Each reader documents which events it reads and who records them.
 
+pub mod applied_requests;
 pub mod applied_runs;
 pub mod barrier;
 pub(crate) mod beliefs;

@@ -36,6 +36,7 @@ pub mod jepsen;
 pub mod kv;
 mod model;
 pub mod register;
+pub mod resolve;
 mod search;
 pub mod zk;
 
@@ -171,7 +172,8 @@ pub struct EvidenceOperation {
     pub lane: String,
     /// When it was invoked.
     pub invoked_at: u64,
-    /// When it returned (`None`: outcome unknown).
+    /// When it returned (`None`: outcome unknown; for a write resolved as taken effect,
+    /// when a replica first applied it).
     pub returned_at: Option<u64>,
     /// What it did, e.g. `write(2) -> ok`.
     pub description: String,
@@ -326,7 +328,8 @@ fn evidence<M: Model>(
                         .cloned()
                         .unwrap_or_else(|| format!("lane {}", op.lane)),
                     invoked_at: op.invoked_at,
-                    returned_at: op.output().map(|_| op.returned_at()),
+                    returned_at: (!matches!(op.outcome, Outcome::Unknown))
+                        .then(|| op.returned_at()),
                     description: model.describe_operation(&op.input, op.output()),
                 }
             })

@@ -38,6 +38,20 @@ pub trait Model: Sync {
         false
     }
 
+    /// Whether `input` with `output` is an *observation*: wherever [`Model::step`] accepts
+    /// it, the state it returns is the same, at most with some of what the state left
+    /// unknown bound, and the state records everything its acceptance learns (so
+    /// `step(s) == Some(s)` means it is accepted in every state `s` stands for, and a state
+    /// with less bound accepts at least what a more bound one does). The search then never tries such an operation later than the first
+    /// point where it is accepted without changing the state: if no linearization follows
+    /// from there, none follows from leaving it for later (it could be moved to the front
+    /// of any that did). Without this, each no-op observation pending while the search
+    /// backtracks doubles the orders it tries. The default, `false`, is always safe.
+    fn is_observation(&self, input: &Self::Input, output: Option<&Self::Output>) -> bool {
+        let _ = (input, output);
+        false
+    }
+
     /// Splits a history into independent sub-histories (P-compositionality: a history is
     /// linearizable iff every sub-history is, when operations on different parts never
     /// interact). Each inner list holds indexes into `history`. The default: no split.
@@ -113,6 +127,14 @@ pub enum Outcome<O> {
     /// The client never learned the outcome: the operation may take effect at any time
     /// after its invocation, or never (its return time is open-ended).
     Unknown,
+    /// The client never learned the outcome, but the history shows that the operation's
+    /// request took effect by `by` (a replica applied it then: see
+    /// [`super::resolve`]). It is linearized between its invocation and `by`, with
+    /// whatever result it would have had (the result is still unknown).
+    TookEffect {
+        /// When a replica first applied it.
+        by: u64,
+    },
 }
 
 impl<I, O> Operation<I, O> {
@@ -120,14 +142,16 @@ impl<I, O> Operation<I, O> {
     pub fn output(&self) -> Option<&O> {
         match &self.outcome {
             Outcome::Returned { output, .. } => Some(output),
-            Outcome::Unknown => None,
+            Outcome::Unknown | Outcome::TookEffect { .. } => None,
         }
     }
 
-    /// The return time; `u64::MAX` when the outcome is unknown.
+    /// The return time (for an operation that took effect, when it took effect at the
+    /// latest); `u64::MAX` when the outcome is unknown.
     pub fn returned_at(&self) -> u64 {
         match &self.outcome {
             Outcome::Returned { at, .. } => *at,
+            Outcome::TookEffect { by } => *by,
             Outcome::Unknown => u64::MAX,
         }
     }

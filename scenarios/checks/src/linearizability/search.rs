@@ -14,6 +14,11 @@
 //! 3. An empty list means every operation was linearized: the history is linearizable. An
 //!    empty stack at a return entry means no order works: a violation.
 //!
+//! An observation ([`Model::is_observation`]) accepted where it changes nothing is placed
+//! there for good: backtracking past it undoes the choice before it too (it could move to
+//! the front of any order that placed it later), so pending no-op observations do not
+//! multiply the orders tried.
+//!
 //! Memoization (Lowe, "Testing for linearizability", 2017) makes the search revisit no
 //! (linearized set, state) pair; the set is a bitset whose hash is kept up to date
 //! incrementally (Zobrist hashing), so a step costs one model step and one hash probe.
@@ -58,6 +63,16 @@ pub(crate) struct Limits {
 }
 
 const NIL: u32 = u32::MAX;
+
+/// How a linearized operation came to be where it is on the stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    /// One of several places tried: on backtracking, the search tries the next.
+    Free,
+    /// An observation placed at the first point it changed nothing
+    /// ([`Model::is_observation`]): if that fails, every later place fails too.
+    Forced,
+}
 
 /// splitmix64: a fixed, well-mixed key per operation for Zobrist hashing.
 fn zobrist_key(index: usize) -> u64 {
@@ -217,8 +232,14 @@ pub(crate) fn search<M: Model>(
     let mut linearized = Linearized::new(n);
     let mut memo: Memo<M::State> = Memo::new(linearized.words.len());
     let mut state = model.init();
-    // The choices made: (call entry, state before it).
-    let mut stack: Vec<(u32, M::State)> = Vec::new();
+    let observation: Vec<bool> = (0..n)
+        .map(|local| {
+            let op = operation(local);
+            model.is_observation(&op.input, op.output())
+        })
+        .collect();
+    // The choices made: (call entry, state before it, whether it was forced).
+    let mut stack: Vec<(u32, M::State, Choice)> = Vec::new();
     let mut deepest = Deepest::default();
     let mut entry = next[head as usize];
 
@@ -244,31 +265,44 @@ pub(crate) fn search<M: Model>(
                 entry = next[entry as usize];
                 continue;
             };
+            // An observation that changes nothing here goes here or nowhere
+            // (`Model::is_observation`).
+            let choice = if observation[local] && new_state == state {
+                Choice::Forced
+            } else {
+                Choice::Free
+            };
             linearized.flip(local);
             let key = linearized.hash ^ hash_of(&new_state).rotate_left(17);
             if !memo.insert(key, &linearized.words, &new_state) {
                 linearized.flip(local);
-                entry = next[entry as usize];
+                if choice == Choice::Free {
+                    entry = next[entry as usize];
+                    continue;
+                }
+                // Placing it here was tried and failed: so does every order from here.
+            } else {
+                let call = entry as usize;
+                let ret = call + 1;
+                // Lift the call and its return out of the list.
+                next[prev[call] as usize] = next[call];
+                prev[next[call] as usize] = prev[call];
+                next[prev[ret] as usize] = next[ret];
+                if next[ret] != NIL {
+                    prev[next[ret] as usize] = prev[ret];
+                }
+                stack.push((entry, std::mem::replace(&mut state, new_state), choice));
+                entry = next[head as usize];
                 continue;
             }
-            let call = entry as usize;
-            let ret = call + 1;
-            // Lift the call and its return out of the list.
-            next[prev[call] as usize] = next[call];
-            prev[next[call] as usize] = prev[call];
-            next[prev[ret] as usize] = next[ret];
-            if next[ret] != NIL {
-                prev[next[ret] as usize] = prev[ret];
-            }
-            stack.push((entry, std::mem::replace(&mut state, new_state)));
-            entry = next[head as usize];
-        } else {
+        } else if stack.len() > deepest.prefix.len() || deepest.blocked.is_none() {
             // (2) A return: the operation it closes had to be linearized by now.
-            if stack.len() > deepest.prefix.len() || deepest.blocked.is_none() {
-                deepest.prefix = stack.iter().map(|(call, _)| *call as usize / 2).collect();
-                deepest.blocked = Some(local);
-            }
-            let Some((call_entry, previous_state)) = stack.pop() else {
+            deepest.prefix = stack.iter().map(|(call, ..)| *call as usize / 2).collect();
+            deepest.blocked = Some(local);
+        }
+        // Backtrack: undo the last free choice, and the forced ones made after it.
+        loop {
+            let Some((call_entry, previous_state, choice)) = stack.pop() else {
                 return (PartitionResult::Violation(deepest), steps);
             };
             let call = call_entry as usize;
@@ -283,6 +317,9 @@ pub(crate) fn search<M: Model>(
             linearized.flip(call / 2);
             state = previous_state;
             entry = next[call];
+            if choice == Choice::Free {
+                break;
+            }
         }
     }
     (PartitionResult::Linearizable, steps)

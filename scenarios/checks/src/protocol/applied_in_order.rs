@@ -193,6 +193,7 @@ mod tests {
                 index,
                 term: 1,
                 digest: index,
+                request: None,
             }),
         }
     }

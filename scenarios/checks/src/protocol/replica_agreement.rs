@@ -87,6 +87,7 @@ pub fn check(history: &History) -> Checked<DivergentApply> {
                 index,
                 term,
                 digest,
+                ..
             }),
         ) = (record.node, &record.event)
         else {
@@ -157,6 +158,7 @@ mod tests {
                 index,
                 term,
                 digest,
+                request: None,
             }),
         }
     }

@@ -7,8 +7,14 @@
 //! (`zab.ack_newleader_before_persist`, ZOOKEEPER-3911) and by a leader that answers `sync`
 //! without a quorum (`zab.sync_not_quorum`, ZOOKEEPER-1675).
 //!
-//! **Reads:** client operations only (`Invoke`/`Complete` of `sim::history::zk` operations,
-//! recorded by the client library at the client node). No server event is trusted.
+//! A write whose reply was lost is resolved from the replicas' `Applied` records: taken
+//! effect (linearized before the first replica applied it) or left out (no replica did);
+//! why that is safe: [`crate::linearizability::resolve`].
+//!
+//! **Reads:** client operations (`Invoke`/`Complete` of `sim::history::zk` operations,
+//! recorded by the client library at the client node); for writes of unknown outcome, the
+//! client's `ZkEvent::RequestSent` and the replicas' `ProtocolEvent::Applied` requests
+//! (facts `protocol.replica_agreement` and `protocol.replica_prefix` verify).
 
 use crate::etcd::linearizable::verdict;
 use crate::linearizability::{CheckOptions, check, zk};

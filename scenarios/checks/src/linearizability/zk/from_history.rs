@@ -2,11 +2,15 @@
 //! is left out and why.
 
 use super::{ActionResult, PathAction, PathError, SeenStat, ZkInput, ZkModel, ZkOutput};
-use crate::history::zk::{ZkOp, parent_of, preceding_syncs, sequence_appended, zk_operations};
+use crate::history::{
+    applied_requests::AppliedRequests,
+    zk::{ZkOp, parent_of, preceding_syncs, sequence_appended, zk_operations},
+};
 use crate::linearizability::{
     Skipped, TimeUnit,
     model::{Operation, OperationHistory, Outcome},
     register::Interner,
+    resolve::resolve,
 };
 use sim::{
     history::{
@@ -184,6 +188,10 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
     let universe = checked_paths(&ops, &excluded);
     // Parents of a left-out child: their children's stat changes out of the check's sight.
     let untracked_children: BTreeSet<&str> = excluded.keys().map(|path| parent_of(path)).collect();
+    for parent in &untracked_children {
+        let parent = model.paths.intern(parent);
+        model.untracked_children.insert(parent);
+    }
     for (index, op) in ops.iter().enumerate() {
         if matches!(op.operation, ZkOperation::Sync { .. }) {
             continue; // checked through the reads it precedes
@@ -203,6 +211,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
             }),
         }
     }
+    resolve(&mut checked, &AppliedRequests::of(history));
     (model, checked)
 }
 
