@@ -1229,6 +1229,74 @@ mod zk_semantics {
         assert_eq!(evidence(&parent_read(2, 2)).partition, "path /p");
     }
 
+    /// A create inside a multi may answer `create2`'s reply (path and stat): the node it
+    /// names is checked, so a synced listing without it is a violation.
+    #[test]
+    fn a_multi_create_answering_create2_is_checked() {
+        let listing = |children: Vec<String>| {
+            let rows = vec![
+                (
+                    0,
+                    0,
+                    10,
+                    ZkOperation::Multi {
+                        ops: vec![ZkOperation::Create {
+                            path: "/n-".into(),
+                            data: "a".into(),
+                            mode: CreateMode::PersistentSequential,
+                        }],
+                    },
+                    Result_::Ok(ZkResponse::Multi {
+                        results: vec![ZkResponse::CreatedWithStat {
+                            path: "/n-0000000000".into(),
+                            stat: stat(0, 5, 5),
+                        }],
+                    }),
+                ),
+                (1, 20, 25, sync(), Result_::Ok(ZkResponse::Synced)),
+                (
+                    1,
+                    30,
+                    35,
+                    ZkOperation::GetChildren { path: "/".into() },
+                    Result_::Ok(ZkResponse::Children {
+                        children,
+                        stat: Stat::default(),
+                    }),
+                ),
+            ];
+            report(&history(rows))
+        };
+        let listed = listing(vec!["n-0000000000".into()]);
+        assert_eq!(listed.verdict, Verdict::Ok, "{listed}");
+        assert_eq!(listed.skipped.values().sum::<usize>(), 0, "{listed}");
+        assert_eq!(
+            evidence(&listing(Vec::new())).partition,
+            "path /n-0000000000"
+        );
+    }
+
+    /// A `create2` (the zookeeper-client drop-in's create) shows the new node's stat, which
+    /// is checked as a read right after the create: a new node has data version 0.
+    #[test]
+    fn a_create2_reply_stat_is_checked() {
+        let created = |version: i32| {
+            let rows = vec![(
+                0,
+                0,
+                10,
+                create("/x", "a"),
+                Result_::Ok(ZkResponse::CreatedWithStat {
+                    path: "/x".into(),
+                    stat: stat(version, 5, 5),
+                }),
+            )];
+            report(&history(rows))
+        };
+        assert_eq!(created(0).verdict, Verdict::Ok);
+        assert_eq!(evidence(&created(3)).partition, "path /x");
+    }
+
     /// A create needs its parent: a child created under a parent that a synced read shows
     /// missing, with nothing deleting it in between, is a violation.
     #[test]
