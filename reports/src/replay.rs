@@ -93,8 +93,14 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "CHECK", requires = "shrink")]
     shrink_check: Option<String>,
     /// With --shrink: the most runs to try.
-    #[arg(long, value_name = "N", default_value_t = 200, requires = "shrink")]
+    #[arg(long, value_name = "N", default_value_t = ShrinkConfig::default().max_runs,
+          requires = "shrink")]
     shrink_runs: u32,
+    /// With --shrink: the most simulated time the runs may reach together, seconds.
+    #[arg(long, value_name = "S",
+          default_value_t = ShrinkConfig::default().max_simulated_ms / 1_000,
+          value_parser = clap::value_parser!(u64).range(1..), requires = "shrink")]
+    shrink_simulated_s: u64,
     /// With --shrink: where to write the shrunk plan (JSON, for `run --plan` and
     /// `replay --plan`).
     #[arg(
@@ -326,6 +332,7 @@ fn shrink_plan(args: &ReplayArgs, scenario: &Scenario, outcome: &Outcome) -> Res
         .map_err(|error| CliError::bad_input(format!("--shrink: {error}")))?;
     let config = ShrinkConfig {
         max_runs: args.shrink_runs,
+        max_simulated_ms: args.shrink_simulated_s.saturating_mul(1_000),
         ..ShrinkConfig::default()
     };
     let report = shrink::shrink(scenario, args.seed, outcome, &target, &config)

@@ -42,16 +42,19 @@ const SHRUNK_FAULTS_TARGET: usize = 10;
 #[command(after_help = "\
 Detection: for each row of the known-bug table, the row's scenario runs with the row's \
 variant on over seeds 0, 1, 2, … up to the row's seed bound, in order, until the row's check \
-fires: `seeds` is how many seeds that took (the failing seed's index + 1), `wall s` the wall \
-time from the row's first run to the end of the detecting one. This is the rule of \
+fires: `seeds` is how many seeds that took (the failing seed's index + 1), `detect s` the \
+wall time from the row's first run to the end of the detecting one, `total s` that and the \
+shrink together. This is the rule of \
 `scenarios::detection`, which the known-bug test (scenarios/tests/known_bugs.rs) uses too. \
 If an earlier seed failed in another way (another check, a liveness stall, a crash, the \
 time limit), the row still counts as caught (`yes*`: a note under the table says which seed \
 failed first and how); a variant whose runs fail only in other ways is not caught (`NO*`). \
 The detecting run's fault plan is then shrunk for the row's check (as `coordsim replay \
---shrink` does, at most --shrink-runs runs): `shrunk` is its faults before → after.
+--shrink` does, within --shrink-runs runs and --shrink-simulated-s seconds of simulated time \
+for all its runs together): `shrunk` is its faults before → after.
 
-The table fits 160 columns; --json has every row in full (source, store, shrunk plans).
+The table fits 160 columns; --json has every row in full (scenario, source, store, shrunk \
+plans, each shrink's runs, simulated time and why it stopped).
 
 False alarms: every distinct scenario of the rows, with every variant off, over seeds 0 to \
 --seeds − 1 (default 10); any failure of any kind is a false alarm.
@@ -82,6 +85,11 @@ pub struct ZooArgs {
     #[arg(long, value_name = "N", default_value_t = ShrinkConfig::default().max_runs,
           value_parser = clap::value_parser!(u32).range(1..))]
     shrink_runs: u32,
+    /// The most simulated time one shrink's runs may reach together, seconds.
+    #[arg(long, value_name = "S",
+          default_value_t = ShrinkConfig::default().max_simulated_ms / 1_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    shrink_simulated_s: u64,
 }
 
 /// How the search for a variant's detection ended.
@@ -120,6 +128,16 @@ struct OtherFailure {
     failed_with: String,
 }
 
+impl Shrunk {
+    /// Wall time of the shrink (0 for one that could not start).
+    fn wall_s(&self) -> f64 {
+        match self {
+            Shrunk::Done { wall_s, .. } => *wall_s,
+            Shrunk::Failed { .. } => 0.0,
+        }
+    }
+}
+
 /// A shrink of a detecting run's plan.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
@@ -132,6 +150,8 @@ enum Shrunk {
         shrunk_faults: usize,
         /// Runs the shrinker made.
         runs_tried: u32,
+        /// The simulated time those runs reached, added up, milliseconds.
+        simulated_ms: u64,
         /// Why it stopped.
         stopped: ShrinkStop,
         /// Wall time of the shrink.
@@ -199,6 +219,7 @@ struct Options {
     false_alarm_seeds: u64,
     only: Vec<String>,
     shrink_runs: u32,
+    shrink_simulated_s: u64,
 }
 
 /// The zoo in numbers.
@@ -215,6 +236,8 @@ struct Summary {
     false_alarms: usize,
     detection_wall_median_s: Option<f64>,
     detection_wall_max_s: Option<f64>,
+    /// The longest a caught variant took, detection and shrink together, and which.
+    total_wall_max: Option<(String, f64)>,
     shrunk_faults_max: Option<usize>,
     /// Every variant caught by its check and no false alarm.
     passed: bool,
@@ -284,6 +307,7 @@ pub fn run(args: ZooArgs) -> Result<ExitCode, CliError> {
     let threads = NonZeroUsize::new(threads).unwrap_or(NonZeroUsize::MIN);
     let shrink_config = ShrinkConfig {
         max_runs: args.shrink_runs,
+        max_simulated_ms: args.shrink_simulated_s.saturating_mul(1_000),
         ..ShrinkConfig::default()
     };
     println!(
@@ -395,6 +419,7 @@ fn report(
         false_alarm_seeds: args.seeds,
         only: args.only.clone(),
         shrink_runs: args.shrink_runs,
+        shrink_simulated_s: args.shrink_simulated_s,
     };
     let wall_s = started.elapsed().as_secs_f64();
     eprintln!("zoo: {wall_s:.1} s of wall time on {threads} threads");
@@ -544,6 +569,7 @@ fn shrink_detecting(
             original_faults: report.original.faults,
             shrunk_faults: report.shrunk.faults,
             runs_tried: report.runs_tried,
+            simulated_ms: report.simulated_ms,
             stopped: report.stopped,
             wall_s: started.elapsed().as_secs_f64(),
             plan: report.plan,
@@ -580,9 +606,17 @@ fn run_correct(scenario: &Scenario, seed: Seed) -> (Option<FalseAlarm>, Duration
 fn summarize(variants: &[VariantRow], correct: &[FalseAlarmRow]) -> Summary {
     let mut walls: Vec<f64> = Vec::new();
     let mut shrunk_faults_max: Option<usize> = None;
+    let mut total_wall_max: Option<(String, f64)> = None;
     for row in variants {
         if let Detection::Caught { wall_s, shrink, .. } = &row.detection {
             walls.push(*wall_s);
+            let total_s = wall_s + shrink.wall_s();
+            if total_wall_max
+                .as_ref()
+                .is_none_or(|(_, max)| total_s > *max)
+            {
+                total_wall_max = Some((row.variant.clone(), total_s));
+            }
             if let Shrunk::Done { shrunk_faults, .. } = shrink {
                 shrunk_faults_max = shrunk_faults_max.max(Some(*shrunk_faults));
             }
@@ -622,6 +656,7 @@ fn summarize(variants: &[VariantRow], correct: &[FalseAlarmRow]) -> Summary {
         false_alarms,
         detection_wall_median_s: median,
         detection_wall_max_s: walls.last().copied(),
+        total_wall_max,
         shrunk_faults_max,
         passed: caught == variants.len() && false_alarms == 0,
     }
@@ -634,15 +669,15 @@ fn variant_table(variants: &[VariantRow]) -> String {
     let mut builder = Builder::default();
     builder.push_record([
         "variant",
-        "scenario",
         "expected check",
         "caught",
         "seeds",
-        "wall s",
+        "detect s",
+        "total s",
         "shrunk",
     ]);
     for row in variants {
-        let (caught, seeds, wall, shrunk) = match &row.detection {
+        let (caught, seeds, wall, total, shrunk) = match &row.detection {
             Detection::Caught {
                 seeds_run,
                 wall_s,
@@ -656,6 +691,7 @@ fn variant_table(variants: &[VariantRow]) -> String {
                 },
                 format!("{seeds_run} of {}", row.seed_bound),
                 format!("{wall_s:.2}"),
+                format!("{:.2}", wall_s + shrink.wall_s()),
                 match shrink {
                     Shrunk::Done {
                         original_faults,
@@ -670,21 +706,23 @@ fn variant_table(variants: &[VariantRow]) -> String {
                 format!("– of {}", row.seed_bound),
                 "–".into(),
                 "–".into(),
+                "–".into(),
             ),
             Detection::Missed => (
                 "NO",
                 format!("– of {}", row.seed_bound),
                 "–".into(),
                 "–".into(),
+                "–".into(),
             ),
         };
         builder.push_record([
             row.variant.clone(),
-            row.scenario.clone(),
             row.check.clone(),
             caught.to_string(),
             seeds,
             wall,
+            total,
             shrunk,
         ]);
     }
@@ -805,5 +843,8 @@ fn print_summary(summary: &Summary, scenarios: usize, seeds: u64) {
         summary.detection_wall_max_s,
     ) {
         println!("wall time to first detection: median {median:.2} s, max {max:.2} s");
+    }
+    if let Some((variant, total_s)) = &summary.total_wall_max {
+        println!("wall time per variant, detection and shrink: max {total_s:.2} s ({variant})");
     }
 }

@@ -68,6 +68,20 @@ pub fn replay_command(scenario: &Scenario, seed: Seed) -> ReplayCommand {
 /// [`run`], with `replay` the command a model panic's failure report names (a test's
 /// command, in a sweep).
 pub fn run_replayed_by(scenario: &Scenario, seed: Seed, replay: &str) -> Outcome {
+    run_judged_by(scenario, seed, replay, &scenario.check_set())
+}
+
+/// [`run_replayed_by`], judged by `checks` alone instead of the scenario's whole
+/// [`Scenario::check_set`]. The run, its history and its digest are the same (checks only
+/// read the history); only the verdict and what it costs differ: the shrinker asks whether
+/// one check still fires, where the linearizability search of the full set can cost seconds
+/// on a run of milliseconds.
+pub fn run_judged_by(
+    scenario: &Scenario,
+    seed: Seed,
+    replay: &str,
+    checks: &[&'static checks::Check],
+) -> Outcome {
     let world = World::new(seed, scenario.world_config())
         .unwrap_or_else(|error| panic!("scenario `{}` is invalid: {error}", scenario.name))
         .described_as(scenario.name.clone(), replay);
@@ -137,7 +151,7 @@ pub fn run_replayed_by(scenario: &Scenario, seed: Seed, replay: &str) -> Outcome
         *outcome.marks.entry(mark).or_default() += count;
     }
     let relied_on = scenario.relied_on();
-    for check in scenario.check_set() {
+    for check in checks {
         let verdict = (check.run)(&history, &context);
         outcome.checks.push(CheckTally {
             check: check.name.to_string(),

@@ -3,8 +3,9 @@
 //!
 //! Every candidate is a [`FaultPlan`] run through the one driver ([`driver::run`] with
 //! [`Scenario::with_plan`]) on the original seed; a candidate that fails the same way (the
-//! [`ShrinkTarget`]) replaces the current plan at once. Three moves, in this order, repeated
-//! until none makes the plan smaller or the run budget is spent:
+//! [`ShrinkTarget`]) replaces the current plan at once. Four moves, in this order, repeated
+//! until none makes the plan smaller or a budget is spent (runs, or simulated time: see
+//! [`ShrinkConfig`]):
 //!
 //! 1. **drop faults**: delta debugging (Zeller's ddmin) over the plan's faults. A fault with
 //!    a span (`for_ms`) carries its inverse in the same entry, so the pair goes together; an
@@ -13,18 +14,22 @@
 //!    fault named with `as` drops the later faults that target its `$name`. Every candidate
 //!    is valid by construction, and [`Scenario::validate`] is asked anyway (an invalid one is
 //!    skipped, not run).
-//! 2. **shorten spans**: per fault with a span, a binary search for the shortest `for_ms`
+//! 2. **close faults**: a fault undone by an explicit inverse entry becomes one fault with a
+//!    span, and a fault never undone (it lasts until the fault phase ends) gets a span to
+//!    that end, so that the next move can shorten both.
+//! 3. **shorten spans**: per fault with a span, a binary search for the shortest `for_ms`
 //!    that still fails (to [`ShrinkConfig::resolution_ms`]).
-//! 3. **move faults earlier**: per fault, a binary search for the earliest `at_ms` that
+//! 4. **move faults earlier**: per fault, a binary search for the earliest `at_ms` that
 //!    still fails, no earlier than the fault before it (so the order, and every `$name`
 //!    before its use, stays as it was).
 //!
-//! For a safety target the candidates are judged by the target's check alone (checks only
+//! For a safety target the candidates are judged by the target's check alone
+//! ([`driver::run_judged_by`]; checks only
 //! read the history, so this changes no run, only what it costs: the linearizability search
 //! on a long history can take seconds where the run takes milliseconds).
 //!
-//! Plans are compared by [`PlanSize`]: fault count, then total span, then the sum of the
-//! faults' times. Each move only accepts smaller plans, so the shrunk plan is never larger
+//! Plans are compared by [`PlanSize`]: fault count, then open faults, then total span, then
+//! the sum of the faults' times. Each move only accepts smaller plans, so the shrunk plan is never larger
 //! than the original. Candidates already tried are not run again. The search is sequential
 //! and a pure function of its input: the same scenario, seed, target and configuration give
 //! the same shrunk plan.
@@ -118,17 +123,17 @@ impl ShrinkTarget {
                 .is_none_or(|check| outcome.violations.iter().any(|v| &v.check == check))
     }
 
-    /// `scenario` as the shrinker runs it: for a safety target, with the target's check
-    /// alone. Checks are pure functions of the history, so the runs (and their history
+    /// The checks a candidate of `scenario` is judged by: for a safety target, the target's
+    /// check alone. Checks are pure functions of the history, so the runs (and their history
     /// digests) are those of `scenario`; the other checks, the linearizability search among
     /// them, can cost far more than the run. Other targets keep every check: a violation
     /// would make a run a safety failure instead.
-    fn judged_scenario(&self, scenario: &Scenario) -> Scenario {
-        let mut judged = scenario.clone();
+    fn judging_checks(&self, scenario: &Scenario) -> Vec<&'static checks::Check> {
+        let mut every = scenario.check_set();
         if let Some(check) = &self.check {
-            judged.checks = vec![check.clone()];
+            every.retain(|known| known.name == check);
         }
-        judged
+        every
     }
 }
 
@@ -151,11 +156,19 @@ fn checks_fired(outcome: &Outcome) -> Vec<String> {
     fired
 }
 
+/// [`ShrinkConfig::max_simulated_ms`] by default: one simulated hour.
+pub const DEFAULT_MAX_SIMULATED_MS: u64 = 60 * 60 * 1_000;
+
 /// How far a shrink may go.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ShrinkConfig {
     /// At most this many runs, the one that confirms the original failure included.
     pub max_runs: u32,
+    /// At most this much simulated time, all runs together (each run counts the time it
+    /// reached). A budget in simulated time, not wall time, keeps the shrunk plan a pure
+    /// function of the input; it bounds what the run count cannot: a liveness failure's
+    /// candidates each run to the liveness bound.
+    pub max_simulated_ms: u64,
     /// The binary searches on spans and times stop when the failing and the passing value
     /// are this close, milliseconds.
     pub resolution_ms: u64,
@@ -165,17 +178,21 @@ impl Default for ShrinkConfig {
     fn default() -> Self {
         Self {
             max_runs: 200,
+            max_simulated_ms: DEFAULT_MAX_SIMULATED_MS,
             resolution_ms: 10,
         }
     }
 }
 
-/// A plan's size, compared in this order: fault count, then the sum of the spans
-/// (`for_ms`), then the sum of the faults' times (`at_ms`). Smaller is simpler.
+/// A plan's size, compared in this order: fault count, then the open faults, then the sum
+/// of the spans (`for_ms`), then the sum of the faults' times (`at_ms`). Smaller is simpler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct PlanSize {
     /// Entries in the plan (a fault and the inverse its span fires count once).
     pub faults: usize,
+    /// Faults that have an inverse but neither a span nor an explicit inverse entry: they
+    /// last until the fault phase ends, longer than any span could.
+    pub open_faults: usize,
     /// The spans added up, milliseconds.
     pub total_span_ms: u64,
     /// The faults' times added up, milliseconds.
@@ -187,6 +204,10 @@ impl PlanSize {
     pub fn of(plan: &FaultPlan) -> Self {
         Self {
             faults: plan.faults.len(),
+            open_faults: units(plan)
+                .iter()
+                .filter(|unit| is_open(plan, unit))
+                .count(),
             total_span_ms: plan.faults.iter().filter_map(|f| f.for_ms).sum(),
             total_at_ms: plan.faults.iter().map(|f| f.at_ms).sum(),
         }
@@ -197,8 +218,8 @@ impl fmt::Display for PlanSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} faults, {} ms of spans",
-            self.faults, self.total_span_ms
+            "{} faults ({} open), {} ms of spans",
+            self.faults, self.open_faults, self.total_span_ms
         )
     }
 }
@@ -210,7 +231,9 @@ pub enum ShrinkStop {
     /// No move made the plan smaller: a local minimum.
     Fixpoint,
     /// The run budget ([`ShrinkConfig::max_runs`]) was spent.
-    Budget,
+    RunBudget,
+    /// The simulated-time budget ([`ShrinkConfig::max_simulated_ms`]) was spent.
+    SimulatedTimeBudget,
 }
 
 /// What a shrink came to.
@@ -227,15 +250,17 @@ pub struct ShrinkReport {
     pub runs_tried: u32,
     /// Of those, the runs that failed the same way (the confirming run included).
     pub runs_failed: u32,
+    /// The simulated time those runs reached, added up, milliseconds.
+    pub simulated_ms: u64,
     /// Why the shrink stopped.
     pub stopped: ShrinkStop,
     /// The shrunk plan: `coordsim run --plan FILE` reads it as serialized.
     pub plan: FaultPlan,
     /// The last failing run, which followed `plan`: replaying the scenario with `plan` on
     /// the same seed gives its history digest. For a safety target it was judged by the
-    /// target's check alone, so its violations are that check's and its scenario digest is
-    /// of the scenario with that one check (`coordsim run --plan` gives every check's
-    /// verdict on the same history). Its history is kept (not serialized).
+    /// target's check alone, so its violations and check tallies are that check's
+    /// (`coordsim run --plan` gives every check's verdict on the same history). Its history
+    /// is kept (not serialized).
     pub outcome: Outcome,
 }
 
@@ -245,12 +270,14 @@ impl fmt::Display for ShrinkReport {
         writeln!(f, "faults:          {} -> {}", self.original, self.shrunk)?;
         writeln!(
             f,
-            "runs:            {} tried, {} failed the same way ({})",
+            "runs:            {} tried, {} failed the same way, {:.1} s simulated ({})",
             self.runs_tried,
             self.runs_failed,
+            self.simulated_ms as f64 / 1_000.0,
             match self.stopped {
                 ShrinkStop::Fixpoint => "no move makes the plan smaller",
-                ShrinkStop::Budget => "the run budget is spent",
+                ShrinkStop::RunBudget => "the run budget is spent",
+                ShrinkStop::SimulatedTimeBudget => "the simulated-time budget is spent",
             }
         )?;
         if let Some(digest) = self.outcome.history_digest {
@@ -329,12 +356,16 @@ pub fn shrink(
         enabled_kinds: Vec::new(),
         faults: original.fault_plan.faults.clone(),
     };
-    let judged = target.judged_scenario(scenario);
-    let confirming_scenario = judged.clone().with_plan(plan.clone());
+    let judging = target.judging_checks(scenario);
+    let run = |candidate: &Scenario| {
+        let replay = driver::replay_command(candidate, seed).to_string();
+        driver::run_judged_by(candidate, seed, &replay, &judging)
+    };
+    let confirming_scenario = scenario.clone().with_plan(plan.clone());
     confirming_scenario
         .validate()
         .map_err(ShrinkError::InvalidPlan)?;
-    let confirming = driver::run(&confirming_scenario, seed);
+    let confirming = run(&confirming_scenario);
     if !target.matches(&confirming) {
         return Err(ShrinkError::NotReproduced {
             got: confirming
@@ -342,25 +373,32 @@ pub fn shrink(
                 .map_or_else(|| "a clean run".to_string(), |failure| failure.to_string()),
         });
     }
+    let confirming_ms = confirming.metrics.ended_at_ms;
     let mut last_failing = confirming;
     let mut runs_failed = 1;
     let mut trial = |candidate: &FaultPlan| {
-        let candidate_scenario = judged.clone().with_plan(candidate.clone());
+        let candidate_scenario = scenario.clone().with_plan(candidate.clone());
         if candidate_scenario.validate().is_err() {
-            return Trial::Invalid;
+            return (Trial::Invalid, 0);
         }
-        let outcome = driver::run(&candidate_scenario, seed);
+        let outcome = run(&candidate_scenario);
+        let simulated_ms = outcome.metrics.ended_at_ms;
         if target.matches(&outcome) {
             runs_failed += 1;
             last_failing = outcome;
-            Trial::Fails
+            (Trial::Fails, simulated_ms)
         } else {
-            Trial::Passes
+            (Trial::Passes, simulated_ms)
         }
     };
-    let mut search = Search::new(config, &mut trial);
-    search.known_failing(&plan);
-    let (shrunk, runs_tried, stopped) = search.run(plan.clone());
+    let mut search = Search::new(config, scenario.fault_phase_ms, &mut trial);
+    search.known_failing(&plan, confirming_ms);
+    let Searched {
+        plan: shrunk,
+        runs: runs_tried,
+        simulated_ms,
+        stopped,
+    } = search.run(plan.clone());
     let outcome = last_failing;
     debug_assert_eq!(
         outcome.fault_plan, shrunk,
@@ -372,6 +410,7 @@ pub fn shrink(
         shrunk: PlanSize::of(&shrunk),
         runs_tried,
         runs_failed,
+        simulated_ms,
         stopped,
         plan: shrunk,
         outcome,
@@ -394,31 +433,64 @@ enum Trial {
 /// of the current plan.
 struct Search<'a> {
     config: &'a ShrinkConfig,
-    trial: &'a mut dyn FnMut(&FaultPlan) -> Trial,
+    /// When the fault phase ends: an open fault lasts until then.
+    fault_phase_ms: u64,
+    /// Runs a candidate: what it came to and the simulated time it reached, ms.
+    trial: &'a mut dyn FnMut(&FaultPlan) -> (Trial, u64),
     /// Every candidate tried, by its JSON: what it came to.
     tried: BTreeMap<String, Trial>,
     runs: u32,
+    simulated_ms: u64,
+}
+
+/// What a search came to: the shrunk plan, the runs made, the simulated time they reached
+/// (ms, added up), and why it stopped.
+#[derive(Clone, Debug, PartialEq)]
+struct Searched {
+    plan: FaultPlan,
+    runs: u32,
+    simulated_ms: u64,
+    stopped: ShrinkStop,
 }
 
 impl<'a> Search<'a> {
-    fn new(config: &'a ShrinkConfig, trial: &'a mut dyn FnMut(&FaultPlan) -> Trial) -> Self {
+    fn new(
+        config: &'a ShrinkConfig,
+        fault_phase_ms: u64,
+        trial: &'a mut dyn FnMut(&FaultPlan) -> (Trial, u64),
+    ) -> Self {
         Self {
             config,
+            fault_phase_ms,
             trial,
             tried: BTreeMap::new(),
             runs: 0,
+            simulated_ms: 0,
         }
     }
 
-    /// Records `plan` as tried and failing, by a run made outside the search.
-    fn known_failing(&mut self, plan: &FaultPlan) {
+    /// Records `plan` as tried and failing, by a run made outside the search that reached
+    /// `simulated_ms`.
+    fn known_failing(&mut self, plan: &FaultPlan, simulated_ms: u64) {
         let key = serde_json::to_string(plan).expect("a plan serializes");
         self.tried.insert(key, Trial::Fails);
         self.runs += 1;
+        self.simulated_ms += simulated_ms;
+    }
+
+    /// The budget spent, if one is.
+    fn spent(&self) -> Option<ShrinkStop> {
+        if self.runs >= self.config.max_runs {
+            Some(ShrinkStop::RunBudget)
+        } else if self.simulated_ms >= self.config.max_simulated_ms {
+            Some(ShrinkStop::SimulatedTimeBudget)
+        } else {
+            None
+        }
     }
 
     fn out_of_runs(&self) -> bool {
-        self.runs >= self.config.max_runs
+        self.spent().is_some()
     }
 
     /// Tests `plan`, once: a plan tried before gets its earlier verdict without a run, and
@@ -431,30 +503,36 @@ impl<'a> Search<'a> {
         if self.out_of_runs() {
             return Trial::Passes;
         }
-        let trial = (self.trial)(plan);
+        let (trial, simulated_ms) = (self.trial)(plan);
         if trial != Trial::Invalid {
             self.runs += 1;
+            self.simulated_ms += simulated_ms;
         }
         self.tried.insert(key, trial);
         trial
     }
 
-    /// Shrinks `plan` (known to fail) until a fixpoint or the budget: the shrunk plan, the
-    /// runs made, and why it stopped.
-    fn run(mut self, mut plan: FaultPlan) -> (FaultPlan, u32, ShrinkStop) {
+    /// Shrinks `plan` (known to fail) until a fixpoint or a budget is spent.
+    fn run(mut self, mut plan: FaultPlan) -> Searched {
         loop {
             let before = PlanSize::of(&plan);
             plan = self.drop_faults(plan);
+            plan = self.close_faults(plan);
             plan = self.shorten_spans(plan);
             plan = self.move_earlier(plan);
             let after = PlanSize::of(&plan);
             debug_assert!(after <= before);
-            if self.out_of_runs() {
-                return (plan, self.runs, ShrinkStop::Budget);
-            }
-            if after == before {
-                return (plan, self.runs, ShrinkStop::Fixpoint);
-            }
+            let stopped = match self.spent() {
+                Some(budget) => budget,
+                None if after == before => ShrinkStop::Fixpoint,
+                None => continue,
+            };
+            return Searched {
+                plan,
+                runs: self.runs,
+                simulated_ms: self.simulated_ms,
+                stopped,
+            };
         }
     }
 
@@ -512,7 +590,47 @@ impl<'a> Search<'a> {
         plan
     }
 
-    /// Move 2: per fault with a span, the shortest span that still fails.
+    /// Move 2: every fault that has an inverse but no span gets one, so that move 3 can
+    /// shorten it. A fault paired with its explicit inverse entry becomes one entry whose
+    /// span ends where the inverse was (one fault fewer); an open fault, which lasts until
+    /// the fault phase ends, gets a span to that end (one open fault fewer). Each
+    /// candidate is run like any other: the span's inverse acts on the node the fault
+    /// resolved, which an explicit inverse written for a role may not have.
+    fn close_faults(&mut self, mut plan: FaultPlan) -> FaultPlan {
+        let mut index = 0;
+        while index < plan.faults.len() && !self.out_of_runs() {
+            let unit = units(&plan).into_iter().find(|unit| unit[0] == index);
+            let closed = match unit.as_deref() {
+                Some([fault, inverse]) if plan.faults[*fault].for_ms.is_none() => {
+                    let span_ms = plan.faults[*inverse].at_ms - plan.faults[*fault].at_ms;
+                    let mut candidate = plan.clone();
+                    candidate.faults.remove(*inverse);
+                    (span_ms > 0).then(|| {
+                        candidate.faults[*fault].for_ms = Some(span_ms);
+                        candidate
+                    })
+                }
+                Some(unit) if is_open(&plan, unit) => {
+                    let span_ms = self.fault_phase_ms.saturating_sub(plan.faults[index].at_ms);
+                    (span_ms > 0).then(|| {
+                        let mut candidate = plan.clone();
+                        candidate.faults[index].for_ms = Some(span_ms);
+                        candidate
+                    })
+                }
+                _ => None,
+            };
+            if let Some(candidate) = closed
+                && self.test(&candidate) == Trial::Fails
+            {
+                plan = candidate;
+            }
+            index += 1;
+        }
+        plan
+    }
+
+    /// Move 3: per fault with a span, the shortest span that still fails.
     fn shorten_spans(&mut self, mut plan: FaultPlan) -> FaultPlan {
         for index in 0..plan.faults.len() {
             let Some(span_ms) = plan.faults[index].for_ms else {
@@ -525,7 +643,7 @@ impl<'a> Search<'a> {
         plan
     }
 
-    /// Move 3: per fault, the earliest time that still fails, no earlier than the fault
+    /// Move 4: per fault, the earliest time that still fails, no earlier than the fault
     /// before it.
     fn move_earlier(&mut self, mut plan: FaultPlan) -> FaultPlan {
         for index in 0..plan.faults.len() {
@@ -600,6 +718,16 @@ fn units(plan: &FaultPlan) -> Vec<Vec<usize>> {
         }
     }
     units
+}
+
+/// Whether `unit` (of [`units`]) is one fault that has an inverse but neither a span nor
+/// an explicit inverse entry: it lasts until the fault phase ends.
+fn is_open(plan: &FaultPlan, unit: &[usize]) -> bool {
+    let [fault] = unit else {
+        return false;
+    };
+    let fault = &plan.faults[*fault];
+    fault.for_ms.is_none() && fault.fault.has_inverse() && !fault.fault.is_inverse()
 }
 
 /// Whether `inverse` undoes `fault` (written as separate plan entries).
@@ -712,18 +840,35 @@ mod tests {
     fn search(
         plan: &FaultPlan,
         config: &ShrinkConfig,
-        mut predicate: impl FnMut(&FaultPlan) -> bool,
+        predicate: impl FnMut(&FaultPlan) -> bool,
     ) -> (FaultPlan, u32, ShrinkStop) {
+        let searched = search_costing(plan, config, SYNTHETIC_FAULT_PHASE_MS, 0, predicate);
+        (searched.plan, searched.runs, searched.stopped)
+    }
+
+    /// A synthetic fault phase, longer than every synthetic plan.
+    const SYNTHETIC_FAULT_PHASE_MS: u64 = 60_000;
+
+    /// [`search`], each run reaching `run_ms` of simulated time, with the fault phase
+    /// ending at `fault_phase_ms`.
+    fn search_costing(
+        plan: &FaultPlan,
+        config: &ShrinkConfig,
+        fault_phase_ms: u64,
+        run_ms: u64,
+        mut predicate: impl FnMut(&FaultPlan) -> bool,
+    ) -> Searched {
         assert!(predicate(plan), "the synthetic original must fail");
         let mut trial = |candidate: &FaultPlan| {
-            if predicate(candidate) {
+            let trial = if predicate(candidate) {
                 Trial::Fails
             } else {
                 Trial::Passes
-            }
+            };
+            (trial, run_ms)
         };
-        let mut search = Search::new(config, &mut trial);
-        search.known_failing(plan);
+        let mut search = Search::new(config, fault_phase_ms, &mut trial);
+        search.known_failing(plan, run_ms);
         search.run(plan.clone())
     }
 
@@ -792,22 +937,22 @@ mod tests {
                 .iter()
                 .filter(|f| f.fault == Fault::Crash { node: s1.clone() })
                 .count();
+            // A crash with a span carries its restart.
             let restarts = candidate
                 .faults
                 .iter()
-                .filter(|f| f.fault == Fault::Restart { node: s1.clone() })
+                .filter(|f| {
+                    f.fault == Fault::Restart { node: s1.clone() }
+                        || (f.fault == Fault::Crash { node: s1.clone() } && f.for_ms.is_some())
+                })
                 .count();
             assert!(restarts >= crashes, "a crash of s1 lost its restart");
             crashes == 1
         });
-        let kept: Vec<&Fault> = shrunk.faults.iter().map(|f| &f.fault).collect();
-        assert_eq!(
-            kept,
-            [
-                &Fault::Crash { node: s1.clone() },
-                &Fault::Restart { node: s1 }
-            ]
-        );
+        // The crash kept, with its restart folded into its span (move 2).
+        assert_eq!(shrunk.faults.len(), 1, "{shrunk}");
+        assert_eq!(shrunk.faults[0].fault, Fault::Crash { node: s1 });
+        assert!(shrunk.faults[0].for_ms.is_some(), "{shrunk}");
     }
 
     #[test]
@@ -881,6 +1026,7 @@ mod tests {
         let config = ShrinkConfig {
             max_runs: 200,
             resolution_ms: 10,
+            ..ShrinkConfig::default()
         };
         let (shrunk, _, stopped) = search(&plan, &config, |candidate| {
             candidate
@@ -903,11 +1049,12 @@ mod tests {
         let config = ShrinkConfig {
             max_runs: 5,
             resolution_ms: 10,
+            ..ShrinkConfig::default()
         };
         let predicate = |plan: &FaultPlan| has_step(plan, 4) && has_step(plan, 9);
         let first = search(&plan, &config, predicate);
         assert_eq!(first.1, 5);
-        assert_eq!(first.2, ShrinkStop::Budget);
+        assert_eq!(first.2, ShrinkStop::RunBudget);
         assert!(PlanSize::of(&first.0) <= PlanSize::of(&plan));
         assert_eq!(search(&plan, &config, predicate), first);
         let unlimited = ShrinkConfig::default();
@@ -915,6 +1062,103 @@ mod tests {
             search(&plan, &unlimited, predicate),
             search(&plan, &unlimited, predicate)
         );
+    }
+
+    fn crash(at_ms: u64, server: usize) -> ScheduledFault {
+        ScheduledFault::at(
+            at_ms,
+            Fault::Crash {
+                node: NodeId::server(server).into(),
+            },
+        )
+    }
+
+    fn restart(at_ms: u64, server: usize) -> ScheduledFault {
+        ScheduledFault::at(
+            at_ms,
+            Fault::Restart {
+                node: NodeId::server(server).into(),
+            },
+        )
+    }
+
+    /// How long the crash of `server` lasts in `plan`: its span, or until its restart.
+    fn crash_span_ms(plan: &FaultPlan, server: usize) -> Option<u64> {
+        let crashes = |f: &&ScheduledFault| {
+            f.fault
+                == Fault::Crash {
+                    node: NodeId::server(server).into(),
+                }
+        };
+        let crash = plan.faults.iter().find(crashes)?;
+        crash.for_ms.or_else(|| {
+            plan.faults
+                .iter()
+                .find(|f| {
+                    f.fault
+                        == Fault::Restart {
+                            node: NodeId::server(server).into(),
+                        }
+                })
+                .map(|restart| restart.at_ms - crash.at_ms)
+        })
+    }
+
+    #[test]
+    fn a_fault_and_its_explicit_inverse_become_one_fault_with_a_span_that_shrinks() {
+        // Fails while s1 is down at least 300 ms (written as crash … restart).
+        let plan = FaultPlan::new(vec![crash(1_000, 0), restart(3_000, 0)]);
+        let (shrunk, _, stopped) = search(&plan, &ShrinkConfig::default(), |candidate| {
+            crash_span_ms(candidate, 0).is_some_and(|span_ms| span_ms >= 300)
+        });
+        assert_eq!(stopped, ShrinkStop::Fixpoint);
+        assert_eq!(shrunk.faults.len(), 1, "{shrunk}");
+        let span_ms = shrunk.faults[0].for_ms.expect("closed into a span");
+        assert!((300..310).contains(&span_ms), "{span_ms}");
+        assert!(PlanSize::of(&shrunk) < PlanSize::of(&plan));
+    }
+
+    #[test]
+    fn an_open_fault_gets_a_span_to_the_fault_phase_end_then_shrinks() {
+        // A crash never undone lasts until the fault phase ends (60 s here); it fails while
+        // s1 is down at least 2 s.
+        let plan = FaultPlan::new(vec![crash(500, 0)]);
+        let open = PlanSize::of(&plan);
+        assert_eq!(open.open_faults, 1);
+        let (shrunk, _, _) = search(&plan, &ShrinkConfig::default(), |candidate| {
+            let crashed = !candidate.faults.is_empty();
+            crashed
+                && crash_span_ms(candidate, 0)
+                    .unwrap_or(SYNTHETIC_FAULT_PHASE_MS)
+                    .ge(&2_000)
+        });
+        let span_ms = shrunk.faults[0].for_ms.expect("closed into a span");
+        assert!((2_000..2_010).contains(&span_ms), "{span_ms}");
+        assert_eq!(PlanSize::of(&shrunk).open_faults, 0);
+        assert!(PlanSize::of(&shrunk) < open);
+        // A fault without an inverse (a clock step) is never open.
+        assert_eq!(
+            PlanSize::of(&FaultPlan::new(vec![step(0, 5)])).open_faults,
+            0
+        );
+    }
+
+    #[test]
+    fn the_simulated_time_budget_stops_the_search() {
+        let plan = FaultPlan::new((1..=12).map(|i| step(i * 500, i as i64)).collect());
+        let config = ShrinkConfig {
+            max_simulated_ms: 10_000,
+            ..ShrinkConfig::default()
+        };
+        let predicate = |plan: &FaultPlan| has_step(plan, 4) && has_step(plan, 9);
+        // Each run reaches 3 s: the fourth run spends the budget.
+        let searched = search_costing(&plan, &config, SYNTHETIC_FAULT_PHASE_MS, 3_000, predicate);
+        assert_eq!(searched.stopped, ShrinkStop::SimulatedTimeBudget);
+        assert_eq!(searched.runs, 4);
+        assert_eq!(searched.simulated_ms, 12_000);
+        // Free runs never spend it.
+        let free = search_costing(&plan, &config, SYNTHETIC_FAULT_PHASE_MS, 0, predicate);
+        assert_eq!(free.stopped, ShrinkStop::Fixpoint);
     }
 
     #[test]
@@ -928,6 +1172,7 @@ mod tests {
             PlanSize::of(&two),
             PlanSize {
                 faults: 2,
+                open_faults: 0,
                 total_span_ms: 0,
                 total_at_ms: 0
             }

@@ -96,6 +96,16 @@ fn shrinks_and_replays(bug: &str, test_name: &str) -> (Scenario, SeedFailure, Sh
             .iter()
             .any(|v| v.check == case.check)
     );
+    // Judged by that check alone: the rest of the check set (the linearizability search
+    // among it) would cost more than the runs.
+    let judged: Vec<&str> = report
+        .outcome
+        .checks
+        .iter()
+        .map(|c| c.check.as_str())
+        .collect();
+    assert_eq!(judged, [case.check], "{report}");
+    assert!(report.simulated_ms >= report.outcome.metrics.ended_at_ms);
     // (b) At most 10 faults, and no more than the original.
     assert!(report.shrunk.faults <= 10, "{report}");
     assert!(report.shrunk.faults <= original.faults, "{report}");

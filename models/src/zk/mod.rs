@@ -26,3 +26,4 @@ pub use prep::WriteOp;
 pub use sequence::SequenceWidth;
 pub use server::{ClientLink, ServerEffect, ZkServer, ZkServerConfig};
 pub use tree::DataTree;
+pub use wire::MultiReadOp;

@@ -28,7 +28,8 @@ use super::{
     txn::{ApplyOutcome, CloseReason, SessionId, Txn, TxnBody, TxnResult},
     watches::WatchManager,
     wire::{
-        AuthInfo, ClientMessage, ClientRequest, LeaderRequest, Refusal, Revalidation, ServerMessage,
+        AuthInfo, ClientMessage, ClientRequest, LeaderRequest, MultiReadOp, Refusal, Revalidation,
+        ServerMessage,
     },
 };
 use crate::zab::{
@@ -789,6 +790,7 @@ impl ZkServer {
             | ClientRequest::GetAllChildrenNumber { .. }
             | ClientRequest::AddWatch { .. }
             | ClientRequest::RemoveWatches { .. }
+            | ClientRequest::MultiRead(_)
             | ClientRequest::AddAuth(_) => unreachable!("reads and auth handled above"),
         };
         self.submit(now, session, xid, request, ids);
@@ -866,10 +868,33 @@ impl ZkServer {
                     false => Err(ZkError::NoWatcher),
                 }
             }
+            ClientRequest::MultiRead(ops) => Ok(self.multi_read(ops, ids)),
             _ => Err(ZkError::BadArguments),
         };
         let zxid = self.core.last_applied().as_u64();
         self.send_to_client(link, ClientMessage::Reply { xid, zxid, result });
+    }
+
+    /// A `multiRead`, as ZooKeeper's `FinalRequestProcessor` answers it: every read on the
+    /// same tree (no write applies in between), each answering its own error
+    /// (`ErrorResult`) while the others still answer; a `getChildren` answers the names
+    /// alone (`GetChildrenResult`), and no read sets a watch.
+    fn multi_read(&self, ops: &[MultiReadOp], ids: &AuthIds) -> ZkResponse {
+        let tree = self.core.machine();
+        let results = ops
+            .iter()
+            .map(|op| match op {
+                MultiReadOp::GetData { path } => tree.get_data(path, ids),
+                MultiReadOp::GetChildren { path } => match tree.get_children(path, ids) {
+                    Ok(ZkResponse::Children { mut children, .. }) => {
+                        self.children_order.arrange(&mut children);
+                        Ok(ZkResponse::ChildNames { children })
+                    }
+                    other => other,
+                },
+            })
+            .collect();
+        ZkResponse::MultiRead { results }
     }
 
     /// Answers the write at the head of the session's queue, then the reads behind it.

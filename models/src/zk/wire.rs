@@ -76,6 +76,25 @@ pub enum ClientRequest {
     },
     /// End the session.
     CloseSession,
+    /// `multiRead` (ZooKeeper 3.6+): several reads answered together, each on its own,
+    /// setting no watch.
+    MultiRead(Vec<MultiReadOp>),
+}
+
+/// One read of a `multiRead` (ZooKeeper's `Op.getData` and `Op.getChildren`, the only ops
+/// `FinalRequestProcessor` takes in one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MultiReadOp {
+    /// The node's data and stat.
+    GetData {
+        /// Path.
+        path: String,
+    },
+    /// The node's children, without its stat.
+    GetChildren {
+        /// Path.
+        path: String,
+    },
 }
 
 impl ClientRequest {
@@ -91,6 +110,7 @@ impl ClientRequest {
                 | ClientRequest::GetAllChildrenNumber { .. }
                 | ClientRequest::AddWatch { .. }
                 | ClientRequest::RemoveWatches { .. }
+                | ClientRequest::MultiRead(_)
         )
     }
 }

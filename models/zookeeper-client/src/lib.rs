@@ -50,6 +50,18 @@
 //!   one operation. A create's result carries an invalid `Stat` (`Stat::is_invalid`, as the
 //!   real one may, ZOOKEEPER-4026): the model's multi answers a create with its path only.
 //!   Paths are checked at commit (the model answers), not when added.
+//! - Multi-read: `new_multi_reader` → `MultiReader` (`add_get_data`, `add_get_children`,
+//!   `commit`, `abort`) → `Vec<MultiReadResult>` (`Data`, `Children`, `Error`): the model's
+//!   `multiRead` (ZooKeeper 3.6+), recorded as one operation; each read answers on its own
+//!   (a `NoNode` or `NoAuth` in its slot, the others still answer), and a child listing
+//!   comes without a stat, as ZooKeeper's. Paths are checked when added, as the real one
+//!   checks them.
+//! - The lock: `Client::lock` with `LockPrefix::{new_curator, new_shared, new_custom}` and
+//!   `LockOptions` → `LockClient` (`client`, `lock_path`, and the writes guarded by the
+//!   lock node: `create`, `set_data`, `delete`, `new_check_writer`, each a `CheckWriter`
+//!   on the lock path, so a write through a lost lock fails with `RuntimeInconsistent`;
+//!   `into_owned` → `OwnedLockClient`). Ported from the real source: `src/sim/lock.rs` says
+//!   where it differs.
 //! - `CreateMode` (all five) with `with_acls` → `CreateOptions`; `CreateSequence`;
 //!   `Acls::{new, anyone_all, anyone_read, creator_all}`, `Acl`, `AuthId`, `AuthUser`,
 //!   `Permission`; `Stat`.
@@ -125,9 +137,6 @@
 //! - `list_auth_users`, `get_config`, `get_and_watch_config`, `update_ensemble`
 //!   (reconfiguration). (`SessionState::ConnectedReadOnly` exists but is never reported:
 //!   the model has no read-only servers.)
-//! - `new_multi_reader`, `MultiReader`, `MultiReadResult`: the model has no `multiRead`.
-//! - Not yet (work in progress): `lock` (`LockClient`, `LockOptions`,
-//!   `LockPrefix`, `OwnedLockClient`: another branch builds them on this one).
 
 #[cfg(madsim)]
 mod sim;

@@ -1352,6 +1352,81 @@ mod zk_semantics {
         assert_eq!(evidence(&created(3)).partition, "path /x");
     }
 
+    /// A multiRead of `/x` and of `/`'s children, after a sync by its process.
+    fn synced_multi_read(x: Result<ZkResponse, ZkError>, root_children: &[&str]) -> History {
+        let mut rows = writes();
+        rows.push((1, 40, 45, sync(), Result_::Ok(ZkResponse::Synced)));
+        rows.push((
+            1,
+            50,
+            55,
+            ZkOperation::MultiRead {
+                ops: vec![get("/x"), ZkOperation::GetChildren { path: "/".into() }],
+            },
+            Result_::Ok(ZkResponse::MultiRead {
+                results: vec![
+                    x,
+                    Ok(ZkResponse::ChildNames {
+                        children: root_children.iter().map(|c| c.to_string()).collect(),
+                    }),
+                ],
+            }),
+        ));
+        history(rows)
+    }
+
+    /// A multiRead is judged read by read, as a synced plain read would be: its reads see
+    /// every write completed before the sync.
+    #[test]
+    fn a_synced_multi_read_is_judged_read_by_read() {
+        let latest = Ok(ZkResponse::Data {
+            data: "b".into(),
+            stat: stat(1, 5, 7),
+        });
+        let judged = report(&synced_multi_read(latest.clone(), &["x"]));
+        assert_eq!(judged.verdict, Verdict::Ok, "{judged}");
+        let stale = Ok(ZkResponse::Data {
+            data: "a".into(),
+            stat: stat(0, 5, 5),
+        });
+        let judged = report(&synced_multi_read(stale, &["x"]));
+        assert_eq!(evidence(&judged).partition, "path /x", "{judged}");
+        // A read's own error is judged in its slot: /x exists.
+        let judged = report(&synced_multi_read(Err(ZkError::NoNode), &["x"]));
+        assert_eq!(evidence(&judged).partition, "path /x", "{judged}");
+        // The names alone (no stat) still say whether /x is listed.
+        let judged = report(&synced_multi_read(latest, &[]));
+        assert_eq!(evidence(&judged).partition, "path /x", "{judged}");
+    }
+
+    /// Without a sync before it, a multiRead is a plain read: left out and counted.
+    #[test]
+    fn a_plain_multi_read_is_left_out_as_a_plain_read() {
+        let mut rows = writes();
+        rows.push((
+            1,
+            50,
+            55,
+            ZkOperation::MultiRead {
+                ops: vec![get("/x")],
+            },
+            Result_::Ok(ZkResponse::MultiRead {
+                results: vec![Ok(ZkResponse::Data {
+                    data: "a".into(),
+                    stat: stat(0, 5, 5),
+                })],
+            }),
+        ));
+        let report = report(&history(rows));
+        assert_eq!(report.verdict, Verdict::Ok, "{report}");
+        assert_eq!(
+            report.skipped.get(
+                "plain read (sequentially consistent by design: served by the connected server)"
+            ),
+            Some(&1)
+        );
+    }
+
     /// A create needs its parent: a child created under a parent that a synced read shows
     /// missing, with nothing deleting it in between, is a violation.
     #[test]

@@ -166,6 +166,20 @@ impl Fault {
         nodes
     }
 
+    /// Whether the fault has an inverse that a span (`for_ms`) can fire: [`Fault::inverse`]
+    /// is `Some` exactly for these.
+    pub fn has_inverse(&self) -> bool {
+        !matches!(
+            self,
+            Fault::Heal
+                | Fault::Unclog { .. }
+                | Fault::Restart { .. }
+                | Fault::Resume { .. }
+                | Fault::ClockStep { .. }
+                | Fault::HealAll
+        )
+    }
+
     /// The fault that undoes this one after a span (`for_ms` in a plan), with the subject
     /// already resolved to `subject`; `config` gives the network conditions to restore.
     /// `None` for faults that have no inverse (a clock step, a heal, an inverse itself).
@@ -616,6 +630,55 @@ mod tests {
                 .iter()
                 .all(|kind| FaultKind::ALL.contains(kind))
         );
+    }
+
+    #[test]
+    fn has_inverse_says_which_faults_inverse_undoes() {
+        let s1 = Target::Node(NodeId::server(0));
+        let faults = [
+            Fault::Partition {
+                shape: PartitionShape::Halves,
+            },
+            Fault::Heal,
+            Fault::Clog {
+                from: NodeId::server(0),
+                to: NodeId::server(1),
+            },
+            Fault::Unclog {
+                from: NodeId::server(0),
+                to: NodeId::server(1),
+            },
+            Fault::Loss {
+                rate: Ratio::new(1, 10),
+            },
+            Fault::Latency {
+                min_us: 1,
+                max_us: 2,
+            },
+            Fault::Duplication {
+                rate: Ratio::new(1, 10),
+            },
+            Fault::Crash { node: s1.clone() },
+            Fault::Restart { node: s1.clone() },
+            Fault::Pause { node: s1.clone() },
+            Fault::Resume { node: s1.clone() },
+            Fault::ClockStep {
+                node: s1.clone(),
+                delta_ms: 5,
+            },
+            Fault::ClockDrift {
+                node: s1,
+                drift_ppm: 50,
+            },
+            Fault::HealAll,
+        ];
+        let kinds: BTreeSet<FaultKind> = faults.iter().map(Fault::kind).collect();
+        assert_eq!(kinds.len(), FaultKind::ALL.len(), "one fault of every kind");
+        let config = WorldConfig::default();
+        for fault in &faults {
+            let inverse = fault.inverse(Some(NodeId::server(0)), &config);
+            assert_eq!(fault.has_inverse(), inverse.is_some(), "{fault}");
+        }
     }
 
     #[test]

@@ -114,8 +114,7 @@ impl FaultPlan {
                 ));
             }
             if let Some(for_ms) = scheduled.for_ms {
-                let placeholder = scheduled.fault.subject().map(|_| crate::NodeId::server(0));
-                if scheduled.fault.inverse(placeholder, config).is_none() {
+                if !scheduled.fault.has_inverse() {
                     return Err(ConfigError::new(
                         format!("{field}.for_ms"),
                         format!(

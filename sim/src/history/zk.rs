@@ -128,6 +128,14 @@ pub enum ZkOperation {
         /// Which watches.
         kind: WatcherType,
     },
+    /// Several reads in one request (ZooKeeper 3.6+'s `multiRead`), read at one point of the
+    /// server's tree and answered each on its own: a read that fails answers its error in its
+    /// slot, the others still answer. Its `ops` are [`ZkOperation::GetData`] and
+    /// [`ZkOperation::GetChildren`]; neither sets a watch.
+    MultiRead {
+        /// The reads.
+        ops: Vec<ZkOperation>,
+    },
 }
 
 /// What a persistent watch watches (ZooKeeper's `AddWatchMode`; `zookeeper-client`'s
@@ -354,6 +362,18 @@ pub enum ZkResponse {
     WatchAdded,
     /// Watches removed (`removeWatches`).
     WatchesRemoved,
+    /// A `multiRead` answered: one result per read, in order, each a response or the error
+    /// that read alone met (ZooKeeper's `ErrorResult`).
+    MultiRead {
+        /// Results.
+        results: Vec<Result<ZkResponse, ZkError>>,
+    },
+    /// Children listed without the parent's stat: a `getChildren` inside a `multiRead`
+    /// (ZooKeeper's `GetChildrenResult` holds the names alone).
+    ChildNames {
+        /// Child names (last path segment), in the server's order.
+        children: Vec<String>,
+    },
 }
 
 impl ZkResponse {

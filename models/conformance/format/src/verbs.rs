@@ -109,6 +109,7 @@ const ZK: &[Verb] = &[
     verb("remove_watches", &[("path", Word)], &[("kind", Word)], &[]),
     verb("sync", &[("path", Word)], &[], &[]),
     verb("multi", &[("ops", Word)], &[], &[]),
+    verb("multi_read", &[("ops", Word)], &[], &[]),
     verb("auth", &[("scheme", Word), ("credentials", Word)], &[], &[]),
     verb("get_acl", &[("path", Word)], &[], &[]),
     verb("ephemerals", &[("prefix", Word)], &[], &[]),

@@ -14,9 +14,11 @@ use sim::{
 use std::{collections::BTreeMap, time::Duration};
 
 mod acl;
+mod multi_read;
 mod watches;
 
 use acl::{acl_entries, node_acl, render_acl};
+use multi_read::{multi_read_ops, multi_read_pieces};
 use watches::{ProbeWatch, remove_watches_raw, session_state, wait_for};
 
 /// Debian's `zoo.cfg`: `tickTime=2000`.
@@ -433,6 +435,16 @@ async fn call(
             }
             None => (
                 Raw::Ok(vec![Piece::Text("probe: bad multi op".into())]),
+                None,
+            ),
+        },
+        "multi_read" => match multi_read_ops(step.arg(0)) {
+            Some(ops) => {
+                let result = zk.multi_read(ops).await;
+                (raw(result.map(multi_read_pieces)), None)
+            }
+            None => (
+                Raw::Ok(vec![Piece::Text("probe: bad multi_read op".into())]),
                 None,
             ),
         },

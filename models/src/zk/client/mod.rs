@@ -18,6 +18,7 @@
 //! operations), as do session and watch events ([`ZkEvent`]).
 
 mod connection;
+mod multi_read;
 mod protected;
 mod watchers;
 
@@ -31,7 +32,7 @@ use super::{
     path::{self, TrailingSlash},
     prep::WriteOp,
     txn::SessionId,
-    wire::{AuthInfo, ClientMessage, ClientRequest},
+    wire::{AuthInfo, ClientMessage, ClientRequest, MultiReadOp},
 };
 use serde::{Deserialize, Serialize};
 use sim::{
@@ -1086,6 +1087,18 @@ fn validate(request: &ClientRequest) -> Result<(), ZkError> {
         | ClientRequest::GetAllChildrenNumber { path }
         | ClientRequest::GetEphemerals { prefix: path }
         | ClientRequest::Sync { path } => path::validate_request(path, TrailingSlash::Refused),
+        ClientRequest::MultiRead(ops) => {
+            for (index, op) in ops.iter().enumerate() {
+                let (MultiReadOp::GetData { path } | MultiReadOp::GetChildren { path }) = op;
+                path::validate_request(path, TrailingSlash::Refused).map_err(|error| {
+                    ZkError::MultiFailed {
+                        index,
+                        error: Box::new(error),
+                    }
+                })?;
+            }
+            Ok(())
+        }
         ClientRequest::CloseSession | ClientRequest::AddAuth(_) => Ok(()),
     }
 }

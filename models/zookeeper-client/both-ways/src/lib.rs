@@ -5,7 +5,8 @@
 use std::time::Duration;
 use zookeeper_client::{
     Acl, Acls, AddWatchMode, AuthId, CheckWriteError, CheckWriter, Client, CreateMode,
-    CreateSequence, Error, EventType, MultiWriteError, MultiWriteResult, MultiWriter, Permission,
+    CreateSequence, Error, EventType, LockClient, LockOptions, LockPrefix, MultiReadResult,
+    MultiReader, MultiWriteError, MultiWriteResult, MultiWriter, OwnedLockClient, Permission,
     PersistentWatcher, SessionId, SessionState, Stat, StateWatcher, WatchedEvent,
 };
 
@@ -178,4 +179,68 @@ pub async fn guarded_set(
     let _ = client.list_ephemerals("/").await?;
     let _ = client.count_descendants_number("/").await?;
     Ok(results.len())
+}
+
+/// Reads `node`'s data and `parent`'s children in one request; a missing node reads `None`.
+pub async fn snapshot(
+    client: &Client,
+    parent: &str,
+    node: &str,
+) -> Result<(Option<Vec<u8>>, Vec<String>), Error> {
+    let mut reader: MultiReader<'_> = client.new_multi_reader();
+    reader.add_get_data(node)?;
+    reader.add_get_children(parent)?;
+    let (mut data, mut children) = (None, Vec::new());
+    for result in reader.commit().await? {
+        match result {
+            MultiReadResult::Data { data: bytes, stat } => {
+                assert!(stat.version >= 0);
+                data = Some(bytes);
+            }
+            MultiReadResult::Children { children: names } => children = names,
+            MultiReadResult::Error { err: Error::NoNode } => {}
+            MultiReadResult::Error { err } => return Err(err),
+            other => return Err(Error::UnexpectedError(format!("{other:?}"))),
+        }
+    }
+    reader.abort();
+    Ok((data, children))
+}
+
+/// Takes the lock under `dir` and, while it holds, records `who` as the leader through
+/// writes the lock node guards; answers the lock's path.
+pub async fn lead(client: &Client, dir: &str, who: &str) -> Result<String, Error> {
+    let prefix = format!("{dir}/lock-");
+    let options = LockOptions::new(Acls::anyone_all())
+        .with_ancestor_options(CreateMode::Persistent.with_acls(Acls::anyone_all()))?;
+    let lock: LockClient<'_> = client
+        .lock(LockPrefix::new_shared(&prefix)?, b"", options)
+        .await?;
+    let leader = format!("{dir}/leader");
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let (_stat, _sequence): (Stat, CreateSequence) =
+        lock.create(&leader, who.as_bytes(), &open).await?;
+    let stat = lock.set_data(&leader, who.as_bytes(), Some(0)).await?;
+    let mut writer: CheckWriter<'_> = lock.new_check_writer();
+    writer.add_set_data(&leader, b"", Some(stat.version))?;
+    writer.commit().await?;
+    let owned: OwnedLockClient = lock.into_owned();
+    let _ = owned.client().session_id();
+    match owned.delete(&leader, None).await {
+        // The lock node is gone (its session expired, or it was deleted).
+        Err(Error::RuntimeInconsistent) => return Err(Error::RuntimeInconsistent),
+        other => other?,
+    }
+    let mut writer = owned.new_check_writer();
+    writer.add_create(&leader, who.as_bytes(), &open)?;
+    writer.commit().await?;
+    owned.set_data(&leader, b"done", None).await?;
+    owned
+        .create(
+            &format!("{dir}/n-"),
+            b"",
+            &CreateMode::PersistentSequential.with_acls(Acls::anyone_all()),
+        )
+        .await?;
+    Ok(owned.lock_path().to_string())
 }

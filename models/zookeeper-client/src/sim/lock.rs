@@ -15,26 +15,31 @@
 //!   `ConnectionLoss`, as the real one's `retry_on_connection_loss` does.
 //!
 //! Where it differs from zookeeper-client 0.11.2:
-//! - `find_lock` reads the candidates with one `getData` each, not one multi-read (the
-//!   model's multi has no reads); a candidate gone between the two is skipped, as the real
-//!   one skips a `NoNode` result.
+//! - `find_lock` parses the found child's bare name, where the real one parses its full
+//!   path against the bare prefix name and so fails with `UnexpectedError` (an upstream
+//!   bug). Both read the candidates' owners with one multi-read, a `NoNode` one skipped.
 //! - The Curator prefix's UUID is the session id and a count of the run's locks in UUID
 //!   form, not a random `Uuid::new_v4`: as unique, and the same in every replay of a seed.
 //! - The node a cancelled `lock` leaves is deleted by a task on the caller's node, as the
 //!   real one spawns it on its executor; a [`LockClient`] dropped deletes its node the same
 //!   way.
 //!
-//! Not mirrored yet (absent, so code that uses them does not compile; the crate doc's "Not
-//! mirrored" should list them): `LockClient::create`, `set_data`, `delete`,
-//! `new_check_writer` and `into_owned`, and `OwnedLockClient`.
+//! [`LockClient`] and [`OwnedLockClient`], the writes guarded by the lock node, are in
+//! `lock/client.rs`.
 
+mod client;
 mod prefix;
 
+pub use client::{LockClient, OwnedLockClient};
 pub use prefix::{LockOptions, LockPrefix};
 
-use super::{Client, CreateMode, CreateOptions, CreateSequence, Error, Result, parse_sequence};
-use prefix::{LockPrefixKind, TrailingSlash, split_path, validate_path};
-use std::{borrow::Cow, fmt::Write, future::Future};
+use super::{
+    Client, CreateMode, CreateOptions, CreateSequence, Error, MultiReadResult, Result,
+    parse_sequence,
+};
+use prefix::{LockPrefixKind, split_path};
+pub(crate) use prefix::{TrailingSlash, validate_path};
+use std::{fmt::Write, future::Future};
 
 impl Client {
     /// Contends lock/leader/latch using given locking path pattern.
@@ -70,12 +75,9 @@ impl Client {
         }
         let prefix_kind = prefix.kind();
         let (lock, sequence_len) = self.create_lock(prefix, data, options).await?;
-        let client = LockClient {
-            client: self,
-            lock: Cow::from(lock),
-        };
+        let client = LockClient::new(self, lock);
         match self
-            .wait_lock(&client.lock, prefix_kind, sequence_len)
+            .wait_lock(client.lock_path(), prefix_kind, sequence_len)
             .await
         {
             Err(err @ (Error::RuntimeInconsistent | Error::SessionExpired)) => {
@@ -158,19 +160,46 @@ impl Client {
             return parse_sequence(&children[i], name).map(Some);
         }
         children.retain(|s| s.starts_with(name));
-        for child in children {
-            let path = format!("{tree}{child}");
-            // One `getData` per candidate where the real one sends one multi-read.
-            let stat = match Self::retry_on_connection_loss(|| self.get_data(&path)).await {
-                Ok((_data, stat)) => stat,
-                Err(Error::NoNode) => continue,
-                Err(err) => return Err(err),
-            };
-            if stat.ephemeral_owner == self.session_id().0 {
-                return parse_sequence(&child, name).map(Some);
-            }
+        let owners = self.read_owners(tree, &children).await?;
+        match owners
+            .iter()
+            .position(|owner| *owner == Some(self.session_id().0))
+        {
+            // The bare name: zookeeper-client 0.11.2 parses the full path here, which never
+            // starts with the name (an upstream bug: a lost create of a non-Curator lock
+            // then fails with `UnexpectedError`); the name is what it means.
+            Some(i) => parse_sequence(&children[i], name).map(Some),
+            None => Ok(None),
         }
-        Ok(None)
+    }
+
+    /// The ephemeral owner of each of `tree`'s `children` (`None` for one that is gone), in
+    /// one multi-read, as zookeeper-client's `find_lock` and `delete_ephemeral_background`
+    /// read them; retried on `ConnectionLoss`.
+    async fn read_owners(&self, tree: &str, children: &[String]) -> Result<Vec<Option<i64>>> {
+        if children.is_empty() {
+            return Ok(Vec::new());
+        }
+        let results = Self::retry_on_connection_loss(|| {
+            let mut reader = self.new_multi_reader();
+            let added = children
+                .iter()
+                .try_for_each(|child| reader.add_get_data(&format!("{tree}{child}")));
+            let commit = reader.commit();
+            async move {
+                added?;
+                commit.await
+            }
+        })
+        .await?;
+        Ok(results
+            .into_iter()
+            .map(|result| match result {
+                MultiReadResult::Data { stat, .. } => Some(stat.ephemeral_owner),
+                // It could be Error::NoNode: deleted since it was listed.
+                _ => None,
+            })
+            .collect())
     }
 
     /// Waits until `lock` is first among its parent's children that `kind` accepts.
@@ -277,55 +306,28 @@ impl Client {
             else {
                 return;
             };
-            for child in children.iter().filter(|child| child.starts_with(name)) {
-                let path = format!("{tree}{child}");
-                if unique {
-                    // The Curator name is this lock's alone. zookeeper-client 0.11.2 deletes
-                    // the child's bare name here (no directory), which fails; the path is
-                    // what it means.
-                    self.delete_foreground(&path).await;
-                    return;
+            let children: Vec<String> = children
+                .into_iter()
+                .filter(|child| child.starts_with(name))
+                .collect();
+            if unique {
+                // The Curator name is this lock's alone. zookeeper-client 0.11.2 deletes the
+                // child's bare name here (no directory), which fails; the path is what it
+                // means.
+                if let Some(child) = children.first() {
+                    self.delete_foreground(&format!("{tree}{child}")).await;
                 }
-                if let Ok((_data, stat)) =
-                    Self::retry_on_connection_loss(|| self.get_data(&path)).await
-                    && stat.ephemeral_owner == self.session_id().0
-                {
-                    self.delete_foreground(&path).await;
-                    return;
-                }
+                return;
+            }
+            let Ok(owners) = self.read_owners(tree, &children).await else {
+                return;
+            };
+            let mine = Some(self.session_id().0);
+            if let Some(i) = owners.iter().position(|owner| *owner == mine) {
+                self.delete_foreground(&format!("{tree}{}", children[i]))
+                    .await;
             }
         });
-    }
-}
-
-/// Guard client writes by owned ZooKeeper lock path which will be deleted in background when
-/// dropped (zookeeper-client's `LockClient`).
-#[derive(Debug)]
-pub struct LockClient<'a> {
-    client: &'a Client,
-    lock: Cow<'a, str>,
-}
-
-impl<'a> LockClient<'a> {
-    /// Underlying client.
-    pub fn client(&self) -> &'a Client {
-        self.client
-    }
-
-    /// Lock path.
-    ///
-    /// Caller can watch this path to detect external lock path deletion. See also
-    /// [ZOOKEEPER-91](https://issues.apache.org/jira/browse/ZOOKEEPER-91).
-    pub fn lock_path(&self) -> &str {
-        &self.lock
-    }
-}
-
-/// Deletes lock path in background.
-impl Drop for LockClient<'_> {
-    fn drop(&mut self) {
-        let path = std::mem::take(self.lock.to_mut());
-        self.client.clone().delete_background(path);
     }
 }
 

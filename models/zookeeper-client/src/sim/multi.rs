@@ -32,6 +32,44 @@ pub enum MultiWriteResult {
 }
 
 impl MultiWriteResult {
+    /// The variant's name, for errors (zookeeper-client's `MultiWriteResult::kind`).
+    fn kind(&self) -> &'static str {
+        match self {
+            MultiWriteResult::Check => "MultiWriteResult::Check",
+            MultiWriteResult::Create { .. } => "MultiWriteResult::Create",
+            MultiWriteResult::Delete => "MultiWriteResult::Delete",
+            MultiWriteResult::SetData { .. } => "MultiWriteResult::SetData",
+        }
+    }
+
+    /// The created path and stat (zookeeper-client's `into_create`).
+    pub(crate) fn into_create(self) -> Result<(String, Stat)> {
+        match self {
+            MultiWriteResult::Create { path, stat } => Ok((path, stat)),
+            _ => Err(self.unexpected("MultiWriteResult::Create")),
+        }
+    }
+
+    /// The updated stat (zookeeper-client's `into_set_data`).
+    pub(crate) fn into_set_data(self) -> Result<Stat> {
+        match self {
+            MultiWriteResult::SetData { stat } => Ok(stat),
+            _ => Err(self.unexpected("MultiWriteResult::SetData")),
+        }
+    }
+
+    /// zookeeper-client's `into_delete`.
+    pub(crate) fn into_delete(self) -> Result<()> {
+        match self {
+            MultiWriteResult::Delete => Ok(()),
+            _ => Err(self.unexpected("MultiWriteResult::Delete")),
+        }
+    }
+
+    fn unexpected(&self, expected: &str) -> Error {
+        Error::UnexpectedError(format!("expect {expected}, got {}", self.kind()))
+    }
+
     fn from_model(response: ZkResponse) -> Result<Self> {
         Ok(match response {
             ZkResponse::Checked => MultiWriteResult::Check,
@@ -331,9 +369,7 @@ impl<'a> CheckWriter<'a> {
             match results.remove(0) {
                 MultiWriteResult::Check => Ok(results),
                 other => Err(CheckWriteError::RequestFailed {
-                    source: Error::UnexpectedError(format!(
-                        "expect MultiWriteResult::Check, got {other:?}"
-                    )),
+                    source: other.unexpected("MultiWriteResult::Check"),
                 }),
             }
         }
@@ -352,8 +388,16 @@ impl Client {
     /// Creates a [CheckWriter], which is similar to [MultiWriter] but additional path check
     /// when [CheckWriter::commit].
     pub fn new_check_writer(&self, path: &str, version: Option<i32>) -> Result<CheckWriter<'_>> {
+        Ok(self.check_writer_on(path, version))
+    }
+
+    /// [Self::new_check_writer], which cannot fail here: paths are checked at commit.
+    pub(crate) fn check_writer_on(&self, path: &str, version: Option<i32>) -> CheckWriter<'_> {
         let mut writer = self.new_multi_writer();
-        writer.add_check_version(path, version.unwrap_or(-1))?;
-        Ok(CheckWriter { writer })
+        writer.ops.push(WriteOp::Check {
+            path: path.into(),
+            version,
+        });
+        CheckWriter { writer }
     }
 }

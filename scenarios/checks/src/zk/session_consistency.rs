@@ -319,6 +319,7 @@ fn operation_name(operation: &ZkOperation) -> &'static str {
         ZkOperation::GetAllChildrenNumber { .. } => "getAllChildrenNumber",
         ZkOperation::AddWatch { .. } => "addWatch",
         ZkOperation::RemoveWatches { .. } => "removeWatches",
+        ZkOperation::MultiRead { .. } => "multiRead",
     }
 }
 

@@ -2,7 +2,8 @@
 //! children, the lowest sequence number holds, every other waiter watches the one just below
 //! its own and looks again when that one goes.
 
-use zookeeper_client::{Client, Error};
+use crate::Holding;
+use zookeeper_client::{Client, Error, EventType};
 
 /// A child's sequence number: the digits after its last `-` (`lock-0000000007`,
 /// `_c_…-lock-0000000007`), or `None` for a child that is not a lock node.
@@ -46,13 +47,15 @@ pub(crate) fn place_of(children: &[String], own: &str, check: OwnNode) -> Option
     })
 }
 
-/// Waits until `own` (a child of `dir`) is first in line: the post's loop, step 2 to 5.
-/// Every error of the store ends the wait (the post returns it to its caller).
+/// Waits until `own` (a child of `dir`) is first in line: the post's loop, step 2 to 5,
+/// telling `holding` each time its predecessor's watch wakes it. Every error of the store
+/// ends the wait (the post returns it to its caller).
 pub(crate) async fn wait_until_first(
     client: &Client,
     dir: &str,
     own: &str,
     check: OwnNode,
+    holding: &mut impl Holding,
 ) -> Result<(), Error> {
     loop {
         let children = client.list_children(dir).await?;
@@ -62,12 +65,13 @@ pub(crate) async fn wait_until_first(
             Some(Place::Behind(predecessor)) => {
                 // `getData` with a watch, as the post's `GetW`: a predecessor already gone
                 // means look again.
-                match client
-                    .get_and_watch_data(&format!("{dir}/{predecessor}"))
-                    .await
-                {
+                let watched = format!("{dir}/{predecessor}");
+                match client.get_and_watch_data(&watched).await {
                     Ok((_data, _stat, watcher)) => {
-                        watcher.changed().await;
+                        // A session event is the session's end, not the predecessor's.
+                        if watcher.changed().await.event_type != EventType::Session {
+                            holding.woken(&watched);
+                        }
                     }
                     Err(Error::NoNode) => {}
                     Err(error) => return Err(error),

@@ -10,22 +10,27 @@
 //! recipes say to put a GUID in the name for this).
 
 use crate::{
-    Held,
+    Held, Holding, NodeName,
     line::{self, OwnNode},
 };
 use zookeeper_client::{Acls, Client, CreateMode, Error};
 
 /// Takes the lock of `dir`; the node is `{dir}/lock-{sequence}`.
-pub(crate) async fn lock(client: &Client, dir: &str) -> Result<Held<'static>, Error> {
+pub(crate) async fn lock(
+    client: &Client,
+    dir: &str,
+    holding: &mut impl Holding,
+) -> Result<Held<'static>, Error> {
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
     let (stat, sequence) = client
         .create(&format!("{dir}/lock-"), b"", &options)
         .await?;
     let name = format!("lock-{sequence}");
-    line::wait_until_first(client, dir, &name, OwnNode::Assumed).await?;
+    line::wait_until_first(client, dir, &name, OwnNode::Assumed, holding).await?;
     Ok(Held {
         path: format!("{dir}/{name}"),
         token: stat.czxid,
+        name: NodeName::Unique,
         guard: None,
     })
 }

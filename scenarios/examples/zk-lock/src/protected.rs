@@ -16,21 +16,26 @@
 //! same in every replay of a seed.
 
 use crate::{
-    Held,
+    Held, Holding, NodeName,
     line::{self, OwnNode},
 };
 use std::time::Duration;
 use zookeeper_client::{Acls, Client, CreateMode, Error};
 
 /// How long to wait before retrying a call that lost its connection.
-const RETRY_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const RETRY_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Takes the lock of `dir` with a node named after `guid`.
-pub(crate) async fn lock(client: &Client, dir: &str, guid: &str) -> Result<Held<'static>, Error> {
+pub(crate) async fn lock(
+    client: &Client,
+    dir: &str,
+    guid: &str,
+    holding: &mut impl Holding,
+) -> Result<Held<'static>, Error> {
     let held = join_line(client, dir, guid).await?;
     let name = held.path.rsplit('/').next().unwrap_or_default().to_string();
     loop {
-        match line::wait_until_first(client, dir, &name, OwnNode::Listed).await {
+        match line::wait_until_first(client, dir, &name, OwnNode::Listed, holding).await {
             Ok(()) => return Ok(held),
             Err(Error::ConnectionLoss) => tokio::time::sleep(RETRY_INTERVAL).await,
             Err(error) => {
@@ -57,6 +62,7 @@ async fn join_line(client: &Client, dir: &str, guid: &str) -> Result<Held<'stati
                 return Ok(Held {
                     path,
                     token: stat.czxid,
+                    name: NodeName::Unique,
                     guard: None,
                 });
             }
@@ -115,6 +121,7 @@ async fn find_own(client: &Client, dir: &str, guid: &str) -> Result<Option<Held<
                 return Ok(Some(Held {
                     path,
                     token: stat.czxid,
+                    name: NodeName::Unique,
                     guard: None,
                 }));
             }

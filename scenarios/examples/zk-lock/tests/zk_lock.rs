@@ -5,107 +5,26 @@
 //! - **An orphaned node after a lost create reply.** Servers crash and restart every quarter
 //!   second or so; a create that committed just before its server crashed loses its reply.
 //!   The post's lock tries again with a second node and waits behind the first, its own:
-//!   `recipe.no_orphan_waiter` fires. The protected lock (a GUID in the name) and
-//!   zookeeper-client's own `Client::lock` find their node again and pass the same seeds.
+//!   `recipe.no_orphan_waiter` fires. The protected lock (a GUID in the name),
+//!   zookeeper-client's own `Client::lock` and the herd lock (whose one node's owner says
+//!   whose it is) find their node again and pass the same seeds.
 //! - **A holder that keeps working after its session expired.** The holder is paused past
 //!   its session timeout, again and again. The post's holder works on, unfenced, while the
-//!   next holder works: `recipe.fenced_writes` fires. The protected holder and the crate's
-//!   lock stop when the session state says so, and fence what they sent before: the same
-//!   check judges their writes and passes.
+//!   next holder works: `recipe.fenced_writes` fires. The protected holder, the crate's
+//!   lock and the herd lock stop when the session state says so, and fence what they sent
+//!   before: the same check judges their writes and passes.
+
+mod harness;
 
 use coordsim::testing::{
-    FaultKind, FaultSource, LockBeliefs, LossReason, PauseClients, PausedClient, ResourceClient,
-    Store, SwarmConfig, SweepSummary, UserCode, UserNode, UserTest,
+    FaultKind, FaultSource, PauseClients, PausedClient, SwarmConfig, SweepSummary, UserTest,
 };
+use harness::lockers;
 use std::time::Duration;
-use zk_lock_example::{Holding, Locker, Recipe, run};
-use zookeeper_client::{Client, SessionState};
+use zk_lock_example::Recipe;
 
 /// Seeds each test runs (`COORDSIM_SEEDS` overrides).
 const SEEDS: u64 = 10;
-
-/// The session timeout the lockers ask for.
-const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The user's test harness: what the locker believes, recorded for the recipe checks as
-/// its session's history process, and its work, written to the fenced resource.
-struct Recorded {
-    node: UserNode,
-    beliefs: Option<LockBeliefs>,
-    resource: Option<ResourceClient>,
-}
-
-impl Recorded {
-    fn new(node: UserNode) -> Self {
-        Self {
-            node,
-            beliefs: None,
-            resource: None,
-        }
-    }
-
-    fn beliefs(&self) -> &LockBeliefs {
-        self.beliefs
-            .as_ref()
-            .expect("the locker records only after it connected")
-    }
-}
-
-impl Holding for Recorded {
-    fn connected(&mut self, client: &Client) {
-        // The checks join a waiter's beliefs with its calls by process: the session's.
-        let process = zookeeper_client::coordsim::history_process(client);
-        self.beliefs = Some(self.node.lock_as("job", process));
-        self.resource = self
-            .node
-            .resource()
-            .map(|resource| resource.client(self.node.context(), process));
-    }
-    fn requested(&mut self) {
-        self.beliefs().requested();
-    }
-    fn acquired(&mut self, token: i64) {
-        self.beliefs().acquired(token as u64);
-    }
-    async fn work(&mut self, fence: Option<i64>, round: u32) {
-        if let Some(resource) = &mut self.resource {
-            // The verdict is the resource's: the checks read it from the history.
-            let _ = resource
-                .write(fence.map(|token| token as u64), format!("round {round}"))
-                .await;
-        }
-    }
-    fn released(&mut self, token: i64) {
-        self.beliefs().released(token as u64);
-    }
-    fn lost(&mut self, token: i64, state: SessionState) {
-        let why = match state {
-            SessionState::Expired => LossReason::SessionExpired,
-            _ => LossReason::ConnectionLost,
-        };
-        self.beliefs().lost(token as u64, why);
-    }
-}
-
-/// One locker per client node, `rounds` rounds of `round_interval` a term.
-fn lockers(name: &str, recipe: Recipe, rounds: u32, round_interval: Duration) -> UserCode {
-    UserCode::new(name, Store::Zab, move |node: UserNode| async move {
-        let locker = Locker {
-            dir: "/job".into(),
-            rounds,
-            round_interval,
-            recipe,
-        };
-        let mut recorded = Recorded::new(node);
-        run(
-            "s1:2181,s2:2181,s3:2181",
-            SESSION_TIMEOUT,
-            &locker,
-            &mut recorded,
-        )
-        .await;
-    })
-}
 
 /// Servers crashing and restarting every quarter second or so (the catalogue's
 /// `zk_queue_lock_crashes`), five lockers taking short turns.
@@ -153,6 +72,15 @@ fn the_protected_lock_passes_the_crash_seeds() {
         Recipe::Protected,
         "the_protected_lock_passes_the_crash_seeds",
     );
+    summary.assert_fired(&[FaultKind::Crash]);
+    summary.assert_clean();
+    summary.assert_judged("recipe.no_orphan_waiter");
+    summary.assert_judged("recipe.mutual_exclusion");
+}
+
+#[test]
+fn the_herd_lock_passes_the_crash_seeds() {
+    let summary = under_crashes(Recipe::Herd, "the_herd_lock_passes_the_crash_seeds");
     summary.assert_fired(&[FaultKind::Crash]);
     summary.assert_clean();
     summary.assert_judged("recipe.no_orphan_waiter");
@@ -215,6 +143,14 @@ fn the_protected_holder_passes_the_pause_seeds() {
         Recipe::Protected,
         "the_protected_holder_passes_the_pause_seeds",
     );
+    summary.assert_fired(&[FaultKind::Pause]);
+    summary.assert_clean();
+    summary.assert_judged("recipe.fenced_writes");
+}
+
+#[test]
+fn the_herd_holder_passes_the_pause_seeds() {
+    let summary = under_holder_pauses(Recipe::Herd, "the_herd_holder_passes_the_pause_seeds");
     summary.assert_fired(&[FaultKind::Pause]);
     summary.assert_clean();
     summary.assert_judged("recipe.fenced_writes");

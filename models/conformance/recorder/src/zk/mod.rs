@@ -356,6 +356,7 @@ impl Run {
                 Err(e) => err(&e),
             },
             "multi" => multi::run(&client, step, &mut self.sessions).await,
+            "multi_read" => multi::run_read(&client, step, &mut self.sessions).await,
             "auth" => {
                 let credentials = step.arg(1).as_bytes();
                 match limited(client.auth(step.arg(0), credentials)).await {

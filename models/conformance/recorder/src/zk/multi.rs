@@ -1,4 +1,4 @@
-//! `cN multi OP;OP;…`: ops `create:PATH:DATA:MODE`, `delete:PATH:VERSION`,
+//! `cN multi OP;OP;…` (and `cN multi_read`, below): ops `create:PATH:DATA:MODE`, `delete:PATH:VERSION`,
 //! `set:PATH:DATA:VERSION`, `check:PATH:VERSION` (`-1` is any version). The answer is `ok` and
 //! one line per op (`  create path=P`, `  delete`, `  set STAT`, `  check`), or
 //! `err KIND index=I` naming the first op that failed (0-based).
@@ -6,7 +6,9 @@
 use super::{OP_LIMIT, render};
 use crate::Failure;
 use probe_format::{Roles, Step};
-use zookeeper_client::{Acls, Client, CreateMode, MultiWriteError, MultiWriteResult};
+use zookeeper_client::{
+    Acls, Client, CreateMode, MultiReadResult, MultiWriteError, MultiWriteResult,
+};
 
 /// Runs the step's ops as one multi.
 pub async fn run(
@@ -73,5 +75,61 @@ pub async fn run(
             Ok(vec![format!("{} index={index}", render::error(&source))])
         }
         Err(MultiWriteError::RequestFailed { source }) => Ok(vec![render::error(&source)]),
+    }
+}
+
+/// `cN multi_read OP;OP;…` through `MultiReader`: ops `get:PATH` and `children:PATH`. The
+/// answer is `ok` and one line per op (`  get data=D STAT`, `  children children=[a,b]`
+/// sorted, `  err KIND` for a read that failed on its own), or `err KIND index=I` when the
+/// crate refuses an op's path before sending.
+pub async fn run_read(
+    client: &Client,
+    step: &Step,
+    sessions: &mut Roles,
+) -> Result<Vec<String>, Failure> {
+    let mut reader = client.new_multi_reader();
+    let text = step.arg(0);
+    for (index, op) in text.split(';').filter(|op| !op.is_empty()).enumerate() {
+        let added = match op.split_once(':') {
+            Some(("get", path)) => reader.add_get_data(path),
+            Some(("children", path)) => reader.add_get_children(path),
+            _ => {
+                return Err(Failure::bad_step(
+                    step,
+                    "ops",
+                    format!("ops get:PATH or children:PATH, in `{text}`"),
+                ));
+            }
+        };
+        if let Err(e) = added {
+            return Ok(vec![format!("{} index={index}", render::error(&e))]);
+        }
+    }
+    let outcome = match tokio::time::timeout(OP_LIMIT, reader.commit()).await {
+        Ok(outcome) => outcome,
+        Err(_) => return Ok(vec!["err Timeout".to_string()]),
+    };
+    match outcome {
+        Ok(results) => {
+            let mut lines = vec!["ok".to_string()];
+            for result in results {
+                lines.push(match result {
+                    MultiReadResult::Data { data, stat } => format!(
+                        "  get data={} {}",
+                        String::from_utf8_lossy(&data),
+                        render::stat(&stat, sessions)
+                    ),
+                    MultiReadResult::Children { mut children } => {
+                        // Compared sorted: the server answers in its hash order (README).
+                        children.sort();
+                        format!("  children children=[{}]", children.join(","))
+                    }
+                    MultiReadResult::Error { err } => format!("  {}", render::error(&err)),
+                    other => format!("  {other:?}"),
+                });
+            }
+            Ok(lines)
+        }
+        Err(e) => Ok(vec![render::error(&e)]),
     }
 }

@@ -150,14 +150,14 @@ impl<'a> LockPrefix<'a> {
 
 /// Whether a path may end in `/` (a sequential prefix may: the server appends the number).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum TrailingSlash {
+pub(crate) enum TrailingSlash {
     Allowed,
     Refused,
 }
 
 /// Checks `path` as zookeeper-client's `util::validate_path` does (without a chroot), with
 /// its messages.
-pub(super) fn validate_path(path: &str, trailing: TrailingSlash) -> Result<()> {
+pub(crate) fn validate_path(path: &str, trailing: TrailingSlash) -> Result<()> {
     if path.is_empty() {
         return Err(Error::BadArguments(&"path cannot be empty"));
     }

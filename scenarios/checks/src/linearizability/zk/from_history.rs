@@ -30,9 +30,13 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
     let mut seen_paths = BTreeSet::new();
     let mut creates = Vec::new();
     for op in ops {
-        let responses: Vec<&ZkResponse> = match op.ok() {
-            Some(ZkResponse::Multi { results }) => results.iter().collect(),
-            Some(response) => vec![response],
+        // One per sub-operation; `None` for a multiRead's read that failed on its own.
+        let responses: Vec<Option<&ZkResponse>> = match op.ok() {
+            Some(ZkResponse::Multi { results }) => results.iter().map(Some).collect(),
+            Some(ZkResponse::MultiRead { results }) => {
+                results.iter().map(|result| result.as_ref().ok()).collect()
+            }
+            Some(response) => vec![Some(response)],
             None => Vec::new(),
         };
         let operations = sub_operations(op.operation);
@@ -41,7 +45,9 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
                 ZkOperation::Create { path, mode, .. } => {
                     let actual = responses
                         .get(index)
-                        .and_then(|response| response.created_path())
+                        .copied()
+                        .flatten()
+                        .and_then(ZkResponse::created_path)
                         .map(str::to_string);
                     let sequential = matches!(
                         mode,
@@ -67,13 +73,19 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
                 _ => {}
             }
         }
-        for response in responses {
+        for (index, response) in responses.into_iter().enumerate() {
             let stat = match response {
-                ZkResponse::Data { stat, .. } | ZkResponse::Stat { stat } => Some(stat),
-                ZkResponse::Exists { stat } => stat.as_ref(),
+                Some(ZkResponse::Data { stat, .. } | ZkResponse::Stat { stat }) => Some(stat),
+                Some(ZkResponse::Exists { stat }) => stat.as_ref(),
                 _ => None,
             };
-            if let (Some(stat), Some(path)) = (stat, op_path(op.operation))
+            // A multiRead's reads each name their own path (a multi's writes are left as
+            // they were: their stats are not read here).
+            let path = match op.operation {
+                ZkOperation::MultiRead { ops } => ops.get(index).and_then(op_path),
+                operation => op_path(operation),
+            };
+            if let (Some(stat), Some(path)) = (stat, path)
                 && stat.ephemeral_owner != 0
             {
                 excluded.insert(
@@ -110,7 +122,7 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
 /// A multi's operations, or the operation itself.
 fn sub_operations(operation: &ZkOperation) -> &[ZkOperation] {
     match operation {
-        ZkOperation::Multi { ops } => ops,
+        ZkOperation::Multi { ops } | ZkOperation::MultiRead { ops } => ops,
         other => std::slice::from_ref(other),
     }
 }
@@ -129,7 +141,7 @@ fn op_path(operation: &ZkOperation) -> Option<&str> {
         | ZkOperation::Check { path, .. }
         | ZkOperation::GetAllChildrenNumber { path } => Some(path),
         ZkOperation::GetEphemerals { .. } => None,
-        ZkOperation::Multi { .. } => None,
+        ZkOperation::Multi { .. } | ZkOperation::MultiRead { .. } => None,
         ZkOperation::AddWatch { .. } | ZkOperation::RemoveWatches { .. } => None,
     }
 }
@@ -289,9 +301,13 @@ fn checked_invocation(
     op: &ZkOp<'_>,
     sync_invoked: Option<SimTime>,
 ) -> Result<SimTime, &'static str> {
+    // A multiRead is answered by the connected server as its reads are.
     let is_read = matches!(
         op.operation,
-        ZkOperation::GetData { .. } | ZkOperation::Exists { .. } | ZkOperation::GetChildren { .. }
+        ZkOperation::GetData { .. }
+            | ZkOperation::Exists { .. }
+            | ZkOperation::GetChildren { .. }
+            | ZkOperation::MultiRead { .. }
     );
     if !is_read {
         return Ok(op.invoked_at);
@@ -311,6 +327,21 @@ fn sub_results<'a>(op: &ZkOp<'a>) -> Result<SubResults<'a>, &'static str> {
                 response: Response::Zk(ZkResponse::Multi { results }),
             },
         )) => Ok(Some(results.iter().map(Ok).collect())),
+        Some((
+            _,
+            OpResult::Ok {
+                response: Response::Zk(ZkResponse::MultiRead { results }),
+            },
+        )) => results
+            .iter()
+            .map(|result| match result {
+                Ok(response) => Ok(Ok(response)),
+                Err(error) => path_error(error)
+                    .map(Err)
+                    .ok_or("a multiRead read refused (NoAuth: ACLs are not modelled)"),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
         Some((
             _,
             OpResult::Ok {
@@ -493,6 +524,7 @@ impl PathSplit<'_> {
             | ZkOperation::GetEphemerals { .. }
             | ZkOperation::GetAllChildrenNumber { .. }
             | ZkOperation::Multi { .. }
+            | ZkOperation::MultiRead { .. }
             | ZkOperation::GetAcl { .. }
             | ZkOperation::SetAcl { .. }
             | ZkOperation::AddWatch { .. }
@@ -546,8 +578,8 @@ impl PathSplit<'_> {
         }
     }
 
-    /// A getChildren: the parent's stat, and for every checked path under it whether it
-    /// was listed.
+    /// A getChildren: the parent's stat (unless a multiRead answered the names alone), and
+    /// for every checked path under it whether it was listed.
     fn add_children(&mut self, path: &str, result: Option<Result<&ZkResponse, PathError>>) {
         match result {
             Some(Ok(ZkResponse::Children { children, stat })) => {
@@ -557,36 +589,42 @@ impl PathSplit<'_> {
                     PathAction::Exists,
                     Some(ActionResult::Exists(Some(stat))),
                 );
-                let prefix = if path == "/" {
-                    "/".to_string()
-                } else {
-                    format!("{path}/")
-                };
-                let listed: BTreeSet<String> = children
-                    .iter()
-                    .map(|child| format!("{prefix}{child}"))
-                    .collect();
-                let under: Vec<String> = self
-                    .universe
-                    .iter()
-                    .filter(|candidate| parent_of(candidate) == path && candidate.as_str() != "/")
-                    .cloned()
-                    .collect();
-                for child in under {
-                    let is_listed = listed.contains(&child);
-                    self.add(
-                        &child,
-                        PathAction::Listed(is_listed),
-                        Some(ActionResult::Done),
-                    );
-                }
+                self.add_listing(path, children);
             }
+            Some(Ok(ZkResponse::ChildNames { children })) => self.add_listing(path, children),
             Some(Ok(_)) => self.mismatch = true,
             other => self.add(
                 path,
                 PathAction::Exists,
                 error_result(other).map(|_| ActionResult::Exists(None)),
             ),
+        }
+    }
+
+    /// For every checked path under `path`, whether `children` lists it.
+    fn add_listing(&mut self, path: &str, children: &[String]) {
+        let prefix = if path == "/" {
+            "/".to_string()
+        } else {
+            format!("{path}/")
+        };
+        let listed: BTreeSet<String> = children
+            .iter()
+            .map(|child| format!("{prefix}{child}"))
+            .collect();
+        let under: Vec<String> = self
+            .universe
+            .iter()
+            .filter(|candidate| parent_of(candidate) == path && candidate.as_str() != "/")
+            .cloned()
+            .collect();
+        for child in under {
+            let is_listed = listed.contains(&child);
+            self.add(
+                &child,
+                PathAction::Listed(is_listed),
+                Some(ActionResult::Done),
+            );
         }
     }
 }
