@@ -21,7 +21,7 @@ fn names_past_the_wrap(outcome: &Outcome) -> usize {
     zk_operations(history)
         .iter()
         .filter(|op| {
-            matches!(op.ok(), Some(ZkResponse::Created { path })
+            matches!(op.ok().and_then(ZkResponse::created_path), Some(path)
                 if path.len() > 11 && path[path.len() - 11..].contains('-'))
         })
         .count()

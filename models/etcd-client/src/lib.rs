@@ -49,6 +49,36 @@
 //!   request timed out", as etcd and tonic report those; a read that found no server before
 //!   the client's deadline is `DeadlineExceeded`.
 //!
+//! # History processes (the same convention as the zookeeper-client drop-in)
+//!
+//! A history process is one model client: what the store's checks take as one client.
+//! Both drop-ins (this one and `models/zookeeper-client`) give each model client a process number
+//! of its own, from 1000 (above the workloads' own numbers), and name it with the same
+//! accessor, `coordsim::history_process(&handle)`. A test harness records
+//! its lock beliefs as the process of the handle that takes the lock
+//! (`UserNode::lock_as(name, coordsim::history_process(&handle))`), so that the checks
+//! that join a waiter's beliefs with its calls (`recipe.no_orphan_waiter`,
+//! `recipe.holder_owns_node`) find both under one process.
+//!
+//! What a model client is follows from what each store orders:
+//! - ZooKeeper orders per session: FIFO per connection, read-your-writes, a `sync`
+//!   fencing the session's later reads. Its checks key a session by its process
+//!   (`zk.session_consistency`; `zk.linearizable` takes a read after a `sync` of the same
+//!   process from the sync's invocation). So a `connect` is one session, one model client,
+//!   one process, and its clones share it (zookeeper-client's clones share one session).
+//! - etcd has no session: nothing orders the calls of two handles, even of clones over one
+//!   connection. The model's etcd client is sequential (`&mut self`) and numbers its watches
+//!   per process, so each handle is a model client and a process of its own: each clone,
+//!   each `lock_client()`, `election_client()`, `lease_client()`, each lease keeper, each
+//!   watch stream, and each of `Client`'s lock, election and lease shortcut calls.
+//!
+//! One process's calls may overlap (the ZooKeeper drop-in's clones call so; an etcd
+//! handle's never do). The ZooKeeper checks judge each call by its own invocation and
+//! return, not by the order its process invoked them: `zk.linearizable` orders calls by
+//! their intervals alone (`scenarios/checks/tests/linearizability.rs`,
+//! `overlapping_calls_of_one_process_are_judged_by_their_intervals`), and
+//! `zk.session_consistency` judges a read by what its session knew when it was invoked.
+//!
 //! # Where it differs
 //!
 //! - Keys, values, range ends and compared values are UTF-8 text in the model: other bytes

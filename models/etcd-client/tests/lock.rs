@@ -10,11 +10,11 @@
 mod common;
 
 use common::{connect, judged, run_once, sleep_ms, violations};
-use etcd_client::{Client, LockOptions};
+use etcd_client::{Client, LockOptions, coordsim::history_process};
 use scenarios::{
     Outcome, Scenario, driver,
     scenario::Store,
-    workload::{UserCode, UserNode},
+    workload::{LockBeliefs, UserCode, UserNode},
 };
 use sim::{
     Seed,
@@ -53,10 +53,15 @@ struct Seen {
     session_expired: AtomicU64,
 }
 
-/// Holds the lock for about `hold_ms`, writing to the fenced resource, unless the lease
-/// goes; then unlocks. What it believes is recorded.
-async fn hold(node: &UserNode, client: &mut Client, key: Vec<u8>, alive: &AtomicBool) {
-    let beliefs = node.lock("job");
+/// Holds the lock for about `hold_ms`, writing to the fenced resource as `process`, unless
+/// the lease goes; then unlocks. What it believes is recorded in `beliefs`.
+async fn hold(
+    node: &UserNode,
+    (beliefs, process): (&LockBeliefs, u32),
+    client: &mut Client,
+    key: Vec<u8>,
+    alive: &AtomicBool,
+) {
     let Ok(read) = client.get(key.clone(), None).await else {
         let _ = client.unlock(key).await;
         beliefs.gave_up("could not read the lock key");
@@ -69,7 +74,7 @@ async fn hold(node: &UserNode, client: &mut Client, key: Vec<u8>, alive: &Atomic
     beliefs.acquired(token);
     let mut resource = node
         .resource()
-        .map(|resource| resource.client(node.context(), node.index() as u32));
+        .map(|resource| resource.client(node.context(), process));
     for round in 0..5 {
         if !alive.load(Ordering::Relaxed) {
             beliefs.lost(token, LossReason::LeaseExpired);
@@ -87,7 +92,11 @@ async fn hold(node: &UserNode, client: &mut Client, key: Vec<u8>, alive: &Atomic
 /// The locker: a lease, its keep-alive, the lock, the job; again.
 async fn locker(node: UserNode, seen: Arc<Seen>) {
     let mut client = connect().await;
-    let beliefs = node.lock("job");
+    // One lock handle, whose history process the beliefs are recorded as (as with the
+    // zookeeper-client drop-in): the checks then find beliefs and lock calls under one.
+    let mut locks = client.lock_client();
+    let process = history_process(&locks);
+    let beliefs = node.lock_as("job", process);
     loop {
         let Ok(granted) = client.lease_grant(TTL_S, None).await else {
             sleep_ms(100).await;
@@ -98,10 +107,11 @@ async fn locker(node: UserNode, seen: Arc<Seen>) {
         };
         beliefs.requested();
         let options = LockOptions::new().with_lease(granted.id());
-        match client.lock("job", Some(options)).await {
+        match locks.lock("job", Some(options)).await {
             Ok(locked) => {
                 seen.acquired.fetch_add(1, Ordering::Relaxed);
-                hold(&node, &mut client, locked.key().to_vec(), &alive).await;
+                let key = locked.key().to_vec();
+                hold(&node, (&beliefs, process), &mut client, key, &alive).await;
             }
             Err(error) => {
                 if error.to_string().contains("mutex: session is expired") {

@@ -99,6 +99,15 @@ pub fn create(path: &str, mode: CreateMode) -> ZkOperation {
     }
 }
 
+/// A `create2` reply (the zookeeper-client drop-in's create): the node's path and its new
+/// stat, ephemeral to session `owner` (0: not ephemeral).
+pub fn created2(path: &str, owner: u64) -> ZkResponse {
+    ZkResponse::CreatedWithStat {
+        path: path.into(),
+        stat: stat(1, 0, owner),
+    }
+}
+
 pub fn get_data(path: &str) -> ZkOperation {
     ZkOperation::GetData { path: path.into() }
 }

@@ -1243,6 +1243,129 @@ mod zk_semantics {
         assert_eq!(evidence(&parent_read(2, 2)).partition, "path /p");
     }
 
+    /// One history process may have calls in flight together (the zookeeper-client
+    /// drop-in's clones share their session's process): each call is judged by its own
+    /// invocation and return, never in the order the process invoked them. Two overlapping
+    /// setData of one process may take effect in either order; one that returned before
+    /// the other was invoked may not go second.
+    #[test]
+    fn overlapping_calls_of_one_process_are_judged_by_their_intervals() {
+        let run = |first_returns_at: u64| {
+            let rows = vec![
+                (
+                    0,
+                    0,
+                    10,
+                    create("/x", "a"),
+                    Result_::Ok(ZkResponse::Created { path: "/x".into() }),
+                ),
+                // Process 0 invokes "b" first; it takes effect second (version 2).
+                (
+                    0,
+                    20,
+                    first_returns_at,
+                    set("/x", "b", None),
+                    Result_::Ok(ZkResponse::Stat {
+                        stat: stat(2, 5, 9),
+                    }),
+                ),
+                (
+                    0,
+                    25,
+                    35,
+                    set("/x", "c", None),
+                    Result_::Ok(ZkResponse::Stat {
+                        stat: stat(1, 5, 7),
+                    }),
+                ),
+                (1, 50, 55, sync(), Result_::Ok(ZkResponse::Synced)),
+                (
+                    1,
+                    60,
+                    65,
+                    get("/x"),
+                    Result_::Ok(ZkResponse::Data {
+                        data: "b".into(),
+                        stat: stat(2, 5, 9),
+                    }),
+                ),
+            ];
+            report(&history(rows))
+        };
+        let overlapping = run(40);
+        assert_eq!(overlapping.verdict, Verdict::Ok, "{overlapping}");
+        assert_eq!(overlapping.operations, 4, "{overlapping}");
+        assert_eq!(evidence(&run(24)).partition, "path /x");
+    }
+
+    /// A create inside a multi may answer `create2`'s reply (path and stat): the node it
+    /// names is checked, so a synced listing without it is a violation.
+    #[test]
+    fn a_multi_create_answering_create2_is_checked() {
+        let listing = |children: Vec<String>| {
+            let rows = vec![
+                (
+                    0,
+                    0,
+                    10,
+                    ZkOperation::Multi {
+                        ops: vec![ZkOperation::Create {
+                            path: "/n-".into(),
+                            data: "a".into(),
+                            mode: CreateMode::PersistentSequential,
+                        }],
+                    },
+                    Result_::Ok(ZkResponse::Multi {
+                        results: vec![ZkResponse::CreatedWithStat {
+                            path: "/n-0000000000".into(),
+                            stat: stat(0, 5, 5),
+                        }],
+                    }),
+                ),
+                (1, 20, 25, sync(), Result_::Ok(ZkResponse::Synced)),
+                (
+                    1,
+                    30,
+                    35,
+                    ZkOperation::GetChildren { path: "/".into() },
+                    Result_::Ok(ZkResponse::Children {
+                        children,
+                        stat: Stat::default(),
+                    }),
+                ),
+            ];
+            report(&history(rows))
+        };
+        let listed = listing(vec!["n-0000000000".into()]);
+        assert_eq!(listed.verdict, Verdict::Ok, "{listed}");
+        assert_eq!(listed.skipped.values().sum::<usize>(), 0, "{listed}");
+        assert_eq!(
+            evidence(&listing(Vec::new())).partition,
+            "path /n-0000000000"
+        );
+    }
+
+    /// A `create2` (the zookeeper-client drop-in's create) shows the new node's stat, which
+    /// is checked as a read right after the create: a new node has data version 0.
+    #[test]
+    fn a_create2_reply_stat_is_checked() {
+        let created = |version: i32| {
+            let rows = vec![(
+                0,
+                0,
+                10,
+                create("/x", "a"),
+                Result_::Ok(ZkResponse::CreatedWithStat {
+                    path: "/x".into(),
+                    stat: stat(version, 5, 5),
+                }),
+            )];
+            report(&history(rows))
+        };
+        assert_eq!(created(0).verdict, Verdict::Ok);
+        assert_eq!(evidence(&created(3)).partition, "path /x");
+    }
+
     /// A multiRead of `/x` and of `/`'s children, after a sync by its process.
     fn synced_multi_read(x: Result<ZkResponse, ZkError>, root_children: &[&str]) -> History {
         let mut rows = writes();

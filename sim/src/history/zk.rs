@@ -376,6 +376,30 @@ pub enum ZkResponse {
     },
 }
 
+impl ZkResponse {
+    /// The node a create made, by its actual name (with its sequence suffix, if
+    /// sequential), whichever reply the create got: its path alone ([`ZkResponse::Created`]:
+    /// `create`, and every create inside a multi) or its stat too
+    /// ([`ZkResponse::CreatedWithStat`]: `create2`, which the zookeeper-client drop-in
+    /// sends). `None` for any other response. Checks read a create's node only through
+    /// this, so that both replies are judged alike.
+    pub fn created_path(&self) -> Option<&str> {
+        match self {
+            ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The new node's stat, if the create answered it (`create2`); `None` for a plain
+    /// `create` and any other response.
+    pub fn created_stat(&self) -> Option<&Stat> {
+        match self {
+            ZkResponse::CreatedWithStat { stat, .. } => Some(stat),
+            _ => None,
+        }
+    }
+}
+
 /// ZooKeeper's error kinds for a definite failure (the operation did not take effect).
 ///
 /// Connection loss and session expiry leave the outcome unknown, so they are recorded as
@@ -579,4 +603,30 @@ pub enum ZkEvent {
         /// The request's xid in that session (ZooKeeper's cxid).
         xid: u64,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_path_reads_create_and_create2_replies_alike() {
+        let stat = Stat {
+            czxid: 3,
+            ..Stat::default()
+        };
+        let create = ZkResponse::Created {
+            path: "/n-0000000001".into(),
+        };
+        let create2 = ZkResponse::CreatedWithStat {
+            path: "/n-0000000001".into(),
+            stat,
+        };
+        assert_eq!(create.created_path(), Some("/n-0000000001"));
+        assert_eq!(create2.created_path(), Some("/n-0000000001"));
+        assert_eq!(create.created_stat(), None);
+        assert_eq!(create2.created_stat(), Some(&stat));
+        assert_eq!(ZkResponse::Deleted.created_path(), None);
+        assert_eq!(ZkResponse::Stat { stat }.created_stat(), None);
+    }
 }

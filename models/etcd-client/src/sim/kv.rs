@@ -27,6 +27,12 @@ impl Clone for KvClient {
 }
 
 impl KvClient {
+    /// The history process this handle's calls are recorded as
+    /// ([`super::coordsim::history_process`]).
+    pub(in crate::sim) fn history_process(&self) -> u32 {
+        self.client.process()
+    }
+
     /// A client of its own (a fresh process) on `context`'s node.
     pub(super) fn new(cluster: Arc<EtcdCluster>, context: NodeContext) -> Self {
         let client = super::new_client(&cluster, &context);

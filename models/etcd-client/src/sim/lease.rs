@@ -55,6 +55,12 @@ impl Clone for LeaseClient {
 }
 
 impl LeaseClient {
+    /// The history process this handle's calls are recorded as
+    /// ([`super::coordsim::history_process`]).
+    pub(in crate::sim) fn history_process(&self) -> u32 {
+        self.client.process()
+    }
+
     pub(super) fn new(new_client: super::ClientMaker) -> Self {
         Self {
             client: new_client.make(),

@@ -31,6 +31,12 @@ impl Clone for LockClient {
 }
 
 impl LockClient {
+    /// The history process this handle's calls are recorded as
+    /// ([`super::coordsim::history_process`]).
+    pub(in crate::sim) fn history_process(&self) -> u32 {
+        self.client.process()
+    }
+
     pub(super) fn new(maker: super::ClientMaker) -> Self {
         Self {
             client: maker.make(),

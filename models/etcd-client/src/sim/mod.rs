@@ -1,5 +1,6 @@
 //! The simulated side: [`Client`] connects to the store the running scenario provided.
 
+pub mod coordsim;
 mod error;
 mod kv;
 mod options;
@@ -58,6 +59,12 @@ pub struct Client {
 }
 
 impl Client {
+    /// The history process of this client's own KV calls
+    /// ([`coordsim::history_process`]).
+    pub(in crate::sim) fn history_process(&self) -> u32 {
+        self.kv.history_process()
+    }
+
     /// Connects from the current node to the store the running scenario provided. Endpoints
     /// are accepted as given (every server of the simulated cluster serves).
     pub async fn connect<E: AsRef<str>, S: AsRef<[E]>>(

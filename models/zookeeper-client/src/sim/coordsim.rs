@@ -5,7 +5,9 @@
 use super::Client;
 
 /// The history process `client`'s calls are recorded as: one per session, shared by its
-/// clones. A test harness records its lock beliefs as this process
+/// clones (the crate doc's *History processes*; the etcd-client drop-in has the same
+/// accessor, `etcd_client::coordsim::history_process`, one per handle there). A test
+/// harness records its lock beliefs as this process
 /// (`coordsim::testing::UserNode::lock_as`), so the checks that join a waiter's beliefs
 /// with its calls (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) find both.
 pub fn history_process(client: &Client) -> u32 {

@@ -173,14 +173,11 @@ pub fn line_waits(history: &History, lines: Lines) -> Vec<LockWait> {
                     }
                     // A `create2` (the zookeeper-client drop-in's create) answers with the
                     // node's stat besides its path: the same node created.
-                    (
-                        Asked::Create(waiter),
-                        Response::Zk(
-                            ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. },
-                        ),
-                    ) => {
-                        if let Some(wait) = open.get_mut(&waiter) {
-                            wait.created.push(path.clone());
+                    (Asked::Create(waiter), Response::Zk(response)) => {
+                        if let (Some(path), Some(wait)) =
+                            (response.created_path(), open.get_mut(&waiter))
+                        {
+                            wait.created.push(path.to_string());
                             wait.joined_at = Some(record.at);
                         }
                     }

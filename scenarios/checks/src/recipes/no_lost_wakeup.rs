@@ -158,14 +158,13 @@ impl Nodes {
                 continue;
             };
             match (op.operation, result) {
-                (
-                    ZkOperation::Create { .. },
-                    OpResult::Ok {
-                        response: sim::history::Response::Zk(ZkResponse::Created { path }),
-                    },
-                ) => {
-                    nodes.add(path);
-                    nodes.created.insert(path.clone(), (op.invoked_at, done_at));
+                (ZkOperation::Create { .. }, OpResult::Ok { .. }) => {
+                    if let Some(path) = op.ok().and_then(ZkResponse::created_path) {
+                        nodes.add(path);
+                        nodes
+                            .created
+                            .insert(path.to_string(), (op.invoked_at, done_at));
+                    }
                 }
                 (ZkOperation::Delete { path, .. }, OpResult::Ok { .. })
                 | (
@@ -507,7 +506,7 @@ pub fn check(history: &History) -> Checked<LostWakeup> {
 mod tests {
     use super::*;
     use crate::test_history::{
-        C1, C2, create, established, exclusive, invoke, lock_step, ok, record, requested,
+        C1, C2, create, created2, established, exclusive, invoke, lock_step, ok, record, requested,
     };
     use sim::history::{Record, recipe::LockStep, zk::CreateMode};
 
@@ -589,6 +588,33 @@ mod tests {
         assert_eq!(violations[0].line_clear_at, SimTime::from_millis(20));
         assert_eq!(violations[0].bound_passed_at, SimTime::from_millis(3_020));
         assert!(violations[0].to_string().contains("lost wake-up"));
+    }
+
+    #[test]
+    fn a_waiter_whose_creates_answered_create2_is_judged_too() {
+        // The zookeeper-client drop-in's create is create2: its reply carries the stat.
+        let mut records: Vec<Record> = behind_a_gone_holder()
+            .into_iter()
+            .map(|mut record| {
+                if let Event::Complete {
+                    result:
+                        OpResult::Ok {
+                            response: sim::history::Response::Zk(response),
+                        },
+                    ..
+                } = &mut record.event
+                    && let ZkResponse::Created { path } = response
+                {
+                    *response = created2(path, 7);
+                }
+                record
+            })
+            .collect();
+        records.push(gave_up(10_010));
+        let checked = check(&History::from_records(records));
+        assert_eq!(checked.judged, 1);
+        assert_eq!(checked.len(), 1, "{:?}", checked.violations);
+        assert_eq!(checked[0].node, WAITER);
     }
 
     #[test]

@@ -147,10 +147,8 @@ pub fn check(history: &History) -> Checked<EphemeralViolation> {
             ) {
                 return None;
             }
-            let Some(ZkResponse::Created { path }) = op.ok() else {
-                return None;
-            };
-            Some((op, path.clone(), op.session?, op.ok_at()?))
+            let path = op.ok()?.created_path()?;
+            Some((op, path.to_string(), op.session?, op.ok_at()?))
         })
         .collect();
     for (op, sync) in ops.iter().zip(&syncs) {
@@ -276,6 +274,27 @@ mod tests {
         assert!(matches!(
             check(&History::from_records(base))[..],
             [EphemeralViolation::OutlivedSession { session: 7, .. }]
+        ));
+    }
+
+    #[test]
+    fn a_create2_ephemeral_missing_while_alive_fails() {
+        // The zookeeper-client drop-in's create is create2: its reply carries the stat.
+        let mut missing = vec![
+            established(0, C1, 7),
+            invoke(1, C1, 1, create("/e", CreateMode::Ephemeral)),
+            ok(2, C1, 1, created2("/e", 7)),
+        ];
+        missing.extend(sync(10, C2, 2));
+        missing.push(invoke(12, C2, 3, get_data("/e")));
+        missing.push(fail(13, C2, 3, ZkError::NoNode));
+        assert!(matches!(
+            check(&History::from_records(missing))[..],
+            [EphemeralViolation::MissingWhileAlive {
+                session: 7,
+                create: OpId(1),
+                ..
+            }]
         ));
     }
 }

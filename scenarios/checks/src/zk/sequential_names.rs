@@ -116,7 +116,8 @@ pub fn check(history: &History, counter_bits: u32) -> Checked<SequenceViolation>
         ) {
             continue;
         }
-        let (Some(ZkResponse::Created { path }), Some(done)) = (op.ok(), op.ok_at()) else {
+        let (Some(path), Some(done)) = (op.ok().and_then(ZkResponse::created_path), op.ok_at())
+        else {
             continue;
         };
         let Some(sequence) = sequence_appended(requested, path) else {
@@ -125,7 +126,7 @@ pub fn check(history: &History, counter_bits: u32) -> Checked<SequenceViolation>
         by_parent
             .entry(parent_of(path).to_string())
             .or_default()
-            .push((sequence, path.clone(), op.op_id, op.invoked_at, done));
+            .push((sequence, path.to_string(), op.op_id, op.invoked_at, done));
     }
     let by_parent: BTreeMap<String, Vec<SequentialCreate>> = by_parent
         .into_iter()
@@ -227,6 +228,30 @@ mod tests {
         assert!(matches!(
             check(&History::from_records(backwards), 6)[..],
             [SequenceViolation::NotIncreasing { .. }]
+        ));
+    }
+
+    #[test]
+    fn a_create2_reply_is_judged_as_a_create_reply() {
+        // The zookeeper-client drop-in's create is create2: its reply carries the stat.
+        let create2 = |start: u64, op: u64, name: &str| {
+            [
+                invoke(
+                    start,
+                    C1,
+                    op,
+                    create("/q/n-", CreateMode::EphemeralSequential),
+                ),
+                ok(start + 1, C1, op, created2(name, 7)),
+            ]
+        };
+        let mut twice = create2(1, 1, "/q/n-0000000004").to_vec();
+        twice.extend(create2(5, 2, "/q/n-0000000004"));
+        let checked = check(&History::from_records(twice), 32);
+        assert_eq!(checked.judged, 2);
+        assert!(matches!(
+            checked[..],
+            [SequenceViolation::Duplicate { .. }, ..]
         ));
     }
 }

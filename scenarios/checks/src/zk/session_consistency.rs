@@ -369,15 +369,11 @@ fn possibly(
         }
         // The names sequential creates actually made, where known.
         let made: Vec<Option<&str>> = match op.ok() {
-            Some(ZkResponse::Multi { results }) => results
-                .iter()
-                .map(|result| match result {
-                    ZkResponse::Created { path } => Some(path.as_str()),
-                    _ => None,
-                })
-                .collect(),
-            Some(ZkResponse::Created { path }) => vec![Some(path.as_str())],
-            _ => Vec::new(),
+            Some(ZkResponse::Multi { results }) => {
+                results.iter().map(ZkResponse::created_path).collect()
+            }
+            Some(response) => vec![response.created_path()],
+            None => Vec::new(),
         };
         let touches = |index: usize, operation: &ZkOperation| match operation {
             ZkOperation::Create {
@@ -798,11 +794,13 @@ impl<'h> Walk<'h> {
                     foreign_ephemeral: false,
                 });
             }
-            (ZkOperation::Create { .. }, ZkResponse::Created { path }) => {
-                session.path(path).presence = Some(Presence::Present {
-                    source: source.clone(),
-                    foreign_ephemeral: false,
-                });
+            (ZkOperation::Create { .. }, response) => {
+                if let Some(path) = response.created_path() {
+                    session.path(path).presence = Some(Presence::Present {
+                        source: source.clone(),
+                        foreign_ephemeral: false,
+                    });
+                }
             }
             (ZkOperation::Delete { path, .. }, ZkResponse::Deleted) => {
                 // Proposed after everything the session had seen when it asked.
@@ -1339,6 +1337,50 @@ mod tests {
             ],
         ]);
         assert!(check(&ephemeral).is_empty());
+    }
+
+    #[test]
+    fn a_create2_reply_is_read_as_a_create_reply() {
+        // The zookeeper-client drop-in's create is create2: its reply carries the stat.
+        let own_create = history(vec![
+            vec![established(1, C1, 7)],
+            write(
+                10,
+                C1,
+                1,
+                create("/y", CreateMode::Persistent),
+                created2("/y", 0),
+            )
+            .to_vec(),
+            vec![
+                invoke(20, C1, 2, get_data("/y")),
+                fail(21, C1, 2, ZkError::NoNode),
+            ],
+        ]);
+        assert_eq!(
+            guarantees(&own_create),
+            [(Guarantee::ReadYourWrites, 2, "/y".to_string())]
+        );
+        // The session deletes n-5; another's sequential create made n-6, not n-5, so it
+        // cannot explain n-5 read back.
+        let deleted = "/q/n-0000000005";
+        let other_name = history(vec![
+            vec![established(1, C1, 7)],
+            write(10, C1, 1, delete(deleted), ZkResponse::Deleted).to_vec(),
+            write(
+                12,
+                C2,
+                2,
+                create("/q/n-", CreateMode::PersistentSequential),
+                created2("/q/n-0000000006", 0),
+            )
+            .to_vec(),
+            read(20, C1, 3, deleted, data("", node(3, 3))).to_vec(),
+        ]);
+        assert_eq!(
+            guarantees(&other_name),
+            [(Guarantee::ReadYourWrites, 3, deleted.to_string())]
+        );
     }
 
     #[test]

@@ -117,9 +117,10 @@ fn acknowledged_writes(ops: &[ZkOp<'_>]) -> Vec<Write> {
                         mzxid: stat.mzxid,
                     },
                 ),
-                (ZkOperation::Create { .. }, ZkResponse::Created { path }) => {
-                    (path.clone(), Fact::Created)
-                }
+                (ZkOperation::Create { .. }, response) => match response.created_path() {
+                    Some(path) => (path.to_string(), Fact::Created),
+                    None => return,
+                },
                 (ZkOperation::Delete { path, .. }, ZkResponse::Deleted) => {
                     (path.clone(), Fact::Deleted)
                 }
@@ -161,9 +162,9 @@ fn maybe_ephemeral(ops: &[ZkOp<'_>]) -> (BTreeSet<String>, BTreeSet<String>) {
         {
             continue;
         }
-        match op.ok() {
-            Some(ZkResponse::Created { path }) => {
-                paths.insert(path.clone());
+        match op.ok().and_then(ZkResponse::created_path) {
+            Some(path) => {
+                paths.insert(path.to_string());
             }
             _ if *mode == CreateMode::Ephemeral => {
                 paths.insert(path.clone());
@@ -581,5 +582,18 @@ mod tests {
         );
         missing.sort_by_key(|r| r.at);
         assert!(check(&History::from_records(missing)).is_empty());
+    }
+
+    #[test]
+    fn a_create2_then_a_synced_read_of_no_node_fails() {
+        // The zookeeper-client drop-in's create is create2: its reply carries the stat.
+        let mut missing = vec![
+            invoke(1, C2, 1, create("/y", CreateMode::Persistent)),
+            ok(2, C2, 1, created2("/y", 0)),
+        ];
+        missing.extend(sync(10, C1, 2));
+        missing.push(invoke(20, C1, 3, get_data("/y")));
+        missing.push(fail(21, C1, 3, ZkError::NoNode));
+        assert_eq!(check(&History::from_records(missing)).len(), 1);
     }
 }

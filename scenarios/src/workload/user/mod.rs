@@ -259,16 +259,22 @@ impl UserNode {
     }
 
     /// This client's beliefs about the lock `name`, recorded for the recipe checks, as
-    /// process `index()` (one locker per client node).
+    /// process `index()` (one locker per client node): for code over the models' own
+    /// clients, numbered the same way. Code over a drop-in client records as its handle's
+    /// process instead ([`UserNode::lock_as`]).
     pub fn lock(&self, name: &str) -> LockBeliefs {
         LockBeliefs::new(self.context.clone(), self.index as u32, name)
     }
 
     /// This client's beliefs about the lock `name`, recorded as history process `process`:
-    /// for code whose client library numbers its own processes (the zookeeper-client
-    /// drop-in's session is one process, `zookeeper_client::coordsim::history_process`),
-    /// so that the checks that join a waiter's beliefs with its store calls
-    /// (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) find them under one process.
+    /// for code over a drop-in client, which numbers its own processes, one per model
+    /// client. Both drop-ins name a handle's process the same way:
+    /// `node.lock_as(name, zookeeper_client::coordsim::history_process(&client))` (a
+    /// ZooKeeper session, shared by its clones) and
+    /// `node.lock_as(name, etcd_client::coordsim::history_process(&lock_client))` (an etcd
+    /// handle: each clone its own). The checks that join a waiter's beliefs with its store
+    /// calls (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) then find them under
+    /// one process.
     pub fn lock_as(&self, name: &str, process: u32) -> LockBeliefs {
         LockBeliefs::new(self.context.clone(), process, name)
     }

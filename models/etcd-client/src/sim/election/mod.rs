@@ -55,6 +55,12 @@ impl Clone for ElectionClient {
 }
 
 impl ElectionClient {
+    /// The history process this handle's calls are recorded as
+    /// ([`super::coordsim::history_process`]).
+    pub(in crate::sim) fn history_process(&self) -> u32 {
+        self.client.process()
+    }
+
     pub(in crate::sim) fn new(maker: super::ClientMaker) -> Self {
         Self {
             client: maker.make(),

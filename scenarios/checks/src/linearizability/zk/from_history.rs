@@ -47,12 +47,12 @@ fn excluded_paths(ops: &[ZkOp<'_>]) -> BTreeMap<String, &'static str> {
         for (index, operation) in operations.iter().enumerate() {
             match operation {
                 ZkOperation::Create { path, mode, .. } => {
-                    let actual = match responses.get(index).copied().flatten() {
-                        Some(
-                            ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. },
-                        ) => Some(path.clone()),
-                        _ => None,
-                    };
+                    let actual = responses
+                        .get(index)
+                        .copied()
+                        .flatten()
+                        .and_then(ZkResponse::created_path)
+                        .map(str::to_string);
                     let sequential = matches!(
                         mode,
                         CreateMode::PersistentSequential | CreateMode::EphemeralSequential
@@ -233,16 +233,13 @@ fn checked_paths(ops: &[ZkOp<'_>], excluded: &BTreeMap<String, &'static str>) ->
                 universe.insert(path.to_string());
             }
         }
-        if let Some(ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. }) =
-            op.ok()
-        {
-            universe.insert(path.clone());
+        if let Some(path) = op.ok().and_then(ZkResponse::created_path) {
+            universe.insert(path.to_string());
         }
         if let Some(ZkResponse::Multi { results }) = op.ok() {
-            for result in results {
-                if let ZkResponse::Created { path } = result {
-                    universe.insert(path.clone());
-                }
+            // A create inside a multi answers as a create does: its path, or its stat too.
+            for path in results.iter().filter_map(ZkResponse::created_path) {
+                universe.insert(path.to_string());
             }
         }
     }
@@ -553,12 +550,10 @@ impl PathSplit<'_> {
         result: Option<Result<&ZkResponse, PathError>>,
     ) {
         let actual = match result {
-            Some(Ok(ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. })) => {
-                Some(path.as_str())
-            }
-            Some(Ok(_)) => {
-                self.mismatch = true;
-                None
+            Some(Ok(response)) => {
+                let created = response.created_path();
+                self.mismatch |= created.is_none();
+                created
             }
             _ if matches!(mode, CreateMode::Persistent | CreateMode::Ephemeral) => Some(path),
             _ => None,
@@ -573,7 +568,10 @@ impl PathSplit<'_> {
             // NoNode is about the parent; the node itself is then absent too.
             self.add(actual, PathAction::Create(data), outcome);
             // A `create2` shows the new node's stat, as a read right after it would.
-            if let Some(Ok(ZkResponse::CreatedWithStat { stat, .. })) = result {
+            if let Some(stat) = result
+                .and_then(Result::ok)
+                .and_then(ZkResponse::created_stat)
+            {
                 let stat = self.seen(actual, stat);
                 self.add(
                     actual,

@@ -210,11 +210,12 @@ fn fires(kind: WatchKind, watched: &str, operation: &ZkOperation, response: &ZkR
             WatchKind::Exists => false,
             WatchKind::Persistent | WatchKind::PersistentRecursive => false,
         },
-        (ZkOperation::Create { .. }, ZkResponse::Created { path }) => match kind {
-            WatchKind::Exists => path == watched,
-            WatchKind::Children => parent_of(path) == watched,
-            WatchKind::Data => false,
-            WatchKind::Persistent | WatchKind::PersistentRecursive => false,
+        (ZkOperation::Create { .. }, response) => match (kind, response.created_path()) {
+            (_, None) => false,
+            (WatchKind::Exists, Some(path)) => path == watched,
+            (WatchKind::Children, Some(path)) => parent_of(path) == watched,
+            (WatchKind::Data, _) => false,
+            (WatchKind::Persistent | WatchKind::PersistentRecursive, _) => false,
         },
         _ => false,
     }

@@ -84,12 +84,11 @@ fn events(
             node_event(WatchEventType::NodeDeleted, path, out);
             child_event(path, out);
         }
-        (
-            ZkOperation::Create { .. },
-            ZkResponse::Created { path } | ZkResponse::CreatedWithStat { path, .. },
-        ) => {
-            node_event(WatchEventType::NodeCreated, path, out);
-            child_event(path, out);
+        (ZkOperation::Create { .. }, response) => {
+            if let Some(path) = response.created_path() {
+                node_event(WatchEventType::NodeCreated, path, out);
+                child_event(path, out);
+            }
         }
         _ => {}
     }

@@ -74,6 +74,25 @@ fn an_exists_watch_may_miss_a_create_while_disconnected() {
     assert!(check(&History::from_records(history), settle).is_empty());
 }
 
+#[test]
+fn an_exists_watch_missing_a_create2_fails() {
+    // The zookeeper-client drop-in's create is create2: its reply carries the stat.
+    use sim::history::zk::CreateMode;
+    let history = vec![
+        registered(10, C1, 1, "/x", WatchKind::Exists),
+        invoke(20, C2, 2, create("/x", CreateMode::Persistent)),
+        ok(21, C2, 2, created2("/x", 0)),
+        record(100, C1, Event::Note { text: "end".into() }),
+    ];
+    assert!(matches!(
+        check(&History::from_records(history), Duration::from_millis(5))[..],
+        [WatchDeliveryViolation::NeverFired {
+            change: OpId(2),
+            ..
+        }]
+    ));
+}
+
 fn end(ms: u64) -> sim::history::Record {
     record(ms, C1, Event::Note { text: "end".into() })
 }
