@@ -12,15 +12,13 @@
 //! summary.assert_fired(&[FaultKind::Crash, FaultKind::Partition]);
 //! ```
 
+pub use crate::worker_pool::{in_parallel, in_parallel_in_order};
 use crate::{driver, evidence::Evidence, outcome::Outcome, scenario::Scenario};
 use sim::{FaultCounts, Seed, fault::FaultKind, report::FailureReport};
 use std::{
     fmt,
     num::NonZeroUsize,
-    sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
-    },
+    sync::atomic::{AtomicBool, Ordering},
 };
 
 /// A sweep: a scenario, the test it belongs to (for the replay command), and how many
@@ -408,15 +406,17 @@ pub struct Parallel<'a> {
 }
 
 impl Parallel<'_> {
-    /// Runs the seeds; `report` says how to replay a failed seed, `on_done` sees each run as
-    /// it finishes (on the calling thread, in finishing order: for progress). The runs that
-    /// finished, sorted by seed.
+    /// Runs the seeds; `report` says how to replay a failed seed. `on_done` sees each run
+    /// as it finishes (in finishing order: for progress), then `in_order` takes it in seed
+    /// order; both on the calling thread. No run is kept here: a sweep of any number of
+    /// seeds holds only the few the worker pool's reorder window allows.
     pub fn run(
         &self,
         report: &(dyn Fn(Seed) -> FailureReport + Sync),
-        mut on_done: impl FnMut(&SeedRun),
-    ) -> Vec<SeedRun> {
-        let runs = in_parallel(
+        on_done: impl FnMut(&SeedRun),
+        mut in_order: impl FnMut(SeedRun),
+    ) {
+        in_parallel_in_order(
             self.seeds.len(),
             self.jobs,
             self.stop,
@@ -430,52 +430,8 @@ impl Parallel<'_> {
                 }
                 run
             },
-            |run| on_done(run),
+            on_done,
+            |_, run| in_order(run),
         );
-        runs.into_iter().map(|(_, run)| run).collect()
     }
-}
-
-/// Runs `work(i)` for every `i` in `0..count` on `jobs` threads, taking the indices in
-/// order and none once `stop` is set; `on_done` sees each result on the calling thread as
-/// it finishes (for progress). The results that finished, sorted by index: the same for any
-/// number of jobs when nothing stops them. Each thread has the main thread's 8 MiB stack,
-/// since a simulated world polls deeply nested futures.
-pub fn in_parallel<R: Send>(
-    count: usize,
-    jobs: NonZeroUsize,
-    stop: &AtomicBool,
-    work: impl Fn(usize) -> R + Sync,
-    mut on_done: impl FnMut(&R),
-) -> Vec<(usize, R)> {
-    let next = AtomicUsize::new(0);
-    let (sender, receiver) = mpsc::channel::<(usize, R)>();
-    let mut results: Vec<(usize, R)> = Vec::with_capacity(count);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.get().min(count.max(1)) {
-            let sender = sender.clone();
-            let (next, work) = (&next, &work);
-            std::thread::Builder::new()
-                .stack_size(8 << 20)
-                .spawn_scoped(scope, move || {
-                    while !stop.load(Ordering::SeqCst) {
-                        let index = next.fetch_add(1, Ordering::SeqCst);
-                        if index >= count {
-                            break;
-                        }
-                        if sender.send((index, work(index))).is_err() {
-                            break;
-                        }
-                    }
-                })
-                .expect("a thread starts");
-        }
-        drop(sender);
-        for (index, result) in receiver {
-            on_done(&result);
-            results.push((index, result));
-        }
-    });
-    results.sort_by_key(|(index, _)| *index);
-    results
 }
