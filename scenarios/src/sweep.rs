@@ -1,7 +1,8 @@
 //! The one sweep: a scenario over many seeds, each run through the one driver, failures
 //! reported with the scenario in full and the command that replays them. [`Sweep`] runs
-//! the seeds a test asks for on the test's thread; [`Parallel`] runs them across threads
-//! and can stop, for `coordsim sweep`; both keep each seed with [`run_seed`].
+//! the seeds a test asks for on every core and keeps them, in seed order, on the test's
+//! thread; [`Parallel`] runs them across threads and can stop, for `coordsim sweep`; both
+//! run through the one worker pool and keep each seed as [`run_seed`] does.
 //!
 //! ```no_run
 //! use scenarios::{catalogue, sweep::Sweep};
@@ -260,14 +261,32 @@ impl Sweep {
             seeds.first().copied().unwrap_or_default(),
             self.scenario
         );
-        for &seed in &seeds {
-            let report =
-                FailureReport::for_test(seed, &self.package, &self.test_target, &self.test_name);
-            let run = run_seed(&self.scenario, seed, report, &self.test_name, &mut inspect);
-            summary.fault_totals.accumulate(&run.outcome.fault_counts);
-            summary.failures.extend(run.failure);
-            summary.outcomes.push(run.outcome);
-        }
+        let report = |seed: Seed| {
+            FailureReport::for_test(seed, &self.package, &self.test_target, &self.test_name)
+        };
+        // The seeds are independent, so they run on every core; their outcomes are kept in
+        // seed order on this thread, so `inspect`, the summary and every line printed are as
+        // if the seeds had run one after another (and a failed `inspect` stops the rest).
+        let never_stop = AtomicBool::new(false);
+        in_parallel_in_order(
+            seeds.len(),
+            std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN),
+            &never_stop,
+            |index| run_driver(&self.scenario, &report(seeds[index])),
+            |_| {},
+            |index, outcome| {
+                let run = keep_run(
+                    &self.scenario,
+                    outcome,
+                    report(seeds[index]),
+                    &self.test_name,
+                    &mut inspect,
+                );
+                summary.fault_totals.accumulate(&run.outcome.fault_counts);
+                summary.failures.extend(run.failure);
+                summary.outcomes.push(run.outcome);
+            },
+        );
         if let Some(&first) = seeds.first() {
             summary.replay_first =
                 FailureReport::for_test(first, &self.package, &self.test_target, &self.test_name)
@@ -308,10 +327,30 @@ pub fn run_seed(
     label: &str,
     inspect: impl FnOnce(&Outcome),
 ) -> SeedRun {
-    let mut outcome = match &report.command {
-        Some(command) => driver::run_replayed_by(scenario, seed, command),
-        None => driver::run(scenario, seed),
-    };
+    debug_assert_eq!(report.seed, seed, "the report replays the seed run");
+    let outcome = run_driver(scenario, &report);
+    keep_run(scenario, outcome, report, label, inspect)
+}
+
+/// The run of `report`'s seed through the one driver, with its history; replayed by the
+/// report's command if it has one.
+fn run_driver(scenario: &Scenario, report: &FailureReport) -> Outcome {
+    match &report.command {
+        Some(command) => driver::run_replayed_by(scenario, report.seed, command),
+        None => driver::run(scenario, report.seed),
+    }
+}
+
+/// Keeps a finished run as [`run_seed`] says: `inspect` sees it with its history, and the
+/// history goes unless the run failed.
+fn keep_run(
+    scenario: &Scenario,
+    mut outcome: Outcome,
+    report: FailureReport,
+    label: &str,
+    inspect: impl FnOnce(&Outcome),
+) -> SeedRun {
+    let seed = outcome.seed;
     let inspected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inspect(&outcome)));
     if let Err(panic) = inspected {
         if let Some(history) = &outcome.history {
