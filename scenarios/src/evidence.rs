@@ -49,46 +49,74 @@ pub struct Evidence {
 impl Evidence {
     /// The evidence of `outcomes`, for a scenario that declares `declared`.
     pub fn of(outcomes: &[Outcome], declared: &[Mark]) -> Self {
-        let mut evidence = Evidence::default();
+        let mut evidence = Evidence::declaring(declared);
         for outcome in outcomes {
-            for tally in &outcome.checks {
-                let index = match evidence.checks.iter().position(|c| c.check == tally.check) {
-                    Some(index) => index,
-                    None => {
-                        evidence.checks.push(CheckEvidence {
-                            check: tally.check.clone(),
-                            judges: tally.judges.clone(),
-                            relied_on: tally.relied_on,
-                            seeds_run: 0,
-                            seeds_judged: 0,
-                            judged: 0,
-                        });
-                        evidence.checks.len() - 1
-                    }
-                };
-                let check = &mut evidence.checks[index];
-                check.seeds_run += 1;
-                check.seeds_judged += u64::from(!tally.is_vacuous());
-                check.judged += tally.judged;
-            }
-        }
-        for mark in Mark::ALL {
-            let seeds = outcomes
-                .iter()
-                .filter(|o| o.marks.contains_key(&mark))
-                .count() as u64;
-            let reached = outcomes.iter().filter_map(|o| o.marks.get(&mark)).sum();
-            let is_declared = declared.contains(&mark);
-            if is_declared || seeds > 0 {
-                evidence.marks.push(MarkEvidence {
-                    mark,
-                    declared: is_declared,
-                    seeds,
-                    reached,
-                });
-            }
+            evidence.add(outcome);
         }
         evidence
+    }
+
+    /// The evidence of no runs yet, for a scenario that declares `declared`: [`Evidence::add`]
+    /// folds the runs in one by one, so a sweep need not hold them.
+    pub fn declaring(declared: &[Mark]) -> Self {
+        let marks = Mark::ALL
+            .into_iter()
+            .filter(|mark| declared.contains(mark))
+            .map(|mark| MarkEvidence {
+                mark,
+                declared: true,
+                seeds: 0,
+                reached: 0,
+            })
+            .collect();
+        Evidence {
+            checks: Vec::new(),
+            marks,
+        }
+    }
+
+    /// Folds one more run in.
+    pub fn add(&mut self, outcome: &Outcome) {
+        for tally in &outcome.checks {
+            let index = match self.checks.iter().position(|c| c.check == tally.check) {
+                Some(index) => index,
+                None => {
+                    self.checks.push(CheckEvidence {
+                        check: tally.check.clone(),
+                        judges: tally.judges.clone(),
+                        relied_on: tally.relied_on,
+                        seeds_run: 0,
+                        seeds_judged: 0,
+                        judged: 0,
+                    });
+                    self.checks.len() - 1
+                }
+            };
+            let check = &mut self.checks[index];
+            check.seeds_run += 1;
+            check.seeds_judged += u64::from(!tally.is_vacuous());
+            check.judged += tally.judged;
+        }
+        for (&mark, &reached) in &outcome.marks {
+            // Kept in mark order, as a fold over all runs at once would list them.
+            let index = match self.marks.binary_search_by(|known| known.mark.cmp(&mark)) {
+                Ok(index) => index,
+                Err(index) => {
+                    self.marks.insert(
+                        index,
+                        MarkEvidence {
+                            mark,
+                            declared: false,
+                            seeds: 0,
+                            reached: 0,
+                        },
+                    );
+                    index
+                }
+            };
+            self.marks[index].seeds += 1;
+            self.marks[index].reached += reached;
+        }
     }
 
     /// The checks the scenario relies on that judged nothing in any seed that ran them.

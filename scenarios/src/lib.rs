@@ -21,6 +21,7 @@ mod store;
 pub mod strategies;
 pub mod suggest;
 pub mod sweep;
+mod worker_pool;
 pub mod workload;
 
 pub use known_bug::{KnownBug, KnownBugCase, UnknownBug, table as known_bug_table};

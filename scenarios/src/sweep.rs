@@ -1,7 +1,8 @@
 //! The one sweep: a scenario over many seeds, each run through the one driver, failures
 //! reported with the scenario in full and the command that replays them. [`Sweep`] runs
-//! the seeds a test asks for on the test's thread; [`Parallel`] runs them across threads
-//! and can stop, for `coordsim sweep`; both keep each seed with [`run_seed`].
+//! the seeds a test asks for on every core and keeps them, in seed order, on the test's
+//! thread; [`Parallel`] runs them across threads and can stop, for `coordsim sweep`; both
+//! run through the one worker pool and keep each seed as [`run_seed`] does.
 //!
 //! ```no_run
 //! use scenarios::{catalogue, sweep::Sweep};
@@ -12,15 +13,13 @@
 //! summary.assert_fired(&[FaultKind::Crash, FaultKind::Partition]);
 //! ```
 
+pub use crate::worker_pool::{in_parallel, in_parallel_in_order};
 use crate::{driver, evidence::Evidence, outcome::Outcome, scenario::Scenario};
 use sim::{FaultCounts, Seed, fault::FaultKind, report::FailureReport};
 use std::{
     fmt,
     num::NonZeroUsize,
-    sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
-    },
+    sync::atomic::{AtomicBool, Ordering},
 };
 
 /// A sweep: a scenario, the test it belongs to (for the replay command), and how many
@@ -262,14 +261,32 @@ impl Sweep {
             seeds.first().copied().unwrap_or_default(),
             self.scenario
         );
-        for &seed in &seeds {
-            let report =
-                FailureReport::for_test(seed, &self.package, &self.test_target, &self.test_name);
-            let run = run_seed(&self.scenario, seed, report, &self.test_name, &mut inspect);
-            summary.fault_totals.accumulate(&run.outcome.fault_counts);
-            summary.failures.extend(run.failure);
-            summary.outcomes.push(run.outcome);
-        }
+        let report = |seed: Seed| {
+            FailureReport::for_test(seed, &self.package, &self.test_target, &self.test_name)
+        };
+        // The seeds are independent, so they run on every core; their outcomes are kept in
+        // seed order on this thread, so `inspect`, the summary and every line printed are as
+        // if the seeds had run one after another (and a failed `inspect` stops the rest).
+        let never_stop = AtomicBool::new(false);
+        in_parallel_in_order(
+            seeds.len(),
+            std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN),
+            &never_stop,
+            |index| run_driver(&self.scenario, &report(seeds[index])),
+            |_| {},
+            |index, outcome| {
+                let run = keep_run(
+                    &self.scenario,
+                    outcome,
+                    report(seeds[index]),
+                    &self.test_name,
+                    &mut inspect,
+                );
+                summary.fault_totals.accumulate(&run.outcome.fault_counts);
+                summary.failures.extend(run.failure);
+                summary.outcomes.push(run.outcome);
+            },
+        );
         if let Some(&first) = seeds.first() {
             summary.replay_first =
                 FailureReport::for_test(first, &self.package, &self.test_target, &self.test_name)
@@ -310,10 +327,30 @@ pub fn run_seed(
     label: &str,
     inspect: impl FnOnce(&Outcome),
 ) -> SeedRun {
-    let mut outcome = match &report.command {
-        Some(command) => driver::run_replayed_by(scenario, seed, command),
-        None => driver::run(scenario, seed),
-    };
+    debug_assert_eq!(report.seed, seed, "the report replays the seed run");
+    let outcome = run_driver(scenario, &report);
+    keep_run(scenario, outcome, report, label, inspect)
+}
+
+/// The run of `report`'s seed through the one driver, with its history; replayed by the
+/// report's command if it has one.
+fn run_driver(scenario: &Scenario, report: &FailureReport) -> Outcome {
+    match &report.command {
+        Some(command) => driver::run_replayed_by(scenario, report.seed, command),
+        None => driver::run(scenario, report.seed),
+    }
+}
+
+/// Keeps a finished run as [`run_seed`] says: `inspect` sees it with its history, and the
+/// history goes unless the run failed.
+fn keep_run(
+    scenario: &Scenario,
+    mut outcome: Outcome,
+    report: FailureReport,
+    label: &str,
+    inspect: impl FnOnce(&Outcome),
+) -> SeedRun {
+    let seed = outcome.seed;
     let inspected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inspect(&outcome)));
     if let Err(panic) = inspected {
         if let Some(history) = &outcome.history {
@@ -408,15 +445,17 @@ pub struct Parallel<'a> {
 }
 
 impl Parallel<'_> {
-    /// Runs the seeds; `report` says how to replay a failed seed, `on_done` sees each run as
-    /// it finishes (on the calling thread, in finishing order: for progress). The runs that
-    /// finished, sorted by seed.
+    /// Runs the seeds; `report` says how to replay a failed seed. `on_done` sees each run
+    /// as it finishes (in finishing order: for progress), then `in_order` takes it in seed
+    /// order; both on the calling thread. No run is kept here: a sweep of any number of
+    /// seeds holds only the few the worker pool's reorder window allows.
     pub fn run(
         &self,
         report: &(dyn Fn(Seed) -> FailureReport + Sync),
-        mut on_done: impl FnMut(&SeedRun),
-    ) -> Vec<SeedRun> {
-        let runs = in_parallel(
+        on_done: impl FnMut(&SeedRun),
+        mut in_order: impl FnMut(SeedRun),
+    ) {
+        in_parallel_in_order(
             self.seeds.len(),
             self.jobs,
             self.stop,
@@ -430,52 +469,8 @@ impl Parallel<'_> {
                 }
                 run
             },
-            |run| on_done(run),
+            on_done,
+            |_, run| in_order(run),
         );
-        runs.into_iter().map(|(_, run)| run).collect()
     }
-}
-
-/// Runs `work(i)` for every `i` in `0..count` on `jobs` threads, taking the indices in
-/// order and none once `stop` is set; `on_done` sees each result on the calling thread as
-/// it finishes (for progress). The results that finished, sorted by index: the same for any
-/// number of jobs when nothing stops them. Each thread has the main thread's 8 MiB stack,
-/// since a simulated world polls deeply nested futures.
-pub fn in_parallel<R: Send>(
-    count: usize,
-    jobs: NonZeroUsize,
-    stop: &AtomicBool,
-    work: impl Fn(usize) -> R + Sync,
-    mut on_done: impl FnMut(&R),
-) -> Vec<(usize, R)> {
-    let next = AtomicUsize::new(0);
-    let (sender, receiver) = mpsc::channel::<(usize, R)>();
-    let mut results: Vec<(usize, R)> = Vec::with_capacity(count);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.get().min(count.max(1)) {
-            let sender = sender.clone();
-            let (next, work) = (&next, &work);
-            std::thread::Builder::new()
-                .stack_size(8 << 20)
-                .spawn_scoped(scope, move || {
-                    while !stop.load(Ordering::SeqCst) {
-                        let index = next.fetch_add(1, Ordering::SeqCst);
-                        if index >= count {
-                            break;
-                        }
-                        if sender.send((index, work(index))).is_err() {
-                            break;
-                        }
-                    }
-                })
-                .expect("a thread starts");
-        }
-        drop(sender);
-        for (index, result) in receiver {
-            on_done(&result);
-            results.push((index, result));
-        }
-    });
-    results.sort_by_key(|(index, _)| *index);
-    results
 }

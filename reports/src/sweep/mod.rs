@@ -3,32 +3,29 @@
 //! not), Ctrl-C that keeps what finished, shards for fanning a sweep out across machines,
 //! and `coordsim sweep merge` that puts the shards' results back together.
 
-use crate::cli::{CliError, VariantArgs, failure_code, load_scenario};
+use crate::cli::{CliError, VariantArgs, load_scenario};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::{
     Outcome, ReplayCommand, Scenario,
-    evidence::Evidence,
-    sweep::{OnFailure, Parallel, SeedRun},
+    sweep::{OnFailure, Parallel, SeedFailure},
 };
 use serde::{Deserialize, Serialize};
-use sim::{FaultCounts, Seed, digest::Digest, env::JOB_COMPLETION_INDEX, report::FailureReport};
+use sim::{Seed, env::JOB_COMPLETION_INDEX, report::FailureReport};
 use std::{
     fmt,
     io::IsTerminal,
     num::NonZeroUsize,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::ExitCode,
     str::FromStr,
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
-/// The exit code of a sweep stopped by Ctrl-C before any seed failed (128 + SIGINT).
-const INTERRUPTED_CODE: u8 = 130;
-/// Every seed ran clean, but a check the scenario relies on judged nothing in any seed, or
-/// a mark it declares was reached in none.
-const NO_EVIDENCE_CODE: u8 = 7;
+mod results;
+
+use results::{INTERRUPTED_CODE, ResultsWriter, SweepHeader, SweepResults, SweepTally};
 
 /// How often, at most, plain progress lines are printed when stderr is not a terminal.
 const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -217,25 +214,6 @@ impl SeedRange {
     }
 }
 
-/// What `coordsim sweep --out` writes and `coordsim sweep merge` reads and writes. `runs`
-/// is an array of `scenarios::Outcome` as it serializes (what `coordsim replay --from`
-/// reads), sorted by seed.
-#[derive(Debug, Serialize, Deserialize)]
-struct SweepResults {
-    scenario: String,
-    scenario_digest: Digest,
-    seeds: SeedRange,
-    shard: Option<Shard>,
-    interrupted: bool,
-    /// The coverage marks the scenario declares.
-    #[serde(default)]
-    declared_marks: Vec<sim::coverage::Mark>,
-    /// What the runs judged and reached (recomputed from `runs` on merge).
-    #[serde(default)]
-    evidence: Evidence,
-    runs: Vec<Outcome>,
-}
-
 /// Set by Ctrl-C or by a failure: start no new seed.
 static STOP: AtomicBool = AtomicBool::new(false);
 /// Set by Ctrl-C.
@@ -288,7 +266,23 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
         seeds.len() as u64,
         jobs,
     );
-    let runs = Parallel {
+    let mut tally = SweepTally::new(&scenario.marks);
+    let mut failures: Vec<SeedFailure> = Vec::new();
+    let header = SweepHeader {
+        scenario: &scenario.name,
+        scenario_digest: scenario.digest(),
+        seeds: range,
+        shard,
+        declared_marks: &scenario.marks,
+    };
+    let mut writer = args
+        .out
+        .as_deref()
+        .map(|path| ResultsWriter::create(path, &header))
+        .transpose()?;
+    // A write that fails stops the sweep; the error is returned once the running seeds end.
+    let mut write_error: Option<CliError> = None;
+    Parallel {
         scenario: &scenario,
         seeds: &seeds,
         jobs,
@@ -306,37 +300,35 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
                 .with_command(replay("run", seed).to_string())
         },
         |run| progress.done(run.failure.is_some()),
+        |run| {
+            tally.add(&run.outcome);
+            if let (Some(out), None) = (writer.as_mut(), &write_error)
+                && let Err(error) = out.add(&run.outcome)
+            {
+                STOP.store(true, Ordering::SeqCst);
+                write_error = Some(error);
+            }
+            // Failures are few, and their histories are needed for the report below.
+            failures.extend(run.failure);
+        },
     );
     progress.finish();
+    if let Some(error) = write_error {
+        return Err(error);
+    }
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
-    for run in &runs {
-        if let Some(failure) = &run.failure {
-            println!("\n{failure}");
-            println!(
-                "replay and check its digest: {}",
-                replay("replay", failure.outcome.seed)
-            );
-        }
+    for failure in &failures {
+        println!("\n{failure}");
+        println!(
+            "replay and check its digest: {}",
+            replay("replay", failure.outcome.seed)
+        );
     }
-    let results = SweepResults {
-        scenario: scenario.name.clone(),
-        scenario_digest: scenario.digest(),
-        seeds: range,
-        shard,
-        interrupted,
-        declared_marks: scenario.marks.clone(),
-        evidence: Evidence::default(),
-        runs: runs.into_iter().map(|run: SeedRun| run.outcome).collect(),
-    };
-    let results = SweepResults {
-        evidence: Evidence::of(&results.runs, &results.declared_marks),
-        ..results
-    };
-    print_summary(&results, seeds.len());
-    if let Some(path) = &args.out {
-        write_results(path, &results)?;
+    tally.print(seeds.len(), interrupted);
+    if let Some(writer) = writer {
+        writer.finish(interrupted, &tally.evidence)?;
     }
-    Ok(exit_code(&results))
+    Ok(tally.exit_code(interrupted))
 }
 
 /// What the sweep runs: the scenario in full, its seeds and whether it stops at the first
@@ -380,74 +372,6 @@ fn stop_on_ctrl_c() -> Result<(), CliError> {
         );
     })
     .map_err(|error| CliError::bad_input(format!("cannot handle Ctrl-C: {error}")))
-}
-
-/// The first failing run's exit code; 130 if Ctrl-C stopped a clean sweep; 0.
-fn exit_code(results: &SweepResults) -> ExitCode {
-    let first_failure = results.runs.iter().find_map(|run| run.failure.as_ref());
-    match first_failure {
-        Some(failure) => ExitCode::from(failure_code(Some(failure))),
-        None if results.interrupted => ExitCode::from(INTERRUPTED_CODE),
-        None if !results.evidence.problems().is_empty() => ExitCode::from(NO_EVIDENCE_CODE),
-        None => ExitCode::SUCCESS,
-    }
-}
-
-/// The summary: how many seeds ran and how they ended, the faults that fired, the failing
-/// seeds. Nothing in it depends on timing, so it is the same for any number of jobs.
-fn print_summary(results: &SweepResults, planned: usize) {
-    let mut totals = FaultCounts::default();
-    let mut by_kind: Vec<(&'static str, usize)> = Vec::new();
-    for run in &results.runs {
-        totals.accumulate(&run.fault_counts);
-        if let Some(failure) = &run.failure {
-            match by_kind.iter_mut().find(|(kind, _)| *kind == failure.kind()) {
-                Some((_, count)) => *count += 1,
-                None => by_kind.push((failure.kind(), 1)),
-            }
-        }
-    }
-    let failed: usize = by_kind.iter().map(|(_, count)| count).sum();
-    let kinds: Vec<String> = by_kind
-        .iter()
-        .map(|(kind, count)| format!("{count} {kind}"))
-        .collect();
-    println!(
-        "\nseeds run:       {} of {planned}{}",
-        results.runs.len(),
-        if results.interrupted {
-            " (interrupted)"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "clean:           {}\nfailed:          {failed}{}",
-        results.runs.len() - failed,
-        if kinds.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", kinds.join(", "))
-        }
-    );
-    let failing: Vec<String> = results
-        .runs
-        .iter()
-        .filter(|run| !run.is_clean())
-        .map(|run| run.seed.to_string())
-        .collect();
-    if !failing.is_empty() {
-        println!("failing seeds:   {}", failing.join(", "));
-    }
-    println!("faults fired:    {totals}");
-    crate::evidence_table::print(&results.evidence);
-}
-
-fn write_results(path: &Path, results: &SweepResults) -> Result<(), CliError> {
-    let json = serde_json::to_string_pretty(results).expect("sweep results serialize");
-    crate::cli::write(path, &(json + "\n"))?;
-    eprintln!("results written to {}", path.display());
-    Ok(())
 }
 
 /// Progress on stderr: a bar on a terminal, plain lines otherwise. `coordsim sweep` counts
@@ -600,39 +524,46 @@ fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
     let declared_marks = first.declared_marks.clone();
     let mut runs: Vec<Outcome> = parts.into_iter().flat_map(|(_, part)| part.runs).collect();
     runs.sort_by_key(|run| range.index_of(run.seed));
-    let merged = SweepResults {
-        scenario,
-        scenario_digest,
-        seeds: range,
-        shard: None,
-        interrupted,
-        evidence: Evidence::of(&runs, &declared_marks),
-        declared_marks,
-        runs,
-    };
     println!(
-        "merged {} files: `{}` (digest {}), {} seeds from {}",
+        "merged {} files: `{scenario}` (digest {scenario_digest}), {} seeds from {}",
         args.files.len(),
-        merged.scenario,
-        merged.scenario_digest,
         range.count,
         range.from
     );
-    for run in merged.runs.iter().filter(|run| !run.is_clean()) {
-        println!(
-            "\n{}\n{run}",
-            FailureReport::new(run.seed, merged.scenario.clone()).with_command(format!(
-                "{} (with the sweep's --store/--bug flags, if it had any: the scenario digest \
-                 says which ran)",
-                ReplayCommand::run(&merged.scenario).seed(run.seed)
-            ))
-        );
+    let header = SweepHeader {
+        scenario: &scenario,
+        scenario_digest,
+        seeds: range,
+        shard: None,
+        declared_marks: &declared_marks,
+    };
+    let mut writer = args
+        .out
+        .as_deref()
+        .map(|path| ResultsWriter::create(path, &header))
+        .transpose()?;
+    let mut tally = SweepTally::new(&declared_marks);
+    for run in &runs {
+        tally.add(run);
+        if let Some(writer) = writer.as_mut() {
+            writer.add(run)?;
+        }
+        if !run.is_clean() {
+            println!(
+                "\n{}\n{run}",
+                FailureReport::new(run.seed, scenario.clone()).with_command(format!(
+                    "{} (with the sweep's --store/--bug flags, if it had any: the scenario \
+                     digest says which ran)",
+                    ReplayCommand::run(&scenario).seed(run.seed)
+                ))
+            );
+        }
     }
-    print_summary(&merged, range.count as usize);
-    if let Some(path) = &args.out {
-        write_results(path, &merged)?;
+    tally.print(range.count as usize, interrupted);
+    if let Some(writer) = writer {
+        writer.finish(interrupted, &tally.evidence)?;
     }
-    Ok(exit_code(&merged))
+    Ok(tally.exit_code(interrupted))
 }
 
 /// The sweep results in `files`, each a shard of the same sweep (the same scenario, its
