@@ -489,7 +489,7 @@ impl<'a> Search<'a> {
         }
     }
 
-    fn out_of_runs(&self) -> bool {
+    fn out_of_budget(&self) -> bool {
         self.spent().is_some()
     }
 
@@ -500,7 +500,7 @@ impl<'a> Search<'a> {
         if let Some(trial) = self.tried.get(&key) {
             return *trial;
         }
-        if self.out_of_runs() {
+        if self.out_of_budget() {
             return Trial::Passes;
         }
         let (trial, simulated_ms) = (self.trial)(plan);
@@ -548,7 +548,7 @@ impl<'a> Search<'a> {
             }
         }
         let mut granularity = 2;
-        while units.len() >= 2 && !self.out_of_runs() {
+        while units.len() >= 2 && !self.out_of_budget() {
             let chunks = split(&units, granularity);
             let mut reduced = false;
             // Reduce to a chunk, then to a complement (with two chunks, the same thing).
@@ -598,7 +598,7 @@ impl<'a> Search<'a> {
     /// resolved, which an explicit inverse written for a role may not have.
     fn close_faults(&mut self, mut plan: FaultPlan) -> FaultPlan {
         let mut index = 0;
-        while index < plan.faults.len() && !self.out_of_runs() {
+        while index < plan.faults.len() && !self.out_of_budget() {
             let unit = units(&plan).into_iter().find(|unit| unit[0] == index);
             let closed = match unit.as_deref() {
                 Some([fault, inverse]) if plan.faults[*fault].for_ms.is_none() => {
@@ -669,7 +669,7 @@ impl<'a> Search<'a> {
     ) -> FaultPlan {
         let resolution_ms = self.config.resolution_ms.max(1);
         // The extreme first: often it is the answer (a fault at the start, the shortest span).
-        if low < high && !self.out_of_runs() {
+        if low < high && !self.out_of_budget() {
             let mut candidate = plan.clone();
             set(&mut candidate, low);
             if self.test(&candidate) == Trial::Fails {
@@ -677,7 +677,7 @@ impl<'a> Search<'a> {
             }
             low += 1;
         }
-        while low < high && high - low >= resolution_ms && !self.out_of_runs() {
+        while low < high && high - low >= resolution_ms && !self.out_of_budget() {
             let middle = low + (high - low) / 2;
             let mut candidate = plan.clone();
             set(&mut candidate, middle);
