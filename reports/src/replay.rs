@@ -9,6 +9,7 @@
 //! 6 when it does not ([`DIGEST_MISMATCH`]), whatever the run came to; 2 bad input.
 
 use crate::cli::{self, CliError, Outputs, VariantArgs, exit_code, load_scenario, read_plan};
+use crate::sweep::reader::RunsReader;
 use clap::Args;
 use coordsim::{
     describe::{Focus, FocusKind, describe_record},
@@ -439,46 +440,69 @@ fn replay_command(args: &ReplayArgs, outcome: &Outcome) -> ReplayCommand {
 }
 
 /// The run with `seed` of scenario `scenario` in `path`: an outcome (`run --json`) or sweep
-/// results (`{"runs": [outcome, ...]}`).
+/// results (`{"runs": [outcome, ...]}`), read run by run: only the run wanted is kept.
 fn recorded_outcome(path: &Path, scenario: &str, seed: Seed) -> Result<Outcome, CliError> {
     let file = path.display();
-    let text = cli::read_file(path)?;
-    let expected = "expected an outcome as `coordsim run --json` prints it, or sweep results \
-                    ({\"runs\": [outcome, …]})";
-    let value: Value = serde_json::from_str(&text).map_err(|error| {
-        CliError::bad_input(format!("{file}:{}: {expected}: {error}", error.line()))
-    })?;
-    let runs: Vec<Outcome> = match value.get("runs") {
-        Some(runs) => Vec::<Outcome>::deserialize(runs)
-            .map_err(|error| CliError::bad_input(format!("{file}: `runs`: {expected}: {error}"))),
-        None => Outcome::deserialize(&value)
-            .map(|outcome| vec![outcome])
-            .map_err(|error| CliError::bad_input(format!("{file}: {expected}: {error}"))),
-    }?;
-    let of_seed: Vec<&Outcome> = runs.iter().filter(|run| run.seed == seed).collect();
-    if let Some(outcome) = of_seed.iter().find(|run| run.scenario == scenario) {
-        return Ok((*outcome).clone());
+    let mut reader = RunsReader::open(
+        path,
+        "expected an outcome as `coordsim run --json` prints it, or sweep results \
+         ({\"runs\": [outcome, …]})",
+    )?;
+    // The run wanted, else the first run with the seed (of another scenario), and the
+    // first seeds seen, for the error.
+    let mut of_seed: Option<Outcome> = None;
+    let mut seeds: Vec<Seed> = Vec::new();
+    while let Some(run) = reader.next_run()? {
+        if run.seed == seed && (of_seed.is_none() || run.scenario == scenario) {
+            let wanted = run.scenario == scenario;
+            of_seed = Some(run);
+            if wanted {
+                break;
+            }
+        } else if seeds.len() <= SEEDS_LISTED && seeds.last() != Some(&run.seed) {
+            seeds.push(run.seed);
+        }
     }
-    if let Some(other) = of_seed.first() {
-        return Err(CliError::bad_input(format!(
+    let top = reader.finish()?;
+    if !top.has_runs {
+        let outcome = Outcome::deserialize(Value::Object(top.fields)).map_err(|error| {
+            CliError::bad_input(format!("{file}: expected an outcome: {error}"))
+        })?;
+        seeds.push(outcome.seed);
+        if outcome.seed == seed {
+            of_seed = Some(outcome);
+        }
+    }
+    match of_seed {
+        Some(outcome) if outcome.scenario == scenario => Ok(outcome),
+        Some(other) => Err(CliError::bad_input(format!(
             "{file}: the run with seed {seed} is of scenario `{}`, not `{scenario}` (expected --scenario {})",
             other.scenario, other.scenario
-        )));
+        ))),
+        None => Err(CliError::bad_input(format!(
+            "{file}: no run with seed {seed} (expected one of the file's seeds: {})",
+            listed_seeds(&seeds)
+        ))),
     }
-    let mut seeds: Vec<String> = runs.iter().map(|run| run.seed.to_string()).collect();
-    seeds.dedup();
-    if seeds.len() > 10 {
-        seeds.truncate(10);
-        seeds.push("…".into());
+}
+
+/// How many of a file's seeds an error lists.
+const SEEDS_LISTED: usize = 10;
+
+/// `seeds` for an error: up to [`SEEDS_LISTED`], then `…` if there are more.
+fn listed_seeds(seeds: &[Seed]) -> String {
+    if seeds.is_empty() {
+        return "none, it has no runs".to_string();
     }
-    Err(CliError::bad_input(format!(
-        "{file}: no run with seed {seed} (expected one of the file's seeds: {})",
-        if seeds.is_empty() {
-            "none, it has no runs".to_string()
-        } else {
-            seeds.join(", ")
-        }
-    )))
+    let mut text: Vec<String> = seeds
+        .iter()
+        .take(SEEDS_LISTED)
+        .map(Seed::to_string)
+        .collect();
+    if seeds.len() > SEEDS_LISTED {
+        text.push("…".into());
+    }
+    text.join(", ")
 }
 
 fn print_window(history: &History, focus: &Focus, around: usize) {

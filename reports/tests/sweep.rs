@@ -312,6 +312,32 @@ fn merged_shards_are_byte_identical_to_the_whole_sweep() {
         ]),
         "(expected shards of one sweep)",
     );
+    // Runs are read one at a time, so each file must hold them in seed order, as a sweep
+    // writes them; any JSON layout and field order is read.
+    let mut reordered = results(&whole);
+    let runs = reordered["runs"].as_array_mut().unwrap();
+    runs.reverse();
+    let reordered_path = directory.join("reordered.json");
+    std::fs::write(&reordered_path, reordered.to_string()).unwrap();
+    assert_bad_input(
+        &coordsim(&["sweep", "merge", reordered_path.to_str().unwrap()]),
+        "seed 0xa after 0xb (expected the runs in seed order, as `coordsim sweep` writes them)",
+    );
+    reordered["runs"].as_array_mut().unwrap().reverse();
+    std::fs::write(&reordered_path, reordered.to_string()).unwrap();
+    let remerged = directory.join("remerged.json");
+    coordsim(&[
+        "sweep",
+        "merge",
+        reordered_path.to_str().unwrap(),
+        "--out",
+        remerged.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(&remerged).unwrap(),
+        std::fs::read_to_string(&whole).unwrap(),
+        "one line of JSON, fields in another order, merges to the same file"
+    );
     let garbage = directory.join("garbage.json");
     std::fs::write(&garbage, "{\"runs\": 3}").unwrap();
     assert_bad_input(

@@ -298,3 +298,31 @@ fn a_world_is_freed_when_its_run_ends_even_with_tasks_still_pending() {
         );
     }
 }
+
+/// A store the scenario provides to the drop-in clients holds its networks, and each
+/// network holds the world: the world must still be freed when the run ends.
+#[test]
+fn a_world_is_freed_when_its_run_ends_even_with_a_service_that_holds_it() {
+    struct StoreHandle {
+        _network: sim::net::DatagramNetwork<u32>,
+    }
+    for seed in 0..3 {
+        World::builder()
+            .seed(Seed::new(seed))
+            .servers(1)
+            .build()
+            .unwrap()
+            .run(|sim| async move {
+                sim.provide(StoreHandle {
+                    _network: sim.datagram_network::<u32>(),
+                });
+                sim.sleep(Duration::from_secs(1)).await;
+                assert!(sim.service::<StoreHandle>().is_some(), "provided");
+            });
+        assert_eq!(
+            sim::live_worlds(),
+            0,
+            "the world of seed {seed} outlived its run, held by its service"
+        );
+    }
+}

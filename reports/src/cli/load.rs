@@ -39,11 +39,19 @@ pub fn load_scenario(name_or_file: &str) -> Result<Scenario, CliError> {
 
 /// The text of the file at `path`; a path that does not exist is "file not found".
 pub fn read_file(path: &Path) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|error| {
-        CliError::bad_input(match error.kind() {
-            std::io::ErrorKind::NotFound => format!("file not found: {}", path.display()),
-            _ => format!("cannot read {}: {error}", path.display()),
-        })
+    std::fs::read_to_string(path).map_err(|error| cannot_read(path, &error))
+}
+
+/// Opens `path` to read it bit by bit; a failure is bad input naming the path, as
+/// [`read_file`]'s.
+pub fn open_file(path: &Path) -> Result<std::fs::File, CliError> {
+    std::fs::File::open(path).map_err(|error| cannot_read(path, &error))
+}
+
+fn cannot_read(path: &Path, error: &std::io::Error) -> CliError {
+    CliError::bad_input(match error.kind() {
+        std::io::ErrorKind::NotFound => format!("file not found: {}", path.display()),
+        _ => format!("cannot read {}: {error}", path.display()),
     })
 }
 

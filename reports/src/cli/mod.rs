@@ -7,7 +7,7 @@ mod load;
 mod print;
 mod variant;
 
-pub use load::{load_scenario, read_file, read_plan};
+pub use load::{load_scenario, open_file, read_file, read_plan};
 pub use print::{Outputs, execute, outcome_json, report, violations_left_out};
 pub use variant::{StoreChoice, VariantArgs};
 
@@ -15,6 +15,7 @@ use scenarios::{Failure, Outcome};
 use std::{path::Path, process::ExitCode};
 
 /// A failure to report on one line; the process exits with `code`.
+#[derive(Debug)]
 pub struct CliError {
     message: String,
     code: u8,

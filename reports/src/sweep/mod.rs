@@ -7,7 +7,7 @@ use crate::cli::{CliError, VariantArgs, load_scenario};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::{
-    Outcome, ReplayCommand, Scenario,
+    ReplayCommand, Scenario,
     sweep::{OnFailure, Parallel, SeedFailure},
 };
 use serde::{Deserialize, Serialize};
@@ -23,9 +23,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod merge;
+pub(crate) mod reader;
 mod results;
 
-use results::{INTERRUPTED_CODE, ResultsWriter, SweepHeader, SweepResults, SweepTally};
+use results::{INTERRUPTED_CODE, ResultsWriter, SweepHeader, SweepTally};
 
 /// How often, at most, plain progress lines are printed when stderr is not a terminal.
 const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -221,7 +223,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 pub fn run(args: SweepArgs) -> Result<ExitCode, CliError> {
     if let Some(SweepCommand::Merge(merge_args)) = args.merge {
-        return merge(&merge_args);
+        return merge::merge(&merge_args);
     }
     let name = args.scenario.as_deref().expect("clap requires --scenario");
     let count = args.seeds.expect("clap requires --seeds");
@@ -510,169 +512,6 @@ fn rate(per_s: f64) -> String {
         r if r >= 1.0 => format!("{per_s:.1}"),
         _ => format!("{per_s:.2}"),
     }
-}
-
-/// `coordsim sweep merge`.
-fn merge(args: &MergeArgs) -> Result<ExitCode, CliError> {
-    let parts = read_shards(&args.files)?;
-    let first = &parts[0].1;
-    let range = first.seeds;
-    every_seed_once(&parts, range)?;
-    let scenario = first.scenario.clone();
-    let scenario_digest = first.scenario_digest;
-    let interrupted = parts.iter().any(|(_, part)| part.interrupted);
-    let declared_marks = first.declared_marks.clone();
-    let mut runs: Vec<Outcome> = parts.into_iter().flat_map(|(_, part)| part.runs).collect();
-    runs.sort_by_key(|run| range.index_of(run.seed));
-    println!(
-        "merged {} files: `{scenario}` (digest {scenario_digest}), {} seeds from {}",
-        args.files.len(),
-        range.count,
-        range.from
-    );
-    let header = SweepHeader {
-        scenario: &scenario,
-        scenario_digest,
-        seeds: range,
-        shard: None,
-        declared_marks: &declared_marks,
-    };
-    let mut writer = args
-        .out
-        .as_deref()
-        .map(|path| ResultsWriter::create(path, &header))
-        .transpose()?;
-    let mut tally = SweepTally::new(&declared_marks);
-    for run in &runs {
-        tally.add(run);
-        if let Some(writer) = writer.as_mut() {
-            writer.add(run)?;
-        }
-        if !run.is_clean() {
-            println!(
-                "\n{}\n{run}",
-                FailureReport::new(run.seed, scenario.clone()).with_command(format!(
-                    "{} (with the sweep's --store/--bug flags, if it had any: the scenario \
-                     digest says which ran)",
-                    ReplayCommand::run(&scenario).seed(run.seed)
-                ))
-            );
-        }
-    }
-    tally.print(range.count as usize, interrupted);
-    if let Some(writer) = writer {
-        writer.finish(interrupted, &tally.evidence)?;
-    }
-    Ok(tally.exit_code(interrupted))
-}
-
-/// The sweep results in `files`, each a shard of the same sweep (the same scenario, its
-/// digest, and the same seed range).
-fn read_shards(files: &[PathBuf]) -> Result<Vec<(PathBuf, SweepResults)>, CliError> {
-    let mut parts: Vec<(PathBuf, SweepResults)> = Vec::new();
-    for path in files {
-        let text = crate::cli::read_file(path)?;
-        let results: SweepResults = serde_json::from_str(&text).map_err(|error| {
-            CliError::bad_input(format!(
-                "{}:{}: expected sweep results (`coordsim sweep --out`: {{\"scenario\": …, \
-                 \"runs\": [...]}}): {error}",
-                path.display(),
-                error.line()
-            ))
-        })?;
-        parts.push((path.clone(), results));
-    }
-    let (first_path, first) = &parts[0];
-    for (path, part) in &parts[1..] {
-        if part.scenario_digest != first.scenario_digest || part.scenario != first.scenario {
-            return Err(CliError::bad_input(format!(
-                "{}: scenario `{}` (digest {}), but {} has `{}` (digest {}) (expected shards \
-                 of one sweep)",
-                path.display(),
-                part.scenario,
-                part.scenario_digest,
-                first_path.display(),
-                first.scenario,
-                first.scenario_digest
-            )));
-        }
-        if part.seeds != first.seeds {
-            return Err(CliError::bad_input(format!(
-                "{}: seeds {} from {}, but {} has {} from {} (expected shards of one sweep)",
-                path.display(),
-                part.seeds.count,
-                part.seeds.from,
-                first_path.display(),
-                first.seeds.count,
-                first.seeds.from
-            )));
-        }
-    }
-    Ok(parts)
-}
-
-/// Checks that the shards' runs, together, hold every seed of `range` once and no other.
-fn every_seed_once(parts: &[(PathBuf, SweepResults)], range: SeedRange) -> Result<(), CliError> {
-    let mut times_seen: Vec<u32> = vec![0; usize::try_from(range.count).unwrap_or(usize::MAX)];
-    let mut outside: Vec<String> = Vec::new();
-    for (path, part) in parts {
-        for run in &part.runs {
-            match range.index_of(run.seed) {
-                Some(index) => times_seen[index as usize] += 1,
-                None => outside.push(format!("{} in {}", run.seed, path.display())),
-            }
-        }
-    }
-    if !outside.is_empty() {
-        return Err(CliError::bad_input(format!(
-            "seeds outside the sweep's range ({} from {}): {}",
-            range.count,
-            range.from,
-            outside.join(", ")
-        )));
-    }
-    let seeds_seen = |times: fn(u32) -> bool| -> Vec<Seed> {
-        (0..range.count)
-            .filter(|index| times(times_seen[*index as usize]))
-            .map(|index| range.from.offset(index))
-            .collect()
-    };
-    let duplicated = seeds_seen(|times| times > 1);
-    let missing = seeds_seen(|times| times == 0);
-    if !duplicated.is_empty() || !missing.is_empty() {
-        let mut problems = Vec::new();
-        if !duplicated.is_empty() {
-            problems.push(format!(
-                "{} seeds duplicated: {}",
-                duplicated.len(),
-                listed(&duplicated)
-            ));
-        }
-        if !missing.is_empty() {
-            problems.push(format!(
-                "{} seeds missing: {} (a shard left out, stopped at a failure or interrupted? \
-                 sweep it again with --keep-going)",
-                missing.len(),
-                listed(&missing)
-            ));
-        }
-        return Err(CliError::bad_input(format!(
-            "the files do not make one sweep of {} seeds from {}: {}",
-            range.count,
-            range.from,
-            problems.join("; ")
-        )));
-    }
-    Ok(())
-}
-
-/// Up to ten seeds, then how many more.
-fn listed(seeds: &[Seed]) -> String {
-    let mut text: Vec<String> = seeds.iter().take(10).map(ToString::to_string).collect();
-    if seeds.len() > 10 {
-        text.push(format!("and {} more", seeds.len() - 10));
-    }
-    text.join(", ")
 }
 
 #[cfg(test)]

@@ -21,10 +21,11 @@ pub(super) const INTERRUPTED_CODE: u8 = 130;
 /// a mark it declares was reached in none.
 const NO_EVIDENCE_CODE: u8 = 7;
 
-/// What `coordsim sweep --out` writes and `coordsim sweep merge` reads and writes. `runs`
-/// is an array of `scenarios::Outcome` as it serializes (what `coordsim replay --from`
-/// reads), sorted by seed. The file lists the fields in this order except `interrupted` and
-/// `evidence`, which come last: they are known only when the runs before them are written.
+/// What `coordsim sweep --out` writes and `coordsim sweep merge` reads and writes, but
+/// `runs`: an array of `scenarios::Outcome` as it serializes (what `coordsim replay --from`
+/// reads), sorted by seed, which readers take one at a time ([`super::reader`]). The file
+/// lists the fields in this order except `interrupted` and `evidence`, which come after
+/// `runs`: they are known only when the runs before them are written.
 #[derive(Debug, Deserialize)]
 pub(super) struct SweepResults {
     pub(super) scenario: String,
@@ -40,7 +41,6 @@ pub(super) struct SweepResults {
     #[serde(default)]
     #[allow(dead_code)] // Read by users of the file; merge recomputes it.
     pub(super) evidence: Evidence,
-    pub(super) runs: Vec<Outcome>,
 }
 
 /// What is known of a sweep before its first run: the fields written ahead of `runs`.

@@ -161,7 +161,7 @@ where
         }
     };
     nemesis_task.abort();
-    world.forget_programs();
+    world.forget_programs_and_services();
     let (history, fault_counts, marks) = {
         let mut state = world.state.lock();
         (
