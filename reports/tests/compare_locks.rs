@@ -9,8 +9,9 @@ use common::{coordsim_output as coordsim, temporary_path as temporary};
 
 use serde_json::Value;
 
-/// Runs the comparison with `args` and `--json`; its JSON.
-fn compare(name: &str, args: &[&str]) -> (String, Value) {
+/// Runs the comparison with `args` and `--json`; its JSON, as text and parsed, and what it
+/// printed.
+fn compare(name: &str, args: &[&str]) -> (String, Value, String) {
     let json = temporary(name);
     let mut all = vec!["compare-locks", "--json", &json];
     all.extend_from_slice(args);
@@ -18,7 +19,7 @@ fn compare(name: &str, args: &[&str]) -> (String, Value) {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let text = std::fs::read_to_string(&json).unwrap();
     let value = serde_json::from_str(&text).unwrap();
-    (text, value)
+    (text, value, stdout)
 }
 
 fn row<'a>(report: &'a Value, lock: &str, clients: u64) -> &'a Value {
@@ -38,12 +39,19 @@ fn figure(row: &Value, name: &str) -> f64 {
 
 #[test]
 fn the_herd_lock_wakes_every_waiter_and_the_queue_lock_and_mutex_one() {
-    let (_, report) = compare("herd.json", &["--clients", "2,6", "--seeds", "1"]);
+    let (_, report, printed) = compare("herd.json", &["--clients", "2,6", "--seeds", "1"]);
     assert_eq!(report["rows"].as_array().unwrap().len(), 6, "{report}");
+    // So few clients' final turns fit in the lock scenarios' own bound
+    // (`tests/lock_liveness_bound.rs` raises it).
+    assert!(
+        printed.contains("liveness bound (simulated): 30.0 s at 2, 6 clients;"),
+        "{printed}"
+    );
     for lock in ["zk_herd_lock", "zk_queue_lock", "etcd_mutex"] {
         for clients in [2, 6] {
             let row = row(&report, lock, clients);
             assert_eq!(row["runs"], 1, "{row}");
+            assert_eq!(row["liveness_bound_ms"], 30_000, "{row}");
             assert!(row["acquisitions"].as_u64().unwrap() > 0, "{row}");
             assert!(row["hand_offs"].as_u64().unwrap() > 0, "{row}");
             assert!(figure(row, "handoff_latency_p50_ms") > 0.0, "{row}");
@@ -81,11 +89,11 @@ fn the_herd_lock_wakes_every_waiter_and_the_queue_lock_and_mutex_one() {
 fn the_json_is_the_same_every_time_and_whatever_the_parallelism() {
     let args = ["--store", "zab", "--clients", "2,6", "--seeds", "2"];
     let svg = temporary("locks.svg");
-    let (one_at_a_time, report) = compare(
+    let (one_at_a_time, report, _) = compare(
         "serial.json",
         &[&args[..], &["--jobs", "1", "--svg", &svg]].concat(),
     );
-    let (two_at_once, _) = compare("parallel.json", &[&args[..], &["--jobs", "2"]].concat());
+    let (two_at_once, _, _) = compare("parallel.json", &[&args[..], &["--jobs", "2"]].concat());
     assert_eq!(one_at_a_time, two_at_once);
     assert_eq!(report["rows"].as_array().unwrap().len(), 4, "{report}");
     assert_eq!(report["options"]["seeds"].as_array().unwrap().len(), 2);
@@ -117,7 +125,7 @@ fn the_json_is_the_same_every_time_and_whatever_the_parallelism() {
 
 #[test]
 fn with_faults_every_lock_follows_the_plan_of_its_seed() {
-    let (_, report) = compare(
+    let (_, report, _) = compare(
         "faults.json",
         &["--faults", "default", "--clients", "2", "--seeds", "1"],
     );

@@ -559,6 +559,21 @@ impl Scenario {
             .collect()
     }
 
+    /// The liveness bound this scenario's workload needs with its clients, where the
+    /// workload can say: the lock workload's phase is one turn per lock-taking process, in
+    /// a row, after the workers' last waits (`scenarios/src/workload/shared/lock_liveness.rs`
+    /// derives it). `None` for the other workloads.
+    pub fn liveness_needed_ms(&self) -> Option<u64> {
+        match &self.workload {
+            Workload::Locks(locks) => {
+                let clients = u64::try_from(self.clients).unwrap_or(u64::MAX);
+                let processes = clients.saturating_mul(u64::from(locks.processes_per_client));
+                Some(locks.liveness_needed_ms(processes, &self.world))
+            }
+            _ => None,
+        }
+    }
+
     /// A stable digest of the whole description, so a report can say which scenario ran.
     pub fn digest(&self) -> Digest {
         let mut hasher = StableHasher::new();

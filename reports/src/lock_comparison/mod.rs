@@ -16,7 +16,11 @@ use measure::RunFigures;
 use scenarios::{Outcome, Scenario, driver, scenario::Store, sweep};
 use serde::Serialize;
 use sim::{FaultCounts, Seed, World, fault::FaultPlan};
-use std::{num::NonZeroUsize, sync::atomic::AtomicBool};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    num::NonZeroUsize,
+    sync::atomic::AtomicBool,
+};
 
 /// A lock to compare: its name in the rows, and the scenario its runs start from (each row
 /// sets the client count).
@@ -46,6 +50,7 @@ struct RowKey {
     lock: LockName,
     base: String,
     clients: usize,
+    liveness_bound_ms: u64,
 }
 
 /// The runs to make: rows lock by lock, client count by client count; jobs row by row,
@@ -59,10 +64,16 @@ pub struct Plan {
 }
 
 /// `scenario` with `clients` clients, named after them, validated (`Err`: the one line of
-/// bad input, naming the client count).
+/// bad input, naming the client count). Its liveness bound is raised, if need be, to what
+/// its workload needs with that many clients ([`Scenario::liveness_needed_ms`]: the lock
+/// workload's final turns come one after the other, so their time grows with the clients);
+/// it is never lowered below the scenario's own.
 pub fn with_clients(mut scenario: Scenario, clients: usize) -> Result<Scenario, String> {
     scenario.name = format!("{}_{clients}_clients", scenario.name);
     scenario.clients = clients;
+    if let Some(needed_ms) = scenario.liveness_needed_ms() {
+        scenario.liveness_bound_ms = scenario.liveness_bound_ms.max(needed_ms);
+    }
     scenario
         .validate()
         .map_err(|error| format!("{clients} clients: {error}"))?;
@@ -109,6 +120,7 @@ impl Plan {
                     lock: lock.name.clone(),
                     base: lock.scenario.name.clone(),
                     clients: count,
+                    liveness_bound_ms: scenario.liveness_bound_ms,
                 });
                 for (seed_index, &seed) in seeds.iter().enumerate() {
                     let scenario = match plans {
@@ -167,7 +179,10 @@ impl Plan {
             .keys
             .iter()
             .zip(&measured)
-            .map(|(key, runs)| Row::of((key.store, &key.lock, &key.base), key.clients, runs))
+            .map(|(key, runs)| {
+                let lock = (key.store, &key.lock, key.base.as_str());
+                Row::of(lock, key.clients, key.liveness_bound_ms, runs)
+            })
             .collect();
         Comparison {
             rows,
@@ -221,12 +236,13 @@ impl Comparison {
         }
         let mut text = format!(
             "{title}: {}; clients {}; seeds {}–{} ({} per lock and client count); faults: \
-             {faults}\n\n{}\n\n{NOTES}\n",
+             {faults}\n{}\n\n{}\n\n{NOTES}\n",
             locks.join(", "),
             join(&self.clients),
             self.seeds.first().map_or(0, |seed| seed.value()),
             self.seeds.last().map_or(0, |seed| seed.value()),
             self.seeds.len(),
+            liveness_bounds(&self.rows),
             report::table(&self.rows),
         );
         if !self.failures.is_empty() {
@@ -283,6 +299,36 @@ releases with someone waiting. notifications / release: watch notifications that
 waiters per release that woke any (recipe.herd_effect's count). messages / acquisition: \
 every message on the wire in the run, servers' heartbeats and replication included. \
 acquisitions / s: per simulated second of the workload phase (the fault phase and the recovery under load, before every client's final turn).";
+
+/// The liveness bounds the rows' runs had, in one line: `liveness bound (simulated): 30.0 s
+/// at 2, 8 clients; 62.4 s at 256 clients; ...`.
+fn liveness_bounds(rows: &[Row]) -> String {
+    // Bound → client counts, both in rising order; a count whose locks' bounds differ
+    // appears under each.
+    let mut clients_by_bound: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
+    for row in rows {
+        clients_by_bound
+            .entry(row.liveness_bound_ms)
+            .or_default()
+            .insert(row.clients);
+    }
+    let bounds: Vec<String> = clients_by_bound
+        .iter()
+        .map(|(bound_ms, clients)| {
+            let clients: Vec<usize> = clients.iter().copied().collect();
+            format!(
+                "{:.1} s at {} clients",
+                *bound_ms as f64 / 1_000.0,
+                join(&clients)
+            )
+        })
+        .collect();
+    format!(
+        "liveness bound (simulated): {}; each run's scenario's own, raised where a catalogue \
+         lock's final turns, one per client and one after the other, need more",
+        bounds.join("; ")
+    )
+}
 
 fn join(values: &[usize]) -> String {
     values

@@ -68,6 +68,10 @@ pub struct Row {
     pub scenario: String,
     /// Client nodes, one lock-taking process each.
     pub clients: usize,
+    /// The liveness bound its runs had, simulated milliseconds: the scenario's, raised to
+    /// what the lock workload needs with this many clients
+    /// ([`with_clients`](super::with_clients)).
+    pub liveness_bound_ms: u64,
     /// Runs measured (clean ones: a failed run is reported, not measured).
     pub runs: usize,
     /// Acquisitions in those runs.
@@ -95,11 +99,12 @@ pub struct Row {
 }
 
 impl Row {
-    /// The row of `lock` on `store` with `clients` clients, from its clean runs (in seed
-    /// order) and the faults each fired.
+    /// The row of `lock` on `store` with `clients` clients and its runs' liveness bound,
+    /// from its clean runs (in seed order) and the faults each fired.
     pub(super) fn of(
         (store, lock, scenario): (Store, &LockName, &str),
         clients: usize,
+        liveness_bound_ms: u64,
         runs: &[(RunFigures, FaultCounts)],
     ) -> Self {
         let figures = || runs.iter().map(|(figures, _)| figures);
@@ -125,6 +130,7 @@ impl Row {
             lock: lock.clone(),
             scenario: scenario.to_string(),
             clients,
+            liveness_bound_ms,
             runs: runs.len(),
             acquisitions: total(|run| run.acquisitions),
             waits_given_up: total(|run| run.waits_given_up),

@@ -3,5 +3,6 @@
 
 pub(super) mod discovery;
 pub(super) mod elections;
+mod lock_liveness;
 pub(super) mod locks;
 pub(super) mod recipe_session;
