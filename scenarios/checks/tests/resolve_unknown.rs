@@ -112,8 +112,8 @@ impl Builder {
                     term: 1,
                     digest: index,
                     request: Some(RequestRef {
-                        session: SESSION,
-                        xid,
+                        client: SESSION,
+                        sequence: xid,
                     }),
                 }),
             );

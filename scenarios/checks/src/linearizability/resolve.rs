@@ -4,9 +4,14 @@
 //! after its invocation) and not — and each one doubles the orders to search (etcd-io/etcd
 //! #15598; Porcupine runs out of memory on long histories for the same reason). A coordsim
 //! history also holds what the replicas did: every replica records each entry it applies
-//! (`ProtocolEvent::Applied`), and an entry made for a client's write names the request
-//! (ZooKeeper's transaction header: session and xid), which the client recorded when it sent
-//! it (`ZkEvent::RequestSent`). So for each write of unknown outcome:
+//! (`ProtocolEvent::Applied`), and an entry made for a client's write names the request,
+//! which the client recorded when it sent it. ZooKeeper's entries name it by their
+//! transaction header (session and xid; the client records `ZkEvent::RequestSent`); an etcd
+//! model client stamps each write with its own number and a count of its writes, which the
+//! server keeps in the entry (the client records `KvEvent::RequestSent`; a retry sends the
+//! same stamp, so a write applied twice shows as two entries). Both checkers
+//! (`zk.linearizable`, `etcd.linearizable`) resolve through this one function. So for each
+//! write of unknown outcome:
 //!
 //! - **applied** (some replica applied one entry naming its request): it took effect, no
 //!   later than when the first replica applied it. It becomes [`Outcome::TookEffect`]: the
@@ -27,7 +32,7 @@
 //!
 //! The facts used are the ones the protocol checks verify on every run: `replica_agreement`
 //! checks that every replica applied the same entry (same digest, and the request is part of
-//! the digested transaction) at each index, `replica_prefix` and `applied_in_order` that
+//! what is digested: ZooKeeper's transaction header, the etcd entry's stamp) at each index, `replica_prefix` and `applied_in_order` that
 //! each replica applied a prefix of the one committed sequence, in order. A run whose
 //! replicas disagree on what was applied fails those checks whatever this checker says. When
 //! they pass, "some replica applied the entry naming this request" means the request is in
