@@ -61,7 +61,7 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
             .cloned()
             .collect();
         if newly_left_out.is_empty() {
-            resolve(&mut checked, &AppliedRequests::of(history));
+            resolve(&model, &mut checked, &AppliedRequests::of(history));
             return (model, checked);
         }
         left_out.extend(newly_left_out);
