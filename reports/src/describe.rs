@@ -93,10 +93,11 @@ pub fn describe_record(record: &Record) -> String {
 }
 
 /// Fields of the event vocabulary whose values name a kind (shown bare, first).
-const KIND_FIELDS: [&str; 10] = [
+const KIND_FIELDS: [&str; 11] = [
     "type",
     "recipe_event",
     "zk_event",
+    "kv_event",
     "protocol_event",
     "phase",
     "model",

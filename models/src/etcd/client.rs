@@ -7,6 +7,11 @@
 //!   Writes are retried only when the server said they were not applied; a write whose
 //!   answer never came (timeout, broken connection) completes with an explicit *unknown*
 //!   outcome: it may or may not have taken effect, and retrying could apply it twice.
+//! - Each write (put, delete, transaction, lease grant, revoke and keep-alive, compaction)
+//!   carries an identity, this client's number and its count of writes, which the server
+//!   keeps in the write's log entry and the replicas record when they apply it. The client
+//!   records it when it first sends the write (`KvEvent::RequestSent`); retries send the
+//!   same one. So a checker can tell whether a write whose answer never came took effect.
 //! - [`EtcdClient::spawn_keep_alive`] renews a lease in the background;
 //!   [`EtcdClient::watch`] opens a watch stream that resumes after a reconnect from the
 //!   revision after the last one it delivered.
@@ -22,8 +27,8 @@ use sim::{
     HistoryRecorder, NodeContext, NodeId,
     clock::{Elapsed, LocalTime},
     history::{
-        OpError, OpResult, Operation, Response,
-        kv::{Compare, KvError, KvOperation, KvResponse, ReadConsistency, WatchStep},
+        OpError, OpId, OpResult, Operation, RequestRef, Response,
+        kv::{Compare, KvError, KvEvent, KvOperation, KvResponse, ReadConsistency, WatchStep},
     },
     net::{Connection, ConnectionBroken, StreamNetwork},
 };
@@ -69,10 +74,21 @@ pub struct EtcdClient {
     rotation: usize,
     next_request_id: u64,
     next_watch_id: u64,
+    /// This client's number in the identities of its writes (unique in the cluster).
+    client_number: u64,
+    /// Writes stamped so far: the last one's sequence number.
+    writes_stamped: u64,
     /// One timer for every request's timeout, re-armed only when it fires before the
     /// current request's deadline: a new sleep per request would leave a madsim timer
     /// behind per operation, each waking this task in vain a request timeout later.
     request_timer: SignalledTimer,
+}
+
+/// A write's identity in the log, and whether the history has it as sent yet.
+struct StampedWrite {
+    op_id: OpId,
+    request: RequestRef,
+    recorded_as_sent: bool,
 }
 
 /// How an attempt ended, before the history sees it.
@@ -102,6 +118,8 @@ impl EtcdClient {
             rotation,
             next_request_id: 0,
             next_watch_id: 0,
+            client_number: cluster.take_client_number(),
+            writes_stamped: 0,
             request_timer: SignalledTimer::new(),
         }
     }
@@ -250,7 +268,9 @@ impl EtcdClient {
             .history
             .invoke(self.process, Operation::Kv(operation.clone()));
         let read_only = super::command::is_read_only(&operation);
-        let result = self.run(ClientRequest::Kv(operation), read_only).await;
+        let result = self
+            .run(ClientRequest::Kv(operation), read_only, op_id)
+            .await;
         self.history.complete(op_id, result.clone());
         result
     }
@@ -265,14 +285,30 @@ impl EtcdClient {
                 argument: serde_json::json!({ "revision": revision }),
             },
         );
-        let result = self.run(ClientRequest::Compact { revision }, false).await;
+        let result = self
+            .run(ClientRequest::Compact { revision }, false, op_id)
+            .await;
         self.history.complete(op_id, result.clone());
         result
     }
 
-    async fn run(&mut self, request: ClientRequest, read_only: bool) -> OpResult {
+    /// Runs operation `op_id`'s `request` until it is answered or its deadline passes. A
+    /// write is stamped with one identity, which every retry sends again: the server keeps
+    /// it in the write's log entry (see [`KvEvent::RequestSent`]).
+    async fn run(&mut self, request: ClientRequest, read_only: bool, op_id: OpId) -> OpResult {
         let clock = self.context.clock().clone();
         let deadline = clock.now() + self.config.operation_timeout;
+        let mut write = (!read_only).then(|| {
+            self.writes_stamped += 1;
+            StampedWrite {
+                op_id,
+                request: RequestRef {
+                    client: self.client_number,
+                    sequence: self.writes_stamped,
+                },
+                recorded_as_sent: false,
+            }
+        });
         loop {
             if clock.now() >= deadline {
                 return if read_only {
@@ -289,7 +325,7 @@ impl EtcdClient {
                     }
                 };
             }
-            match self.attempt(&request, deadline).await {
+            match self.attempt(&request, write.as_mut(), deadline).await {
                 Attempt::Done(result) => return result,
                 Attempt::Retry => {}
                 Attempt::NoAnswer(reason) => {
@@ -301,7 +337,12 @@ impl EtcdClient {
         }
     }
 
-    async fn attempt(&mut self, request: &ClientRequest, deadline: LocalTime) -> Attempt {
+    async fn attempt(
+        &mut self,
+        request: &ClientRequest,
+        write: Option<&mut StampedWrite>,
+        deadline: LocalTime,
+    ) -> Attempt {
         let clock = self.context.clock().clone();
         let Some(connection) = self.connect(deadline).await else {
             return Attempt::Retry;
@@ -311,11 +352,24 @@ impl EtcdClient {
         let frame = ClientFrame::Request {
             request_id,
             request: request.clone(),
+            write_id: write.as_ref().map(|write| write.request),
         };
         if connection.send(frame).is_err() {
             // Never left: certainly not applied.
             self.connection = None;
             return Attempt::Retry;
+        }
+        if let Some(write) = write
+            && !write.recorded_as_sent
+        {
+            // The identity the replicas will record if they apply it: how a checker learns
+            // whether a write whose answer never came took effect.
+            write.recorded_as_sent = true;
+            self.history.kv(KvEvent::RequestSent {
+                process: self.process,
+                op_id: write.op_id,
+                request: write.request,
+            });
         }
         let wait = self
             .config

@@ -3,7 +3,10 @@
 use super::{mvcc::ChangeEvent, watch::WatchOptions};
 use sim::{
     NodeId,
-    history::kv::{KvError, KvOperation, KvResponse},
+    history::{
+        RequestRef,
+        kv::{KvError, KvOperation, KvResponse},
+    },
 };
 
 /// A frame on a client connection (both directions).
@@ -15,6 +18,10 @@ pub enum ClientFrame {
         request_id: u64,
         /// What to do.
         request: ClientRequest,
+        /// For a write, the identity the client stamped on it: the server keeps it in the
+        /// write's log entry, so that the replicas' `Applied` records name it. The same on
+        /// every retry of the write; `None` for a read.
+        write_id: Option<RequestRef>,
     },
     /// Server → client: the answer to a request.
     Response {

@@ -30,7 +30,7 @@ use sim::{
     HistoryRecorder, NodeContext, NodeId,
     clock::{LocalSleep, LocalTime},
     disk::{CellFile, Disk, DiskSync, LogFile},
-    history::ProtocolEvent,
+    history::{ProtocolEvent, RequestRef},
     net::{Datagram, DatagramEndpoint, DatagramNetwork},
 };
 use std::{
@@ -45,6 +45,15 @@ use std::{
 pub trait RaftCommand: Clone + Send + Sync + 'static {
     /// A stable digest of the command.
     fn digest(&self) -> u64;
+
+    /// The client request the command was proposed for, recorded with each replica's
+    /// `Applied` event (the linearizability checker reads whether an operation whose reply
+    /// was lost took effect from it); `None` for a command no client request asked for.
+    /// Part of the command, so it must be part of its digest: replicas that agree on the
+    /// digest then agree on it. The default names none.
+    fn request(&self) -> Option<RequestRef> {
+        None
+    }
 }
 
 /// The digest recorded for an entry (no-ops digest to 0).
@@ -52,6 +61,14 @@ pub fn entry_digest<C: RaftCommand>(payload: &EntryPayload<C>) -> u64 {
     match payload {
         EntryPayload::Noop => 0,
         EntryPayload::Command(command) => command.digest(),
+    }
+}
+
+/// The request an entry names (a no-op names none).
+fn entry_request<C: RaftCommand>(payload: &EntryPayload<C>) -> Option<RequestRef> {
+    match payload {
+        EntryPayload::Noop => None,
+        EntryPayload::Command(command) => command.request(),
     }
 }
 
@@ -322,7 +339,7 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
                         index: entry.index,
                         term: entry.term,
                         digest: entry_digest(&entry.payload),
-                        request: None,
+                        request: entry_request(&entry.payload),
                     });
                     self.app_events.push_back(AppEvent::Apply(entry));
                 }

@@ -205,8 +205,8 @@ impl Txn {
                 | TxnBody::CloseSession { .. }
         );
         (self.session != 0 && changes_for_client).then_some(RequestRef {
-            session: self.session,
-            xid: self.cxid,
+            client: self.session,
+            sequence: self.cxid,
         })
     }
 }

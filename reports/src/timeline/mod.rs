@@ -442,7 +442,7 @@ fn rows(
         .iter()
         .map(|record| {
             let category = match &record.event {
-                Event::Invoke { .. } | Event::Complete { .. } => Category::Operation,
+                Event::Invoke { .. } | Event::Complete { .. } | Event::Kv(_) => Category::Operation,
                 Event::Protocol(_) => Category::Protocol,
                 Event::Recipe(_) => Category::Recipe,
                 Event::Zk(_) => Category::Session,

@@ -4,7 +4,9 @@
 //! write answered as failed is never resolved.
 
 use checks::linearizability::{
-    CheckOptions, Report, Verdict, check, resolve::DID_NOT_TAKE_EFFECT, zk,
+    CheckOptions, Report, Verdict, check,
+    resolve::{DID_NOT_TAKE_EFFECT, Resolved},
+    zk,
 };
 use sim::{
     NodeId,
@@ -112,8 +114,8 @@ impl Builder {
                     term: 1,
                     digest: index,
                     request: Some(RequestRef {
-                        session: SESSION,
-                        xid,
+                        client: SESSION,
+                        sequence: xid,
                     }),
                 }),
             );
@@ -320,6 +322,26 @@ fn resolving_lost_replies_shrinks_the_search() {
     assert_eq!(
         resolved.skipped.get(DID_NOT_TAKE_EFFECT),
         Some(&((WRITES / 2) as usize))
+    );
+    let half = (WRITES / 2) as usize;
+    assert_eq!(
+        resolved.resolved,
+        Some(Resolved {
+            took_effect: half,
+            did_not: half,
+            ambiguous: 0
+        })
+    );
+    assert!(
+        resolved.to_string().contains(&format!(
+            "{half} as applied (took effect), {half} as not applied (left out), 0 left \
+             ambiguous"
+        )),
+        "{resolved}"
+    );
+    assert_eq!(
+        blind.resolved.map(|blind| blind.ambiguous),
+        Some(WRITES as usize)
     );
     println!(
         "{WRITES} writes of unknown outcome: {} steps unresolved, {} resolved",

@@ -60,6 +60,9 @@ pub enum Event {
         /// The text.
         text: String,
     },
+    // New events go last: histories hash variants by index.
+    /// An etcd-style key-value client did something observable (sent a write).
+    Kv(kv::KvEvent),
 }
 
 /// An operation a client asked a store to perform.
@@ -168,9 +171,10 @@ pub enum ProtocolEvent {
         /// Digest of the entry's content, to compare replicas.
         digest: u64,
         /// The client request whose change this entry carries, as the entry names it
-        /// (ZooKeeper's transaction header); `None` for entries that change nothing for a
-        /// client request (a refusal logged as an error transaction, a server's own entry)
-        /// and for stores whose entries name no request.
+        /// (ZooKeeper's transaction header; the id an etcd model client stamps on a write);
+        /// `None` for entries that change nothing for a client request (a refusal logged as
+        /// an error transaction, a server's own entry) and for entries that name no
+        /// request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request: Option<RequestRef>,
     },
@@ -224,15 +228,27 @@ pub enum ProtocolEvent {
     },
 }
 
-/// A client request as a log entry names it: ZooKeeper's transaction header (the client's
-/// session and the request's xid in it, `TxnHeader.clientId` / `cxid`). The client records
-/// the same pair when it sends the request ([`super::zk::ZkEvent::RequestSent`]).
+/// A client request as a log entry names it, and as the client recorded it when it sent
+/// it: which client, and which of its requests.
+///
+/// - ZooKeeper: the transaction header, `client` the session id and `sequence` the
+///   request's xid in it (`TxnHeader.clientId` / `cxid`); the client records the pair in
+///   [`super::zk::ZkEvent::RequestSent`].
+/// - etcd (coordsim's model; real etcd's entries carry a server-made id instead):
+///   `client` a number the model client takes when it is made, unique in the run, and
+///   `sequence` its count of writes; the client records it in
+///   [`super::kv::KvEvent::RequestSent`] and the server keeps it in the write's log entry.
+///
+/// The fields were ZooKeeper's `session` and `xid` until etcd entries named requests too;
+/// histories written with those names still read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RequestRef {
-    /// The session id.
-    pub session: u64,
-    /// The request's xid in that session.
-    pub xid: u64,
+    /// The client: a ZooKeeper session id, an etcd model client's number.
+    #[serde(alias = "session")]
+    pub client: u64,
+    /// The request's number among that client's: a ZooKeeper xid, an etcd write count.
+    #[serde(alias = "xid")]
+    pub sequence: u64,
 }
 
 /// What a quorum counted in [`ProtocolEvent::QuorumCounted`] was for (ZAB's phases).

@@ -427,6 +427,25 @@ pub enum KvError {
     DuplicateKey,
 }
 
+/// What an etcd-style client did that is not an operation's invocation or completion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kv_event", rename_all = "snake_case")]
+pub enum KvEvent {
+    /// The client sent a recorded write to a server under `request`, the identity the
+    /// server keeps in the write's log entry and the replicas record when they apply it
+    /// ([`crate::history::ProtocolEvent::Applied`]'s `request`). Recorded once per write,
+    /// when it is first sent: a retry sends the same identity again. Links an operation
+    /// whose outcome the client never learned to the log, for the linearizability checker.
+    RequestSent {
+        /// Logical process.
+        process: u32,
+        /// The operation sent.
+        op_id: crate::history::OpId,
+        /// The identity the write's log entry carries.
+        request: crate::history::RequestRef,
+    },
+}
+
 /// The `name` of the [`crate::history::RecipeEvent::Other`] events that carry a
 /// [`WatchRecord`] (watches are streams, not invoke/complete operations).
 pub const WATCH_EVENT_NAME: &str = "kv_watch";

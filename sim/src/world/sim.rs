@@ -353,6 +353,11 @@ impl HistoryRecorder {
         self.record(Event::Zk(event));
     }
 
+    /// Records an etcd-style key-value client event.
+    pub fn kv(&self, event: crate::history::kv::KvEvent) {
+        self.record(Event::Kv(event));
+    }
+
     /// Records a note.
     pub fn note(&self, text: impl Into<String>) {
         self.record(Event::Note { text: text.into() });

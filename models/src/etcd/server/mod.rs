@@ -13,7 +13,10 @@
 //!   cloned into it; when a leader installs one, the state machine is replaced and every
 //!   watcher catches up from its own next revision (etcd's `watchableStore.Restore`).
 
+mod log_command;
 mod watches;
+
+pub use log_command::LogCommand;
 
 use super::{
     command::{StoreCommand, validate},
@@ -27,53 +30,26 @@ use crate::{
     local_queue::LocalQueue,
     raft::{
         EntryPayload, Message, ProposeError, ReadRequestId, Snapshot,
-        driver::{AppEvent, RaftCommand, RaftDriver, RaftInput},
+        driver::{AppEvent, RaftDriver, RaftInput},
         timer::SignalledTimer,
     },
 };
 use sim::{
     NodeContext, NodeId, Sim,
     history::{
-        ProtocolEvent,
+        ProtocolEvent, RequestRef,
         kv::{KvError, KvOperation, KvResponse, ReadConsistency},
     },
     net::{Connection, DatagramNetwork, StreamNetwork},
 };
-use std::{collections::BTreeMap, sync::Arc, task::Poll};
-
-/// What a Raft log entry of the store carries: shared, so AppendEntries clone cheaply, and
-/// digested once when proposed, since every replica records the digest of every entry it
-/// applies.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LogCommand(Arc<DigestedCommand>);
-
-#[derive(Debug, PartialEq, Eq)]
-struct DigestedCommand {
-    command: StoreCommand,
-    digest: u64,
-}
-
-impl LogCommand {
-    /// Wraps `command` for the log, computing its digest.
-    pub fn new(command: StoreCommand) -> Self {
-        let digest = command.digest();
-        Self(Arc::new(DigestedCommand { command, digest }))
-    }
-}
-
-impl std::ops::Deref for LogCommand {
-    type Target = StoreCommand;
-
-    fn deref(&self) -> &StoreCommand {
-        &self.0.command
-    }
-}
-
-impl RaftCommand for LogCommand {
-    fn digest(&self) -> u64 {
-        self.0.digest
-    }
-}
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    task::Poll,
+};
 
 /// A snapshot of the store's state machine (MVCC store and lease table), shared so that
 /// InstallSnapshot messages clone cheaply.
@@ -89,6 +65,8 @@ pub struct EtcdCluster {
     client_network: StreamNetwork<ClientFrame>,
     servers: Vec<NodeId>,
     config: EtcdConfig,
+    /// The next number a client takes ([`EtcdCluster::take_client_number`]).
+    client_numbers: Arc<AtomicU64>,
 }
 
 impl EtcdCluster {
@@ -102,6 +80,7 @@ impl EtcdCluster {
             client_network: sim.stream_network(),
             servers: servers.clone(),
             config,
+            client_numbers: Arc::new(AtomicU64::new(1)),
         };
         for server in servers {
             let cluster = cluster.clone();
@@ -126,6 +105,15 @@ impl EtcdCluster {
     /// The configuration.
     pub fn config(&self) -> &EtcdConfig {
         &self.config
+    }
+
+    /// A number no other client of this cluster has taken, for the identities a client
+    /// stamps on its writes: per cluster rather than per node and process, because two
+    /// clients may share those (two handles of one process, a client made again after
+    /// its node restarted). A real client would draw a random id; a counter is as unique
+    /// and reads better in a history.
+    pub(crate) fn take_client_number(&self) -> u64 {
+        self.client_numbers.fetch_add(1, Ordering::Relaxed)
     }
 }
 
@@ -296,7 +284,8 @@ impl Server {
             ClientFrame::Request {
                 request_id,
                 request,
-            } => self.handle_request(connection, request_id, request),
+                write_id,
+            } => self.handle_request(connection, request_id, request, write_id),
             ClientFrame::WatchCreate {
                 watch_id,
                 key,
@@ -316,11 +305,25 @@ impl Server {
         }
     }
 
-    fn handle_request(&mut self, connection: u64, request_id: u64, request: ClientRequest) {
+    /// `write_id`: what the client stamped on a write, kept in its log entry.
+    fn handle_request(
+        &mut self,
+        connection: u64,
+        request_id: u64,
+        request: ClientRequest,
+        write_id: Option<RequestRef>,
+    ) {
+        let propose = |server: &mut Self, command| {
+            server.propose(
+                connection,
+                request_id,
+                LogCommand::requested(command, write_id),
+            )
+        };
         let operation = match request {
             ClientRequest::Kv(operation) => operation,
             ClientRequest::Compact { revision } => {
-                self.propose(connection, request_id, StoreCommand::Compact { revision });
+                propose(self, StoreCommand::Compact { revision });
                 return;
             }
         };
@@ -364,13 +367,13 @@ impl Server {
                 self.raft.read_index(read);
             }
             KvOperation::Put { .. } | KvOperation::Delete { .. } | KvOperation::Txn { .. } => {
-                self.propose(connection, request_id, StoreCommand::Kv { operation })
+                propose(self, StoreCommand::Kv { operation })
             }
             KvOperation::LeaseGrant { ttl_ms } => {
-                self.propose(connection, request_id, StoreCommand::LeaseGrant { ttl_ms })
+                propose(self, StoreCommand::LeaseGrant { ttl_ms })
             }
             KvOperation::LeaseRevoke { lease } => {
-                self.propose(connection, request_id, StoreCommand::LeaseRevoke { lease })
+                propose(self, StoreCommand::LeaseRevoke { lease })
             }
             KvOperation::LeaseKeepAlive { lease } => {
                 if self.config.has(EtcdBug::LessorNotDemoted) && self.lessor.is_primary() {
@@ -384,17 +387,13 @@ impl Server {
                         return;
                     }
                 }
-                self.propose(
-                    connection,
-                    request_id,
-                    StoreCommand::LeaseKeepAlive { lease },
-                )
+                propose(self, StoreCommand::LeaseKeepAlive { lease })
             }
         }
     }
 
-    fn propose(&mut self, connection: u64, request_id: u64, command: StoreCommand) {
-        match self.raft.propose(LogCommand::new(command)) {
+    fn propose(&mut self, connection: u64, request_id: u64, command: LogCommand) {
+        match self.raft.propose(command) {
             Ok(slot) => {
                 self.proposals.insert(
                     slot.index,

@@ -8,9 +8,16 @@
 //! (`raft.readindex_before_term_commit`, etcd-io/raft 758ff0163), and by lost acknowledged
 //! writes.
 //!
-//! **Reads:** client operations only (`Invoke`/`Complete` of `sim::history::kv` operations,
-//! recorded by the client library at the client node). No server event is trusted; an operation
-//! without a response is left open (it may or may not have taken effect).
+//! A write whose reply was lost is resolved from the replicas' `Applied` records: taken
+//! effect (linearized before the first replica applied it) or left out (no replica did);
+//! why that is safe: [`crate::linearizability::resolve`]. One whose fate the history does
+//! not show (not recorded as sent, its identity shared, applied as two entries) is left
+//! open: it may or may not have taken effect.
+//!
+//! **Reads:** client operations (`Invoke`/`Complete` of `sim::history::kv` operations,
+//! recorded by the client library at the client node); for writes of unknown outcome, the
+//! client's `KvEvent::RequestSent` and the replicas' `ProtocolEvent::Applied` requests
+//! (facts `protocol.replica_agreement` and `protocol.replica_prefix` verify).
 
 use crate::{
     Violation,

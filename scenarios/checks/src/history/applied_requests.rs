@@ -1,15 +1,17 @@
 //! Whether a client's request was applied: the requests the clients sent (ZooKeeper's
-//! `RequestSent`: operation, session, xid) matched with the requests the replicas' applied
-//! entries name (`Applied`'s `request`: the transaction header).
+//! `ZkEvent::RequestSent`: operation, session, xid; etcd's `KvEvent::RequestSent`:
+//! operation, the identity the client stamped on the write) matched with the requests the
+//! replicas' applied entries name (`Applied`'s `request`: ZooKeeper's transaction header,
+//! the stamp an etcd entry keeps).
 //!
-//! **Reads:** `ZkEvent::RequestSent`, recorded by the client library when it sends a write;
-//! `ProtocolEvent::Applied` with a `request`, recorded by each replica for every entry it
-//! applies whose change a client request asked for; `Invoke`, to find operations that share
-//! an id. Why a checker may rely on the replicas' records: see
-//! [`crate::linearizability::resolve`].
+//! **Reads:** `ZkEvent::RequestSent` and `KvEvent::RequestSent`, recorded by the client
+//! libraries when they send a write; `ProtocolEvent::Applied` with a `request`, recorded by
+//! each replica for every entry it applies whose change a client request asked for;
+//! `Invoke`, to find operations that share an id. Why a checker may rely on the replicas'
+//! records: see [`crate::linearizability::resolve`].
 
 use sim::{
-    history::{Event, History, OpId, ProtocolEvent, RequestRef, zk::ZkEvent},
+    history::{Event, History, OpId, ProtocolEvent, RequestRef, kv::KvEvent, zk::ZkEvent},
     time::SimTime,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,8 +39,8 @@ pub enum Ambiguity {
     NotRecordedAsSent,
     /// Several invocations carry the operation's id.
     SharedOperationId,
-    /// The operation was sent more than once, or another operation was sent under the
-    /// same (session, xid).
+    /// The operation was sent under more than one request, or another operation was sent
+    /// under the same one.
     SharedRequest,
     /// Replicas applied the request as more than one entry (different indexes or terms).
     AppliedTwice,
@@ -72,13 +74,15 @@ impl AppliedRequests {
                     op_id,
                     xid,
                     ..
-                }) => {
-                    let request = RequestRef {
-                        session: *session,
-                        xid: *xid,
-                    };
-                    requests.sent.entry(*op_id).or_default().push(request);
-                    *requests.senders.entry(request).or_default() += 1;
+                }) => requests.sent_as(
+                    *op_id,
+                    RequestRef {
+                        client: *session,
+                        sequence: *xid,
+                    },
+                ),
+                Event::Kv(KvEvent::RequestSent { op_id, request, .. }) => {
+                    requests.sent_as(*op_id, *request)
                 }
                 Event::Protocol(ProtocolEvent::Applied {
                     index,
@@ -96,6 +100,11 @@ impl AppliedRequests {
             }
         }
         requests
+    }
+
+    fn sent_as(&mut self, op_id: OpId, request: RequestRef) {
+        self.sent.entry(op_id).or_default().push(request);
+        *self.senders.entry(request).or_default() += 1;
     }
 
     /// Whether operation `op_id`'s request took effect, as far as the history shows.

@@ -109,6 +109,9 @@ pub struct Report {
     pub steps: u64,
     /// Operations of the source history left out, by reason.
     pub skipped: BTreeMap<&'static str, usize>,
+    /// How its operations of unknown outcome were resolved from what the replicas applied
+    /// (`None`: they were not, as in an imported history).
+    pub resolved: Option<resolve::Resolved>,
 }
 
 /// Whether the history is linearizable.
@@ -290,6 +293,7 @@ pub fn check<M: Model>(
             }
             skipped
         },
+        resolved: history.resolved,
     }
 }
 
@@ -367,6 +371,9 @@ impl fmt::Display for Report {
             "{} operations in {} partitions; {} partitions searched in {} steps",
             self.operations, self.partitions, self.partitions_searched, self.steps
         )?;
+        if let Some(resolved) = &self.resolved {
+            writeln!(f, "{resolved}")?;
+        }
         for (reason, count) in &self.skipped {
             writeln!(f, "not checked: {count} operations ({reason})")?;
         }

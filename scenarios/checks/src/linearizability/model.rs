@@ -169,6 +169,9 @@ pub struct OperationHistory<I, O> {
     pub skipped: Vec<Skipped>,
     /// What the times count, for reports.
     pub time_unit: TimeUnit,
+    /// How the operations of unknown outcome were resolved from what the replicas applied
+    /// ([`super::resolve`]); `None` when they were not (an imported history).
+    pub resolved: Option<super::resolve::Resolved>,
 }
 
 /// What an [`Operation`]'s times count.
@@ -201,6 +204,7 @@ impl<I, O> Default for OperationHistory<I, O> {
             lanes: Vec::new(),
             skipped: Vec::new(),
             time_unit: TimeUnit::Ticks,
+            resolved: None,
         }
     }
 }

@@ -4,9 +4,14 @@
 //! after its invocation) and not — and each one doubles the orders to search (etcd-io/etcd
 //! #15598; Porcupine runs out of memory on long histories for the same reason). A coordsim
 //! history also holds what the replicas did: every replica records each entry it applies
-//! (`ProtocolEvent::Applied`), and an entry made for a client's write names the request
-//! (ZooKeeper's transaction header: session and xid), which the client recorded when it sent
-//! it (`ZkEvent::RequestSent`). So for each write of unknown outcome:
+//! (`ProtocolEvent::Applied`), and an entry made for a client's write names the request,
+//! which the client recorded when it sent it. ZooKeeper's entries name it by their
+//! transaction header (session and xid; the client records `ZkEvent::RequestSent`); an etcd
+//! model client stamps each write with its own number and a count of its writes, which the
+//! server keeps in the entry (the client records `KvEvent::RequestSent`; a retry sends the
+//! same stamp, so a write applied twice shows as two entries). Both checkers
+//! (`zk.linearizable`, `etcd.linearizable`) resolve through this one function. So for each
+//! write of unknown outcome:
 //!
 //! - **applied** (some replica applied one entry naming its request): it took effect, no
 //!   later than when the first replica applied it. It becomes [`Outcome::TookEffect`]: the
@@ -27,7 +32,7 @@
 //!
 //! The facts used are the ones the protocol checks verify on every run: `replica_agreement`
 //! checks that every replica applied the same entry (same digest, and the request is part of
-//! the digested transaction) at each index, `replica_prefix` and `applied_in_order` that
+//! what is digested: ZooKeeper's transaction header, the etcd entry's stamp) at each index, `replica_prefix` and `applied_in_order` that
 //! each replica applied a prefix of the one committed sequence, in order. A run whose
 //! replicas disagree on what was applied fails those checks whatever this checker says. When
 //! they pass, "some replica applied the entry naming this request" means the request is in
@@ -39,7 +44,7 @@
 //! Imported histories (Jepsen, Porcupine: [`super::jepsen`]) carry no such records: their
 //! operations are never resolved, and their verdicts are those of the plain search.
 
-use super::model::{OperationHistory, Outcome, Skipped};
+use super::model::{Model, OperationHistory, Outcome, Skipped};
 use crate::history::applied_requests::{AppliedRequests, RequestFate};
 use sim::history::OpId;
 use std::collections::BTreeSet;
@@ -49,15 +54,17 @@ pub const DID_NOT_TAKE_EFFECT: &str =
     "outcome unknown, and no replica applied its request (did not take effect)";
 
 /// Resolves `history`'s operations of unknown outcome from `requests` (operation ids are
-/// the source history's `OpId`s); returns how many took effect and how many did not. Each
-/// source operation may be several checked operations (one per path): all share its fate.
-pub(crate) fn resolve<I, O>(
-    history: &mut OperationHistory<I, O>,
+/// the source history's `OpId`s), and keeps how many came out each way in
+/// `history.resolved` (the check's report prints them). Each source operation may be
+/// several checked operations (one per key or path): all share its fate.
+pub(crate) fn resolve<M: Model>(
+    model: &M,
+    history: &mut OperationHistory<M::Input, M::Output>,
     requests: &AppliedRequests,
-) -> Resolved {
-    let mut resolved = Resolved::default();
+) {
     let mut left_out = BTreeSet::new();
     let mut took_effect = BTreeSet::new();
+    let mut ambiguous = BTreeSet::new();
     history.operations.retain_mut(|operation| {
         if !matches!(operation.outcome, Outcome::Unknown) {
             return true;
@@ -72,8 +79,14 @@ pub(crate) fn resolve<I, O>(
                 left_out.insert(operation.id);
                 false
             }
-            // Applied before it was invoked cannot be: leave it to the plain search.
-            RequestFate::Applied { .. } | RequestFate::Unknown(_) => true,
+            // Applied before it was invoked cannot be: leave it to the plain search. A read
+            // of unknown outcome constrains nothing and is left out of the search anyway.
+            RequestFate::Applied { .. } | RequestFate::Unknown(_) => {
+                if !model.is_read_only(&operation.input) {
+                    ambiguous.insert(operation.id);
+                }
+                true
+            }
         }
     });
     for id in &left_out {
@@ -82,16 +95,34 @@ pub(crate) fn resolve<I, O>(
             reason: DID_NOT_TAKE_EFFECT,
         });
     }
-    resolved.took_effect = took_effect.len();
-    resolved.did_not = left_out.len();
-    resolved
+    history.resolved = Some(Resolved {
+        took_effect: took_effect.len(),
+        did_not: left_out.len(),
+        ambiguous: ambiguous.len(),
+    });
 }
 
-/// How many source operations of unknown outcome were resolved, each way.
+/// How the source operations of unknown outcome came out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Resolved {
     /// Applied: linearized by when they took effect.
     pub took_effect: usize,
     /// Never applied: left out.
     pub did_not: usize,
+    /// Neither shown: searched both ways, as a black-box checker must (reads of unknown
+    /// outcome, which constrain nothing, are not counted).
+    pub ambiguous: usize,
+}
+
+impl std::fmt::Display for Resolved {
+    /// `outcome unknown: 3 resolved as applied, 2 as not applied, 1 left ambiguous`, with
+    /// what each means.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "outcome unknown, resolved from the replicas' applied log: {} as applied (took \
+             effect), {} as not applied (left out), {} left ambiguous (searched both ways)",
+            self.took_effect, self.did_not, self.ambiguous
+        )
+    }
 }

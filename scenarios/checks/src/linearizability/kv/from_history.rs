@@ -2,10 +2,11 @@
 //! left out and why.
 
 use super::{KeyAction, KeyCompare, KeyCompareTarget, KvCall, KvInput, KvModel, KvOutput, SeenKey};
-use crate::history::kv::KeySpan;
+use crate::history::{applied_requests::AppliedRequests, kv::KeySpan};
 use crate::linearizability::{
     Skipped, TimeUnit,
     model::{Operation, OperationHistory, Outcome},
+    resolve::resolve,
 };
 use sim::history::{
     History, OpResult, Operation as HistoryOperation, OperationRecord, Response,
@@ -24,6 +25,9 @@ use std::collections::BTreeSet;
 /// on them. Otherwise a read after such a write would look like a violation that is only
 /// the checker's blind spot. Leaving out a key can leave out more writes, so this repeats
 /// until no new key is left out (at most once per key).
+///
+/// A write of unknown outcome is then resolved from what the replicas applied, where the
+/// history shows it ([`crate::linearizability::resolve`]).
 pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, KvOutput>) {
     let records = history.operations();
     // The keys the history writes or reads, and those ever attached to a lease. (The store
@@ -50,13 +54,14 @@ pub fn from_history(history: &History) -> (KvModel, OperationHistory<KvInput, Kv
             .iter()
             .filter(|key| !left_out.contains(*key))
             .collect();
-        let (model, checked, unjudged_writes) = split_all(&records, &universe);
+        let (model, mut checked, unjudged_writes) = split_all(&records, &universe);
         let newly_left_out: Vec<String> = unjudged_writes
             .iter()
             .flat_map(|(key, range_end)| covered(&universe, key, range_end.as_deref()))
             .cloned()
             .collect();
         if newly_left_out.is_empty() {
+            resolve(&model, &mut checked, &AppliedRequests::of(history));
             return (model, checked);
         }
         left_out.extend(newly_left_out);

@@ -211,7 +211,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
             }),
         }
     }
-    resolve(&mut checked, &AppliedRequests::of(history));
+    resolve(&model, &mut checked, &AppliedRequests::of(history));
     (model, checked)
 }
 
