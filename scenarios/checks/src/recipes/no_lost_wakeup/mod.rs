@@ -45,23 +45,21 @@
 //! of node deletions; the waiter's own connection events (`Disconnected`, `SessionResumed`,
 //! `SessionEstablished`, `SessionExpired`) and the fault records naming its node.
 
+mod connections;
+mod nodes;
+
 use crate::Checked;
 use crate::{
     Violation,
     history::{
         lock_waits::{Lines, LockWait, WaitEnd, line_waits},
-        zk::{parent_of, zk_operations},
+        zk::parent_of,
     },
 };
-use sim::{
-    NodeId,
-    history::{
-        Event, FaultOutcome, History, OpResult,
-        zk::{WatchEventType, ZkError, ZkEvent, ZkOperation, ZkResponse},
-    },
-    time::SimTime,
-};
-use std::{collections::BTreeMap, fmt, time::Duration};
+use connections::Connections;
+use nodes::{Nodes, name_of, sequence_of};
+use sim::{NodeId, history::History, time::SimTime};
+use std::{fmt, time::Duration};
 
 /// Notifications in flight: added to the bound.
 const SETTLE: Duration = Duration::from_secs(1);
@@ -123,310 +121,6 @@ impl Violation for LostWakeup {
     }
 }
 
-/// The sequence ZooKeeper appended to a node's name (`%010d`: ten digits, or `-` and nine
-/// after the counter wrapped to negative), if it has one.
-fn sequence_of(name: &str) -> Option<i64> {
-    let suffix = name.get(name.len().checked_sub(10)?..)?;
-    let (sign, digits) = match suffix.strip_prefix('-') {
-        Some(digits) => (-1, digits),
-        None => (1, suffix),
-    };
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(sign * digits.parse::<i64>().ok()?)
-}
-
-/// What the history says of the nodes under each parent: when each was created (its
-/// create's invocation and reply) and when it was first known gone.
-#[derive(Default)]
-struct Nodes {
-    /// Per parent, per child name: its sequence.
-    children: BTreeMap<String, BTreeMap<String, i64>>,
-    /// Per path: the create's invocation and reply times.
-    created: BTreeMap<String, (SimTime, SimTime)>,
-    /// Per path: when it was first known gone.
-    gone_at: BTreeMap<String, SimTime>,
-}
-
-impl Nodes {
-    fn read(history: &History) -> Self {
-        let mut nodes = Nodes::default();
-        let ops = zk_operations(history);
-        for op in &ops {
-            let Some((done_at, result)) = op.completion else {
-                continue;
-            };
-            match (op.operation, result) {
-                (ZkOperation::Create { .. }, OpResult::Ok { .. }) => {
-                    if let Some(path) = op.ok().and_then(ZkResponse::created_path) {
-                        nodes.add(path);
-                        nodes
-                            .created
-                            .insert(path.to_string(), (op.invoked_at, done_at));
-                    }
-                }
-                (ZkOperation::Delete { path, .. }, OpResult::Ok { .. })
-                | (
-                    ZkOperation::Delete { path, .. }
-                    | ZkOperation::GetData { path }
-                    | ZkOperation::Exists { path },
-                    OpResult::Fail {
-                        error: sim::history::OpError::Zk(ZkError::NoNode),
-                    },
-                ) => nodes.gone(path, done_at),
-                (
-                    ZkOperation::Exists { path },
-                    OpResult::Ok {
-                        response: sim::history::Response::Zk(ZkResponse::Exists { stat: None }),
-                    },
-                ) => nodes.gone(path, done_at),
-                _ => {}
-            }
-        }
-        // Listings: what they show, and what they no longer show.
-        for op in &ops {
-            let (
-                ZkOperation::GetChildren { path: parent },
-                Some((
-                    done_at,
-                    OpResult::Ok {
-                        response: sim::history::Response::Zk(ZkResponse::Children { children, .. }),
-                    },
-                )),
-            ) = (op.operation, op.completion)
-            else {
-                continue;
-            };
-            for child in children {
-                nodes.add(&format!("{parent}/{child}"));
-            }
-            let known: Vec<String> = nodes
-                .children
-                .get(parent.as_str())
-                .map(|children| children.keys().cloned().collect())
-                .unwrap_or_default();
-            for child in known {
-                let path = format!("{parent}/{child}");
-                let created_before = nodes
-                    .created
-                    .get(&path)
-                    .is_some_and(|(_, returned)| *returned < op.invoked_at);
-                if created_before && !children.contains(&child) {
-                    nodes.gone(&path, done_at);
-                }
-            }
-        }
-        for record in history.records() {
-            if let Event::Zk(ZkEvent::WatchDelivered {
-                path,
-                event: WatchEventType::NodeDeleted,
-                ..
-            }) = &record.event
-            {
-                nodes.gone(path, record.at);
-            }
-        }
-        nodes
-    }
-
-    fn add(&mut self, path: &str) {
-        let name = path.rsplit('/').next().unwrap_or_default();
-        if let Some(sequence) = sequence_of(name) {
-            self.children
-                .entry(parent_of(path).to_string())
-                .or_default()
-                .insert(name.to_string(), sequence);
-        }
-    }
-
-    fn gone(&mut self, path: &str, at: SimTime) {
-        let earliest = self.gone_at.entry(path.to_string()).or_insert(at);
-        *earliest = (*earliest).min(at);
-    }
-
-    /// Whether sequence order is creation order under `parent`: no negative sequence, and
-    /// no node created after another returned has a lower sequence.
-    fn in_order(&self, parent: &str) -> bool {
-        let Some(children) = self.children.get(parent) else {
-            return true;
-        };
-        if children.values().any(|sequence| *sequence < 0) {
-            return false;
-        }
-        let mut creates: Vec<(i64, SimTime, SimTime)> = children
-            .iter()
-            .filter_map(|(name, sequence)| {
-                let (invoked, returned) = self.created.get(&format!("{parent}/{name}"))?;
-                Some((*sequence, *invoked, *returned))
-            })
-            .collect();
-        creates.sort();
-        // Sorted by sequence: a later sequence must not have returned before an earlier
-        // one was invoked.
-        let mut earliest_return_after: Option<SimTime> = None;
-        for (_, invoked, returned) in creates.iter().rev() {
-            if earliest_return_after.is_some_and(|returned_later| returned_later < *invoked) {
-                return false;
-            }
-            earliest_return_after =
-                Some(earliest_return_after.map_or(*returned, |at| at.min(*returned)));
-        }
-        true
-    }
-}
-
-/// What happened to a client's connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Disturbance {
-    /// It lost its connection (`Disconnected`).
-    Down,
-    /// It has a connection again, or knows its session is over (`SessionResumed`,
-    /// `SessionEstablished`, `SessionExpired`, `SessionAbandoned`).
-    Up,
-    /// A fault hit its node (a pause, a partition cutting its links, ...).
-    Fault,
-}
-
-/// Per client process: its session timeouts (from each `SessionEstablished`), and the
-/// times its connection was disturbed.
-struct Connections {
-    timeouts: BTreeMap<(NodeId, u32), Vec<(SimTime, u64)>>,
-    disturbed: BTreeMap<NodeId, Vec<(u32, SimTime, Disturbance)>>,
-}
-
-/// Any process of the node.
-const WHOLE_NODE: u32 = u32::MAX;
-
-impl Connections {
-    fn read(history: &History) -> Self {
-        let mut timeouts: BTreeMap<(NodeId, u32), Vec<(SimTime, u64)>> = BTreeMap::new();
-        let mut disturbed: BTreeMap<NodeId, Vec<(u32, SimTime, Disturbance)>> = BTreeMap::new();
-        for record in history.records() {
-            match (&record.event, record.node) {
-                (
-                    Event::Zk(ZkEvent::SessionEstablished {
-                        process,
-                        timeout_ms,
-                        ..
-                    }),
-                    Some(node),
-                ) => {
-                    timeouts
-                        .entry((node, *process))
-                        .or_default()
-                        .push((record.at, *timeout_ms));
-                    disturbed
-                        .entry(node)
-                        .or_default()
-                        .push((*process, record.at, Disturbance::Up));
-                }
-                (Event::Zk(ZkEvent::Disconnected { process, .. }), Some(node)) => disturbed
-                    .entry(node)
-                    .or_default()
-                    .push((*process, record.at, Disturbance::Down)),
-                (
-                    Event::Zk(
-                        ZkEvent::SessionResumed { process, .. }
-                        | ZkEvent::SessionExpired { process, .. }
-                        | ZkEvent::SessionAbandoned { process, .. },
-                    ),
-                    Some(node),
-                ) => {
-                    disturbed
-                        .entry(node)
-                        .or_default()
-                        .push((*process, record.at, Disturbance::Up))
-                }
-                (Event::Fault(fault), _) => {
-                    let FaultOutcome::Applied { cut_links, .. } = &fault.outcome else {
-                        continue;
-                    };
-                    let mut hit: Vec<NodeId> = fault.target.into_iter().collect();
-                    hit.extend(cut_links.iter().flat_map(|(from, to)| [*from, *to]));
-                    hit.sort();
-                    hit.dedup();
-                    for node in hit {
-                        disturbed.entry(node).or_default().push((
-                            WHOLE_NODE,
-                            record.at,
-                            Disturbance::Fault,
-                        ));
-                    }
-                }
-                _ => {}
-            }
-        }
-        Connections {
-            timeouts,
-            disturbed,
-        }
-    }
-
-    /// The waiter's session timeout at `at` (its latest session's).
-    fn timeout_at(&self, waiter: (NodeId, u32), at: SimTime) -> Option<Duration> {
-        self.timeouts
-            .get(&waiter)?
-            .iter()
-            .rev()
-            .find(|(since, _)| *since <= at)
-            .map(|(_, timeout_ms)| Duration::from_millis(*timeout_ms))
-    }
-
-    /// When the bound passes for `waiter` if it starts at `from`: it starts again at each
-    /// disturbance of the waiter's connection before it passes, and it does not pass while
-    /// the waiter is disconnected (it starts again when the waiter is back). `None`: the
-    /// waiter never came back.
-    fn bound_passes(
-        &self,
-        waiter: (NodeId, u32),
-        from: SimTime,
-        bound: Duration,
-    ) -> Option<SimTime> {
-        let disturbances: Vec<(SimTime, Disturbance)> = self
-            .disturbed
-            .get(&waiter.0)
-            .map(|times| {
-                times
-                    .iter()
-                    .filter(|(process, ..)| *process == waiter.1 || *process == WHOLE_NODE)
-                    .map(|(_, at, what)| (*at, *what))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut start = from;
-        loop {
-            let passes = start + bound;
-            if let Some(later) = disturbances
-                .iter()
-                .map(|(at, _)| *at)
-                .filter(|at| *at > start && *at <= passes)
-                .max()
-            {
-                start = later;
-                continue;
-            }
-            // Still disconnected when it would pass: it starts again once the waiter is back.
-            let connection =
-                |(at, what): &&(SimTime, Disturbance)| *at <= passes && *what != Disturbance::Fault;
-            if disturbances
-                .iter()
-                .rev()
-                .find(connection)
-                .map(|(_, what)| *what)
-                == Some(Disturbance::Down)
-            {
-                start = disturbances
-                    .iter()
-                    .find(|(at, what)| *at > passes && *what == Disturbance::Up)?
-                    .0;
-                continue;
-            }
-            return Some(passes);
-        }
-    }
-}
-
 /// The judgement of one wait, if it is judged: when its line was clear, and when the bound
 /// passed.
 fn judge(
@@ -437,19 +131,10 @@ fn judge(
     let own = wait.created.last()?;
     let joined_at = wait.joined_at?;
     let parent = parent_of(own);
-    let own_name = own.rsplit('/').next()?;
+    let own_name = name_of(own);
     let own_sequence = sequence_of(own_name)?;
-    if !nodes.in_order(parent) {
-        return None;
-    }
-    let mut line_clear_at = joined_at;
-    for (name, sequence) in nodes.children.get(parent)? {
-        if *sequence >= own_sequence {
-            continue;
-        }
-        let gone_at = *nodes.gone_at.get(&format!("{parent}/{name}"))?;
-        line_clear_at = line_clear_at.max(gone_at);
-    }
+    let line = nodes.lines.get(parent)?.as_ref()?;
+    let line_clear_at = joined_at.max(line.clear_below(own_sequence)?);
     let timeout = connections.timeout_at(wait.waiter, line_clear_at)?;
     let bound = timeout * 2 + SETTLE;
     let bound_passed_at = connections.bound_passes(wait.waiter, line_clear_at, bound)?;
@@ -508,7 +193,11 @@ mod tests {
     use crate::test_history::{
         C1, C2, create, created2, established, exclusive, invoke, lock_step, ok, record, requested,
     };
-    use sim::history::{Record, recipe::LockStep, zk::CreateMode};
+    use sim::history::{
+        Event, OpResult, Record,
+        recipe::LockStep,
+        zk::{CreateMode, ZkEvent, ZkOperation, ZkResponse},
+    };
 
     const HOLDER: &str = "/lock/_c_b-lock-0000000000";
     const WAITER: &str = "/lock/_c_a-lock-0000000001";
@@ -615,6 +304,49 @@ mod tests {
         assert_eq!(checked.judged, 1);
         assert_eq!(checked.len(), 1, "{:?}", checked.violations);
         assert_eq!(checked[0].node, WAITER);
+    }
+
+    /// A listing of the line's node, invoked at `invoked_ms` and returned at `done_ms`,
+    /// that shows only the waiter.
+    fn listing_without_holder(
+        client: NodeId,
+        op_id: u64,
+        invoked_ms: u64,
+        done_ms: u64,
+    ) -> [Record; 2] {
+        [
+            invoke(
+                invoked_ms,
+                client,
+                op_id,
+                ZkOperation::GetChildren {
+                    path: "/lock".into(),
+                },
+            ),
+            ok(
+                done_ms,
+                client,
+                op_id,
+                ZkResponse::Children {
+                    children: vec!["_c_a-lock-0000000001".into()],
+                    stat: Default::default(),
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_listing_that_no_longer_shows_a_node_dates_its_going_by_the_earliest_return() {
+        // No `exists` this time: only listings tell that the holder went. The listing
+        // invoked first returns last; the one invoked after it returns first, and dates it.
+        let mut records = behind_a_gone_holder();
+        records.truncate(records.len() - 2);
+        records.extend(listing_without_holder(C2, 5, 14, 30));
+        records.extend(listing_without_holder(C1, 6, 15, 16));
+        records.push(gave_up(10_010));
+        let violations = check(&History::from_records(records));
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].line_clear_at, SimTime::from_millis(16));
     }
 
     #[test]
