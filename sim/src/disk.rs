@@ -148,6 +148,16 @@ impl Disk {
             .map(|state| CellFile { state })
     }
 
+    /// Opens (or creates) `name` as a [`SyncedCell`] of `T`: a file each write of which is
+    /// durable when it returns.
+    pub fn open_synced_cell<T: Send + Sync + 'static>(
+        &self,
+        name: &str,
+    ) -> Result<SyncedCell<T>, DiskError> {
+        self.open(name, || Shared::new(SyncedState::<T>(None)))
+            .map(|state| SyncedCell { state })
+    }
+
     /// Makes every write issued so far durable, after the disk's sync latency.
     ///
     /// If the node crashes before this completes, nothing becomes durable (the future is
@@ -436,5 +446,50 @@ impl<T: Clone + Send + Sync + 'static> CellFile<T> {
     /// The current value, synced or not; `None` if never written.
     pub fn get(&self) -> Option<T> {
         self.state.lock().current.clone()
+    }
+}
+
+/// The value of a [`SyncedCell`].
+struct SyncedState<T>(Option<T>);
+
+impl<T: Send + Sync + 'static> StoredFile for Shared<SyncedState<T>> {
+    // Nothing is ever volatile: each write was synced when it returned.
+    fn sync(&self) {}
+
+    fn crash(&self) -> u64 {
+        0
+    }
+
+    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+/// A file holding one value whose every write is synced before it returns, like a small
+/// database committing each transaction with an fsync (etcd's bbolt backend). A crash keeps
+/// the last write whole. It is updated in place, with no copy of the value per write, which
+/// is why it exists beside [`CellFile`]: the cost of a sync's latency is not modelled, so
+/// it suits writes the writer does not wait for.
+pub struct SyncedCell<T> {
+    state: Arc<Shared<SyncedState<T>>>,
+}
+
+impl<T> Clone for SyncedCell<T> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> SyncedCell<T> {
+    /// Reads the value (`None` if never written).
+    pub fn read<R>(&self, reader: impl FnOnce(Option<&T>) -> R) -> R {
+        reader(self.state.lock().0.as_ref())
+    }
+
+    /// Writes the value in place, durably.
+    pub fn update<R>(&self, writer: impl FnOnce(&mut Option<T>) -> R) -> R {
+        writer(&mut self.state.lock().0)
     }
 }
