@@ -4,6 +4,8 @@
 //! like a write-ahead log) and a [`CellFile`] (one value replaced whole, like a small
 //! metadata file). Every write is *volatile* until [`Disk::sync`] completes; a crash keeps
 //! what was synced and drops the rest, exactly as a power loss drops the page cache.
+//! The exception is a [`SyncedCell`] (one value updated in place, each write synced as it
+//! returns, like a database that commits with an fsync): a crash keeps its last write.
 //!
 //! Files hold typed values (no serialization): opening a file with a different type than it
 //! was created with is a [`DiskError::WrongType`].
