@@ -4,6 +4,8 @@
 //! like a write-ahead log) and a [`CellFile`] (one value replaced whole, like a small
 //! metadata file). Every write is *volatile* until [`Disk::sync`] completes; a crash keeps
 //! what was synced and drops the rest, exactly as a power loss drops the page cache.
+//! The exception is a [`SyncedCell`] (one value updated in place, each write synced as it
+//! returns, like a database that commits with an fsync): a crash keeps its last write.
 //!
 //! Files hold typed values (no serialization): opening a file with a different type than it
 //! was created with is a [`DiskError::WrongType`].
@@ -146,6 +148,16 @@ impl Disk {
     ) -> Result<CellFile<T>, DiskError> {
         self.open(name, || Shared::new(CellState::<T>::default()))
             .map(|state| CellFile { state })
+    }
+
+    /// Opens (or creates) `name` as a [`SyncedCell`] of `T`: a file each write of which is
+    /// durable when it returns.
+    pub fn open_synced_cell<T: Send + Sync + 'static>(
+        &self,
+        name: &str,
+    ) -> Result<SyncedCell<T>, DiskError> {
+        self.open(name, || Shared::new(SyncedState::<T>(None)))
+            .map(|state| SyncedCell { state })
     }
 
     /// Makes every write issued so far durable, after the disk's sync latency.
@@ -436,5 +448,50 @@ impl<T: Clone + Send + Sync + 'static> CellFile<T> {
     /// The current value, synced or not; `None` if never written.
     pub fn get(&self) -> Option<T> {
         self.state.lock().current.clone()
+    }
+}
+
+/// The value of a [`SyncedCell`].
+struct SyncedState<T>(Option<T>);
+
+impl<T: Send + Sync + 'static> StoredFile for Shared<SyncedState<T>> {
+    // Nothing is ever volatile: each write was synced when it returned.
+    fn sync(&self) {}
+
+    fn crash(&self) -> u64 {
+        0
+    }
+
+    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+/// A file holding one value whose every write is synced before it returns, like a small
+/// database committing each transaction with an fsync (etcd's bbolt backend). A crash keeps
+/// the last write whole. It is updated in place, with no copy of the value per write, which
+/// is why it exists beside [`CellFile`]: the cost of a sync's latency is not modelled, so
+/// it suits writes the writer does not wait for.
+pub struct SyncedCell<T> {
+    state: Arc<Shared<SyncedState<T>>>,
+}
+
+impl<T> Clone for SyncedCell<T> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> SyncedCell<T> {
+    /// Reads the value (`None` if never written).
+    pub fn read<R>(&self, reader: impl FnOnce(Option<&T>) -> R) -> R {
+        reader(self.state.lock().0.as_ref())
+    }
+
+    /// Writes the value in place, durably.
+    pub fn update<R>(&self, writer: impl FnOnce(&mut Option<T>) -> R) -> R {
+        writer(&mut self.state.lock().0)
     }
 }

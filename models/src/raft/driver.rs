@@ -20,6 +20,9 @@
 //! After a restart the node reads its durable hard state, snapshot and log and starts as a
 //! follower; the application first gets the snapshot ([`AppEvent::RestoreSnapshot`]), then
 //! its state machine is rebuilt by applying the log after it as the commit index is learned.
+//! An application whose own state is durable ([`RaftDriver::boot_resuming`], etcd's backend
+//! with its consistent index) resumes from it instead: the entries it holds are neither
+//! handed to it again nor recorded as applied again.
 
 use super::{
     DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation, PersistId,
@@ -173,6 +176,12 @@ pub struct RaftDriver<C: RaftCommand, S: Clone + Send + Sync + 'static = ()> {
     wakeups: Wakeups,
     effects: Vec<Effect<C, S>>,
     app_events: VecDeque<AppEvent<C, S>>,
+    /// The application's durable state already holds the entries through this index (see
+    /// [`RaftDriver::boot_resuming`]): the core's applies up to it are dropped.
+    resume_after: u64,
+    /// The core asked for a snapshot at an index the application's state has passed; it is
+    /// asked at the first apply at or after `resume_after` instead.
+    snapshot_deferred: bool,
 }
 
 /// The disk files a Raft server keeps.
@@ -186,6 +195,21 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
         context: &NodeContext,
         config: RaftConfig,
         network: &DatagramNetwork<Message<C, S>>,
+    ) -> Self {
+        Self::boot_resuming(context, config, network, 0)
+    }
+
+    /// Boots as [`RaftDriver::boot`], for an application whose durable state already holds
+    /// the committed entries through `applied_index` (etcd's backend and its consistent
+    /// index). Unless the durable snapshot is newer, that state is kept: no
+    /// [`AppEvent::RestoreSnapshot`], and the entries through `applied_index` are neither
+    /// handed out nor recorded as `Applied` again (etcd skips entries at or below its
+    /// consistent index, `shouldApplyV3`).
+    pub fn boot_resuming(
+        context: &NodeContext,
+        config: RaftConfig,
+        network: &DatagramNetwork<Message<C, S>>,
+        applied_index: u64,
     ) -> Self {
         let disk = context.disk().clone();
         let log_file = disk
@@ -203,8 +227,10 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
         let jitter = Box::new(context.rng("raft-election-jitter"));
         let now = context.clock().now();
         let mut app_events = VecDeque::new();
-        if let Some(snapshot) = &snapshot {
+        let mut resume_after = applied_index;
+        if let Some(snapshot) = snapshot.as_ref().filter(|s| s.index > applied_index) {
             app_events.push_back(AppEvent::RestoreSnapshot(snapshot.clone()));
+            resume_after = 0;
         }
         let core = RaftCore::restore(config, jitter, now, hard_state, snapshot, log);
         let sync = Syncer {
@@ -230,6 +256,8 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
             wakeups: Wakeups::new(),
             effects: Vec::new(),
             app_events,
+            resume_after,
+            snapshot_deferred: false,
         };
         driver.run_effects();
         driver
@@ -334,19 +362,17 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
                         self.held.push_back((after, to, message));
                     }
                 }
-                Effect::Apply { entry } => {
-                    self.history.protocol(ProtocolEvent::Applied {
-                        index: entry.index,
-                        term: entry.term,
-                        digest: entry_digest(&entry.payload),
-                        request: entry_request(&entry.payload),
-                    });
-                    self.app_events.push_back(AppEvent::Apply(entry));
-                }
+                Effect::Apply { entry } => self.apply(entry),
                 Effect::SnapshotDue { index } => {
-                    self.app_events.push_back(AppEvent::SnapshotDue { index })
+                    if index < self.resume_after {
+                        self.snapshot_deferred = true;
+                    } else {
+                        self.app_events.push_back(AppEvent::SnapshotDue { index });
+                    }
                 }
                 Effect::RestoreSnapshot { snapshot } => {
+                    // The state is replaced: what follows the snapshot is applied again.
+                    self.resume_after = 0;
                     self.history.protocol(ProtocolEvent::SnapshotInstalled {
                         index: snapshot.index,
                         term: snapshot.term,
@@ -389,6 +415,25 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
         let deadline = self.core.timer_deadline();
         if !self.timer_due && self.timer.deadline().is_none_or(|armed| deadline < armed) {
             self.timer.set(self.context.clock().sleep_until(deadline));
+        }
+    }
+
+    /// Records and hands out an applied entry, unless the application's durable state
+    /// already holds it; asks for a deferred snapshot once the state is at the entry.
+    fn apply(&mut self, entry: Entry<C>) {
+        let index = entry.index;
+        if index > self.resume_after {
+            self.history.protocol(ProtocolEvent::Applied {
+                index,
+                term: entry.term,
+                digest: entry_digest(&entry.payload),
+                request: entry_request(&entry.payload),
+            });
+            self.app_events.push_back(AppEvent::Apply(entry));
+        }
+        if self.snapshot_deferred && index >= self.resume_after {
+            self.snapshot_deferred = false;
+            self.app_events.push_back(AppEvent::SnapshotDue { index });
         }
     }
 

@@ -11,8 +11,11 @@
 //! - watches may be opened on any server and are served from its applied state (`watches`);
 //! - snapshots: when Raft says one is due, the state machine (MVCC store and lease table) is
 //!   cloned into it; when a leader installs one, the state machine is replaced and every
-//!   watcher catches up from its own next revision (etcd's `watchableStore.Restore`).
+//!   watcher catches up from its own next revision (etcd's `watchableStore.Restore`);
+//! - restarts: the applied state is durable in the server's backend (`backend`), which a
+//!   restarted server resumes from, re-applying only what its last commit missed.
 
+mod backend;
 mod log_command;
 mod watches;
 
@@ -169,6 +172,7 @@ struct Server {
     config: EtcdConfig,
     raft: RaftDriver<LogCommand, StoreSnapshot>,
     machine: StoreStateMachine,
+    backend: backend::Backend,
     lessor: Lessor,
     inbox: LocalQueue<Inbound>,
     connections: BTreeMap<u64, Connection<ClientFrame>>,
@@ -187,11 +191,6 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
     let inbox = LocalQueue::new();
     let listener = cluster.client_network.listen(context.id());
     sim::task::spawn_local(accept_connections(listener, inbox.clone()));
-    let raft = RaftDriver::boot(
-        &context,
-        cluster.config.raft_for(context.id()),
-        &cluster.raft_network,
-    );
     let tombstones = if cluster.config.has(EtcdBug::CompactDropsTombstone) {
         CompactionTombstones::Dropped
     } else {
@@ -202,12 +201,21 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
     } else {
         PromotionTtl::Checkpointed
     };
+    let empty = StoreStateMachine::new(tombstones, cluster.config.min_lease_ttl());
+    let (backend, machine, consistent_index) = backend::Backend::open(&context, empty);
+    let raft = RaftDriver::boot_resuming(
+        &context,
+        cluster.config.raft_for(context.id()),
+        &cluster.raft_network,
+        consistent_index,
+    );
     let now = context.clock().now();
     let mut server = Server {
         context,
         config: cluster.config.clone(),
         raft,
-        machine: StoreStateMachine::new(tombstones, cluster.config.min_lease_ttl()),
+        machine,
+        backend,
         lessor: Lessor::new(promotion),
         inbox,
         connections: BTreeMap::new(),
@@ -241,6 +249,7 @@ impl Server {
                 ServerEvent::ProgressTimer => self.progress_tick(),
             }
             self.drain_raft_events();
+            self.backend.commit_if_due(self.raft.now());
         }
     }
 
@@ -421,6 +430,7 @@ impl Server {
     /// is told so and dropped, as at creation.
     fn restore(&mut self, snapshot: Snapshot<StoreSnapshot>) {
         self.machine = StoreStateMachine::clone(&snapshot.data);
+        self.backend.restored(snapshot.index, &snapshot.data);
         // Proposals the snapshot covers: whether they were committed is not known here; their
         // clients see no answer (outcome unknown).
         self.proposals.retain(|&index, _| index > snapshot.index);
@@ -494,6 +504,7 @@ impl Server {
     }
 
     fn apply(&mut self, entry: crate::raft::Entry<LogCommand>) {
+        self.backend.applied(&entry);
         let result = match &entry.payload {
             EntryPayload::Noop => None,
             EntryPayload::Command(command) => {
