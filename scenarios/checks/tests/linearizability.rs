@@ -1345,6 +1345,41 @@ mod zk_semantics {
         );
     }
 
+    /// A synced listing of `/q` is judged for `/q`'s children only: not for a grandchild
+    /// (`/q/a/b`), nor for a path that merely starts with `/q` (`/qx`).
+    #[test]
+    fn a_listing_judges_only_the_children_of_its_path() {
+        let listing = |children: &[&str]| {
+            let created = |path: &str| ZkResponse::Created { path: path.into() };
+            let mut rows: Vec<_> = ["/q", "/q/a", "/q/a/b", "/qx"]
+                .into_iter()
+                .enumerate()
+                .map(|(index, path)| {
+                    let at = 10 * index as u64;
+                    (0, at, at + 5, create(path, ""), Result_::Ok(created(path)))
+                })
+                .collect();
+            rows.push((1, 41, 45, sync(), Result_::Ok(ZkResponse::Synced)));
+            rows.push((
+                1,
+                50,
+                55,
+                ZkOperation::MultiRead {
+                    ops: vec![ZkOperation::GetChildren { path: "/q".into() }],
+                },
+                Result_::Ok(ZkResponse::MultiRead {
+                    results: vec![Ok(ZkResponse::ChildNames {
+                        children: children.iter().map(|c| c.to_string()).collect(),
+                    })],
+                }),
+            ));
+            report(&history(rows))
+        };
+        let listed = listing(&["a"]);
+        assert_eq!(listed.verdict, Verdict::Ok, "{listed}");
+        assert_eq!(evidence(&listing(&[])).partition, "path /q/a");
+    }
+
     /// A `create2` (the zookeeper-client drop-in's create) shows the new node's stat, which
     /// is checked as a read right after the create: a new node has data version 0.
     #[test]

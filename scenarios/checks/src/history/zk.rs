@@ -156,6 +156,26 @@ pub fn parent_of(path: &str) -> &str {
     }
 }
 
+/// `candidate`'s name as a child of `parent` (`/a/b` under `/a` → `b`), or `None` when it
+/// is not one: exactly when [`parent_of`]`(candidate) == parent`, but reading only the part
+/// after `parent` rather than searching the whole path for its last `/` (a listing's
+/// children are matched this way against everything a session knew, on every read).
+pub fn child_name<'c>(candidate: &'c str, parent: &str) -> Option<&'c str> {
+    if parent.is_empty() {
+        return None;
+    }
+    if let Some(name) = candidate
+        .strip_prefix(parent)
+        .and_then(|rest| rest.strip_prefix('/'))
+        && !name.contains('/')
+    {
+        return Some(name);
+    }
+    // `parent_of` also calls a path without a `/`, or with one only in front, the root's.
+    let name = candidate.strip_prefix('/').unwrap_or(candidate);
+    (parent == "/" && !name.contains('/')).then_some(name)
+}
+
 /// The sequence a create of `requested` (the path it asked for: the prefix) appended to get
 /// `created`: the rest of the name, read as the signed counter ZooKeeper formats `%010d`
 /// (`0000000012`, `-000000005`, `-2147483648`).
@@ -167,4 +187,28 @@ pub fn sequence_appended(requested: &str, created: &str) -> Option<i32> {
         return None;
     }
     suffix.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{child_name, parent_of};
+
+    #[test]
+    fn child_name_agrees_with_parent_of_and_names_the_last_segment() {
+        let paths = [
+            "/", "", "x", "/x", "//x", "///x", "/a", "/a/", "/a/x", "/a//x", "/a/x/y", "/ab",
+            "/ab/x", "a/x",
+        ];
+        for parent in paths {
+            for candidate in paths {
+                let last_segment = &candidate[candidate.rfind('/').map_or(0, |i| i + 1)..];
+                let expected = (parent_of(candidate) == parent).then_some(last_segment);
+                assert_eq!(
+                    child_name(candidate, parent),
+                    expected,
+                    "{candidate:?} under {parent:?}"
+                );
+            }
+        }
+    }
 }

@@ -61,7 +61,7 @@
 
 use crate::Checked;
 use crate::Violation;
-use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};
+use crate::history::zk::{ZkOp, child_name, session_ends, zk_operations};
 use sim::{
     NodeId,
     history::{
@@ -438,7 +438,8 @@ fn known_paths<'a>(
         .range::<str, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded))
         .take_while(move |(known, _)| known.starts_with(path))
         .filter(move |(known, _)| {
-            known.as_str() == path || (listing && known.as_str() != "/" && parent_of(known) == path)
+            known.as_str() == path
+                || (listing && known.as_str() != "/" && child_name(known, path).is_some())
         })
 }
 
@@ -554,7 +555,8 @@ impl<'h> Walk<'h> {
                 shown
             } else {
                 let Some(children) = listed else { continue };
-                let name = &known_path[known_path.rfind('/').map_or(0, |i| i + 1)..];
+                let name = child_name(known_path, path)
+                    .expect("a known path other than the read's is its child (known_paths)");
                 if children.iter().any(|child| child == name) {
                     Shown::Present(None)
                 } else {

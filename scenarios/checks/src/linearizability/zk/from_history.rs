@@ -20,6 +20,7 @@ use sim::{
     time::SimTime,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 /// Whether `path` is `prefix` with a sequence appended (before or past the counter's wrap).
 fn is_sequential_name(path: &str, prefix: &str) -> bool {
@@ -612,6 +613,34 @@ impl PathSplit<'_> {
 
     /// For every checked path under `path`, whether `children` lists it.
     fn add_listing(&mut self, path: &str, children: &[String]) {
+        if path == "/" || path.is_empty() {
+            return self.add_listing_by_scan(path, children);
+        }
+        let listed: BTreeSet<&str> = children.iter().map(String::as_str).collect();
+        // The universe is sorted, so the paths that start with `path/` are one range of it:
+        // a listing reads that range, not the whole universe (a lock's waiters list their
+        // parent over and over).
+        let universe = self.universe;
+        let under = universe
+            .range::<str, _>((Bound::Excluded(path), Bound::Unbounded))
+            .take_while(|candidate| candidate.starts_with(path))
+            .filter_map(|candidate| {
+                let name = candidate[path.len()..].strip_prefix('/')?;
+                (!name.contains('/')).then_some((candidate, name))
+            });
+        for (child, name) in under {
+            let is_listed = listed.contains(name);
+            self.add(
+                child,
+                PathAction::Listed(is_listed),
+                Some(ActionResult::Done),
+            );
+        }
+    }
+
+    /// [`PathSplit::add_listing`] under the root (or an empty path): every path in the
+    /// universe whose parent it is, found by reading them all.
+    fn add_listing_by_scan(&mut self, path: &str, children: &[String]) {
         let prefix = if path == "/" {
             "/".to_string()
         } else {
