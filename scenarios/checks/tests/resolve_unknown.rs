@@ -8,121 +8,58 @@ use checks::linearizability::{
     resolve::{DID_NOT_TAKE_EFFECT, Resolved},
     zk,
 };
-use sim::{
-    NodeId,
-    history::{
-        Event, History, OpError, OpId, OpResult, Operation, ProtocolEvent, Record, RequestRef,
-        Response,
-        zk::{CreateMode, Stat, ZkError, ZkEvent, ZkOperation, ZkResponse},
-    },
-    time::SimTime,
+use sim::history::{
+    Event, History, OpError, OpId, OpResult, Operation, ProtocolEvent, RequestRef, Response,
+    zk::{CreateMode, Stat, ZkError, ZkEvent, ZkOperation, ZkResponse},
 };
 
+mod common;
+
+use common::{HandBuilt, HandStore};
+
 const SESSION: u64 = 7;
-const REPLICAS: [NodeId; 3] = [NodeId::server(0), NodeId::server(1), NodeId::server(2)];
 
-/// A hand-built history: operations by client 1 (process = its lane), what it sent, and
-/// what the replicas applied.
-#[derive(Default)]
-struct Builder {
-    records: Vec<Record>,
-    next_zxid: u64,
+/// ZooKeeper's records: a request is the session's xid; entries are zxids of epoch 1.
+struct ZooKeeper;
+
+impl HandStore for ZooKeeper {
+    type Op = ZkOperation;
+    type Answer = ZkResponse;
+    const LOST_ANSWER: &'static str = "connection loss";
+    fn operation(op: ZkOperation) -> Operation {
+        Operation::Zk(op)
+    }
+    fn response(answer: ZkResponse) -> Response {
+        Response::Zk(answer)
+    }
+    fn sent(op_id: OpId, xid: u64) -> Event {
+        Event::Zk(ZkEvent::RequestSent {
+            process: 0,
+            session: SESSION,
+            op_id,
+            xid,
+        })
+    }
+    fn is_sent(event: &Event) -> bool {
+        matches!(event, Event::Zk(ZkEvent::RequestSent { .. }))
+    }
+    fn applied(entry: u64, xid: u64) -> ProtocolEvent {
+        let zxid = (1 << 32) | entry;
+        ProtocolEvent::Applied {
+            index: zxid,
+            term: 1,
+            digest: zxid,
+            request: Some(RequestRef {
+                client: SESSION,
+                sequence: xid,
+            }),
+        }
+    }
 }
 
-fn at(ms: u64) -> SimTime {
-    SimTime::from_millis(ms)
-}
+type Builder = HandBuilt<ZooKeeper>;
 
 impl Builder {
-    fn push(&mut self, ms: u64, node: NodeId, event: Event) -> &mut Self {
-        self.records.push(Record {
-            at: at(ms),
-            node: Some(node),
-            event,
-        });
-        self
-    }
-
-    fn invoke(&mut self, ms: u64, process: u32, op: u64, operation: ZkOperation) -> &mut Self {
-        let client = NodeId::client(1);
-        self.push(
-            ms,
-            client,
-            Event::Invoke {
-                client,
-                process,
-                op_id: OpId(op),
-                operation: Operation::Zk(operation),
-            },
-        )
-    }
-
-    fn complete(&mut self, ms: u64, op: u64, result: OpResult) -> &mut Self {
-        self.push(
-            ms,
-            NodeId::client(1),
-            Event::Complete {
-                op_id: OpId(op),
-                result,
-            },
-        )
-    }
-
-    fn ok(&mut self, ms: u64, op: u64, response: ZkResponse) -> &mut Self {
-        self.complete(
-            ms,
-            op,
-            OpResult::Ok {
-                response: Response::Zk(response),
-            },
-        )
-    }
-
-    fn unknown(&mut self, ms: u64, op: u64) -> &mut Self {
-        self.complete(
-            ms,
-            op,
-            OpResult::Unknown {
-                reason: "connection loss".into(),
-            },
-        )
-    }
-
-    fn sent(&mut self, ms: u64, op: u64, xid: u64) -> &mut Self {
-        self.push(
-            ms,
-            NodeId::client(1),
-            Event::Zk(ZkEvent::RequestSent {
-                process: 0,
-                session: SESSION,
-                op_id: OpId(op),
-                xid,
-            }),
-        )
-    }
-
-    /// Every replica applies the entry naming request `xid`, from `ms` on (a new zxid).
-    fn applied(&mut self, ms: u64, xid: u64) -> &mut Self {
-        self.next_zxid += 1;
-        let index = (1 << 32) | self.next_zxid;
-        for (offset, replica) in REPLICAS.into_iter().enumerate() {
-            self.push(
-                ms + offset as u64,
-                replica,
-                Event::Protocol(ProtocolEvent::Applied {
-                    index,
-                    term: 1,
-                    digest: index,
-                    request: Some(RequestRef {
-                        client: SESSION,
-                        sequence: xid,
-                    }),
-                }),
-            );
-        }
-        self
-    }
-
     /// `/x` created with "a" by op 0 (xid 1), acknowledged.
     fn created(&mut self) -> &mut Self {
         self.invoke(0, 0, 0, create("/x", "a"))
@@ -153,24 +90,6 @@ impl Builder {
                     },
                 },
             )
-    }
-
-    fn history(&mut self) -> History {
-        let mut records = std::mem::take(&mut self.records);
-        records.sort_by_key(|record| record.at);
-        History::from_records(records)
-    }
-
-    /// The history without the sent and applied records: what a black-box checker sees.
-    fn unresolved(&mut self) -> History {
-        self.records.retain(|record| {
-            !matches!(
-                record.event,
-                Event::Zk(ZkEvent::RequestSent { .. })
-                    | Event::Protocol(ProtocolEvent::Applied { .. })
-            )
-        });
-        self.history()
     }
 }
 

@@ -9,122 +9,60 @@ use checks::linearizability::{
     CheckOptions, Report, Verdict, check, jepsen, kv,
     resolve::{DID_NOT_TAKE_EFFECT, Resolved},
 };
-use sim::{
-    NodeId,
-    history::{
-        Event, History, OpError, OpId, OpResult, Operation, ProtocolEvent, Record, RequestRef,
-        Response,
-        kv::{KeyValue, KvError, KvEvent, KvOperation, KvResponse, ReadConsistency},
-    },
-    time::SimTime,
+use sim::history::{
+    Event, History, OpError, OpId, OpResult, Operation, ProtocolEvent, RequestRef, Response,
+    kv::{KeyValue, KvError, KvEvent, KvOperation, KvResponse, ReadConsistency},
 };
+
+mod common;
+
+use common::{HandBuilt, HandStore};
 
 /// The etcd model client's number in the identities it stamps.
 const CLIENT: u64 = 3;
-const REPLICAS: [NodeId; 3] = [NodeId::server(0), NodeId::server(1), NodeId::server(2)];
 
-/// A hand-built history: operations by client node 1 (process = its lane), the writes it
-/// sent, and what the replicas applied.
-#[derive(Default)]
-struct Builder {
-    records: Vec<Record>,
-    next_index: u64,
+/// etcd's records: a request is the client's write number; entries are log indexes.
+struct Etcd;
+
+impl HandStore for Etcd {
+    type Op = KvOperation;
+    type Answer = KvResponse;
+    const LOST_ANSWER: &'static str = "no answer within 1000 ms";
+    fn operation(op: KvOperation) -> Operation {
+        Operation::Kv(op)
+    }
+    fn response(answer: KvResponse) -> Response {
+        Response::Kv(answer)
+    }
+    fn sent(op_id: OpId, sequence: u64) -> Event {
+        Event::Kv(KvEvent::RequestSent {
+            process: 0,
+            op_id,
+            request: RequestRef {
+                client: CLIENT,
+                sequence,
+            },
+        })
+    }
+    fn is_sent(event: &Event) -> bool {
+        matches!(event, Event::Kv(KvEvent::RequestSent { .. }))
+    }
+    fn applied(index: u64, sequence: u64) -> ProtocolEvent {
+        ProtocolEvent::Applied {
+            index,
+            term: 1,
+            digest: index,
+            request: Some(RequestRef {
+                client: CLIENT,
+                sequence,
+            }),
+        }
+    }
 }
 
+type Builder = HandBuilt<Etcd>;
+
 impl Builder {
-    fn push(&mut self, ms: u64, node: NodeId, event: Event) -> &mut Self {
-        self.records.push(Record {
-            at: SimTime::from_millis(ms),
-            node: Some(node),
-            event,
-        });
-        self
-    }
-
-    fn invoke(&mut self, ms: u64, process: u32, op: u64, operation: KvOperation) -> &mut Self {
-        let client = NodeId::client(1);
-        self.push(
-            ms,
-            client,
-            Event::Invoke {
-                client,
-                process,
-                op_id: OpId(op),
-                operation: Operation::Kv(operation),
-            },
-        )
-    }
-
-    fn complete(&mut self, ms: u64, op: u64, result: OpResult) -> &mut Self {
-        self.push(
-            ms,
-            NodeId::client(1),
-            Event::Complete {
-                op_id: OpId(op),
-                result,
-            },
-        )
-    }
-
-    fn ok(&mut self, ms: u64, op: u64, response: KvResponse) -> &mut Self {
-        self.complete(
-            ms,
-            op,
-            OpResult::Ok {
-                response: Response::Kv(response),
-            },
-        )
-    }
-
-    fn unknown(&mut self, ms: u64, op: u64) -> &mut Self {
-        self.complete(
-            ms,
-            op,
-            OpResult::Unknown {
-                reason: "no answer within 1000 ms".into(),
-            },
-        )
-    }
-
-    /// The client sent op `op` stamped with its write number `sequence`.
-    fn sent(&mut self, ms: u64, op: u64, sequence: u64) -> &mut Self {
-        self.push(
-            ms,
-            NodeId::client(1),
-            Event::Kv(KvEvent::RequestSent {
-                process: 0,
-                op_id: OpId(op),
-                request: RequestRef {
-                    client: CLIENT,
-                    sequence,
-                },
-            }),
-        )
-    }
-
-    /// Every replica applies an entry stamped with write number `sequence`, from `ms` on
-    /// (the next log index).
-    fn applied(&mut self, ms: u64, sequence: u64) -> &mut Self {
-        self.next_index += 1;
-        let index = self.next_index;
-        for (offset, replica) in REPLICAS.into_iter().enumerate() {
-            self.push(
-                ms + offset as u64,
-                replica,
-                Event::Protocol(ProtocolEvent::Applied {
-                    index,
-                    term: 1,
-                    digest: index,
-                    request: Some(RequestRef {
-                        client: CLIENT,
-                        sequence,
-                    }),
-                }),
-            );
-        }
-        self
-    }
-
     /// `x` put to "a" at revision 2 by op 0 (write 1), acknowledged.
     fn put_a(&mut self) -> &mut Self {
         self.invoke(0, 0, 0, put("a"))
@@ -159,25 +97,6 @@ impl Builder {
         }];
         self.invoke(ms, 1, op, get)
             .ok(ms + 1, op, KvResponse::Get { revision, kvs })
-    }
-
-    fn history(&mut self) -> History {
-        let mut records = std::mem::take(&mut self.records);
-        records.sort_by_key(|record| record.at);
-        History::from_records(records)
-    }
-
-    /// The history without the sent and applied records: what a black-box checker sees
-    /// (an imported history).
-    fn unresolved(&mut self) -> History {
-        self.records.retain(|record| {
-            !matches!(
-                record.event,
-                Event::Kv(KvEvent::RequestSent { .. })
-                    | Event::Protocol(ProtocolEvent::Applied { .. })
-            )
-        });
-        self.history()
     }
 }
 
@@ -295,8 +214,8 @@ fn a_write_whose_identity_is_ambiguous_stays_unresolved() {
             builder.invoke(22, 2, 1, put("c"));
         }),
         ("never recorded as sent", |builder| {
-            builder.records.retain(|record| {
-                !matches!(record.event, Event::Kv(KvEvent::RequestSent { op_id, .. }) if op_id == OpId(1))
+            builder.without(|event| {
+                matches!(event, Event::Kv(KvEvent::RequestSent { op_id, .. }) if *op_id == OpId(1))
             });
         }),
     ];
