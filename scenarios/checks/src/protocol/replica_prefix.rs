@@ -13,7 +13,7 @@
 //! as for `protocol.replica_agreement`, the entries' digests are compared, not any server's
 //! claim of agreement.
 
-use crate::history::applied_runs::applied_runs;
+use crate::history::views::HistoryViews;
 use crate::{Checked, Violation};
 use sim::{NodeId, history::History, time::SimTime};
 use std::fmt;
@@ -80,11 +80,16 @@ impl Violation for DivergentSequence {
 /// Each replica's neighbours of an index are compared with those of the first run that
 /// applied it (in the order [`applied_runs`] lists the runs).
 pub fn check(history: &History) -> Checked<DivergentSequence> {
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<DivergentSequence> {
     let mut next = FirstSeen::default();
     let mut previous = FirstSeen::default();
     let mut violations = Vec::new();
     let mut judged = 0;
-    for run in applied_runs(history) {
+    for run in history.applied_runs() {
         next.start_run();
         previous.start_run();
         for pair in run.entries.windows(2) {

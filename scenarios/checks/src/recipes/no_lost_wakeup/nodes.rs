@@ -1,7 +1,7 @@
 //! What the history says of the nodes in each line: when each was created and first known
 //! gone, and when everything before each place in line was gone.
 
-use crate::history::zk::{parent_of, zk_operations};
+use crate::history::zk::{ZkOp, parent_of};
 use sim::{
     history::{
         Event, History, OpResult,
@@ -74,16 +74,17 @@ impl Line {
 }
 
 impl Nodes {
-    pub(super) fn read(history: &History) -> Self {
+    /// Reads `history`, whose ZooKeeper operations are `ops`
+    /// ([`crate::history::zk::zk_operations`]).
+    pub(super) fn read(history: &History, ops: &[ZkOp<'_>]) -> Self {
         let mut nodes = Nodes::default();
-        let ops = zk_operations(history);
         let mut listings: BTreeMap<&str, Vec<Listing<'_>>> = BTreeMap::new();
         // The listed children already added, by sequence first: a waiter's listing mostly
         // repeats names known from earlier listings (8,329 listed, 274 new in a 60 s lock
         // run), and finding a name among a parent's children by comparing whole names
         // cost about half of this reading.
         let mut listed: BTreeSet<(i64, &str, &str)> = BTreeSet::new();
-        for op in &ops {
+        for op in ops {
             let Some((done_at, result)) = op.completion else {
                 continue;
             };
