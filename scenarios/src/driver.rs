@@ -151,8 +151,9 @@ pub fn run_judged_by(
         *outcome.marks.entry(mark).or_default() += count;
     }
     let relied_on = scenario.relied_on();
+    let views = checks::history::views::HistoryViews::new(&history);
     for check in checks {
-        let verdict = (check.run)(&history, &context);
+        let verdict = (check.run)(&views, &context);
         outcome.checks.push(CheckTally {
             check: check.name.to_string(),
             judged: verdict.judged,

@@ -37,6 +37,7 @@ pub mod zk;
 pub use checked::{Checked, Verdict};
 pub use violation::{Violation, boxed};
 
+use history::views::HistoryViews;
 use sim::history::History;
 use std::time::Duration;
 
@@ -124,8 +125,8 @@ pub struct Check {
     /// What it counts as judged, plural (`holds`, `operations`, `watches`): an outcome
     /// reports `recipe.mutual_exclusion: 212 holds`, and 0 of them as vacuous.
     pub judges: &'static str,
-    /// Runs it.
-    pub run: fn(&History, &CheckContext) -> Verdict,
+    /// Runs it, on a history with the readings checks share ([`HistoryViews`]).
+    pub run: fn(&HistoryViews<'_>, &CheckContext) -> Verdict,
 }
 
 impl std::fmt::Debug for Check {
@@ -158,15 +159,17 @@ pub fn by_name(name: &str) -> Option<&'static Check> {
     all().find(|check| check.name == name)
 }
 
-/// Runs `checks` on `history`: each check with its verdict, in the order given.
+/// Runs `checks` on `history`: each check with its verdict, in the order given. The checks
+/// share one [`HistoryViews`] of the history.
 pub fn run<'a>(
     checks: impl IntoIterator<Item = &'a Check>,
     history: &History,
     context: &CheckContext,
 ) -> Vec<(&'a Check, Verdict)> {
+    let views = HistoryViews::new(history);
     checks
         .into_iter()
-        .map(|check| (check, (check.run)(history, context)))
+        .map(|check| (check, (check.run)(&views, context)))
         .collect()
 }
 
@@ -199,7 +202,7 @@ mod tests {
         // reports as such instead of as a pass.
         let empty = History::from_records(Vec::new());
         for check in all() {
-            let verdict = (check.run)(&empty, &CheckContext::default());
+            let verdict = (check.run)(&HistoryViews::new(&empty), &CheckContext::default());
             assert!(
                 verdict.is_vacuous(),
                 "{} judged {}",

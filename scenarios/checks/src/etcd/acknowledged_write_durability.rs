@@ -17,10 +17,10 @@
 //! the run driver when the final reads start. No server event is trusted.
 
 use crate::Checked;
+use crate::history::views::HistoryViews;
 use crate::{
     Violation,
     etcd::read_sees_prior_writes::{StaleRead, check_reads},
-    history::kv::KvHistory,
 };
 use sim::{
     history::{History, OpId},
@@ -101,7 +101,12 @@ impl Violation for LostWrite {
 /// after the faults healed) against every write acknowledged before each of them, and that no two
 /// acknowledged writes share a revision.
 pub fn check(history: &History, final_reads_from: SimTime) -> Checked<LostWrite> {
-    let kv = KvHistory::of(history);
+    check_views(&HistoryViews::new(history), final_reads_from)
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>, final_reads_from: SimTime) -> Checked<LostWrite> {
+    let kv = history.kv();
     let final_reads = check_reads(&kv, |read| {
         read.invoked_at >= final_reads_from
             && read.consistency == sim::history::kv::ReadConsistency::Linearizable

@@ -10,7 +10,8 @@
 //! expiry. An expiry that is committed ends the lease for every replica that applies it, so a
 //! read invoked after the first such record that still shows an attached key is the violation.
 
-use crate::{Checked, Violation, history::kv::KvHistory, history::leases::leases};
+use crate::history::views::HistoryViews;
+use crate::{Checked, Violation, history::leases::leases};
 use sim::{
     NodeId,
     history::{History, OpId, kv::ReadConsistency},
@@ -62,8 +63,13 @@ impl Violation for KeyOutlivedLease {
 
 /// Every linearizable read that shows a key of a lease that ended before it was invoked.
 pub fn check(history: &History) -> Checked<KeyOutlivedLease> {
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<KeyOutlivedLease> {
     let leases = leases(history);
-    let kv = KvHistory::of(history);
+    let kv = history.kv();
     let mut violations = Vec::new();
     let mut judged = 0;
     for read in &kv.reads {

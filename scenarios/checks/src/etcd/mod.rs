@@ -27,7 +27,7 @@ pub const CHECKS: &[Check] = &[
         name: "etcd.read_sees_prior_writes",
         judges: "linearizable reads",
         property: "read sees prior writes",
-        run: |history, _| read_sees_prior_writes::check(history).verdict(),
+        run: |history, _| read_sees_prior_writes::check_views(history).verdict(),
     },
     Check {
         name: "etcd.acknowledged_write_durability",
@@ -36,7 +36,7 @@ pub const CHECKS: &[Check] = &[
         // Without final reads only the revision evidence applies.
         run: |history, _| {
             let from = final_reads_from(history).unwrap_or(SimTime::from_nanos(u64::MAX));
-            acknowledged_write_durability::check(history, from).verdict()
+            acknowledged_write_durability::check_views(history, from).verdict()
         },
     },
     Check {
@@ -55,7 +55,7 @@ pub const CHECKS: &[Check] = &[
         name: "etcd.lease_keys_removed",
         judges: "leased keys read",
         property: "lease keys removed",
-        run: |history, _| lease_keys_removed::check(history).verdict(),
+        run: |history, _| lease_keys_removed::check_views(history).verdict(),
     },
 ];
 

@@ -12,6 +12,7 @@
 //! No server event is trusted.
 
 use crate::Checked;
+use crate::history::views::HistoryViews;
 use crate::{
     Violation,
     history::kv::{KvHistory, MissedWrite, Write, WriteEffect, missed_write},
@@ -73,7 +74,12 @@ impl Violation for StaleRead {
 /// Every linearizable read that misses a write acknowledged before it began (at most one
 /// violation per read: the latest such write).
 pub fn check(history: &History) -> Checked<StaleRead> {
-    let kv = KvHistory::of(history);
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<StaleRead> {
+    let kv = history.kv();
     check_reads(&kv, |read| {
         read.consistency == ReadConsistency::Linearizable
     })

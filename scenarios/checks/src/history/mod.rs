@@ -17,6 +17,7 @@ pub mod locks;
 pub mod membership;
 pub mod pubsub;
 pub mod sessions;
+pub mod views;
 pub mod zk;
 
 use sim::{

@@ -18,8 +18,8 @@ pub mod replica_agreement;
 pub mod replica_prefix;
 pub mod term_monotonicity;
 
-use crate::{Check, CheckContext, Checked, Verdict};
-use sim::{history::History, time::SimTime};
+use crate::{Check, CheckContext, Checked, Verdict, history::views::HistoryViews};
+use sim::time::SimTime;
 use std::time::Duration;
 
 /// The protocol checks every run of either store gets: leader uniqueness, term
@@ -49,7 +49,7 @@ pub const CHECKS: &[Check] = &[
         name: "protocol.replica_prefix",
         judges: "neighbouring applications",
         property: "replica prefix agreement",
-        run: |history, _| replica_prefix::check(history).verdict(),
+        run: |history, _| replica_prefix::check_views(history).verdict(),
     },
     Check {
         name: "protocol.applied_in_order",
@@ -75,7 +75,7 @@ pub const OPTIONAL: &[Check] = &[Check {
     run: stability,
 }];
 
-fn stability(history: &History, _: &CheckContext) -> Verdict {
+fn stability(history: &HistoryViews<'_>, _: &CheckContext) -> Verdict {
     use sim::history::{Event, ProtocolEvent};
     let first = history.records().iter().find_map(|record| {
         matches!(

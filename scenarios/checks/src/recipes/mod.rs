@@ -62,7 +62,7 @@ pub const LOCK_CHECKS: &[Check] = &[
         name: "recipe.no_lost_wakeup",
         judges: "waits whose line cleared",
         property: "no lost wake-up",
-        run: |history, _| no_lost_wakeup::check(history).verdict(),
+        run: |history, _| no_lost_wakeup::check_views(history).verdict(),
     },
     // The election scenarios name these two as well (as they name `recipe.fenced_writes`).
     Check {

@@ -18,7 +18,8 @@
 //! 1 stricter; the one server claim involved is a committed transaction that
 //! `protocol.replica_agreement` holds every replica to.
 
-use crate::history::zk::{ZkOp, preceding_syncs, session_ends, zk_operations};
+use crate::history::views::HistoryViews;
+use crate::history::zk::{ZkOp, preceding_syncs, session_ends};
 use crate::{Checked, Violation};
 use sim::{
     NodeId,
@@ -129,7 +130,12 @@ fn deleted_possibly(ops: &[ZkOp<'_>], path: &str, after: SimTime, before: SimTim
 
 /// Every synced read that contradicts an ephemeral node's session.
 pub fn check(history: &History) -> Checked<EphemeralViolation> {
-    let ops = zk_operations(history);
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<EphemeralViolation> {
+    let ops = history.zk_operations();
     let syncs = preceding_syncs(&ops);
     let ends = session_ends(history);
     let mut violations = Vec::new();

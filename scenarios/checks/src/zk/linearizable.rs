@@ -17,6 +17,7 @@
 //! (facts `protocol.replica_agreement` and `protocol.replica_prefix` verify).
 
 use crate::etcd::linearizable::verdict;
+use crate::history::views::HistoryViews;
 use crate::linearizability::{CheckOptions, check, zk};
 use sim::history::History;
 
@@ -27,7 +28,12 @@ pub const REFERENCE: &str = "linearizability (Herlihy & Wing, TOPLAS 1990); ZooK
 
 /// Checks the history's ZooKeeper operations.
 pub fn check_history(history: &History) -> crate::Verdict {
-    let (model, operations) = zk::from_history(history);
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check_history`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> crate::Verdict {
+    let (model, operations) = zk::from_views(history);
     verdict(
         check(&model, &operations, &CheckOptions::default()),
         REFERENCE,

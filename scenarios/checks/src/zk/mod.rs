@@ -24,50 +24,52 @@ pub const CHECKS: &[Check] = &[
         name: "zk.write_durability",
         judges: "acknowledged writes",
         property: "acknowledged write durability",
-        run: |history, _| write_durability::check(history).verdict(),
+        run: |history, _| write_durability::check_views(history).verdict(),
     },
     Check {
         name: "zk.sync_then_read",
         judges: "reads after a sync",
         property: "sync then read sees prior acknowledged writes",
-        run: |history, _| sync_then_read::check(history).verdict(),
+        run: |history, _| sync_then_read::check_views(history).verdict(),
     },
     Check {
         name: "zk.session_consistency",
         judges: "session operations",
         property: "session consistency",
-        run: |history, _| session_consistency::check(history).verdict(),
+        run: |history, _| session_consistency::check_views(history).verdict(),
     },
     Check {
         name: "zk.ephemeral_lifetime",
         judges: "reads after a sync",
         property: "ephemeral exists iff session alive",
-        run: |history, _| ephemeral_lifetime::check(history).verdict(),
+        run: |history, _| ephemeral_lifetime::check_views(history).verdict(),
     },
     Check {
         name: "zk.sequential_names",
         judges: "sequential creates",
         property: "sequential names unique and increasing",
         run: |history, context| {
-            sequential_names::check(history, context.sequence_counter_bits).verdict()
+            sequential_names::check_views(history, context.sequence_counter_bits).verdict()
         },
     },
     Check {
         name: "zk.watch_delivery",
         judges: "watch registrations",
         property: "watch fires exactly once",
-        run: |history, context| watch_delivery::check(history, context.watch_settle).verdict(),
+        run: |history, context| {
+            watch_delivery::check_views(history, context.watch_settle).verdict()
+        },
     },
     Check {
         name: "zk.watch_order",
         judges: "watch registrations and deliveries",
         property: "watch order",
-        run: |history, _| watch_order::check(history).verdict(),
+        run: |history, _| watch_order::check_views(history).verdict(),
     },
     Check {
         name: "zk.linearizable",
         judges: "operations",
         property: "linearizability",
-        run: |history, _| linearizable::check_history(history),
+        run: |history, _| linearizable::check_views(history),
     },
 ];

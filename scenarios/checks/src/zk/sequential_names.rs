@@ -17,7 +17,8 @@
 //! **Reads:** client operations only (the names `create` returned to clients, from
 //! `Invoke`/`Complete`). No server event is trusted.
 
-use crate::history::zk::{parent_of, sequence_appended, zk_operations};
+use crate::history::views::HistoryViews;
+use crate::history::zk::{parent_of, sequence_appended};
 use crate::{Checked, Violation};
 use sim::{
     history::{
@@ -98,10 +99,15 @@ fn unwrap_after(previous: i64, sequence: i32, bits: u32) -> i64 {
 
 /// Every duplicate or out-of-order sequential name, over a counter of `counter_bits` bits.
 pub fn check(history: &History, counter_bits: u32) -> Checked<SequenceViolation> {
+    check_views(&HistoryViews::new(history), counter_bits)
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>, counter_bits: u32) -> Checked<SequenceViolation> {
     let counter_bits = counter_bits.clamp(1, 32);
     let mut by_parent: BTreeMap<String, Vec<(i32, String, OpId, SimTime, SimTime)>> =
         BTreeMap::new();
-    for op in zk_operations(history) {
+    for op in history.zk_operations() {
         let ZkOperation::Create {
             path: requested,
             mode,

@@ -61,7 +61,8 @@
 
 use crate::Checked;
 use crate::Violation;
-use crate::history::zk::{ZkOp, child_name, session_ends, zk_operations};
+use crate::history::views::HistoryViews;
+use crate::history::zk::{ZkOp, child_name, session_ends};
 use sim::{
     NodeId,
     history::{
@@ -867,7 +868,12 @@ impl<'h> Walk<'h> {
 
 /// Every read that went back behind what its own session had observed.
 pub fn check(history: &History) -> Checked<SessionWentBack> {
-    let ops = zk_operations(history);
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<SessionWentBack> {
+    let ops = history.zk_operations();
     let index: BTreeMap<OpId, usize> = ops
         .iter()
         .enumerate()

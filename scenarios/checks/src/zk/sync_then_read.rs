@@ -20,7 +20,8 @@
 //! the Stats the responses carried, recorded by the client library). No server event is
 //! trusted.
 
-use crate::history::zk::{ZkOp, parent_of, preceding_syncs, zk_operations};
+use crate::history::views::HistoryViews;
+use crate::history::zk::{ZkOp, parent_of, preceding_syncs};
 use crate::{Checked, Violation};
 use sim::{
     NodeId,
@@ -224,7 +225,12 @@ fn acknowledged_before<'w>(
 
 /// Every read after a sync that missed a write acknowledged before that sync.
 pub fn check(history: &History) -> Checked<StaleReadAfterSync> {
-    let ops = zk_operations(history);
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<StaleReadAfterSync> {
+    let ops = history.zk_operations();
     let syncs = preceding_syncs(&ops);
     let writes = acknowledged_writes(&ops);
     let (ephemeral, ephemeral_parents) = maybe_ephemeral(&ops);

@@ -19,7 +19,7 @@
 
 use crate::Checked;
 use crate::Violation;
-use crate::history::zk::zk_operations;
+use crate::history::views::HistoryViews;
 use sim::{
     NodeId,
     history::{
@@ -186,7 +186,12 @@ fn late_persistent_events(
 
 /// Every out-of-order or late watch event.
 pub fn check(history: &History) -> Checked<WatchOrderViolation> {
-    let ops = zk_operations(history);
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<WatchOrderViolation> {
+    let ops = history.zk_operations();
     let by_id: BTreeMap<OpId, usize> = ops
         .iter()
         .enumerate()

@@ -15,7 +15,7 @@
 //! its zxid; a replica that never recorded its applies could hide, but then
 //! `protocol.replica_prefix` sees it diverge from the others.
 
-use crate::history::{applied_runs::applied_runs, zk::zk_operations};
+use crate::history::views::HistoryViews;
 use crate::{Checked, Violation};
 use sim::{
     NodeId,
@@ -75,8 +75,13 @@ impl Violation for AcknowledgedWriteLost {
 
 /// Every (acknowledged write, replica) where the replica skipped the write.
 pub fn check(history: &History) -> Checked<AcknowledgedWriteLost> {
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<AcknowledgedWriteLost> {
     let mut acknowledged: Vec<(OpId, u64, SimTime)> = Vec::new();
-    for op in zk_operations(history) {
+    for op in history.zk_operations() {
         let (Some(response), Some(at)) = (op.ok(), op.ok_at()) else {
             continue;
         };
@@ -98,7 +103,7 @@ pub fn check(history: &History) -> Checked<AcknowledgedWriteLost> {
     let judged = acknowledged.len() as u64;
     let mut violations = Vec::new();
     let mut reported = BTreeSet::new();
-    for run in applied_runs(history) {
+    for run in history.applied_runs() {
         for &(write, zxid, acknowledged_at) in &acknowledged {
             let after = run.entries.partition_point(|entry| entry.index <= zxid);
             if after == 0 || after == run.entries.len() {

@@ -4,7 +4,8 @@
 use super::{ActionResult, PathAction, PathError, SeenStat, ZkInput, ZkModel, ZkOutput};
 use crate::history::{
     applied_requests::AppliedRequests,
-    zk::{ZkOp, parent_of, preceding_syncs, sequence_appended, zk_operations},
+    views::HistoryViews,
+    zk::{ZkOp, parent_of, preceding_syncs, sequence_appended},
 };
 use crate::linearizability::{
     Skipped, TimeUnit,
@@ -177,7 +178,12 @@ struct ReadOperation {
 
 /// The ZooKeeper operations of a coordsim history, split per path, ready to check.
 pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, ZkOutput>) {
-    let ops = zk_operations(history);
+    from_views(&HistoryViews::new(history))
+}
+
+/// What [`from_history`] returns, reading the history through views the checks share.
+pub fn from_views(history: &HistoryViews<'_>) -> (ZkModel, OperationHistory<ZkInput, ZkOutput>) {
+    let ops = history.zk_operations();
     let syncs = preceding_syncs(&ops);
     let excluded = excluded_paths(&ops);
     let mut model = ZkModel::default();

@@ -30,7 +30,7 @@
 mod from_history;
 mod model;
 
-pub use from_history::from_history;
+pub use from_history::{from_history, from_views};
 pub use model::{
     ActionResult, ChildrenStat, PathAction, PathError, SeenStat, ZkInput, ZkModel, ZkOutput,
     ZkState, Znode,

@@ -49,6 +49,7 @@ mod connections;
 mod nodes;
 
 use crate::Checked;
+use crate::history::views::HistoryViews;
 use crate::{
     Violation,
     history::{
@@ -163,7 +164,12 @@ enum Finished {
 
 /// Every lock wait or campaign that went on past the bound after everything before its node was gone.
 pub fn check(history: &History) -> Checked<LostWakeup> {
-    let nodes = Nodes::read(history);
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<LostWakeup> {
+    let nodes = Nodes::read(history, history.zk_operations());
     let connections = Connections::read(history);
     // Waits whose line was seen to clear: only they can have lost a wake-up.
     let mut judged = 0;

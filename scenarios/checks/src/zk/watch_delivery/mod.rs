@@ -20,7 +20,8 @@
 
 mod persistent;
 
-use crate::history::zk::{ZkOp, parent_of, session_ends, zk_operations};
+use crate::history::views::HistoryViews;
+use crate::history::zk::{ZkOp, parent_of, session_ends};
 use crate::{Checked, Violation};
 use sim::{
     NodeId,
@@ -329,7 +330,15 @@ impl Watches {
 /// its client never crashed, and every persistent watch that missed a change so acknowledged
 /// before its client first disconnected.
 pub fn check(history: &History, settle: Duration) -> Checked<WatchDeliveryViolation> {
-    let ops: Vec<ZkOp<'_>> = zk_operations(history);
+    check_views(&HistoryViews::new(history), settle)
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(
+    history: &HistoryViews<'_>,
+    settle: Duration,
+) -> Checked<WatchDeliveryViolation> {
+    let ops: &[ZkOp<'_>] = history.zk_operations();
     let ends = session_ends(history);
     let end = history
         .records()
