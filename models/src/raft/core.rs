@@ -58,6 +58,10 @@ impl ElectionJitter for ScriptedTimeouts {
     }
 }
 
+/// Room kept in the effect buffer, when entries are handed out, for the effects the same
+/// input adds after them (see [`RaftCore::apply_committed`]).
+pub(super) const EFFECTS_AFTER_APPLIES: usize = 16;
+
 /// A proposal this server cannot accept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProposeError {
@@ -727,9 +731,14 @@ impl<C: Clone, S: Clone> RaftCore<C, S> {
         let upto = self.commit_index.min(self.log.last_index());
         // A restarted server applies its whole log again as it learns the commit index:
         // room for every entry at once, not a doubling (and a copy of every effect) per
-        // power of two.
-        self.output
-            .reserve(usize::try_from(upto.saturating_sub(self.applied_index)).unwrap_or(0));
+        // power of two. And room for what the same input adds after them (a snapshot due,
+        // the reads they unblock, a timer, replies): with room for the entries alone, the
+        // next push doubled the buffer and copied every entry's effect once more.
+        let entries = usize::try_from(upto.saturating_sub(self.applied_index)).unwrap_or(0);
+        if entries > 0 {
+            self.output
+                .reserve(entries + self.ready_reads.len() + EFFECTS_AFTER_APPLIES);
+        }
         while self.applied_index < upto {
             self.applied_index += 1;
             let entry = self

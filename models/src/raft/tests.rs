@@ -1356,3 +1356,46 @@ fn an_append_that_starts_inside_the_snapshot_is_accepted_from_after_it() {
     );
     assert_eq!(follower.log().last_index(), 4);
 }
+
+/// A restarted server learning the commit index hands out its whole log in one input: the
+/// effects that follow the entries (the reply, the timer) fit in the room kept for them,
+/// rather than doubling the buffer and copying every entry's effect once more.
+#[test]
+fn a_restarted_server_hands_out_its_log_without_regrowing_the_effects() {
+    let config = RaftConfig::new(S2, vec![S1, S2, S3]);
+    let jitter = ScriptedTimeouts::new([], Duration::from_millis(400));
+    let log: Vec<_> = (1..=100).map(|index| command(index, 1, "x")).collect();
+    let mut follower: Core = RaftCore::restore(
+        config,
+        Box::new(jitter),
+        ms(0),
+        HardState::default(),
+        None,
+        log,
+    );
+    follower.take_effects();
+    follower.step(
+        ms(5),
+        S1,
+        Message::AppendEntries {
+            term: 1,
+            prev_log_index: 100,
+            prev_log_term: 1,
+            entries: Vec::new(),
+            leader_commit: 100,
+        },
+    );
+    let effects = follower.take_effects();
+    let applied = effects
+        .iter()
+        .filter(|effect| matches!(effect, Effect::Apply { .. }))
+        .count();
+    assert_eq!(applied, 100);
+    assert!(effects.len() > applied, "a reply and a timer follow");
+    assert!(
+        effects.capacity() <= effects.len() + super::core::EFFECTS_AFTER_APPLIES,
+        "{} effects in a buffer of {}",
+        effects.len(),
+        effects.capacity()
+    );
+}

@@ -9,10 +9,14 @@
 //! consistIndex`). A restarted server re-applies at most an interval's entries, not its
 //! whole log.
 //!
-//! The model keeps the durable copy in a [`SyncedCell`] and brings it up to date at each
-//! commit by applying to it the entries applied since the last one. The commit is made at
-//! the first event of the server once the interval has passed (a Raft heartbeat at least
-//! comes every heartbeat interval), rather than on a timer of its own.
+//! The model keeps the durable copy in a [`SyncedCell`]: a state machine and the entries
+//! committed after it. A commit only moves the batch's entries into the cell; they are
+//! applied to its state machine when the backend is opened again (a restart) or when more
+//! than [`FOLD_AFTER_ENTRIES`] wait. What a restart finds is the same as if every commit
+//! had applied its batch, but a server that never restarts does not apply each entry a
+//! second time. The commit is made at the first event of the server once the interval has
+//! passed (a Raft heartbeat at least comes every heartbeat interval), rather than on a
+//! timer of its own.
 
 use super::LogCommand;
 use super::StoreSnapshot;
@@ -29,11 +33,51 @@ const BATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// The backend's file on the node's disk.
 const BACKEND_FILE: &str = "etcd-backend";
 
-/// What the backend holds durably.
-pub(super) struct DurableBackend {
+/// How many committed entries the durable copy holds unapplied before it applies them: a
+/// bound on its memory. An entry is a few words and shares its command with the Raft log,
+/// but keeps the command alive once a snapshot has compacted the log. High enough that a
+/// lock scenario's servers never reach it (`lock_seed raft 1` applies 7,626 commands in all).
+const FOLD_AFTER_ENTRIES: usize = 1 << 16;
+
+/// What the backend holds durably: the state after `machine` applied `committed`.
+struct DurableBackend {
     machine: StoreStateMachine,
-    /// The index of the last entry `machine` applied (etcd's consistent index).
+    /// Entries committed after those `machine` applied, in index order, not applied to it
+    /// yet.
+    committed: Vec<Entry<LogCommand>>,
+    /// The index of the last entry committed (etcd's consistent index).
     consistent_index: u64,
+}
+
+impl DurableBackend {
+    fn new(machine: StoreStateMachine, consistent_index: u64) -> Self {
+        Self {
+            machine,
+            committed: Vec::new(),
+            consistent_index,
+        }
+    }
+
+    /// Commits `batch` (applied entries, in index order), emptying it.
+    fn commit(&mut self, batch: &mut Vec<Entry<LogCommand>>) {
+        let Some(last) = batch.last() else {
+            return;
+        };
+        self.consistent_index = last.index;
+        self.committed.append(batch);
+        if self.committed.len() > FOLD_AFTER_ENTRIES {
+            self.fold();
+        }
+    }
+
+    /// Applies the committed entries to the state machine.
+    fn fold(&mut self) {
+        for entry in self.committed.drain(..) {
+            if let EntryPayload::Command(command) = &entry.payload {
+                self.machine.apply(entry.index, command);
+            }
+        }
+    }
 }
 
 /// The backend: the durable copy and the entries applied since its last commit.
@@ -55,10 +99,8 @@ impl Backend {
             .open_synced_cell::<DurableBackend>(BACKEND_FILE)
             .expect("the backend file has one type");
         let (machine, consistent_index) = file.update(|durable| {
-            let durable = durable.get_or_insert(DurableBackend {
-                machine: empty,
-                consistent_index: 0,
-            });
+            let durable = durable.get_or_insert_with(|| DurableBackend::new(empty, 0));
+            durable.fold();
             (durable.machine.clone(), durable.consistent_index)
         });
         let backend = Self {
@@ -70,8 +112,8 @@ impl Backend {
     }
 
     /// An entry the server applied, to be committed with the next batch.
-    pub(super) fn applied(&mut self, entry: &Entry<LogCommand>) {
-        self.uncommitted.push(entry.clone());
+    pub(super) fn applied(&mut self, entry: Entry<LogCommand>) {
+        self.uncommitted.push(entry);
     }
 
     /// Commits the batch if the interval has passed since the last commit.
@@ -83,19 +125,9 @@ impl Backend {
         if self.uncommitted.is_empty() {
             return;
         }
-        let batch = std::mem::take(&mut self.uncommitted);
-        self.file.update(|durable| {
-            let durable = durable.as_mut().expect("opened with a value");
-            for entry in &batch {
-                if let EntryPayload::Command(command) = &entry.payload {
-                    durable.machine.apply(entry.index, command);
-                }
-                durable.consistent_index = entry.index;
-            }
-        });
-        // Keep the vector's room for the next batch.
-        self.uncommitted = batch;
-        self.uncommitted.clear();
+        let batch = &mut self.uncommitted;
+        self.file
+            .update(|durable| durable.as_mut().expect("opened with a value").commit(batch));
     }
 
     /// The state was replaced by a snapshot: the backend is too, at once (etcd replaces
@@ -103,10 +135,83 @@ impl Backend {
     pub(super) fn restored(&mut self, snapshot_index: u64, data: &StoreSnapshot) {
         self.uncommitted.clear();
         self.file.update(|durable| {
-            *durable = Some(DurableBackend {
-                machine: StoreStateMachine::clone(data),
-                consistent_index: snapshot_index,
-            });
+            *durable = Some(DurableBackend::new(
+                StoreStateMachine::clone(data),
+                snapshot_index,
+            ));
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::etcd::command::StoreCommand;
+    use sim::history::kv::KvOperation;
+
+    fn put(index: u64) -> Entry<LogCommand> {
+        let operation = KvOperation::Put {
+            key: format!("k{}", index % 7),
+            value: format!("v{index}"),
+            lease: None,
+            prev_kv: false,
+        };
+        Entry {
+            index,
+            term: 1,
+            payload: EntryPayload::Command(LogCommand::new(StoreCommand::Kv { operation })),
+        }
+    }
+
+    /// The store a backend that applied every entry at once would hold.
+    fn applied_at_once(entries: &[Entry<LogCommand>]) -> StoreStateMachine {
+        let mut machine = StoreStateMachine::default();
+        for entry in entries {
+            if let EntryPayload::Command(command) = &entry.payload {
+                machine.apply(entry.index, command);
+            }
+        }
+        machine
+    }
+
+    fn same_store(left: &StoreStateMachine, right: &StoreStateMachine) -> bool {
+        format!("{left:?}") == format!("{right:?}")
+    }
+
+    #[test]
+    fn a_commit_keeps_its_entries_until_the_backend_is_folded() {
+        let mut entries: Vec<_> = (1..=10).map(put).collect();
+        entries[4] = Entry {
+            index: 5,
+            term: 2,
+            payload: EntryPayload::Noop,
+        };
+        let mut durable = DurableBackend::new(StoreStateMachine::default(), 0);
+        let mut batch = entries[..5].to_vec();
+        durable.commit(&mut batch);
+        assert!(batch.is_empty(), "the batch is moved into the backend");
+        durable.commit(&mut entries[5..].to_vec());
+        assert_eq!(durable.consistent_index, 10);
+        assert_eq!(durable.committed.len(), 10, "nothing applied at a commit");
+        assert_eq!(
+            durable.machine.mvcc().revision(),
+            1,
+            "still the empty store"
+        );
+        durable.fold();
+        assert!(durable.committed.is_empty());
+        assert_eq!(durable.machine.mvcc().revision(), 10, "9 puts and a no-op");
+        assert!(same_store(&durable.machine, &applied_at_once(&entries)));
+    }
+
+    #[test]
+    fn a_commit_past_the_bound_applies_what_waits() {
+        let entries: Vec<_> = (1..=FOLD_AFTER_ENTRIES as u64 + 1).map(put).collect();
+        let mut durable = DurableBackend::new(StoreStateMachine::default(), 0);
+        durable.commit(&mut entries[..FOLD_AFTER_ENTRIES].to_vec());
+        assert_eq!(durable.committed.len(), FOLD_AFTER_ENTRIES, "at the bound");
+        durable.commit(&mut entries[FOLD_AFTER_ENTRIES..].to_vec());
+        assert!(durable.committed.is_empty(), "past it: applied");
+        assert!(same_store(&durable.machine, &applied_at_once(&entries)));
     }
 }

@@ -504,7 +504,6 @@ impl Server {
     }
 
     fn apply(&mut self, entry: crate::raft::Entry<LogCommand>) {
-        self.backend.applied(&entry);
         let result = match &entry.payload {
             EntryPayload::Noop => None,
             EntryPayload::Command(command) => {
@@ -531,10 +530,12 @@ impl Server {
                 Some(outcome.result)
             }
         };
-        let Some(proposal) = self.proposals.remove(&entry.index) else {
+        let (index, term) = (entry.index, entry.term);
+        self.backend.applied(entry);
+        let Some(proposal) = self.proposals.remove(&index) else {
             return;
         };
-        let response = if proposal.term != entry.term {
+        let response = if proposal.term != term {
             // Another leader's entry won this index: ours will never be applied.
             ClientResponse::NotApplied {
                 leader_hint: self.raft.core().leader(),
