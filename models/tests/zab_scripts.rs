@@ -103,6 +103,16 @@ fn trunc_drops_an_uncommitted_proposal_of_an_old_epoch() {
     );
     assert!(transcript.applied().iter().all(|a| a.txn != 666));
     assert_eq!(transcript.last_status("s1"), transcript.last_status("s2"));
+    // `Learner.syncWithLeader` snapshots after a TRUNC (of what s1 had applied: nothing
+    // since its restart), never after a DIFF (s2).
+    let truncated = "s1 write: truncate log to 2 entries, snapshot 0x0=[] (log left as it is), \
+                     append 0x200000001:99";
+    assert!(transcript.lines().any(|(_, line)| line == truncated));
+    assert!(
+        !transcript
+            .lines()
+            .any(|(_, line)| line.starts_with("s2 ") && line.contains("snapshot 0x"))
+    );
 }
 
 /// With `zab.diff_without_trunc` the same histories get a DIFF from 0x100000003: s1 keeps
@@ -157,11 +167,12 @@ fn late_follower_beyond_the_diff_window_is_snapped_and_then_broadcast_to() {
 fn snap_zxid_below_log_tail_brings_a_dead_entry_back() {
     let correct = script("snap_zxid_below_log_tail_correct");
     let buggy = script("snap_zxid_below_log_tail_bug");
-    let snap = ["zxid=0x0 state=[] entries=[0x100000001:10, 0x100000002:20, 0x200000001:99]"];
+    // The leader's snapshot is the one it took when it established epoch 2.
+    let snap = ["zxid=0x100000002 state=[10, 20] entries=[0x200000001:99]"];
     assert_eq!(correct.sent("s3", "s1", "SNAP"), snap);
     assert_eq!(buggy.sent("s3", "s1", "SNAP"), snap);
-    let history_without = "log=[0x100000001:10, 0x100000002:20, 0x200000001:99]";
-    let history_with = "log=[0x100000001:10, 0x100000002:20, 0x100000003:666, 0x200000001:99]";
+    let history_without = "log=[0x200000001:99] state=[10, 20]";
+    let history_with = "log=[0x100000003:666, 0x200000001:99] state=[10, 20]";
     assert!(correct.last_status("s1").contains(history_without));
     assert!(buggy.last_status("s1").contains(history_with));
 }

@@ -142,7 +142,8 @@ pub struct Metrics {
     #[serde(default)]
     pub snapshots_taken: u64,
     /// Snapshots servers installed in place of applying entries (`SnapshotInstalled`
-    /// events: Raft InstallSnapshot, ZAB SNAP sync).
+    /// events: Raft InstallSnapshot, ZAB SNAP sync, a ZAB server's snapshot loaded on
+    /// restart).
     #[serde(default)]
     pub snapshots_installed: u64,
     /// History records.

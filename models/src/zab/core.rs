@@ -108,8 +108,16 @@ pub struct ZabCore<S: StateMachine, A> {
     // Durable state (mirrors the disk once synced).
     pub(super) accepted_epoch: u32,
     pub(super) current_epoch: u32,
+    /// The snapshot the in-memory log continues from (the history before it is only in
+    /// the snapshot). A snapshot taken later ([`Self::take_snapshot`]) goes to disk only:
+    /// the log keeps its history, as ZooKeeper's committed log and txn log do.
     pub(super) snapshot: Option<(Zxid, S::Snapshot)>,
     pub(super) log: Vec<LogEntry<S::Txn>>,
+    /// Records on disk before the in-memory log's first entry: those at or below the
+    /// snapshot a restart loaded, which the log on disk keeps (a snapshot write leaves it
+    /// as it is). A truncation on disk counts them, as ZooKeeper truncates its txn log by
+    /// zxid (`FileTxnLog.truncate`).
+    pub(super) disk_log_offset: usize,
     // Volatile state.
     pub(super) machine: S,
     pub(super) last_applied: Zxid,
@@ -146,6 +154,14 @@ impl<S: StateMachine, A> fmt::Debug for ZabCore<S, A> {
 
 impl<S: StateMachine, A> ZabCore<S, A> {
     /// A server starting from what its disk holds. Call [`start`](Self::start) next.
+    ///
+    /// As ZooKeeper's `FileTxnSnapLog.restore` (called by `ZKDatabase.loadDataBase`): the
+    /// state is the newest snapshot's, and the log after it is what is left to apply. Its
+    /// history starts at that snapshot, as ZooKeeper's committed log is refilled only with
+    /// the transactions replayed after it (`commitProposalPlaybackListener`). Where
+    /// ZooKeeper could still DIFF a follower behind that snapshot from its older txn log
+    /// files (`LearnerHandler.syncFollower`, `getProposalsFromTxnLog`), this model sends a
+    /// SNAP.
     pub fn restore(config: ZabConfig, disk: PersistentState<S>) -> Result<Self, ConfigError> {
         config.validate()?;
         let PersistentState {
@@ -159,9 +175,12 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             None => (S::default(), Zxid::ZERO),
         };
         // As ZooKeeper loads its database: the log is read on from the snapshot's zxid, each
-        // record after the last one taken. A log this model wrote is already so (the
-        // snapshot write empties it); one that `zab.snap_zxid_below_log_tail` left behind
-        // is not, and what survives here is what ZooKeeper would replay.
+        // record after the last one taken. In a log this model wrote, the records at or
+        // below that zxid come first (a snapshot taken leaves the log as it is; a SNAP's
+        // empties it) and are skipped; one that `zab.snap_zxid_below_log_tail` left behind
+        // may hold older records after the snapshot's, and what survives here is what
+        // ZooKeeper would replay.
+        let disk_log_offset = log.iter().take_while(|entry| entry.zxid <= base).count();
         let mut last = base;
         log.retain(|entry| {
             let next = entry.zxid > last;
@@ -186,6 +205,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
             current_epoch,
             snapshot,
             log,
+            disk_log_offset,
             machine,
             last_applied: base,
             committed: base,
@@ -213,10 +233,20 @@ impl<S: StateMachine, A> ZabCore<S, A> {
     // ----- Inputs -------------------------------------------------------------------------
 
     /// Boots the server: records its durable epoch (and, for an observer, that it observes)
-    /// and starts an election (an observer: looks for the leader).
+    /// and the snapshot it loaded, and starts an election (an observer: looks for the
+    /// leader).
     pub fn start(&mut self, now: LocalTime) {
         if self.config.observing() {
             self.record(ProtocolEvent::StartedObserving);
+        }
+        if let Some((zxid, _)) = &self.snapshot {
+            // Its state is the snapshot's, as after a SNAP: recorded the same way, so the
+            // checks judge its applies from the snapshot on.
+            let zxid = *zxid;
+            self.record(ProtocolEvent::SnapshotInstalled {
+                index: zxid.as_u64(),
+                term: u64::from(zxid.epoch),
+            });
         }
         if self.current_epoch > 0 {
             self.record(ProtocolEvent::TermChanged {
@@ -522,6 +552,15 @@ impl<S: StateMachine, A> ZabCore<S, A> {
     pub(super) fn append(&mut self, entry: LogEntry<S::Txn>) {
         self.persist(Write::Append(entry.clone()));
         self.log.push(entry);
+    }
+
+    /// Writes a snapshot of the applied state to disk, leaving the log as it is: ZooKeeper's
+    /// `ZooKeeperServer.takeSnapshot` (`FileTxnSnapLog.save` writes a new snapshot file and
+    /// touches no txn log file). Volatile until the next sync; the in-memory log keeps its
+    /// history (see the `snapshot` field). A restart loads it and applies only what follows.
+    pub(super) fn take_snapshot(&mut self) {
+        let (zxid, snapshot) = (self.last_applied, self.machine.snapshot());
+        self.persist(Write::ReplaceSnapshot { zxid, snapshot });
     }
 
     /// Applies committed entries that are in the log, in zxid order.

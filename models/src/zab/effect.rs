@@ -31,7 +31,9 @@ pub enum Write<S: StateMachine> {
         keep: usize,
     },
     /// Replace the snapshot, leaving the log as it is: on loading, the log is read on from
-    /// the snapshot's zxid (the write of `zab.snap_zxid_below_log_tail`).
+    /// the snapshot's zxid. ZooKeeper's `takeSnapshot` (a new snapshot file, the txn log
+    /// untouched): a leader's once established, a follower's after a TRUNC sync, and the
+    /// SNAP's under `zab.snap_zxid_below_log_tail`.
     ReplaceSnapshot {
         /// The snapshot's last zxid.
         zxid: Zxid,

@@ -222,7 +222,9 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 let keep = self.log.partition_point(|entry| entry.zxid <= to);
                 if keep < self.log.len() {
                     self.log.truncate(keep);
-                    self.persist(Write::TruncateLog { keep });
+                    self.persist(Write::TruncateLog {
+                        keep: self.disk_log_offset + keep,
+                    });
                 }
                 if self.last_applied > to {
                     // Applied state past the truncation point: reload from the snapshot.
@@ -237,6 +239,10 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                     });
                 }
                 self.committed = self.committed.min(to);
+                // `Learner.syncWithLeader`: after a TRUNC (or SNAP) the follower snapshots
+                // its database on NEWLEADER (`snapshotNeeded`); after a DIFF it does not.
+                // Nothing is applied between here and NEWLEADER, whose sync makes it durable.
+                self.take_snapshot();
             }
             SyncMode::Snap { zxid, snapshot } => {
                 self.reach(sim::coverage::Mark::ZabSnapSync);
@@ -244,6 +250,8 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                 self.last_applied = zxid;
                 self.committed = zxid;
                 self.log.clear();
+                // ZooKeeper snapshots the received state on NEWLEADER (`snapshotNeeded`,
+                // synced: `syncSnapshot`); this write is made durable by NEWLEADER's sync.
                 if self.has_bug(ZabBug::SnapZxidBelowLogTail) {
                     // ZOOKEEPER-2832: the snapshot is written, the old log left on disk.
                     self.persist(Write::ReplaceSnapshot {
@@ -255,6 +263,7 @@ impl<S: StateMachine, A> ZabCore<S, A> {
                         zxid,
                         snapshot: snapshot.clone(),
                     });
+                    self.disk_log_offset = 0;
                 }
                 self.snapshot = Some((zxid, snapshot));
                 self.record(ProtocolEvent::SnapshotInstalled {

@@ -433,13 +433,23 @@ impl<S: StateMachine, A> ZabCore<S, A> {
     fn common_point(&self, peer_epoch_ends: &[Zxid]) -> Zxid {
         let base = self.snapshot_zxid();
         let mut common = Zxid::ZERO;
-        for &end in peer_epoch_ends {
+        for (position, &end) in peer_epoch_ends.iter().enumerate() {
             // The leader's first entry after the agreed point must be of this epoch too,
-            // or the follower skipped an epoch the leader has.
+            // or the follower skipped an epoch the leader has. Not so for the follower's
+            // first end where the leader logged that very zxid: the follower's history
+            // starts at a snapshot there (a restart loads its newest), which holds the
+            // epochs before it; both hold the one history that zxid ends, as ZooKeeper's
+            // `LearnerHandler.syncFollower` trusts a peer's last zxid found in its log.
             let next = self.log.partition_point(|entry| entry.zxid <= common);
+            let snapshot_start = position == 0
+                && self
+                    .log
+                    .binary_search_by_key(&end, |entry| entry.zxid)
+                    .is_ok();
             if let Some(entry) = self.log.get(next)
                 && entry.zxid.epoch != end.epoch
                 && common >= base
+                && !snapshot_start
             {
                 break;
             }
@@ -497,6 +507,15 @@ impl<S: StateMachine, A> ZabCore<S, A> {
         leader.next_quorum_check_at = now + tick;
         self.committed = self.committed.max(last_logged);
         self.apply_committed();
+        // "Make a clean snapshot": `Leader.lead` calls `ZooKeeperServer.loadData`, which ends
+        // with `takeSnapshot`, so every leader snapshots the history it leads with. ZooKeeper
+        // takes it before discovery, of a database that already holds the leader's whole log
+        // (loaded at start, committed or not); here the state holds only what is committed,
+        // so the same snapshot is taken once that history is committed: now. A leader that
+        // never establishes takes none (ZooKeeper's may hold transactions a later TRUNC
+        // drops from the log but not from that snapshot, which this model does not
+        // reproduce).
+        self.take_snapshot();
         let synced: Vec<NodeId> = self
             .leader()
             .learners

@@ -179,7 +179,8 @@ pub enum ProtocolEvent {
         request: Option<RequestRef>,
     },
     /// This node replaced its state machine with a snapshot taken at `index` (Raft
-    /// InstallSnapshot, ZAB SNAP sync): entries up to `index` were not applied one by one.
+    /// InstallSnapshot, ZAB SNAP sync, a ZAB server loading its snapshot as it restarts):
+    /// entries up to `index` were not applied one by one.
     SnapshotInstalled {
         /// Log index or zxid the snapshot covers.
         index: u64,

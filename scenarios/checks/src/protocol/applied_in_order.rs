@@ -12,7 +12,9 @@
 //! Raft InstallSnapshot, a ZAB SNAP, or a ZAB follower that truncated its log below what it
 //! had applied and reloaded its snapshot, which may go *back*). A crash of the node (applied,
 //! not skipped) ends its incarnation: the restarted node rebuilds its state from its disk,
-//! which no event records, so its first apply may be any index.
+//! which no event records, so its first apply may be any index (unless it records the
+//! snapshot it loaded as `SnapshotInstalled`, as a ZAB server does: then it is judged from
+//! that index).
 //!
 //! **Reads:** `ProtocolEvent::Applied` and `SnapshotInstalled`, recorded by each server's
 //! driver (in `models`) about itself when it applies an entry or replaces its state. The
