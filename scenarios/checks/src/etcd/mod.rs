@@ -49,7 +49,7 @@ pub const CHECKS: &[Check] = &[
         name: "etcd.watch_delivery",
         judges: "delivered watch events",
         property: "watch delivery",
-        run: |history, _| watch_delivery::check(history).verdict(),
+        run: |history, _| watch_delivery::check_views(history).verdict(),
     },
     Check {
         name: "etcd.lease_keys_removed",

@@ -23,7 +23,10 @@
 use crate::Checked;
 use crate::{
     Violation,
-    history::kv::{KeySpan, KvHistory, Write, WriteEffect},
+    history::{
+        kv::{KeySpan, Write, WriteEffect},
+        views::HistoryViews,
+    },
 };
 use sim::{
     NodeId,
@@ -203,6 +206,11 @@ struct WatchState {
 
 /// Every broken watch guarantee.
 pub fn check(history: &History) -> Checked<WatchViolation> {
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<WatchViolation> {
     let mut watches: BTreeMap<WatchKey, WatchState> = BTreeMap::new();
     let mut violations = Vec::new();
     let mut judged = 0;
@@ -330,10 +338,10 @@ pub fn check(history: &History) -> Checked<WatchViolation> {
 /// No gap: every acknowledged write in range between the start and the last delivered
 /// revision was delivered, with the written content.
 fn check_completeness(
-    history: &History,
+    history: &HistoryViews<'_>,
     watches: &BTreeMap<WatchKey, WatchState>,
 ) -> Vec<WatchViolation> {
-    let kv = KvHistory::of(history);
+    let kv = history.kv();
     let end = history.records().last().map_or(SimTime::ZERO, |r| r.at);
     // The acknowledged writes by revision (then by their order in the history), so that
     // each watch looks only at the revisions between its start and its last delivery.

@@ -14,19 +14,19 @@
 //! revision before the change was compacted.
 
 use super::{WatchFault, WatchKey, WatchState, WatchViolation};
-use crate::history::kv::{KvHistory, WriteEffect};
-use sim::{history::History, time::SimTime};
+use crate::history::{kv::WriteEffect, views::HistoryViews};
+use sim::time::SimTime;
 use std::collections::BTreeMap;
 
 /// Every delivered previous value that the history shows is wrong.
 pub(super) fn check(
-    history: &History,
+    history: &HistoryViews<'_>,
     watches: &BTreeMap<WatchKey, WatchState>,
 ) -> Vec<WatchViolation> {
     if watches.values().all(|state| state.prevs.is_empty()) {
         return Vec::new();
     }
-    let kv = KvHistory::of(history);
+    let kv = history.kv();
     let end = history.records().last().map_or(SimTime::ZERO, |r| r.at);
     // The acknowledged puts of each key: revision → value.
     let mut puts: BTreeMap<&str, BTreeMap<u64, &str>> = BTreeMap::new();
