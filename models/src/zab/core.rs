@@ -565,8 +565,9 @@ impl<S: StateMachine, A> ZabCore<S, A> {
 
     /// Applies committed entries that are in the log, in zxid order.
     pub(super) fn apply_committed(&mut self) {
-        // Room for a record and an effect per entry at once (a restarted server applies its
-        // whole log again), not a doubling and a copy of every effect per power of two.
+        // Room for a record and an effect per entry at once (a restarted server applies all
+        // of its log after its newest snapshot), not a doubling and a copy of every effect
+        // per power of two.
         let pending = self
             .log
             .partition_point(|entry| entry.zxid <= self.committed)
