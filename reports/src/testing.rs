@@ -70,16 +70,6 @@ pub use sim::env::{SHRINK_DIR, TIMELINE_DIR, TRACE_DIR};
 /// The most runs one seed's shrinking may take.
 pub const SHRINK_RUNS: u32 = 100;
 
-/// `(package, test target, test name)` of the calling test, for [`UserTest::for_test`]:
-/// the replay line names them. `coordsim::this_test!("my_test")` in an integration test
-/// `tests/locks.rs` of package `my-service` gives `("my-service", "locks", "my_test")`.
-#[macro_export]
-macro_rules! this_test {
-    ($name:expr) => {
-        (env!("CARGO_PKG_NAME"), env!("CARGO_CRATE_NAME"), $name)
-    };
-}
-
 /// A test of user code: the scenario it runs in, the seeds, and the test that replays it.
 #[derive(Clone, Debug)]
 pub struct UserTest {
@@ -149,7 +139,7 @@ impl UserTest {
         self
     }
 
-    /// Replayed by the test `(package, test target, test name)`: use [`this_test!`].
+    /// Replayed by the test `(package, test target, test name)`: use [`this_test!`](crate::this_test).
     pub fn for_test(mut self, (package, target, name): (&str, &str, &str)) -> Self {
         self.test = (package.into(), target.into(), name.into());
         self

@@ -15,7 +15,11 @@
 
 pub use crate::worker_pool::{in_parallel, in_parallel_in_order};
 use crate::{driver, evidence::Evidence, outcome::Outcome, scenario::Scenario};
-use sim::{FaultCounts, Seed, fault::FaultKind, report::FailureReport};
+use sim::{
+    FaultCounts, Seed,
+    fault::FaultKind,
+    report::{FailureReport, panic_message},
+};
 use std::{
     fmt,
     num::NonZeroUsize,
@@ -385,15 +389,6 @@ fn keep_run(
             scenario: scenario.to_string(),
         }),
     }
-}
-
-/// A panic's message (a `panic!` with arguments carries a `String`, one without a `&str`).
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
-        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Writes a failing run's history where `COORDSIM_HISTORY_DIR` says, if set (a problem

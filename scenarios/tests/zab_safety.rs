@@ -486,7 +486,12 @@ fn regression_seeds_stay_clean() {
         ("zab_swarm_3", 0x18884),
     ] {
         let scenario = catalogued(scenario);
-        let outcome = scenarios::driver::run(&scenario, sim::Seed::new(seed));
-        assert!(outcome.is_clean(), "{outcome}");
+        let seed = sim::Seed::new(seed);
+        let outcome = scenarios::driver::run(&scenario, seed);
+        assert!(
+            outcome.is_clean(),
+            "{outcome}\nREPRODUCE WITH: {}",
+            scenarios::driver::replay_command(&scenario, seed)
+        );
     }
 }

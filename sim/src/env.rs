@@ -63,7 +63,7 @@ impl fmt::Display for EnvError {
 
 impl std::error::Error for EnvError {}
 
-fn read(variable: &'static str) -> Option<String> {
+pub(crate) fn read(variable: &'static str) -> Option<String> {
     std::env::var(variable)
         .ok()
         .filter(|value| !value.trim().is_empty())

@@ -1,7 +1,19 @@
-//! Failure reports: the seed, the scenario, and the exact command that replays the run.
+//! Failure reports: the seed, the scenario, and the exact command that replays the run;
+//! and [`for_each_seed`], for a test that loops over seeds itself.
 
 use crate::seed::Seed;
 use std::fmt;
+
+/// `(package, test target, test name)` of the calling test, for the line that replays it
+/// ([`FailureReport::for_test`], [`for_each_seed`], `coordsim::testing::UserTest::for_test`).
+/// `this_test!("my_test")` in an integration test `tests/locks.rs` of package `my-service`
+/// gives `("my-service", "locks", "my_test")`.
+#[macro_export]
+macro_rules! this_test {
+    ($name:expr) => {
+        (env!("CARGO_PKG_NAME"), env!("CARGO_CRATE_NAME"), $name)
+    };
+}
 
 /// What to print when a run fails.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,5 +67,74 @@ impl fmt::Display for FailureReport {
                 self.seed
             ),
         }
+    }
+}
+
+/// Runs `body` once for each seed of a test that loops over its own list of seeds: `seeds`,
+/// or only `COORDSIM_SEED` if it is set (so the replay line runs exactly the failing seed).
+/// A panic in `body` (a failed assertion about that seed's run) goes on with its message
+/// followed by the seed and the line that replays it, [`FailureReport::for_test`] of `test`
+/// (use [`this_test!`]). Seed sweeps over a scenario (`scenarios::sweep`) print the same line.
+pub fn for_each_seed(
+    seeds: impl IntoIterator<Item = u64>,
+    (package, test_target, test_name): (&str, &str, &str),
+    body: impl FnMut(Seed),
+) {
+    let seeds: Vec<Seed> = match crate::env::read(crate::env::SEED) {
+        Some(_) => crate::env::test_seeds(1),
+        None => seeds.into_iter().map(Seed::new).collect(),
+    };
+    run_each(seeds, (package, test_target, test_name), body);
+}
+
+/// [`for_each_seed`] over exactly `seeds`.
+fn run_each(
+    seeds: Vec<Seed>,
+    (package, test_target, test_name): (&str, &str, &str),
+    mut body: impl FnMut(Seed),
+) {
+    for seed in seeds {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(seed)));
+        if let Err(panic) = ran {
+            let report = FailureReport::for_test(seed, package, test_target, test_name);
+            panic!("{}\n{report}", panic_message(panic.as_ref()));
+        }
+    }
+}
+
+/// A panic's message (a `panic!` with arguments carries a `String`, one without a `&str`).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_seed_panics_with_the_line_that_replays_it() {
+        let mut ran = Vec::new();
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let seeds = [1, 2, 3].map(Seed::new).to_vec();
+            run_each(seeds, ("my-crate", "locks", "my_test"), |seed| {
+                ran.push(seed.value());
+                assert!(seed.value() != 2, "seed 2 breaks");
+            });
+        }))
+        .expect_err("seed 2 fails the test");
+        let message = panic_message(panic.as_ref());
+        assert_eq!(ran, vec![1, 2], "the first failing seed stops the test");
+        assert!(message.starts_with("seed 2 breaks"), "{message}");
+        assert!(
+            message.ends_with(
+                "REPRODUCE WITH: COORDSIM_SEED=0x2 cargo test -p my-crate --test locks \
+                 -- --exact my_test"
+            ),
+            "{message}"
+        );
     }
 }

@@ -5,6 +5,8 @@ use sim::{
     NodeId, Ratio, Seed, World,
     fault::{ClientFaults, Fault, FaultPlan, PartitionShape, ScheduledFault, SwarmConfig},
     history::{Event, FaultOutcome, ProtocolEvent},
+    report::for_each_seed,
+    this_test,
 };
 use std::time::Duration;
 
@@ -161,33 +163,37 @@ fn swarm_plans_fire_their_faults_and_the_run_records_the_plan() {
         client_faults: ClientFaults::Included,
         ..SwarmConfig::default()
     };
-    for seed in 0..8 {
-        let outcome = World::builder()
-            .seed(Seed::new(seed))
-            .servers(5)
-            .clients(2)
-            .swarm_faults(swarm.clone())
-            .fault_phase(Duration::from_secs(10))
-            .build()
-            .unwrap()
-            .run(|sim| async move { sim.fault_phase_ended().await });
-        let plan = &outcome.fault_plan;
-        assert!(plan.faults.len() > 1, "seed {seed}: an empty plan");
-        let fired = outcome
-            .history
-            .records()
-            .iter()
-            .filter(|r| matches!(r.event, Event::Fault(_)))
-            .count();
-        let spans = plan.faults.iter().filter(|f| f.for_ms.is_some()).count();
-        assert!(
-            fired >= plan.faults.len() && fired <= plan.faults.len() + spans,
-            "seed {seed}: {fired} fault records for {} planned faults with {spans} spans",
-            plan.faults.len()
-        );
-        assert_eq!(outcome.fault_counts.heal_alls, 1, "the world's heal only");
-        assert!(outcome.fault_counts.faults_fired() > 1, "seed {seed}");
-    }
+    for_each_seed(
+        0..8,
+        this_test!("swarm_plans_fire_their_faults_and_the_run_records_the_plan"),
+        |seed| {
+            let outcome = World::builder()
+                .seed(seed)
+                .servers(5)
+                .clients(2)
+                .swarm_faults(swarm.clone())
+                .fault_phase(Duration::from_secs(10))
+                .build()
+                .unwrap()
+                .run(|sim| async move { sim.fault_phase_ended().await });
+            let plan = &outcome.fault_plan;
+            assert!(plan.faults.len() > 1, "seed {seed}: an empty plan");
+            let fired = outcome
+                .history
+                .records()
+                .iter()
+                .filter(|r| matches!(r.event, Event::Fault(_)))
+                .count();
+            let spans = plan.faults.iter().filter(|f| f.for_ms.is_some()).count();
+            assert!(
+                fired >= plan.faults.len() && fired <= plan.faults.len() + spans,
+                "seed {seed}: {fired} fault records for {} planned faults with {spans} spans",
+                plan.faults.len()
+            );
+            assert_eq!(outcome.fault_counts.heal_alls, 1, "the world's heal only");
+            assert!(outcome.fault_counts.faults_fired() > 1, "seed {seed}");
+        },
+    );
 }
 
 #[test]

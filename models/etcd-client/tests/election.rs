@@ -19,9 +19,10 @@ use scenarios::{
     workload::{UserCode, UserNode},
 };
 use sim::{
-    Seed,
     fault::{FaultSource, PauseClients, PausedClient},
     history::recipe::LossReason,
+    report::for_each_seed,
+    this_test,
 };
 use std::sync::{
     Arc,
@@ -135,19 +136,39 @@ fn paused_waiter(check: CampaignCheck, refused: &Arc<AtomicU64>) -> Scenario {
     scenario
 }
 
-/// The outcomes of seeds `1..=SEEDS`, and how many campaigns were refused.
-fn sweep(check: CampaignCheck) -> (Vec<Outcome>, u64) {
+/// The outcomes of seeds `1..=SEEDS` (each shown to `each` first, whose failed assertion
+/// prints the line that replays that seed of `test`), and how many campaigns were refused.
+fn sweep(
+    check: CampaignCheck,
+    test: (&str, &str, &str),
+    mut each: impl FnMut(&Outcome),
+) -> (Vec<Outcome>, u64) {
     let refused = Arc::new(AtomicU64::new(0));
     let scenario = paused_waiter(check, &refused);
-    let outcomes = (1..=SEEDS)
-        .map(|seed| driver::run(&scenario, Seed::new(seed)))
-        .collect();
+    let mut outcomes = Vec::new();
+    for_each_seed(1..=SEEDS, test, |seed| {
+        let outcome = driver::run(&scenario, seed);
+        each(&outcome);
+        outcomes.push(outcome);
+    });
     (outcomes, refused.load(Ordering::Relaxed))
 }
 
 #[test]
 fn upstream_campaign_after_lease_expiry_breaks_leader_uniqueness_etcd_11051() {
-    let (outcomes, _) = sweep(CampaignCheck::Upstream);
+    let test =
+        this_test!("upstream_campaign_after_lease_expiry_breaks_leader_uniqueness_etcd_11051");
+    let (outcomes, _) = sweep(CampaignCheck::Upstream, test, |outcome| {
+        assert_eq!(
+            violations(outcome, "recipe.fenced_writes"),
+            0,
+            "{outcome:?}"
+        );
+        assert!(judged(outcome, "recipe.fenced_writes") > 0, "{outcome:?}");
+        // Every election key is leased, and etcd.linearizable leaves leased keys out: it
+        // judges nothing here, and must find nothing.
+        assert_eq!(violations(outcome, "etcd.linearizable"), 0, "{outcome:?}");
+    });
     let fired: Vec<u64> = outcomes
         .iter()
         .filter(|outcome| violations(outcome, "recipe.leader_uniqueness") > 0)
@@ -158,31 +179,20 @@ fn upstream_campaign_after_lease_expiry_breaks_leader_uniqueness_etcd_11051() {
         "two leaders at once within {SEEDS} seeds: {:?}",
         outcomes.iter().map(|o| &o.violations).collect::<Vec<_>>()
     );
-    for outcome in &outcomes {
-        assert_eq!(
-            violations(outcome, "recipe.fenced_writes"),
-            0,
-            "{outcome:?}"
-        );
-        assert!(judged(outcome, "recipe.fenced_writes") > 0, "{outcome:?}");
-        // Every election key is leased, and etcd.linearizable leaves leased keys out: it
-        // judges nothing here, and must find nothing.
-        assert_eq!(violations(outcome, "etcd.linearizable"), 0, "{outcome:?}");
-    }
     eprintln!("etcd-io/etcd#11051 found with seeds {fired:?} of 1..={SEEDS}");
 }
 
 #[test]
 fn the_fix_switch_rechecks_the_own_key_and_the_same_seeds_pass() {
-    let (outcomes, refused) = sweep(CampaignCheck::RecheckOwnKey);
-    for outcome in outcomes {
+    let test = this_test!("the_fix_switch_rechecks_the_own_key_and_the_same_seeds_pass");
+    let (_, refused) = sweep(CampaignCheck::RecheckOwnKey, test, |outcome| {
         assert!(outcome.is_clean(), "{outcome:?}");
         assert!(
-            judged(&outcome, "recipe.leader_uniqueness") > 0,
+            judged(outcome, "recipe.leader_uniqueness") > 0,
             "{outcome:?}"
         );
-        assert!(judged(&outcome, "recipe.fenced_writes") > 0, "{outcome:?}");
-    }
+        assert!(judged(outcome, "recipe.fenced_writes") > 0, "{outcome:?}");
+    });
     // The switch is what made them pass: campaigners whose key was gone were refused.
     assert!(
         refused > 0,

@@ -12,8 +12,8 @@ use scenarios::{
     scenario::Store,
     workload::{UserCode, UserNode},
 };
-use sim::Seed;
 use sim::fault::FaultSource;
+use sim::{Seed, report::for_each_seed, this_test};
 use std::sync::{Arc, Mutex};
 
 /// What a user's service does with etcd: nothing here is coordsim's API.
@@ -282,51 +282,55 @@ fn put_and_delete_options_answer_previous_values() {
 
 #[test]
 fn kv_calls_under_partitions_are_judged_linearizable() {
-    for seed in [1, 2, 3] {
-        let faults = FaultSource::CutOffLeader(sim::fault::CutOffLeader::default());
-        let ran = kv_support::run(3, seed, faults, |mut client, node| async move {
-            let key = format!("counter/{}", node.index() % 2);
-            let mut succeeded = 0;
-            for round in 0..20 {
-                let put = client
-                    .put(
-                        key.as_str(),
-                        format!("{round}"),
-                        Some(PutOptions::new().with_prev_key()),
-                    )
-                    .await;
-                let get = client
-                    .get(
-                        "counter/",
-                        Some(GetOptions::new().with_prefix().with_limit(1)),
-                    )
-                    .await;
-                let delete = match round % 5 {
-                    4 => client.delete(key.as_str(), None).await.map(|_| ()),
-                    _ => Ok(()),
-                };
-                succeeded += [put.is_ok(), get.is_ok(), delete.is_ok()]
-                    .iter()
-                    .filter(|ok| **ok)
-                    .count();
-                // Spread the calls over the fault phase, so that cuts land among them.
-                node.context()
-                    .sim()
-                    .sleep(std::time::Duration::from_millis(50))
-                    .await;
-            }
-            succeeded
-        });
-        assert!(ran.outcome.is_clean(), "seed {seed}: {:?}", ran.outcome);
-        assert!(
-            ran.outcome.fault_counts.partitions > 0,
-            "seed {seed}: the leader was cut off"
-        );
-        let succeeded: usize = ran.results.iter().map(|(_, n)| n).sum();
-        assert_eq!(ran.results.len(), 3, "seed {seed}: every client finished");
-        assert!(succeeded > 60, "seed {seed}: {succeeded} calls succeeded");
-        assert!(ran.judged("etcd.linearizable") > 60, "seed {seed}");
-    }
+    for_each_seed(
+        [1, 2, 3],
+        this_test!("kv_calls_under_partitions_are_judged_linearizable"),
+        |seed| {
+            let faults = FaultSource::CutOffLeader(sim::fault::CutOffLeader::default());
+            let ran = kv_support::run(3, seed.value(), faults, |mut client, node| async move {
+                let key = format!("counter/{}", node.index() % 2);
+                let mut succeeded = 0;
+                for round in 0..20 {
+                    let put = client
+                        .put(
+                            key.as_str(),
+                            format!("{round}"),
+                            Some(PutOptions::new().with_prev_key()),
+                        )
+                        .await;
+                    let get = client
+                        .get(
+                            "counter/",
+                            Some(GetOptions::new().with_prefix().with_limit(1)),
+                        )
+                        .await;
+                    let delete = match round % 5 {
+                        4 => client.delete(key.as_str(), None).await.map(|_| ()),
+                        _ => Ok(()),
+                    };
+                    succeeded += [put.is_ok(), get.is_ok(), delete.is_ok()]
+                        .iter()
+                        .filter(|ok| **ok)
+                        .count();
+                    // Spread the calls over the fault phase, so that cuts land among them.
+                    node.context()
+                        .sim()
+                        .sleep(std::time::Duration::from_millis(50))
+                        .await;
+                }
+                succeeded
+            });
+            assert!(ran.outcome.is_clean(), "seed {seed}: {:?}", ran.outcome);
+            assert!(
+                ran.outcome.fault_counts.partitions > 0,
+                "seed {seed}: the leader was cut off"
+            );
+            let succeeded: usize = ran.results.iter().map(|(_, n)| n).sum();
+            assert_eq!(ran.results.len(), 3, "seed {seed}: every client finished");
+            assert!(succeeded > 60, "seed {seed}: {succeeded} calls succeeded");
+            assert!(ran.judged("etcd.linearizable") > 60, "seed {seed}");
+        },
+    );
 }
 
 /// Clones call concurrently, so each is a process of its own: the checker judges each

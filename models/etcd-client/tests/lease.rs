@@ -16,6 +16,8 @@ use scenarios::{
 use sim::{
     NodeId, Seed,
     fault::{Fault, FaultPlan, FaultSource, PartitionShape, ScheduledFault, Target},
+    report::for_each_seed,
+    this_test,
 };
 use std::sync::{Arc, Mutex};
 
@@ -77,28 +79,36 @@ fn run_with_partition(partition_ms: u64, seed: u64) -> (Vec<(usize, bool)>, scen
 
 #[test]
 fn keep_alive_keeps_a_key_across_a_partition_shorter_than_the_ttl() {
-    for seed in 1..=4 {
-        let (seen, outcome) = run_with_partition(3_000, seed);
-        assert!(outcome.is_clean(), "{outcome:?}");
-        assert_eq!(seen, vec![(0, true), (1, true), (2, true)], "seed {seed}");
-        assert!(
-            outcome.fault_counts.faults_fired() > 0,
-            "the partition fired"
-        );
-        assert!(
-            judged(&outcome, "etcd.lease_keys_removed") > 0,
-            "{outcome:?}"
-        );
-    }
+    for_each_seed(
+        1..=4,
+        this_test!("keep_alive_keeps_a_key_across_a_partition_shorter_than_the_ttl"),
+        |seed| {
+            let (seen, outcome) = run_with_partition(3_000, seed.value());
+            assert!(outcome.is_clean(), "{outcome:?}");
+            assert_eq!(seen, vec![(0, true), (1, true), (2, true)], "seed {seed}");
+            assert!(
+                outcome.fault_counts.faults_fired() > 0,
+                "the partition fired"
+            );
+            assert!(
+                judged(&outcome, "etcd.lease_keys_removed") > 0,
+                "{outcome:?}"
+            );
+        },
+    );
 }
 
 #[test]
 fn a_partition_longer_than_the_ttl_loses_the_key_so_the_test_can_tell() {
-    for seed in 1..=2 {
-        let (seen, outcome) = run_with_partition(7_000, seed);
-        assert_eq!(seen, vec![(0, false), (1, true), (2, true)], "seed {seed}");
-        assert_eq!(violations(&outcome, "etcd.lease_keys_removed"), 0);
-    }
+    for_each_seed(
+        1..=2,
+        this_test!("a_partition_longer_than_the_ttl_loses_the_key_so_the_test_can_tell"),
+        |seed| {
+            let (seen, outcome) = run_with_partition(7_000, seed.value());
+            assert_eq!(seen, vec![(0, false), (1, true), (2, true)], "seed {seed}");
+            assert_eq!(violations(&outcome, "etcd.lease_keys_removed"), 0);
+        },
+    );
 }
 
 #[test]

@@ -17,9 +17,10 @@ use scenarios::{
     workload::{LockBeliefs, UserCode, UserNode},
 };
 use sim::{
-    Seed,
     fault::{FaultSource, LeaderKiller, PauseClients, PausedClient},
     history::recipe::LossReason,
+    report::for_each_seed,
+    this_test,
 };
 use std::sync::{
     Arc,
@@ -125,8 +126,14 @@ async fn locker(node: UserNode, seen: Arc<Seen>) {
     }
 }
 
-/// Three lockers under `faults`, over seeds 1..=`seeds`.
-fn sweep(faults: FaultSource, seeds: u64) -> (Vec<Outcome>, Arc<Seen>) {
+/// Three lockers under `faults`, over seeds 1..=`seeds` (each outcome shown to `each` first,
+/// whose failed assertion prints the line that replays that seed of `test`).
+fn sweep(
+    faults: FaultSource,
+    seeds: u64,
+    test: (&str, &str, &str),
+    mut each: impl FnMut(&Outcome),
+) -> (Vec<Outcome>, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
     let code = {
         let seen = seen.clone();
@@ -139,23 +146,27 @@ fn sweep(faults: FaultSource, seeds: u64) -> (Vec<Outcome>, Arc<Seen>) {
     .with_fenced_resource();
     let mut scenario = Scenario::of_user_code(code, 3, 3);
     scenario.faults = faults;
-    let outcomes = (1..=seeds)
-        .map(|seed| driver::run(&scenario, Seed::new(seed)))
-        .collect();
+    let mut outcomes = Vec::new();
+    for_each_seed(1..=seeds, test, |seed| {
+        let outcome = driver::run(&scenario, seed);
+        each(&outcome);
+        outcomes.push(outcome);
+    });
     (outcomes, seen)
 }
 
 #[test]
 fn the_lock_excludes_under_leader_crashes() {
-    let (outcomes, seen) = sweep(FaultSource::LeaderKiller(LeaderKiller::default()), 4);
-    for outcome in &outcomes {
+    let faults = FaultSource::LeaderKiller(LeaderKiller::default());
+    let test = this_test!("the_lock_excludes_under_leader_crashes");
+    let (_, seen) = sweep(faults, 4, test, |outcome| {
         assert!(outcome.is_clean(), "{outcome:?}");
         assert!(
             judged(outcome, "recipe.mutual_exclusion") > 0,
             "{outcome:?}"
         );
         assert!(outcome.fault_counts.faults_fired() > 0, "{outcome:?}");
-    }
+    });
     let acquired = seen.acquired.load(Ordering::Relaxed);
     assert!(
         acquired >= 8,
@@ -170,14 +181,14 @@ fn a_paused_waiter_is_refused_with_session_expired_and_exclusion_holds() {
         pause_ms: 3_500,
         whom: PausedClient::Waiter,
     };
-    let (outcomes, seen) = sweep(FaultSource::PauseClients(pause), 4);
-    for outcome in &outcomes {
+    let test = this_test!("a_paused_waiter_is_refused_with_session_expired_and_exclusion_holds");
+    let (_, seen) = sweep(FaultSource::PauseClients(pause), 4, test, |outcome| {
         assert!(outcome.is_clean(), "{outcome:?}");
         assert!(
             judged(outcome, "recipe.mutual_exclusion") > 0,
             "{outcome:?}"
         );
-    }
+    });
     // v3.5's read of its own key after the wait is what refused them.
     assert!(seen.session_expired.load(Ordering::Relaxed) > 0);
 }
@@ -189,20 +200,21 @@ fn a_paused_holder_breaks_believed_exclusion_and_the_fence_saves_the_resource() 
         pause_ms: 3_500,
         whom: PausedClient::Holder,
     };
-    let (outcomes, _) = sweep(FaultSource::PauseClients(pause), 4);
-    let fired = outcomes
-        .iter()
-        .filter(|outcome| violations(outcome, "recipe.mutual_exclusion") > 0)
-        .count();
-    assert!(fired > 0, "a paused holder overlapped another in 4 seeds");
-    for outcome in &outcomes {
+    let test =
+        this_test!("a_paused_holder_breaks_believed_exclusion_and_the_fence_saves_the_resource");
+    let (outcomes, _) = sweep(FaultSource::PauseClients(pause), 4, test, |outcome| {
         assert_eq!(
             violations(outcome, "recipe.fenced_writes"),
             0,
             "{outcome:?}"
         );
         assert!(judged(outcome, "recipe.fenced_writes") > 0, "{outcome:?}");
-    }
+    });
+    let fired = outcomes
+        .iter()
+        .filter(|outcome| violations(outcome, "recipe.mutual_exclusion") > 0)
+        .count();
+    assert!(fired > 0, "a paused holder overlapped another in 4 seeds");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use etcd_client::{
     Txn, TxnOp, TxnOpResponse,
 };
 use sim::fault::FaultSource;
+use sim::{report::for_each_seed, this_test};
 use tonic::Code;
 
 /// Whether `compare` holds, asked through a transaction that answers the result.
@@ -312,42 +313,46 @@ fn bad_input_answers_etcds_errors() {
 
 #[test]
 fn transactions_under_partitions_are_judged_linearizable() {
-    for seed in [11, 12, 13] {
-        let faults = FaultSource::CutOffLeader(sim::fault::CutOffLeader::default());
-        let ran = kv_support::run(3, seed, faults, |mut client, node| async move {
-            let mut committed = 0;
-            for _ in 0..15 {
-                // A compare-and-swap increment: read, then swap if nobody wrote since.
-                let Ok(read) = client.get("counter", None).await else {
-                    continue;
-                };
-                let (value, revision) = read.kvs().first().map_or((0, 0), |kv| {
-                    (
-                        kv.value_str().unwrap().parse::<u64>().unwrap(),
-                        kv.mod_revision(),
-                    )
-                });
-                let swap = Txn::new()
-                    .when([Compare::mod_revision("counter", CompareOp::Equal, revision)])
-                    .and_then([TxnOp::put("counter", format!("{}", value + 1), None)])
-                    .or_else([TxnOp::get("counter", None)]);
-                if let Ok(answer) = client.txn(swap).await
-                    && answer.succeeded()
-                {
-                    committed += 1;
+    for_each_seed(
+        [11, 12, 13],
+        this_test!("transactions_under_partitions_are_judged_linearizable"),
+        |seed| {
+            let faults = FaultSource::CutOffLeader(sim::fault::CutOffLeader::default());
+            let ran = kv_support::run(3, seed.value(), faults, |mut client, node| async move {
+                let mut committed = 0;
+                for _ in 0..15 {
+                    // A compare-and-swap increment: read, then swap if nobody wrote since.
+                    let Ok(read) = client.get("counter", None).await else {
+                        continue;
+                    };
+                    let (value, revision) = read.kvs().first().map_or((0, 0), |kv| {
+                        (
+                            kv.value_str().unwrap().parse::<u64>().unwrap(),
+                            kv.mod_revision(),
+                        )
+                    });
+                    let swap = Txn::new()
+                        .when([Compare::mod_revision("counter", CompareOp::Equal, revision)])
+                        .and_then([TxnOp::put("counter", format!("{}", value + 1), None)])
+                        .or_else([TxnOp::get("counter", None)]);
+                    if let Ok(answer) = client.txn(swap).await
+                        && answer.succeeded()
+                    {
+                        committed += 1;
+                    }
+                    node.context()
+                        .sim()
+                        .sleep(std::time::Duration::from_millis(60))
+                        .await;
                 }
-                node.context()
-                    .sim()
-                    .sleep(std::time::Duration::from_millis(60))
-                    .await;
-            }
-            committed
-        });
-        assert!(ran.outcome.is_clean(), "seed {seed}: {:?}", ran.outcome);
-        assert!(ran.outcome.fault_counts.partitions > 0, "seed {seed}");
-        assert_eq!(ran.results.len(), 3, "seed {seed}: every client finished");
-        let committed: usize = ran.results.iter().map(|(_, n)| n).sum();
-        assert!(committed >= 10, "seed {seed}: {committed} swaps committed");
-        assert!(ran.judged("etcd.linearizable") > 40, "seed {seed}");
-    }
+                committed
+            });
+            assert!(ran.outcome.is_clean(), "seed {seed}: {:?}", ran.outcome);
+            assert!(ran.outcome.fault_counts.partitions > 0, "seed {seed}");
+            assert_eq!(ran.results.len(), 3, "seed {seed}: every client finished");
+            let committed: usize = ran.results.iter().map(|(_, n)| n).sum();
+            assert!(committed >= 10, "seed {seed}: {committed} swaps committed");
+            assert!(ran.judged("etcd.linearizable") > 40, "seed {seed}");
+        },
+    );
 }

@@ -13,6 +13,8 @@ use sim::{
     Seed,
     fault::{FaultSource, LeaderKiller},
     history::kv::WatchStep,
+    report::for_each_seed,
+    this_test,
 };
 use std::sync::Arc;
 use watch_support::{
@@ -34,70 +36,76 @@ async fn write_jobs(node: &UserNode, client: &mut Client) {
 #[test]
 fn events_arrive_in_revision_order_with_prev_kv_across_leader_crashes_and_are_judged() {
     let mut reopened = 0;
-    for seed in 1..=3 {
-        let seen: Seen<WatchResponse> = Arc::default();
-        let mut scenario = scenario_of("dropin-watch-order", 2, {
-            let seen = seen.clone();
-            move |node: UserNode| {
+    for_each_seed(
+        1..=3,
+        this_test!(
+            "events_arrive_in_revision_order_with_prev_kv_across_leader_crashes_and_are_judged"
+        ),
+        |seed| {
+            let seen: Seen<WatchResponse> = Arc::default();
+            let mut scenario = scenario_of("dropin-watch-order", 2, {
                 let seen = seen.clone();
-                async move {
-                    let mut client = Client::connect(ENDPOINTS, None).await.expect("connects");
-                    if node.index() != 0 {
-                        return write_jobs(&node, &mut client).await;
-                    }
-                    let options = WatchOptions::new()
-                        .with_prefix()
-                        .with_prev_key()
-                        .with_start_revision(1);
-                    let mut stream = loop {
-                        match client.watch("jobs/", Some(options.clone())).await {
-                            Ok(stream) => break stream,
-                            Err(_) => sleep_ms(&node, 100).await,
+                move |node: UserNode| {
+                    let seen = seen.clone();
+                    async move {
+                        let mut client = Client::connect(ENDPOINTS, None).await.expect("connects");
+                        if node.index() != 0 {
+                            return write_jobs(&node, &mut client).await;
                         }
-                    };
-                    while let Ok(Some(response)) = stream.message().await {
-                        seen.lock().unwrap().push(response);
+                        let options = WatchOptions::new()
+                            .with_prefix()
+                            .with_prev_key()
+                            .with_start_revision(1);
+                        let mut stream = loop {
+                            match client.watch("jobs/", Some(options.clone())).await {
+                                Ok(stream) => break stream,
+                                Err(_) => sleep_ms(&node, 100).await,
+                            }
+                        };
+                        while let Ok(Some(response)) = stream.message().await {
+                            seen.lock().unwrap().push(response);
+                        }
                     }
                 }
+            });
+            scenario.faults = FaultSource::LeaderKiller(LeaderKiller::default());
+            let outcome = driver::run(&scenario, seed);
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            let faults = &outcome.fault_counts;
+            assert!(
+                faults.crashes > 0 && faults.partitions > 0,
+                "seed {seed}: the leader killer stranded and crashed leaders: {faults:?}"
+            );
+            let seen = seen.lock().unwrap().clone();
+            assert!(seen[0].created() && seen[0].events().is_empty(), "{seen:?}");
+            let events: Vec<_> = seen.iter().flat_map(|r| r.events().to_vec()).collect();
+            assert!(events.len() > 50, "seed {seed}: {} events", events.len());
+            let revisions: Vec<i64> = events
+                .iter()
+                .map(|event| event.kv().unwrap().mod_revision())
+                .collect();
+            assert!(
+                revisions.windows(2).all(|pair| pair[0] < pair[1]),
+                "seed {seed}: revision order: {revisions:?}"
+            );
+            for event in &events {
+                let kv = event.kv().unwrap();
+                let updates_a_key = event.event_type() == EventType::Delete || kv.version() > 1;
+                // Keys are rewritten or deleted: their previous value is there (never compacted).
+                let prev = event.prev_kv();
+                assert_eq!(updates_a_key, prev.is_some(), "seed {seed}: {event:?}");
+                if let Some(prev) = prev {
+                    assert_eq!(prev.key(), kv.key());
+                    assert!(prev.mod_revision() < kv.mod_revision());
+                }
             }
-        });
-        scenario.faults = FaultSource::LeaderKiller(LeaderKiller::default());
-        let outcome = driver::run(&scenario, Seed::new(seed));
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        let faults = &outcome.fault_counts;
-        assert!(
-            faults.crashes > 0 && faults.partitions > 0,
-            "seed {seed}: the leader killer stranded and crashed leaders: {faults:?}"
-        );
-        let seen = seen.lock().unwrap().clone();
-        assert!(seen[0].created() && seen[0].events().is_empty(), "{seen:?}");
-        let events: Vec<_> = seen.iter().flat_map(|r| r.events().to_vec()).collect();
-        assert!(events.len() > 50, "seed {seed}: {} events", events.len());
-        let revisions: Vec<i64> = events
-            .iter()
-            .map(|event| event.kv().unwrap().mod_revision())
-            .collect();
-        assert!(
-            revisions.windows(2).all(|pair| pair[0] < pair[1]),
-            "seed {seed}: revision order: {revisions:?}"
-        );
-        for event in &events {
-            let kv = event.kv().unwrap();
-            let updates_a_key = event.event_type() == EventType::Delete || kv.version() > 1;
-            // Keys are rewritten or deleted: their previous value is there (never compacted).
-            let prev = event.prev_kv();
-            assert_eq!(updates_a_key, prev.is_some(), "seed {seed}: {event:?}");
-            if let Some(prev) = prev {
-                assert_eq!(prev.key(), kv.key());
-                assert!(prev.mod_revision() < kv.mod_revision());
-            }
-        }
-        assert!(
-            judged(&outcome, "etcd.watch_delivery") >= events.len() as u64,
-            "seed {seed}: the watch checker judged every event"
-        );
-        reopened += reopenings(&outcome);
-    }
+            assert!(
+                judged(&outcome, "etcd.watch_delivery") >= events.len() as u64,
+                "seed {seed}: the watch checker judged every event"
+            );
+            reopened += reopenings(&outcome);
+        },
+    );
     assert!(
         reopened > 0,
         "a watch moved to another server after a fault"

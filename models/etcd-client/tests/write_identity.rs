@@ -12,6 +12,8 @@ use sim::{
         Event, History, OpId, OpResult, Operation, ProtocolEvent, RequestRef,
         kv::{KvEvent, KvOperation},
     },
+    report::for_each_seed,
+    this_test,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -83,41 +85,45 @@ fn writes_name_themselves(history: &History) -> Unknown {
 #[test]
 fn user_code_writes_are_linked_to_the_entries_the_replicas_apply() {
     let mut unknown = Unknown::default();
-    for seed in [1, 2, 3] {
-        let faults = FaultSource::CutOffLeader(CutOffLeader::default());
-        let ran = kv_support::run(3, seed, faults, |mut client, node| async move {
-            let key = format!("k{}", node.index());
-            for round in 0..20 {
-                let _ = client.put(key.as_str(), format!("{round}"), None).await;
-                let _ = client
-                    .txn(Txn::new().and_then([TxnOp::put(
-                        key.as_str(),
-                        "txn",
-                        Some(PutOptions::new()),
-                    )]))
-                    .await;
-                let _ = client.get(key.as_str(), None).await;
-                if round % 5 == 4 {
-                    let _ = client.delete(key.as_str(), None).await;
-                    let _ = client.lease_grant(10, None).await;
+    for_each_seed(
+        [1, 2, 3],
+        this_test!("user_code_writes_are_linked_to_the_entries_the_replicas_apply"),
+        |seed| {
+            let faults = FaultSource::CutOffLeader(CutOffLeader::default());
+            let ran = kv_support::run(3, seed.value(), faults, |mut client, node| async move {
+                let key = format!("k{}", node.index());
+                for round in 0..20 {
+                    let _ = client.put(key.as_str(), format!("{round}"), None).await;
+                    let _ = client
+                        .txn(Txn::new().and_then([TxnOp::put(
+                            key.as_str(),
+                            "txn",
+                            Some(PutOptions::new()),
+                        )]))
+                        .await;
+                    let _ = client.get(key.as_str(), None).await;
+                    if round % 5 == 4 {
+                        let _ = client.delete(key.as_str(), None).await;
+                        let _ = client.lease_grant(10, None).await;
+                    }
+                    node.context()
+                        .sim()
+                        .sleep(std::time::Duration::from_millis(50))
+                        .await;
                 }
-                node.context()
-                    .sim()
-                    .sleep(std::time::Duration::from_millis(50))
-                    .await;
-            }
-        });
-        assert!(ran.outcome.is_clean(), "seed {seed}: {:?}", ran.outcome);
-        assert!(ran.outcome.fault_counts.partitions > 0, "seed {seed}");
-        let history = ran
-            .outcome
-            .history
-            .as_ref()
-            .expect("the run kept its history");
-        let of_seed = writes_name_themselves(history);
-        unknown.applied += of_seed.applied;
-        unknown.never_applied += of_seed.never_applied;
-    }
+            });
+            assert!(ran.outcome.is_clean(), "seed {seed}: {:?}", ran.outcome);
+            assert!(ran.outcome.fault_counts.partitions > 0, "seed {seed}");
+            let history = ran
+                .outcome
+                .history
+                .as_ref()
+                .expect("the run kept its history");
+            let of_seed = writes_name_themselves(history);
+            unknown.applied += of_seed.applied;
+            unknown.never_applied += of_seed.never_applied;
+        },
+    );
     println!("writes of unknown outcome: {unknown:?}");
     assert!(
         unknown.applied + unknown.never_applied > 0,

@@ -12,7 +12,7 @@ use scenarios::{
     scenario::Store,
     workload::{UserCode, UserNode},
 };
-use sim::Seed;
+use sim::{report::for_each_seed, this_test};
 use zookeeper_client::{Acls, Client, CreateMode, LockPrefix};
 
 /// The checks that read a create's reply, each of which must judge this code's runs.
@@ -71,22 +71,26 @@ async fn members_and_lockers(node: UserNode) {
 
 #[test]
 fn every_zookeeper_check_judges_the_drop_ins_creates() {
-    for seed in [1, 2] {
-        let code = UserCode::new("zk-dropin-creates", Store::Zab, |node| {
-            members_and_lockers(node)
-        })
-        .with_check("recipe.no_lost_wakeup");
-        let scenario = Scenario::of_user_code(code, 3, 3);
-        let outcome = driver::run(&scenario, Seed::new(seed));
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        let counts: Vec<(&str, u64)> = CHECKS
-            .iter()
-            .map(|check| (*check, judged(&outcome, check)))
-            .collect();
-        eprintln!("seed {seed}: judged {counts:?}");
-        for (check, judged) in counts {
-            assert!(judged > 0, "seed {seed}: {check} judged 0");
-            assert_eq!(violations(&outcome, check), 0, "seed {seed}: {check}");
-        }
-    }
+    for_each_seed(
+        [1, 2],
+        this_test!("every_zookeeper_check_judges_the_drop_ins_creates"),
+        |seed| {
+            let code = UserCode::new("zk-dropin-creates", Store::Zab, |node| {
+                members_and_lockers(node)
+            })
+            .with_check("recipe.no_lost_wakeup");
+            let scenario = Scenario::of_user_code(code, 3, 3);
+            let outcome = driver::run(&scenario, seed);
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            let counts: Vec<(&str, u64)> = CHECKS
+                .iter()
+                .map(|check| (*check, judged(&outcome, check)))
+                .collect();
+            eprintln!("seed {seed}: judged {counts:?}");
+            for (check, judged) in counts {
+                assert!(judged > 0, "seed {seed}: {check} judged 0");
+                assert_eq!(violations(&outcome, check), 0, "seed {seed}: {check}");
+            }
+        },
+    );
 }

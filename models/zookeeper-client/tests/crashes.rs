@@ -11,8 +11,8 @@ use scenarios::{
     scenario::Store,
     workload::{UserCode, UserNode},
 };
-use sim::Seed;
 use sim::fault::{FaultSource, LeaderKiller};
+use sim::{report::for_each_seed, this_test};
 use std::sync::{Arc, Mutex};
 use zookeeper_client::{Acls, Client, CreateMode, Error};
 
@@ -45,37 +45,41 @@ async fn counter_user(node: UserNode, bumped: Arc<Mutex<Vec<u64>>>) {
 
 #[test]
 fn a_cas_counter_survives_leader_crashes_and_is_judged_clean() {
-    for seed in 1..=3 {
-        let bumped: Arc<Mutex<Vec<u64>>> = Arc::default();
-        let code = {
-            let bumped = bumped.clone();
-            UserCode::new("zk-dropin-crashes", Store::Zab, move |node| {
-                counter_user(node, bumped.clone())
-            })
-        };
-        let mut scenario = Scenario::of_user_code(code, 3, 3);
-        scenario.faults = FaultSource::LeaderKiller(LeaderKiller::default());
-        let outcome = driver::run(&scenario, Seed::new(seed));
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        assert!(
-            outcome.fault_counts.crashes > 0,
-            "seed {seed}: leaders crashed"
-        );
-        assert!(judged(&outcome, "zk.linearizable") > 0, "{outcome:?}");
-        assert!(
-            judged(&outcome, "zk.session_consistency") > 0,
-            "{outcome:?}"
-        );
-        assert_eq!(violations(&outcome, "zk.linearizable"), 0);
-        // A compare-and-set counter never hands out the same value twice.
-        let mut bumped = bumped.lock().unwrap().clone();
-        let acknowledged = bumped.len();
-        bumped.sort();
-        bumped.dedup();
-        assert_eq!(bumped.len(), acknowledged, "seed {seed}: no value twice");
-        assert!(
-            acknowledged >= 10,
-            "seed {seed}: progress, {acknowledged} bumps"
-        );
-    }
+    for_each_seed(
+        1..=3,
+        this_test!("a_cas_counter_survives_leader_crashes_and_is_judged_clean"),
+        |seed| {
+            let bumped: Arc<Mutex<Vec<u64>>> = Arc::default();
+            let code = {
+                let bumped = bumped.clone();
+                UserCode::new("zk-dropin-crashes", Store::Zab, move |node| {
+                    counter_user(node, bumped.clone())
+                })
+            };
+            let mut scenario = Scenario::of_user_code(code, 3, 3);
+            scenario.faults = FaultSource::LeaderKiller(LeaderKiller::default());
+            let outcome = driver::run(&scenario, seed);
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            assert!(
+                outcome.fault_counts.crashes > 0,
+                "seed {seed}: leaders crashed"
+            );
+            assert!(judged(&outcome, "zk.linearizable") > 0, "{outcome:?}");
+            assert!(
+                judged(&outcome, "zk.session_consistency") > 0,
+                "{outcome:?}"
+            );
+            assert_eq!(violations(&outcome, "zk.linearizable"), 0);
+            // A compare-and-set counter never hands out the same value twice.
+            let mut bumped = bumped.lock().unwrap().clone();
+            let acknowledged = bumped.len();
+            bumped.sort();
+            bumped.dedup();
+            assert_eq!(bumped.len(), acknowledged, "seed {seed}: no value twice");
+            assert!(
+                acknowledged >= 10,
+                "seed {seed}: progress, {acknowledged} bumps"
+            );
+        },
+    );
 }

@@ -7,9 +7,9 @@ mod common;
 
 use common::{connect, judged, sleep_ms};
 use scenarios::{Scenario, driver, scenario::Store, workload::UserCode};
-use sim::Seed;
 use sim::fault::{FaultSource, LeaderKiller};
 use sim::history::{Event, Operation, zk::ZkOperation};
+use sim::{report::for_each_seed, this_test};
 use std::sync::{Arc, Mutex};
 use zookeeper_client::{Acls, CreateMode, LockOptions, LockPrefix};
 
@@ -35,39 +35,43 @@ async fn lock_user(held: Arc<Mutex<u64>>) {
 #[test]
 fn a_lost_lock_create_is_found_with_one_multi_read() {
     let mut multi_reads = 0;
-    for seed in 1..=6 {
-        let held: Arc<Mutex<u64>> = Arc::default();
-        let code = {
-            let held = held.clone();
-            UserCode::new("zk-dropin-lock-recovery", Store::Zab, move |_node| {
-                lock_user(held.clone())
-            })
-        };
-        let mut scenario = Scenario::of_user_code(code, 3, 3);
-        scenario.faults = FaultSource::LeaderKiller(LeaderKiller::default());
-        let outcome = driver::run(&scenario, Seed::new(seed));
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        assert!(
-            outcome.fault_counts.crashes > 0,
-            "seed {seed}: leaders crashed"
-        );
-        assert!(judged(&outcome, "zk.linearizable") > 0, "{outcome:?}");
-        assert!(*held.lock().unwrap() >= 5, "seed {seed}: progress");
-        let history = outcome.history.expect("the run keeps its history");
-        multi_reads += history
-            .records()
-            .iter()
-            .filter(|record| {
-                matches!(
-                    &record.event,
-                    Event::Invoke {
-                        operation: Operation::Zk(ZkOperation::MultiRead { .. }),
-                        ..
-                    }
-                )
-            })
-            .count();
-    }
+    for_each_seed(
+        1..=6,
+        this_test!("a_lost_lock_create_is_found_with_one_multi_read"),
+        |seed| {
+            let held: Arc<Mutex<u64>> = Arc::default();
+            let code = {
+                let held = held.clone();
+                UserCode::new("zk-dropin-lock-recovery", Store::Zab, move |_node| {
+                    lock_user(held.clone())
+                })
+            };
+            let mut scenario = Scenario::of_user_code(code, 3, 3);
+            scenario.faults = FaultSource::LeaderKiller(LeaderKiller::default());
+            let outcome = driver::run(&scenario, seed);
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            assert!(
+                outcome.fault_counts.crashes > 0,
+                "seed {seed}: leaders crashed"
+            );
+            assert!(judged(&outcome, "zk.linearizable") > 0, "{outcome:?}");
+            assert!(*held.lock().unwrap() >= 5, "seed {seed}: progress");
+            let history = outcome.history.expect("the run keeps its history");
+            multi_reads += history
+                .records()
+                .iter()
+                .filter(|record| {
+                    matches!(
+                        &record.event,
+                        Event::Invoke {
+                            operation: Operation::Zk(ZkOperation::MultiRead { .. }),
+                            ..
+                        }
+                    )
+                })
+                .count();
+        },
+    );
     println!("multi-reads by find_lock and its clean-up in 6 seeds: {multi_reads}");
     assert!(multi_reads > 0, "a lost create was looked for");
 }

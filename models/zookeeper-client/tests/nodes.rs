@@ -11,7 +11,7 @@ use scenarios::{
     scenario::Store,
     workload::{UserCode, UserNode},
 };
-use sim::Seed;
+use sim::{report::for_each_seed, this_test};
 use std::sync::{Arc, Mutex};
 use zookeeper_client::{Acls, Client, CreateMode, CreateSequence, Error, Stat};
 
@@ -32,47 +32,51 @@ async fn register(client: &Client, name: &str) -> Result<(CreateSequence, usize)
 
 #[test]
 fn zookeeper_client_code_runs_against_the_zab_store_and_is_judged() {
-    for seed in [1, 2, 3] {
-        let seen: Arc<Mutex<Vec<(CreateSequence, usize)>>> = Arc::default();
-        let code = {
-            let seen = seen.clone();
-            UserCode::new("zk-dropin-nodes", Store::Zab, move |node: UserNode| {
+    for_each_seed(
+        [1, 2, 3],
+        this_test!("zookeeper_client_code_runs_against_the_zab_store_and_is_judged"),
+        |seed| {
+            let seen: Arc<Mutex<Vec<(CreateSequence, usize)>>> = Arc::default();
+            let code = {
                 let seen = seen.clone();
-                async move {
-                    let client = connect().await;
-                    if let Ok(answer) = register(&client, &format!("c{}", node.index())).await {
-                        seen.lock().unwrap().push(answer);
+                UserCode::new("zk-dropin-nodes", Store::Zab, move |node: UserNode| {
+                    let seen = seen.clone();
+                    async move {
+                        let client = connect().await;
+                        if let Ok(answer) = register(&client, &format!("c{}", node.index())).await {
+                            seen.lock().unwrap().push(answer);
+                        }
+                        loop {
+                            let _ = client.get_children("/services").await;
+                            common::sleep_ms(100).await;
+                        }
                     }
-                    loop {
-                        let _ = client.get_children("/services").await;
-                        common::sleep_ms(100).await;
-                    }
-                }
-            })
-        };
-        let scenario = Scenario::of_user_code(code, 3, 3);
-        let outcome = driver::run(&scenario, Seed::new(seed));
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        assert!(
-            judged(&outcome, "zk.linearizable") > 0,
-            "seed {seed}: {outcome:?}"
-        );
-        assert_eq!(violations(&outcome, "zk.linearizable"), 0);
-        let seen = seen.lock().unwrap().clone();
-        assert_eq!(
-            seen.len(),
-            3,
-            "seed {seed}: every client registered: {seen:?}"
-        );
-        let mut sequences: Vec<_> = seen.iter().map(|(sequence, _)| *sequence).collect();
-        sequences.sort();
-        sequences.dedup();
-        assert_eq!(
-            sequences.len(),
-            3,
-            "seed {seed}: distinct sequences {seen:?}"
-        );
-    }
+                })
+            };
+            let scenario = Scenario::of_user_code(code, 3, 3);
+            let outcome = driver::run(&scenario, seed);
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            assert!(
+                judged(&outcome, "zk.linearizable") > 0,
+                "seed {seed}: {outcome:?}"
+            );
+            assert_eq!(violations(&outcome, "zk.linearizable"), 0);
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(
+                seen.len(),
+                3,
+                "seed {seed}: every client registered: {seen:?}"
+            );
+            let mut sequences: Vec<_> = seen.iter().map(|(sequence, _)| *sequence).collect();
+            sequences.sort();
+            sequences.dedup();
+            assert_eq!(
+                sequences.len(),
+                3,
+                "seed {seed}: distinct sequences {seen:?}"
+            );
+        },
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 use common::{CLUSTER, judged, note};
 use scenarios::{Outcome, Scenario, driver, scenario::Store, workload::UserCode};
 use sim::fault::{Fault, FaultPlan, FaultSource, PartitionShape, ScheduledFault, Target};
-use sim::{NodeId, Seed};
+use sim::{NodeId, Seed, report::for_each_seed, this_test};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType, SessionState};
@@ -94,56 +94,64 @@ fn run(timeout: Duration, partition_ms: u64, seed: u64) -> (Vec<String>, Outcome
 
 #[test]
 fn a_short_connection_loss_is_disconnected_then_sync_connected_in_one_session() {
-    for seed in 1..=3 {
-        let (notes, outcome) = run(Duration::from_secs(4), 2_000, seed);
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        assert!(
-            outcome.fault_counts.faults_fired() > 0,
-            "the partition fired"
-        );
-        assert!(
-            judged(&outcome, "zk.session_consistency") > 0,
-            "{outcome:?}"
-        );
-        assert_eq!(
-            notes,
-            [
-                "SyncConnected",
-                "Disconnected then Ok(true)",
-                "SyncConnected then Ok(true)",
-                "same session true",
-                "persistent Disconnected",
-                "persistent SyncConnected",
-            ],
-            "seed {seed}"
-        );
-    }
+    for_each_seed(
+        1..=3,
+        this_test!("a_short_connection_loss_is_disconnected_then_sync_connected_in_one_session"),
+        |seed| {
+            let (notes, outcome) = run(Duration::from_secs(4), 2_000, seed.value());
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            assert!(
+                outcome.fault_counts.faults_fired() > 0,
+                "the partition fired"
+            );
+            assert!(
+                judged(&outcome, "zk.session_consistency") > 0,
+                "{outcome:?}"
+            );
+            assert_eq!(
+                notes,
+                [
+                    "SyncConnected",
+                    "Disconnected then Ok(true)",
+                    "SyncConnected then Ok(true)",
+                    "same session true",
+                    "persistent Disconnected",
+                    "persistent SyncConnected",
+                ],
+                "seed {seed}"
+            );
+        },
+    );
 }
 
 #[test]
 fn a_loss_longer_than_the_session_timeout_is_expired_and_every_call_fails() {
-    for seed in 1..=3 {
-        let (notes, outcome) = run(Duration::from_secs(2), 8_000, seed);
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        assert!(
-            outcome.fault_counts.faults_fired() > 0,
-            "the partition fired"
-        );
-        assert!(
-            judged(&outcome, "zk.session_consistency") > 0,
-            "{outcome:?}"
-        );
-        assert_eq!(
-            notes,
-            [
-                "SyncConnected",
-                "Disconnected then Err(SessionExpired)",
-                "Expired then Err(SessionExpired)",
-                "watch Expired",
-                "persistent Disconnected",
-                "persistent Expired",
-            ],
-            "seed {seed}"
-        );
-    }
+    for_each_seed(
+        1..=3,
+        this_test!("a_loss_longer_than_the_session_timeout_is_expired_and_every_call_fails"),
+        |seed| {
+            let (notes, outcome) = run(Duration::from_secs(2), 8_000, seed.value());
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            assert!(
+                outcome.fault_counts.faults_fired() > 0,
+                "the partition fired"
+            );
+            assert!(
+                judged(&outcome, "zk.session_consistency") > 0,
+                "{outcome:?}"
+            );
+            assert_eq!(
+                notes,
+                [
+                    "SyncConnected",
+                    "Disconnected then Err(SessionExpired)",
+                    "Expired then Err(SessionExpired)",
+                    "watch Expired",
+                    "persistent Disconnected",
+                    "persistent Expired",
+                ],
+                "seed {seed}"
+            );
+        },
+    );
 }

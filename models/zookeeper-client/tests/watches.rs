@@ -12,7 +12,7 @@ use scenarios::{
     workload::{UserCode, UserNode},
 };
 use sim::history::Event;
-use sim::{NodeId, Seed};
+use sim::{NodeId, report::for_each_seed, this_test};
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::pin;
@@ -148,65 +148,69 @@ async fn clones_at_work(node: UserNode, rounds: Arc<Mutex<Vec<usize>>>) {
 
 #[test]
 fn clones_share_one_session_and_their_concurrent_calls_are_judged_clean() {
-    for seed in 1..=3 {
-        let rounds: Arc<Mutex<Vec<usize>>> = Arc::default();
-        let code = {
-            let rounds = rounds.clone();
-            UserCode::new("zk-dropin-clones", Store::Zab, move |node| {
-                clones_at_work(node, rounds.clone())
-            })
-        };
-        let mut scenario = Scenario::of_user_code(code, 3, 2);
-        scenario.faults =
-            sim::fault::FaultSource::CutOffLeader(sim::fault::CutOffLeader::default());
-        let outcome = driver::run(&scenario, Seed::new(seed));
-        assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
-        assert!(
-            outcome.fault_counts.faults_fired() > 0,
-            "seed {seed}: faults fired"
-        );
-        assert!(judged(&outcome, "zk.linearizable") > 0, "{outcome:?}");
-        assert!(
-            judged(&outcome, "zk.session_consistency") > 0,
-            "{outcome:?}"
-        );
-        assert_eq!(violations(&outcome, "zk.linearizable"), 0);
-        let rounds = rounds.lock().unwrap().clone();
-        for client in 0..2 {
-            let done = rounds.iter().filter(|index| **index == client).count();
-            assert!(done >= 3, "seed {seed}: client {client} did {done} rounds");
-        }
-        // One process per client node: the clones' calls are one session's.
-        let history = outcome.history.as_ref().expect("kept");
-        let mut processes: BTreeSet<(NodeId, u32)> = BTreeSet::new();
-        let mut process_of = std::collections::BTreeMap::new();
-        let mut open: std::collections::BTreeMap<u32, u32> = Default::default();
-        let mut overlapping = 0;
-        for record in history.records() {
-            match &record.event {
-                Event::Invoke {
-                    client,
-                    process,
-                    op_id,
-                    ..
-                } => {
-                    processes.insert((*client, *process));
-                    process_of.insert(*op_id, *process);
-                    let count = open.entry(*process).or_default();
-                    *count += 1;
-                    if *count > 1 {
-                        overlapping += 1;
-                    }
-                }
-                Event::Complete { op_id, .. } => {
-                    if let Some(count) = process_of.get(op_id).and_then(|p| open.get_mut(p)) {
-                        *count = count.saturating_sub(1);
-                    }
-                }
-                _ => {}
+    for_each_seed(
+        1..=3,
+        this_test!("clones_share_one_session_and_their_concurrent_calls_are_judged_clean"),
+        |seed| {
+            let rounds: Arc<Mutex<Vec<usize>>> = Arc::default();
+            let code = {
+                let rounds = rounds.clone();
+                UserCode::new("zk-dropin-clones", Store::Zab, move |node| {
+                    clones_at_work(node, rounds.clone())
+                })
+            };
+            let mut scenario = Scenario::of_user_code(code, 3, 2);
+            scenario.faults =
+                sim::fault::FaultSource::CutOffLeader(sim::fault::CutOffLeader::default());
+            let outcome = driver::run(&scenario, seed);
+            assert!(outcome.is_clean(), "seed {seed}: {outcome:?}");
+            assert!(
+                outcome.fault_counts.faults_fired() > 0,
+                "seed {seed}: faults fired"
+            );
+            assert!(judged(&outcome, "zk.linearizable") > 0, "{outcome:?}");
+            assert!(
+                judged(&outcome, "zk.session_consistency") > 0,
+                "{outcome:?}"
+            );
+            assert_eq!(violations(&outcome, "zk.linearizable"), 0);
+            let rounds = rounds.lock().unwrap().clone();
+            for client in 0..2 {
+                let done = rounds.iter().filter(|index| **index == client).count();
+                assert!(done >= 3, "seed {seed}: client {client} did {done} rounds");
             }
-        }
-        assert_eq!(processes.len(), 2, "seed {seed}: {processes:?}");
-        assert!(overlapping > 0, "seed {seed}: the clones' calls overlapped");
-    }
+            // One process per client node: the clones' calls are one session's.
+            let history = outcome.history.as_ref().expect("kept");
+            let mut processes: BTreeSet<(NodeId, u32)> = BTreeSet::new();
+            let mut process_of = std::collections::BTreeMap::new();
+            let mut open: std::collections::BTreeMap<u32, u32> = Default::default();
+            let mut overlapping = 0;
+            for record in history.records() {
+                match &record.event {
+                    Event::Invoke {
+                        client,
+                        process,
+                        op_id,
+                        ..
+                    } => {
+                        processes.insert((*client, *process));
+                        process_of.insert(*op_id, *process);
+                        let count = open.entry(*process).or_default();
+                        *count += 1;
+                        if *count > 1 {
+                            overlapping += 1;
+                        }
+                    }
+                    Event::Complete { op_id, .. } => {
+                        if let Some(count) = process_of.get(op_id).and_then(|p| open.get_mut(p)) {
+                            *count = count.saturating_sub(1);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(processes.len(), 2, "seed {seed}: {processes:?}");
+            assert!(overlapping > 0, "seed {seed}: the clones' calls overlapped");
+        },
+    );
 }
