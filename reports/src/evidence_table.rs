@@ -39,6 +39,11 @@ pub(crate) fn print(evidence: &Evidence) {
         })
         .collect();
     println!("\nchecks:\n{}", Table::new(checks).with(Style::psql()));
+    for check in &evidence.checks {
+        if let Some(resolved) = &check.resolved {
+            println!("{}: {resolved}", check.check);
+        }
+    }
     if evidence.marks.is_empty() {
         println!("marks:           none declared, none reached");
     } else {

@@ -1,10 +1,11 @@
 //! `coordsim run` and `coordsim demo`: exit codes per failure kind (0 clean, 1 safety,
 //! 2 bad input, 3 liveness, 4 crash, 5 time limit), one-line errors for bad scenario files,
-//! and a written plan that replays a run to the same history digest.
+//! a written plan that replays a run to the same history digest, and how the linearizability
+//! check resolved the operations whose reply was lost (in `run`, `run --json` and `sweep`).
 
 mod common;
 
-use common::{coordsim_output as coordsim, temporary};
+use common::{coordsim_output as coordsim, temporary, temporary_path};
 
 fn digest(stdout: &str) -> &str {
     stdout
@@ -196,4 +197,105 @@ fn a_plan_fault_after_the_fault_phase_is_bad_input() {
         &plan,
     ]);
     assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
+/// The `resolved` counts of `check` in a run's JSON outcome (absent: `None`).
+fn resolved_of(outcome: &serde_json::Value, check: &str) -> Option<serde_json::Value> {
+    let tallies = outcome["checks"].as_array().expect("checks");
+    let tally = tallies
+        .iter()
+        .find(|tally| tally["check"] == check)
+        .expect("the check ran");
+    tally.get("resolved").cloned()
+}
+
+/// The number at `field` of resolved counts.
+fn count(resolved: &serde_json::Value, field: &str) -> u64 {
+    resolved[field].as_u64().expect("a count")
+}
+
+#[test]
+fn a_run_with_lost_replies_says_how_the_linearizability_check_resolved_them() {
+    // raft_leader_killer seed 1 loses 19 replies; the check resolves 9 as applied and 10 as
+    // not applied, from the replicas' applied log.
+    let args = ["run", "--scenario", "raft_leader_killer", "--seed", "1"];
+    let (code, text, _) = coordsim(&args);
+    assert_eq!(code, 0, "{text}");
+    let line = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("etcd.linearizable:"))
+        .expect("the check's tally");
+    assert!(
+        line.contains("resolved from the replicas' applied log: 9 as applied"),
+        "{line}"
+    );
+    let (code, json, _) = coordsim(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{json}");
+    let outcome: serde_json::Value = serde_json::from_str(&json).expect("an outcome");
+    let resolved = resolved_of(&outcome, "etcd.linearizable").expect("resolved counts");
+    let unknown = outcome["metrics"]["unknown"].as_u64().expect("unknown");
+    assert_eq!(
+        (count(&resolved, "took_effect"), count(&resolved, "did_not")),
+        (9, 10),
+        "{resolved}"
+    );
+    assert_eq!(
+        count(&resolved, "took_effect") + count(&resolved, "did_not"),
+        unknown,
+        "every lost reply of this run is a write the log resolved"
+    );
+    assert_eq!(count(&resolved, "ambiguous"), 0);
+    // Only the linearizability checks resolve anything.
+    assert_eq!(resolved_of(&outcome, "etcd.read_sees_prior_writes"), None);
+}
+
+#[test]
+fn a_sweep_sums_the_resolved_counts_over_its_seeds() {
+    let out = temporary_path("resolved-sweep.json");
+    let sweep = |seed: &str| {
+        let args = ["sweep", "--scenario", "raft_leader_killer"];
+        let (code, text, _) = coordsim(&[&args[..], &["--from", seed, "--seeds", "1"]].concat());
+        assert_eq!(code, 0, "{text}");
+        text
+    };
+    let line_of = |text: &str| {
+        text.lines()
+            .find(|line| line.starts_with("etcd.linearizable: outcome unknown"))
+            .map(str::to_string)
+            .expect("the sweep's resolved counts")
+    };
+    assert!(line_of(&sweep("1")).contains(": 9 as applied"));
+    let (code, text, _) = coordsim(&[
+        "sweep",
+        "--scenario",
+        "raft_leader_killer",
+        "--from",
+        "1",
+        "--seeds",
+        "2",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("results");
+    let per_run: Vec<serde_json::Value> = results["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|run| resolved_of(run, "etcd.linearizable").expect("resolved counts"))
+        .collect();
+    let evidence = results["evidence"]["checks"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .find(|check| check["check"] == "etcd.linearizable")
+        .expect("the check's evidence")["resolved"]
+        .clone();
+    for field in ["took_effect", "did_not", "ambiguous"] {
+        let sum: u64 = per_run.iter().map(|resolved| count(resolved, field)).sum();
+        assert_eq!(count(&evidence, field), sum, "{field}: {evidence}");
+    }
+    assert!(count(&evidence, "took_effect") > 9, "{evidence}");
+    assert!(line_of(&text).contains(&format!(": {} as applied", count(&evidence, "took_effect"))));
 }

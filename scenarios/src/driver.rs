@@ -160,6 +160,7 @@ pub fn run_judged_by(
             judges: check.judges.to_string(),
             relied_on: relied_on.contains(&check.name),
             violations: verdict.violations.len() as u64,
+            resolved: verdict.resolved,
         });
         for violation in verdict.violations {
             outcome.violations.push(ViolationRecord {

@@ -4,6 +4,7 @@
 //! reached; [`Evidence::problems`] names both, and a sweep fails on them.
 
 use crate::outcome::Outcome;
+use checks::linearizability::resolve::Resolved;
 use serde::{Deserialize, Serialize};
 use sim::coverage::Mark;
 
@@ -22,6 +23,10 @@ pub struct CheckEvidence {
     pub seeds_judged: u64,
     /// Items judged over all seeds.
     pub judged: u64,
+    /// For a linearizability check: its operations of unknown outcome over all seeds, as
+    /// they were resolved ([`crate::outcome::CheckTally::resolved`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<Resolved>,
 }
 
 /// One coverage mark over a sweep.
@@ -88,6 +93,7 @@ impl Evidence {
                         seeds_run: 0,
                         seeds_judged: 0,
                         judged: 0,
+                        resolved: None,
                     });
                     self.checks.len() - 1
                 }
@@ -96,6 +102,9 @@ impl Evidence {
             check.seeds_run += 1;
             check.seeds_judged += u64::from(!tally.is_vacuous());
             check.judged += tally.judged;
+            if let Some(resolved) = tally.resolved {
+                *check.resolved.get_or_insert_default() += resolved;
+            }
         }
         for (&mark, &reached) in &outcome.marks {
             // Kept in mark order, as a fold over all runs at once would list them.

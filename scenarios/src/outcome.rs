@@ -1,5 +1,6 @@
 //! `Outcome`: what one run of a scenario with a seed came to, as data.
 
+use checks::linearizability::resolve::Resolved;
 use serde::{Deserialize, Serialize};
 use sim::{FaultCounts, Seed, digest::Digest, fault::FaultPlan, history::History};
 use std::fmt;
@@ -96,6 +97,11 @@ pub struct CheckTally {
     pub relied_on: bool,
     /// How many violations it found.
     pub violations: u64,
+    /// For `etcd.linearizable` and `zk.linearizable`: how the operations of unknown outcome
+    /// (lost replies) were resolved from what the replicas applied, and how many stayed
+    /// ambiguous and were searched both ways.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<Resolved>,
 }
 
 impl CheckTally {
@@ -118,6 +124,9 @@ impl fmt::Display for CheckTally {
         }
         if self.violations > 0 {
             write!(f, ", {} violations", self.violations)?;
+        }
+        if let Some(resolved) = &self.resolved {
+            write!(f, "; {resolved}")?;
         }
         Ok(())
     }

@@ -39,6 +39,7 @@ impl<V> Checked<V> {
         Verdict {
             violations: crate::boxed(self.violations),
             judged: self.judged,
+            resolved: None,
         }
     }
 }
@@ -82,6 +83,9 @@ pub struct Verdict {
     pub violations: Vec<Box<dyn Violation>>,
     /// How many items the check judged; 0 means vacuous.
     pub judged: u64,
+    /// For a linearizability check, how its operations of unknown outcome were resolved from
+    /// what the replicas applied; `None` for the other checks.
+    pub resolved: Option<crate::linearizability::resolve::Resolved>,
 }
 
 impl Verdict {

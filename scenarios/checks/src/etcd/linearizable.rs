@@ -98,6 +98,7 @@ impl Violation for LinearizabilityUnknown {
 pub(crate) fn verdict(report: Report, reference: &'static str) -> crate::Verdict {
     crate::Verdict {
         judged: report.operations as u64,
+        resolved: report.resolved,
         violations: violations(report, reference),
     }
 }

@@ -102,8 +102,10 @@ pub(crate) fn resolve<M: Model>(
     });
 }
 
-/// How the source operations of unknown outcome came out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How the source operations of unknown outcome came out. Reported by `check-history`, and
+/// with the linearizability checks' tallies in every run's outcome (`coordsim run`, `sweep`,
+/// `replay`, text and `--json`), summed over a sweep's seeds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Resolved {
     /// Applied: linearized by when they took effect.
     pub took_effect: usize,
@@ -112,6 +114,15 @@ pub struct Resolved {
     /// Neither shown: searched both ways, as a black-box checker must (reads of unknown
     /// outcome, which constrain nothing, are not counted).
     pub ambiguous: usize,
+}
+
+impl std::ops::AddAssign for Resolved {
+    /// The counts of two histories together (a sweep's seeds).
+    fn add_assign(&mut self, other: Self) {
+        self.took_effect += other.took_effect;
+        self.did_not += other.did_not;
+        self.ambiguous += other.ambiguous;
+    }
 }
 
 impl std::fmt::Display for Resolved {
