@@ -18,11 +18,40 @@ enum CrashAfterWrites {
     Idle,
 }
 
-/// What the server applied, by incarnation: (the indexes applied before the crash, the
-/// indexes applied after the restart).
+/// What the server applied, by incarnation, and what it recorded it resumed from.
 struct Applied {
-    before_crash: Vec<u64>,
+    /// (index, term) of each entry applied before the crash.
+    before_crash: Vec<(u64, u64)>,
+    /// The index and term of the state it recorded it resumed from, first thing after the
+    /// restart (`SnapshotInstalled`).
+    resumed: Option<(u64, u64)>,
+    /// The indexes applied after the restart.
     after_restart: Vec<u64>,
+}
+
+impl Applied {
+    /// The index applied last before the crash.
+    fn last_before_crash(&self) -> u64 {
+        self.before_crash
+            .last()
+            .expect("applied before the crash")
+            .0
+    }
+
+    /// Checks that the restart recorded the state it resumed from, first, that this is a state
+    /// the server held (an entry it applied, with that entry's term), and that its first apply
+    /// follows it.
+    fn assert_resumed_from_held_state(&self) {
+        let (index, term) = self
+            .resumed
+            .expect("the restart records what it resumed from");
+        assert!(
+            self.before_crash.contains(&(index, term)),
+            "resumed from ({index}, {term}), applied {:?}",
+            self.before_crash
+        );
+        assert_eq!(self.after_restart.first(), Some(&(index + 1)));
+    }
 }
 
 /// One server, 20 puts of `k`, a crash and restart, then a read and one more put; checks the
@@ -75,19 +104,23 @@ fn run(crash: CrashAfterWrites, snapshot_threshold: Option<u64>) -> Applied {
         });
     let mut applied = Applied {
         before_crash: Vec::new(),
+        resumed: None,
         after_restart: Vec::new(),
     };
     let mut restarted = false;
     for record in outcome.history.records() {
         match &record.event {
             Event::Fault(fault) if fault.crashed() == Some(server) => restarted = true,
-            Event::Protocol(ProtocolEvent::Applied { index, .. }) => {
-                let list = if restarted {
-                    &mut applied.after_restart
+            Event::Protocol(ProtocolEvent::SnapshotInstalled { index, term }) => {
+                assert!(restarted && applied.after_restart.is_empty(), "{record:?}");
+                applied.resumed = Some((*index, *term));
+            }
+            Event::Protocol(ProtocolEvent::Applied { index, term, .. }) => {
+                if restarted {
+                    applied.after_restart.push(*index);
                 } else {
-                    &mut applied.before_crash
-                };
-                list.push(*index);
+                    applied.before_crash.push((*index, *term));
+                }
             }
             _ => {}
         }
@@ -104,27 +137,23 @@ fn consecutive(indexes: &[u64]) -> bool {
 #[test]
 fn an_idle_server_restarts_without_applying_anything_again() {
     let applied = run(CrashAfterWrites::Idle, None);
-    let last = *applied
-        .before_crash
-        .last()
-        .expect("applied before the crash");
+    let last = applied.last_before_crash();
     assert!(
         last >= 21,
         "a no-op and 20 puts: {:?}",
         applied.before_crash
     );
     // The backend held everything: the first entry applied after the restart is new.
-    assert_eq!(applied.after_restart.first(), Some(&(last + 1)));
+    assert_eq!(applied.resumed.map(|(index, _)| index), Some(last));
+    applied.assert_resumed_from_held_state();
     assert!(consecutive(&applied.after_restart));
 }
 
 #[test]
 fn a_server_crashed_mid_batch_applies_again_only_the_uncommitted_entries() {
     let applied = run(CrashAfterWrites::AtOnce, None);
-    let last = *applied
-        .before_crash
-        .last()
-        .expect("applied before the crash");
+    let last = applied.last_before_crash();
+    applied.assert_resumed_from_held_state();
     let first = *applied
         .after_restart
         .first()
@@ -144,9 +173,7 @@ fn a_server_crashed_mid_batch_applies_again_only_the_uncommitted_entries() {
 #[test]
 fn a_backend_newer_than_the_snapshot_is_kept() {
     let applied = run(CrashAfterWrites::Idle, Some(5));
-    let last = *applied
-        .before_crash
-        .last()
-        .expect("applied before the crash");
-    assert_eq!(applied.after_restart.first(), Some(&(last + 1)));
+    let last = applied.last_before_crash();
+    assert_eq!(applied.resumed.map(|(index, _)| index), Some(last));
+    applied.assert_resumed_from_held_state();
 }

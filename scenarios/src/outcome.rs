@@ -150,9 +150,10 @@ pub struct Metrics {
     /// compaction).
     #[serde(default)]
     pub snapshots_taken: u64,
-    /// Snapshots servers installed in place of applying entries (`SnapshotInstalled`
-    /// events: Raft InstallSnapshot, ZAB SNAP sync, a ZAB server's snapshot loaded on
-    /// restart).
+    /// Snapshots sent to servers and installed in place of applying entries
+    /// (`SnapshotInstalled` events: Raft InstallSnapshot, ZAB SNAP sync), not the state a
+    /// restarted server booted from, which is recorded the same way
+    /// (`checks::protocol::resumes_held_state::snapshots_sent`).
     #[serde(default)]
     pub snapshots_installed: u64,
     /// History records.
@@ -181,13 +182,11 @@ impl Metrics {
                 Event::Protocol(ProtocolEvent::SnapshotTaken { .. }) => {
                     metrics.snapshots_taken += 1
                 }
-                Event::Protocol(ProtocolEvent::SnapshotInstalled { .. }) => {
-                    metrics.snapshots_installed += 1
-                }
                 _ => {}
             }
         }
         metrics.unknown = metrics.operations - metrics.acknowledged - metrics.failed;
+        metrics.snapshots_installed = checks::protocol::resumes_held_state::snapshots_sent(history);
         metrics
     }
 }

@@ -253,7 +253,7 @@ loss = "1/20"
 "#;
     let scenario = Scenario::parse(toml, Format::Toml).unwrap();
     assert_eq!(scenario.servers, 5);
-    assert_eq!(scenario.check_set().len(), 6 + 5 + 1);
+    assert_eq!(scenario.check_set().len(), 7 + 5 + 1);
     let json = serde_json::to_string(&scenario).unwrap();
     assert_eq!(Scenario::parse(&json, Format::Json).unwrap(), scenario);
     let path = std::env::temp_dir().join("coordsim-scenario-mine.toml");

@@ -22,7 +22,9 @@
 //! its state machine is rebuilt by applying the log after it as the commit index is learned.
 //! An application whose own state is durable ([`RaftDriver::boot_resuming`], etcd's backend
 //! with its consistent index) resumes from it instead: the entries it holds are neither
-//! handed to it again nor recorded as applied again.
+//! handed to it again nor recorded as applied again. Either way the state it starts from
+//! (the snapshot's or the durable state's index and term) is recorded as `SnapshotInstalled`
+//! as it boots, as a restarted ZAB server records the snapshot it loads.
 
 use super::{
     DurableWrite, Effect, Entry, EntryPayload, HardState, Message, Observation, PersistId,
@@ -233,6 +235,24 @@ impl<C: RaftCommand, S: Clone + Send + Sync + 'static> RaftDriver<C, S> {
             resume_after = 0;
         }
         let core = RaftCore::restore(config, jitter, now, hard_state, snapshot, log);
+        // The state the application starts from, recorded as a ZAB server records the
+        // snapshot it loads: the checks judge the first apply from it, and that the server
+        // held it before it crashed (`protocol.resumes_held_state`). A backend's consistent
+        // index is in the durable log or is the snapshot's (the log is synced with every
+        // backend write after it); a term of 0 would say it is not, and the check reports it.
+        let resumed = match app_events.front() {
+            Some(AppEvent::RestoreSnapshot(snapshot)) => Some((snapshot.index, snapshot.term)),
+            _ if applied_index > 0 => Some((
+                applied_index,
+                core.log().term_at(applied_index).unwrap_or(0),
+            )),
+            _ => None,
+        };
+        if let Some((index, term)) = resumed {
+            context
+                .history()
+                .protocol(ProtocolEvent::SnapshotInstalled { index, term });
+        }
         let sync = Syncer {
             disk,
             in_flight: Signalled::new(),

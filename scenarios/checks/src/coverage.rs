@@ -101,17 +101,10 @@ fn locks_handed_over_without_release(history: &History) -> u64 {
     count
 }
 
+/// Snapshots sent to a follower, not the state a restarted server booted from (which a
+/// Raft server records the same way).
 fn snapshots_installed(history: &History) -> u64 {
-    history
-        .records()
-        .iter()
-        .filter(|record| {
-            matches!(
-                record.event,
-                Event::Protocol(ProtocolEvent::SnapshotInstalled { .. })
-            )
-        })
-        .count() as u64
+    crate::protocol::resumes_held_state::snapshots_sent(history)
 }
 
 /// Watches delivered while their session was attached to another server than when they

@@ -179,8 +179,10 @@ pub enum ProtocolEvent {
         request: Option<RequestRef>,
     },
     /// This node replaced its state machine with a snapshot taken at `index` (Raft
-    /// InstallSnapshot, ZAB SNAP sync, a ZAB server loading its snapshot as it restarts):
-    /// entries up to `index` were not applied one by one.
+    /// InstallSnapshot, ZAB SNAP sync, a ZAB server loading its snapshot as it restarts, a
+    /// Raft server booting from its snapshot or an etcd server opening its durable backend at
+    /// its consistent index as it restarts): entries up to `index` were not applied one by
+    /// one. Recorded at a restart before anything else the node records about the protocol.
     SnapshotInstalled {
         /// Log index or zxid the snapshot covers.
         index: u64,

@@ -13,8 +13,9 @@
 //! had applied and reloaded its snapshot, which may go *back*). A crash of the node (applied,
 //! not skipped) ends its incarnation: the restarted node rebuilds its state from its disk,
 //! which no event records, so its first apply may be any index (unless it records the
-//! snapshot it loaded as `SnapshotInstalled`, as a ZAB server does: then it is judged from
-//! that index).
+//! state it loaded as `SnapshotInstalled`, as a ZAB server does with its snapshot and an etcd
+//! server with its backend's consistent index: then it is judged from that index, and
+//! `protocol.resumes_held_state` judges that it held that state before).
 //!
 //! **Reads:** `ProtocolEvent::Applied` and `SnapshotInstalled`, recorded by each server's
 //! driver (in `models`) about itself when it applies an entry or replaces its state. The

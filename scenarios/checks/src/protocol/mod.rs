@@ -16,6 +16,7 @@ pub mod leader_uniqueness;
 pub mod observers_never_count;
 pub mod replica_agreement;
 pub mod replica_prefix;
+pub mod resumes_held_state;
 pub mod term_monotonicity;
 
 use crate::{Check, CheckContext, Checked, Verdict, history::views::HistoryViews};
@@ -24,7 +25,8 @@ use std::time::Duration;
 
 /// The protocol checks every run of either store gets: leader uniqueness, term
 /// monotonicity, replica agreement and prefix agreement, in-order apply (which reads
-/// [`crate::CheckContext::index_kind`]: give ZAB runs [`crate::IndexKind::Zxid`]), and that
+/// [`crate::CheckContext::index_kind`]: give ZAB runs [`crate::IndexKind::Zxid`]), that a
+/// restarted server resumes from a state it held, and that
 /// no observer leads or counts in a quorum (nothing to judge in a run without observers).
 pub const CHECKS: &[Check] = &[
     Check {
@@ -56,6 +58,12 @@ pub const CHECKS: &[Check] = &[
         judges: "applications",
         property: "apply in log order",
         run: |history, context| applied_in_order::check(history, context.index_kind).verdict(),
+    },
+    Check {
+        name: "protocol.resumes_held_state",
+        judges: "restarts",
+        property: "resume from a held state",
+        run: |history, context| resumes_held_state::check(history, context.index_kind).verdict(),
     },
     Check {
         name: "protocol.observers_never_count",
