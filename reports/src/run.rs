@@ -170,13 +170,16 @@ fn side_by_side(
         row("acknowledged", &|o| o.metrics.acknowledged.to_string());
         row("failed", &|o| o.metrics.failed.to_string());
         row("unknown", &|o| o.metrics.unknown.to_string());
-        row("unknown: applied / not / both ways", &|o| {
-            let resolved = o.checks.iter().find_map(|tally| tally.resolved);
-            resolved.map_or_else(
-                || "not resolved".into(),
-                |r| format!("{} / {} / {}", r.took_effect, r.did_not, r.ambiguous),
-            )
-        });
+        row(
+            "linearizability check: unknown applied / not / both ways",
+            &|o| {
+                let resolved = o.checks.iter().find_map(|tally| tally.resolved);
+                resolved.map_or_else(
+                    || "not resolved".into(),
+                    |r| format!("{} / {} / {}", r.took_effect, r.did_not, r.ambiguous),
+                )
+            },
+        );
         row("server leaders elected", &|o| {
             o.metrics.leaders_elected.to_string()
         });

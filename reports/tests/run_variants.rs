@@ -162,6 +162,28 @@ fn discovery_runs_on_both_stores_side_by_side_with_one_plan() {
             text.stdout
         );
     }
+    // How each run's linearizability check resolved its operations of unknown outcome.
+    let resolved = |outcome: &serde_json::Value| {
+        let tallies = outcome["checks"].as_array().expect("checks");
+        let resolved = tallies
+            .iter()
+            .find_map(|tally| tally.get("resolved"))
+            .expect("a linearizability check's tally");
+        let count = |field: &str| resolved[field].as_u64().expect("a count");
+        format!(
+            "{} / {} / {}",
+            count("took_effect"),
+            count("did_not"),
+            count("ambiguous")
+        )
+    };
+    let row = text
+        .stdout
+        .lines()
+        .find(|line| line.contains("linearizability check: unknown applied / not / both ways"))
+        .expect("the row of resolved counts");
+    let cells: Vec<&str> = row.split('│').map(str::trim).collect();
+    assert_eq!(cells[2..4], [resolved(zab), resolved(raft)], "{row}");
     // One store alone is the same run as that column.
     let raft_alone = coordsim(&[
         "run",
