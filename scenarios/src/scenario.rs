@@ -69,7 +69,9 @@ pub struct Tuning {
     /// Raft: the election timeout range, milliseconds.
     pub election_timeout_ms: Option<(u64, u64)>,
     /// Raft store: how often the leader checkpoints remaining lease TTLs through the log,
-    /// milliseconds (a new leader starts each lease from its last checkpoint).
+    /// milliseconds (a new leader starts each lease from its last checkpoint). Only leases
+    /// with a longer TTL are checkpointed. Unset: etcd's default, 5 minutes, so none of a
+    /// few seconds is.
     pub lease_checkpoint_interval_ms: Option<u64>,
     /// ZAB: how many transactions behind a follower may be for a DIFF (else SNAP).
     pub diff_window: Option<usize>,

@@ -336,12 +336,13 @@ fn lease_expiry_deletes_the_attached_keys_and_keep_alive_keeps_them() {
 /// longer than its TTL plus 5 s (the check's old fixed bound, which called them false
 /// alarms): each new leader restarts its clock from the last committed checkpoint plus the
 /// election timeout, and the leader is cut off every two seconds. The check's replay of
-/// those promotions must accept them.
+/// those promotions must accept them. (Since keep-alives renew in the leader's lessor, 2 of
+/// seeds 0 to 1,023 are such seeds, and all 1,024 run clean.)
 #[test]
 fn leases_kept_by_many_leader_changes_are_not_false_alarms() {
     let scenario = catalogued("raft_leases_under_elections");
     let test_name = "leases_kept_by_many_leader_changes_are_not_false_alarms";
-    for seed in [0x141, 0x1cf, 0x314, 0x3c9].map(sim::Seed::new) {
+    for seed in [0x38, 0xfc].map(sim::Seed::new) {
         let report = FailureReport::for_test(seed, "scenarios", TARGET, test_name);
         let mut longest = Duration::ZERO;
         let run = run_seed(&scenario, seed, report, test_name, |outcome| {

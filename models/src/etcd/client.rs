@@ -85,6 +85,19 @@ pub struct EtcdClient {
 }
 
 /// A write's identity in the log, and whether the history has it as sent yet.
+/// What a request does to the store, which decides how the client sends and retries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RequestKind {
+    /// Only reads: retried when unanswered.
+    Read,
+    /// Goes through the log: stamped with an identity its entry keeps, and of unknown
+    /// outcome when unanswered.
+    Write,
+    /// A keep-alive: renewed by the leader's lessor, not logged, so not stamped; of
+    /// unknown outcome when unanswered (the leader may have renewed).
+    Renewal,
+}
+
 struct StampedWrite {
     op_id: OpId,
     request: RequestRef,
@@ -267,10 +280,14 @@ impl EtcdClient {
         let op_id = self
             .history
             .invoke(self.process, Operation::Kv(operation.clone()));
-        let read_only = super::command::is_read_only(&operation);
-        let result = self
-            .run(ClientRequest::Kv(operation), read_only, op_id)
-            .await;
+        let kind = if super::command::is_read_only(&operation) {
+            RequestKind::Read
+        } else if matches!(operation, KvOperation::LeaseKeepAlive { .. }) {
+            RequestKind::Renewal
+        } else {
+            RequestKind::Write
+        };
+        let result = self.run(ClientRequest::Kv(operation), kind, op_id).await;
         self.history.complete(op_id, result.clone());
         result
     }
@@ -286,7 +303,11 @@ impl EtcdClient {
             },
         );
         let result = self
-            .run(ClientRequest::Compact { revision }, false, op_id)
+            .run(
+                ClientRequest::Compact { revision },
+                RequestKind::Write,
+                op_id,
+            )
             .await;
         self.history.complete(op_id, result.clone());
         result
@@ -295,10 +316,11 @@ impl EtcdClient {
     /// Runs operation `op_id`'s `request` until it is answered or its deadline passes. A
     /// write is stamped with one identity, which every retry sends again: the server keeps
     /// it in the write's log entry (see [`KvEvent::RequestSent`]).
-    async fn run(&mut self, request: ClientRequest, read_only: bool, op_id: OpId) -> OpResult {
+    async fn run(&mut self, request: ClientRequest, kind: RequestKind, op_id: OpId) -> OpResult {
+        let read_only = kind == RequestKind::Read;
         let clock = self.context.clock().clone();
         let deadline = clock.now() + self.config.operation_timeout;
-        let mut write = (!read_only).then(|| {
+        let mut write = (kind == RequestKind::Write).then(|| {
             self.writes_stamped += 1;
             StampedWrite {
                 op_id,

@@ -29,21 +29,19 @@ pub enum StoreCommand {
         /// Lease id.
         lease: u64,
     },
-    /// Renew a lease (its full TTL starts again on the leader).
-    LeaseKeepAlive {
-        /// Lease id.
-        lease: u64,
-    },
-    /// The leader's lessor found the lease expired: revoke it, deleting its keys — unless
-    /// it was renewed since the leader looked (`renewals` no longer matches).
+    /// The leader's lessor found the lease expired: revoke it, deleting its keys (etcd's
+    /// `revokeExpiredLeases` proposes a `LeaseRevoke`; the model names it apart so that
+    /// every replica records the expiry it applies). Keep-alives are not logged (they renew
+    /// in the leader's lessor, as etcd's), so none can race it in the log: a renewal waits
+    /// for a pending expiry (`Lessor::renewal`), and a new leader's renewals wait, through
+    /// ReadIndex, for every entry of earlier terms to apply.
     LeaseExpire {
         /// Lease id.
         lease: u64,
-        /// The lease's renewal count the leader saw.
-        renewals: u64,
     },
-    /// The leader's remaining time for each lease, so that a new leader does not restart
-    /// TTLs from scratch (etcd lease checkpointing, etcd#9924).
+    /// The leader's remaining time for some leases, so that a new leader does not restart
+    /// TTLs from scratch (etcd lease checkpointing, etcd#9924); a remaining time of 0 clears
+    /// the lease's checkpoint (what a keep-alive of a checkpointed lease proposes first).
     LeaseCheckpoint {
         /// `(lease, remaining_ms)` pairs.
         remaining: Vec<(u64, u64)>,
@@ -75,14 +73,9 @@ impl StoreCommand {
                 hasher.write_bytes(&[3]);
                 hasher.write_u64(*lease);
             }
-            StoreCommand::LeaseKeepAlive { lease } => {
-                hasher.write_bytes(&[4]);
-                hasher.write_u64(*lease);
-            }
-            StoreCommand::LeaseExpire { lease, renewals } => {
+            StoreCommand::LeaseExpire { lease } => {
                 hasher.write_bytes(&[5]);
                 hasher.write_u64(*lease);
-                hasher.write_u64(*renewals);
             }
             StoreCommand::LeaseCheckpoint { remaining } => {
                 hasher.write_bytes(&[6]);
@@ -509,12 +502,8 @@ mod tests {
     fn digests_are_pinned() {
         assert_eq!(put("k", "v").digest(), 0xec5b_9a1f_a2b7_2d4f);
         assert_eq!(
-            StoreCommand::LeaseExpire {
-                lease: 7,
-                renewals: 2
-            }
-            .digest(),
-            0xaec3_038c_2173_9ce5
+            StoreCommand::LeaseExpire { lease: 7 }.digest(),
+            0xddcc_48a5_8a14_6247
         );
     }
 
@@ -728,11 +717,7 @@ mod tests {
             },
             StoreCommand::LeaseGrant { ttl_ms: 7 },
             StoreCommand::LeaseRevoke { lease: 7 },
-            StoreCommand::LeaseKeepAlive { lease: 7 },
-            StoreCommand::LeaseExpire {
-                lease: 7,
-                renewals: 0,
-            },
+            StoreCommand::LeaseExpire { lease: 7 },
             StoreCommand::LeaseCheckpoint {
                 remaining: vec![(7, 0)],
             },

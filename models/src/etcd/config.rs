@@ -11,7 +11,12 @@ pub struct EtcdConfig {
     pub raft: RaftConfig,
     /// How often the leader's lessor looks for expired leases.
     pub lease_check_interval: Duration,
-    /// How often the leader checkpoints remaining lease TTLs through the log.
+    /// How often the leader checkpoints remaining lease TTLs through the log; only leases
+    /// whose TTL is longer are checkpointed (`Lessor::checkpoints`). etcd's default, 5
+    /// minutes (v3.5.33 `server/lease/lessor.go` `defaultLeaseCheckpointInterval`,
+    /// `--experimental-lease-checkpoint-interval`): checkpoints are for long leases, and a
+    /// lease of a few seconds is never checkpointed, so a new leader gives it its full TTL
+    /// (plus the promotion's extension). Scenarios about checkpoints set a short one.
     pub lease_checkpoint_interval: Duration,
     /// How long a watch that asked for progress notifications may stay without a response
     /// before its server sends an empty one at its revision (etcd's
@@ -51,7 +56,7 @@ impl EtcdConfig {
         Self {
             raft: RaftConfig::new(first, servers.to_vec()),
             lease_check_interval: Duration::from_millis(50),
-            lease_checkpoint_interval: Duration::from_millis(500),
+            lease_checkpoint_interval: Duration::from_secs(300),
             watch_progress_notify_interval: Duration::from_secs(600),
             bugs: BTreeSet::new(),
             campaign_check: CampaignCheck::Upstream,

@@ -20,7 +20,7 @@ pub use client::{
 pub use command::{StoreCommand, is_read_only, validate};
 pub use config::{CampaignCheck, EtcdBug, EtcdConfig, KnownBug, UnknownBug};
 pub use get_options::GetOptions;
-pub use lease::{LeaseRecord, LeaseTable, Lessor, PromotionTtl};
+pub use lease::{LeaseRecord, LeaseTable, Lessor, PromotionTtl, Renewal};
 pub use mvcc::{ChangeEvent, ChangeKind, KeyRange, MvccStore, prefix_range_end};
 pub use protocol::{ClientFrame, ClientRequest, ClientResponse, Compacted};
 pub use server::{EtcdCluster, LogCommand, StoreMessage};

@@ -37,8 +37,9 @@ pub enum ApplyResult {
 /// A lease event the lessor must hear about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaseChange {
-    /// Granted or renewed: lives `ttl_ms` from now.
-    Renewed {
+    /// Granted: lives `ttl_ms` from now. (Keep-alives are not applied: they renew in the
+    /// leader's lessor, `Lessor::renew`.)
+    Granted {
         /// Lease id.
         lease: u64,
         /// Time to live, milliseconds.
@@ -154,7 +155,7 @@ impl StoreStateMachine {
                 // As etcd's lessor, the granted TTL is decided when the grant is applied.
                 let ttl_ms = self.granted_ttl_ms(*ttl_ms);
                 self.leases.grant(index, ttl_ms);
-                lease_change = Some(LeaseChange::Renewed {
+                lease_change = Some(LeaseChange::Granted {
                     lease: index,
                     ttl_ms,
                 });
@@ -163,19 +164,6 @@ impl StoreStateMachine {
                     ttl_ms,
                 }))
             }
-            StoreCommand::LeaseKeepAlive { lease } => match self.leases.renew(*lease) {
-                Some(ttl_ms) => {
-                    lease_change = Some(LeaseChange::Renewed {
-                        lease: *lease,
-                        ttl_ms,
-                    });
-                    ApplyResult::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms }))
-                }
-                // etcd answers a keep-alive of a gone lease with TTL 0, not an error (3.4.23
-                // `etcdserver/api/v3rpc/lease.go` `leaseKeepAlive`: `if err ==
-                // lease.ErrLeaseNotFound { err = nil; ttl = 0 }`).
-                None => ApplyResult::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms: 0 })),
-            },
             StoreCommand::LeaseRevoke { lease } => match self.revoke(*lease) {
                 Some(revision) => {
                     lease_change = Some(LeaseChange::Removed {
@@ -186,9 +174,8 @@ impl StoreStateMachine {
                 }
                 None => ApplyResult::Kv(Err(KvError::LeaseNotFound { lease: *lease })),
             },
-            StoreCommand::LeaseExpire { lease, renewals } => {
-                let current = self.leases.get(*lease).map(|record| record.renewals);
-                if current == Some(*renewals) && self.revoke(*lease).is_some() {
+            StoreCommand::LeaseExpire { lease } => {
+                if self.revoke(*lease).is_some() {
                     lease_change = Some(LeaseChange::Removed {
                         lease: *lease,
                         expired: true,
@@ -627,24 +614,7 @@ mod tests {
         result(machine.apply(8, &kv(put("z", "1", None)))).unwrap();
         // Re-putting y without the lease detaches it.
         result(machine.apply(9, &kv(put("y", "2", None)))).unwrap();
-        let stale = machine.apply(
-            10,
-            &StoreCommand::LeaseExpire {
-                lease: 5,
-                renewals: 1,
-            },
-        );
-        assert_eq!(
-            stale.lease_change, None,
-            "an expiry for another renewal count is void"
-        );
-        let outcome = machine.apply(
-            11,
-            &StoreCommand::LeaseExpire {
-                lease: 5,
-                renewals: 0,
-            },
-        );
+        let outcome = machine.apply(10, &StoreCommand::LeaseExpire { lease: 5 });
         assert_eq!(outcome.changed_revision, Some(6));
         assert_eq!(
             outcome.lease_change,
@@ -681,7 +651,7 @@ mod tests {
             );
             assert_eq!(
                 grant.lease_change,
-                Some(LeaseChange::Renewed {
+                Some(LeaseChange::Granted {
                     lease: index,
                     ttl_ms: granted_ms
                 })
@@ -695,10 +665,12 @@ mod tests {
             );
             assert_eq!(machine.leases().get(index).unwrap().ttl_ms, granted_ms);
         }
-        // A keep-alive renews for the granted TTL.
+        let twice = machine.apply(5, &StoreCommand::LeaseExpire { lease: 4 });
+        assert!(twice.lease_change.is_some());
+        let again = machine.apply(6, &StoreCommand::LeaseExpire { lease: 4 });
         assert_eq!(
-            result(machine.apply(5, &StoreCommand::LeaseKeepAlive { lease: 3 })),
-            Ok(KvResponse::LeaseKeepAlive { ttl_ms: 3_000 })
+            again.lease_change, None,
+            "an expiry of a gone lease does nothing"
         );
     }
 
@@ -712,11 +684,6 @@ mod tests {
         assert_eq!(
             result(machine.apply(2, &kv(put("k", "1", Some(99))))),
             Err(KvError::LeaseNotFound { lease: 99 })
-        );
-        assert_eq!(
-            result(machine.apply(3, &StoreCommand::LeaseKeepAlive { lease: 99 })),
-            Ok(KvResponse::LeaseKeepAlive { ttl_ms: 0 }),
-            "etcd answers a keep-alive of a lease it does not know with TTL 0"
         );
         assert_eq!(
             result(machine.apply(4, &StoreCommand::LeaseRevoke { lease: 99 })),

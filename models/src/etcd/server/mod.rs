@@ -2,10 +2,11 @@
 //! client connections and watches, in one task per node (plus small reader tasks).
 //!
 //! Requests:
-//! - writes (put, delete, txn, lease grant/revoke/keep-alive, compaction) are proposed to
-//!   Raft and answered when their entry is applied — or answered "not applied" when another
-//!   entry is applied at their index (the proposal was overwritten) or this server does not
-//!   lead;
+//! - writes (put, delete, txn, lease grant/revoke, compaction) are proposed to Raft and
+//!   answered when their entry is applied — or answered "not applied" when another entry is
+//!   applied at their index (the proposal was overwritten) or this server does not lead;
+//! - lease keep-alives are not logged: the leader renews them in its lessor after a
+//!   ReadIndex round (`keep_alive`, as etcd's `LeaseRenew`);
 //! - linearizable reads and lease TTL queries go through ReadIndex; serializable reads are
 //!   served from the local state at once;
 //! - watches may be opened on any server and are served from its applied state (`watches`);
@@ -16,6 +17,7 @@
 //!   restarted server resumes from, re-applying only what its last commit missed.
 
 mod backend;
+mod keep_alive;
 mod log_command;
 mod watches;
 
@@ -179,6 +181,10 @@ struct Server {
     proposals: BTreeMap<u64, PendingProposal>,
     reads: BTreeMap<ReadRequestId, PendingRead>,
     next_read: u64,
+    /// Keep-alives of leases past their deadline, waiting for the expiry or the demotion.
+    renewals_awaiting_expiry: Vec<keep_alive::PendingRenewal>,
+    /// Keep-alives waiting for their checkpoint clear to apply, by the clear's log index.
+    checkpoint_clears: BTreeMap<u64, keep_alive::PendingClear>,
     watchers: Vec<Watcher>,
     lease_timer: SignalledTimer,
     /// The next progress notification tick of a watch that asked for them.
@@ -222,6 +228,8 @@ async fn run_server(context: NodeContext, cluster: EtcdCluster) {
         proposals: BTreeMap::new(),
         reads: BTreeMap::new(),
         next_read: 0,
+        renewals_awaiting_expiry: Vec::new(),
+        checkpoint_clears: BTreeMap::new(),
         watchers: Vec::new(),
         lease_timer: SignalledTimer::new(),
         progress_timer: SignalledTimer::new(),
@@ -384,20 +392,7 @@ impl Server {
             KvOperation::LeaseRevoke { lease } => {
                 propose(self, StoreCommand::LeaseRevoke { lease })
             }
-            KvOperation::LeaseKeepAlive { lease } => {
-                if self.config.has(EtcdBug::LessorNotDemoted) && self.lessor.is_primary() {
-                    // The bug: a lessor that believes it is primary renews on its own.
-                    if let Some(record) = self.machine.leases().get(lease) {
-                        let ttl_ms = record.ttl_ms;
-                        self.lessor.renewed(self.raft.now(), lease, ttl_ms);
-                        let response =
-                            ClientResponse::Kv(Ok(KvResponse::LeaseKeepAlive { ttl_ms }));
-                        self.respond(connection, request_id, response);
-                        return;
-                    }
-                }
-                propose(self, StoreCommand::LeaseKeepAlive { lease })
-            }
+            KvOperation::LeaseKeepAlive { lease } => self.keep_alive(connection, request_id, lease),
         }
     }
 
@@ -434,6 +429,8 @@ impl Server {
         // Proposals the snapshot covers: whether they were committed is not known here; their
         // clients see no answer (outcome unknown).
         self.proposals.retain(|&index, _| index > snapshot.index);
+        self.checkpoint_clears
+            .retain(|&index, _| index > snapshot.index);
         let current = self.machine.mvcc().revision();
         let stale_minrev = self.config.has(EtcdBug::WatchRestoreKeepsStaleMinRev);
         let mut watchers = std::mem::take(&mut self.watchers);
@@ -494,6 +491,7 @@ impl Server {
                     self.next_checkpoint = now + self.config.lease_checkpoint_interval;
                 }
                 AppEvent::SteppedDown => {
+                    self.renewals_leadership_lost();
                     if !self.config.has(EtcdBug::LessorNotDemoted) {
                         self.lessor.demote();
                     }
@@ -509,8 +507,8 @@ impl Server {
             EntryPayload::Command(command) => {
                 let outcome = self.machine.apply(entry.index, command);
                 match outcome.lease_change {
-                    Some(LeaseChange::Renewed { lease, ttl_ms }) => {
-                        self.lessor.renewed(self.raft.now(), lease, ttl_ms)
+                    Some(LeaseChange::Granted { lease, ttl_ms }) => {
+                        self.lessor.granted(self.raft.now(), lease, ttl_ms)
                     }
                     Some(LeaseChange::Removed { lease, expired }) => {
                         // Every replica records the expiry it applies: it is committed state,
@@ -521,6 +519,7 @@ impl Server {
                                 .protocol(ProtocolEvent::SessionExpired { session: lease });
                         }
                         self.lessor.removed(lease);
+                        self.renewals_lease_removed(lease);
                     }
                     None => {}
                 }
@@ -532,6 +531,7 @@ impl Server {
         };
         let (index, term) = (entry.index, entry.term);
         self.backend.applied(entry);
+        self.checkpoint_clear_applied(index, term);
         let Some(proposal) = self.proposals.remove(&index) else {
             return;
         };
@@ -560,6 +560,15 @@ impl Server {
             return;
         };
         let result = match &read.operation {
+            KvOperation::LeaseKeepAlive { lease } => {
+                let renewal = keep_alive::PendingRenewal {
+                    connection: read.connection,
+                    request_id: read.request_id,
+                    lease: *lease,
+                };
+                self.renew_confirmed(renewal);
+                return;
+            }
             KvOperation::LeaseTimeToLive { lease, keys } => Ok(self.time_to_live(*lease, *keys)),
             operation => self.machine.read(operation),
         };
@@ -596,18 +605,19 @@ impl Server {
         }
         let now = self.raft.now();
         for lease in self.lessor.take_expired(now) {
-            if let Some(record) = self.machine.leases().get(lease) {
-                let command = StoreCommand::LeaseExpire {
-                    lease,
-                    renewals: record.renewals,
-                };
+            if self.machine.leases().get(lease).is_some() {
+                let command = StoreCommand::LeaseExpire { lease };
                 // Not leading any more: the demotion that follows forgets the deadline.
                 let _ = self.raft.propose(LogCommand::new(command));
             }
         }
         if now >= self.next_checkpoint {
             self.next_checkpoint = now + self.config.lease_checkpoint_interval;
-            let remaining = self.lessor.checkpoints(now);
+            let remaining = self.lessor.checkpoints(
+                now,
+                self.machine.leases(),
+                self.config.lease_checkpoint_interval,
+            );
             if !remaining.is_empty() {
                 let _ = self
                     .raft

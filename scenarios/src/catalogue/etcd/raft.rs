@@ -200,6 +200,12 @@ pub(in crate::catalogue) fn scenarios() -> Vec<Scenario> {
             ..CutOffLeader::default()
         }),
         fault_phase_ms: 14_000,
+        // Checkpoints every half second, for the 1 s leases: each new leader starts them from
+        // their checkpoint (the default, etcd's 5 minutes, checkpoints no lease this short).
+        tuning: Tuning {
+            lease_checkpoint_interval_ms: Some(500),
+            ..Tuning::default()
+        },
         // Leaders change, but a quorum is always there: an abandoned lease must expire.
         checks: vec![
             "default".into(),

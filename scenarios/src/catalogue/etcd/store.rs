@@ -101,6 +101,12 @@ fn lease_leader_changes() -> Scenario {
         }),
         faults: FaultSource::Plan(FaultPlan::new(cuts)),
         fault_phase_ms: 11_000,
+        // Checkpoints every half second, for the 2 s leases: each new leader starts them from
+        // their checkpoint (the default, etcd's 5 minutes, checkpoints no lease this short).
+        tuning: Tuning {
+            lease_checkpoint_interval_ms: Some(500),
+            ..Tuning::default()
+        },
         // The kept lease is abandoned two seconds into the recovery, which gives it time to
         // expire (within the expiry bound) before the final reads.
         recovery_ms: 7_000,
