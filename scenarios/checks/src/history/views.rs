@@ -7,7 +7,8 @@
 //! these readings cost a lock seed about 13M instructions (of 400M) on ZooKeeper. Three
 //! ZooKeeper lock checks read the waits in line ([`lock_waits`], and
 //! [`line_waits`](crate::history::lock_waits::line_waits) with elections' campaigns):
-//! 4.6M of a 289M queue-lock seed read three times.
+//! 4.6M of a 289M queue-lock seed read three times. Three ZooKeeper checks read the sync
+//! before each operation ([`preceding_syncs`]).
 //!
 //! Why sharing them is safe:
 //! - each reading is a pure function of the history, which the views borrow immutably for
@@ -21,9 +22,9 @@ use crate::history::{
     applied_runs::{AppliedRun, applied_runs},
     kv::KvHistory,
     lock_waits::{ElectionSteps, Lines, LockWait, lock_waits, read_waits},
-    zk::{ZkOp, zk_operations},
+    zk::{ZkOp, preceding_syncs, zk_operations},
 };
-use sim::history::History;
+use sim::{history::History, time::SimTime};
 use std::cell::OnceCell;
 
 /// A history and the readings of it that checks share; it reads as the history itself
@@ -31,6 +32,7 @@ use std::cell::OnceCell;
 pub struct HistoryViews<'h> {
     history: &'h History,
     zk_operations: OnceCell<Vec<ZkOp<'h>>>,
+    preceding_syncs: OnceCell<Vec<Option<SimTime>>>,
     kv: OnceCell<KvHistory<'h>>,
     applied_runs: OnceCell<Vec<AppliedRun>>,
     line_waits: OnceCell<(Vec<LockWait>, ElectionSteps)>,
@@ -43,6 +45,7 @@ impl<'h> HistoryViews<'h> {
         Self {
             history,
             zk_operations: OnceCell::new(),
+            preceding_syncs: OnceCell::new(),
             kv: OnceCell::new(),
             applied_runs: OnceCell::new(),
             line_waits: OnceCell::new(),
@@ -59,6 +62,12 @@ impl<'h> HistoryViews<'h> {
     pub fn zk_operations(&self) -> &[ZkOp<'h>] {
         self.zk_operations
             .get_or_init(|| zk_operations(self.history))
+    }
+
+    /// [`preceding_syncs`] of [`Self::zk_operations`], by position.
+    pub fn preceding_syncs(&self) -> &[Option<SimTime>] {
+        self.preceding_syncs
+            .get_or_init(|| preceding_syncs(self.zk_operations()))
     }
 
     /// [`KvHistory::of`] the history.
@@ -108,7 +117,7 @@ mod tests {
         applied_runs::applied_runs,
         kv::KvHistory,
         lock_waits::{Lines, WaitEnd, line_waits, lock_waits},
-        zk::zk_operations,
+        zk::{preceding_syncs, zk_operations},
     };
     use crate::test_history::{
         C1, election_step, established, exclusive, invoke, lock_step, record, requested, sync,
@@ -116,6 +125,7 @@ mod tests {
     use sim::{
         NodeId,
         history::{Event, History, ProtocolEvent, recipe::ElectionStep, zk::ZkOperation},
+        time::SimTime,
     };
 
     #[test]
@@ -137,6 +147,13 @@ mod tests {
         assert_eq!(views.zk_operations().len(), 2);
         assert_eq!(views.zk_operations(), zk_operations(&history).as_slice());
         assert!(std::ptr::eq(views.zk_operations(), views.zk_operations()));
+        let syncs = preceding_syncs(&zk_operations(&history));
+        assert_eq!(views.preceding_syncs(), syncs.as_slice());
+        assert_eq!(syncs[1], Some(SimTime::from_millis(4)));
+        assert!(std::ptr::eq(
+            views.preceding_syncs(),
+            views.preceding_syncs()
+        ));
         assert_eq!(views.applied_runs().len(), 1);
         assert_eq!(views.applied_runs(), applied_runs(&history).as_slice());
         assert!(std::ptr::eq(views.applied_runs(), views.applied_runs()));
