@@ -19,9 +19,10 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// mimalloc, not the system's malloc: a simulated run allocates and frees messages, effects
-/// and history records by the hundred thousand (the `locks` bench uses the same allocator).
+/// and history records by the hundred thousand (the `locks` bench uses the same allocator,
+/// [`scenarios::allocator`]).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: scenarios::allocator::MiMalloc = scenarios::allocator::MiMalloc;
 
 /// Deterministic simulation testbed for distributed coordination.
 #[derive(Parser, Debug)]

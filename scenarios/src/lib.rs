@@ -2,12 +2,13 @@
 //! files), the [`catalogue`] of named scenarios, the [`workload`]s, the one run [`driver`]
 //! and its [`Outcome`], the one [`sweep`], the [`KnownBug`] type, the [`shrink`]er of a
 //! failing run's fault plan, and fault-plan
-//! [`strategies`] for proptest.
+//! [`strategies`] for proptest, and the [`allocator`] runs are made with.
 //!
 //! The judges live in the `checks` crate (`scenarios/checks`), which reads only recorded
 //! histories and does not depend on `models`.
 #![deny(missing_docs)]
 
+pub mod allocator;
 pub mod catalogue;
 pub mod detection;
 pub mod driver;

@@ -23,7 +23,17 @@ impl ChildrenOrder {
     /// Puts `children` in this order: by the keyed hash of each name (names that hash
     /// alike, by name).
     pub fn arrange(self, children: &mut [String]) {
-        children.sort_by_cached_key(|name| (self.rank(name), name.clone()));
+        // The names move out and back, not copied: a lock's waiters list their line many
+        // times a turn, and a sort key that copied each name allocated it.
+        let mut ranked: Vec<(u64, String)> = children
+            .iter_mut()
+            .map(|name| (self.rank(name), std::mem::take(name)))
+            .collect();
+        // Children are distinct names, so no two keys are equal: unstable is stable here.
+        ranked.sort_unstable();
+        for (slot, (_, name)) in children.iter_mut().zip(ranked) {
+            *slot = name;
+        }
     }
 
     fn rank(self, name: &str) -> u64 {
@@ -53,5 +63,15 @@ mod tests {
         let mut sorted = arranged(7);
         sorted.sort();
         assert_eq!(sorted, names, "the same children");
+    }
+
+    #[test]
+    fn the_order_is_by_rank_then_name() {
+        let order = ChildrenOrder::keyed(7);
+        let mut names: Vec<String> = (0..40).map(|n| format!("c-{n}")).collect();
+        let mut expected = names.clone();
+        expected.sort_by_key(|name| (order.rank(name), name.clone()));
+        order.arrange(&mut names);
+        assert_eq!(names, expected);
     }
 }

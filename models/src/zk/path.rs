@@ -24,6 +24,16 @@ fn is_refused_char(c: char) -> bool {
     matches!(u32::from(c), 0x0000..=0x001f | 0x007f..=0x009f | 0xd800..=0xf8ff | 0xfff0..=0xffff)
 }
 
+/// Whether `path` holds a refused character. Every request's path is checked, and almost
+/// every path is ASCII: its bytes are its characters, with no decoding.
+fn has_refused_char(path: &str) -> bool {
+    if path.is_ascii() {
+        path.bytes().any(|byte| is_refused_char(char::from(byte)))
+    } else {
+        path.chars().any(is_refused_char)
+    }
+}
+
 /// The server's full check (`PathUtils.validatePath`): absolute, no trailing `/` (except
 /// the root), no empty segment, no `.` or `..` segment, no refused character. Anything
 /// else is `BadArguments`.
@@ -34,7 +44,7 @@ pub fn validate(path: &str) -> Result<(), ZkError> {
     if path == "/" {
         return Ok(());
     }
-    if path.ends_with('/') || path.chars().any(is_refused_char) {
+    if path.ends_with('/') || has_refused_char(path) {
         return Err(ZkError::BadArguments);
     }
     for segment in path[1..].split('/') {
@@ -56,17 +66,17 @@ pub fn validate_request(path: &str, trailing_slash: TrailingSlash) -> Result<(),
     if path == "/" {
         return Ok(());
     }
-    if path.chars().any(is_refused_char) {
+    if has_refused_char(path) {
         return Err(ZkError::BadArguments);
     }
-    let segments: Vec<&str> = path[1..].split('/').collect();
-    let (last, inner) = segments
-        .split_last()
-        .expect("split yields one segment at least");
-    for segment in inner {
-        if segment.is_empty() || *segment == "." || *segment == ".." {
+    // Every segment but the last, as each next one is found (no list of them).
+    let mut segments = path[1..].split('/');
+    let mut last = segments.next().expect("split yields one segment at least");
+    for next in segments {
+        if last.is_empty() || last == "." || last == ".." {
             return Err(ZkError::BadArguments);
         }
+        last = next;
     }
     if last.is_empty() && trailing_slash == TrailingSlash::Refused {
         return Err(ZkError::BadArguments);
@@ -192,6 +202,24 @@ mod tests {
         // A dot segment at the end goes to the server (which answers NoNode or BadArguments).
         assert_eq!(validate_request("/a/.", Refused), Ok(()));
         assert_eq!(validate_request("/a/..", Refused), Ok(()));
+    }
+
+    #[test]
+    fn refused_characters_are_found_in_ascii_and_other_paths() {
+        for refused in [
+            "/a\0",
+            "/\u{1f}",
+            "/a\u{7f}",
+            "/a\u{85}b",
+            "/路\u{e000}",
+            "/\u{fff0}",
+        ] {
+            assert!(has_refused_char(refused), "{refused:?}");
+            assert_eq!(validate(refused), Err(ZkError::BadArguments), "{refused:?}");
+        }
+        for accepted in ["/a b~", "/é", "/路径", "/\u{a0}", "/\u{f900}"] {
+            assert!(!has_refused_char(accepted), "{accepted:?}");
+        }
     }
 
     #[test]

@@ -197,10 +197,13 @@ impl Line<'_> {
         }
     }
 
-    /// The prefix the child `name` was created with, if it is in the line.
+    /// The prefix the child `name` was created with, if it may be in the line (a name
+    /// without it is then left out by [`in_sequence_order`]).
     fn prefix_in_line(&self, name: &str) -> Option<&str> {
         match self.waits {
-            Waits::BehindPredecessor => Some(self.child_prefix).filter(|mark| name.contains(mark)),
+            // Not searched here: a name without the prefix has no sequence after it, and
+            // `in_sequence_order` leaves it out (one search of each name, not two).
+            Waits::BehindPredecessor => Some(self.child_prefix),
             Waits::BehindNearest { line, .. } => {
                 line.iter().copied().find(|mark| name.contains(mark))
             }

@@ -123,6 +123,33 @@ mod tests {
     }
 
     #[test]
+    fn names_without_the_prefix_are_left_out_with_either_order() {
+        // A line's listing may hold other nodes of its parent: `Line::in_order` passes every
+        // name with the prefix, unsearched, and relies on this.
+        let listed = || {
+            [
+                "x-lock-0000000002",
+                "other-0000000001",
+                "lock",
+                "y-lock-0000000001",
+            ]
+            .into_iter()
+            .map(|name| (name.to_string(), "lock-"))
+            .collect::<Vec<_>>()
+        };
+        let width = SequenceWidth::ZOOKEEPER;
+        for bugs in [
+            RecipeBugs::default(),
+            [RecipeBug::SeqOverflowCompare].into_iter().collect(),
+        ] {
+            assert_eq!(
+                in_sequence_order(listed(), width, bugs),
+                ["y-lock-0000000001", "x-lock-0000000002"]
+            );
+        }
+    }
+
+    #[test]
     fn across_the_wrap_text_order_puts_new_nodes_first_and_the_counters_order_does_not() {
         let six = SequenceWidth::new(6).unwrap();
         // Oldest first: 31, then (wrapped) -32, -31, -30 in their order of creation.

@@ -118,6 +118,23 @@ pub fn lock_waits(history: &History) -> Vec<LockWait> {
 /// Every wait in a line of the kinds `lines` names, in the order the waits ended; an
 /// election's wait has the election's name for `lock`.
 pub fn line_waits(history: &History, lines: Lines) -> Vec<LockWait> {
+    read_waits(history, lines).0
+}
+
+/// Whether a reading of waits met an election step that starts or ends a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ElectionSteps {
+    /// It met none (or read locks only): its waits are exactly those of
+    /// [`Lines::Locks`].
+    None,
+    /// It met at least one. One process may campaign and wait for a lock, and its election
+    /// steps then end its lock waits too: locks-only waits must be read apart.
+    Met,
+}
+
+/// [`line_waits`], and whether the reading met an election step.
+pub(crate) fn read_waits(history: &History, lines: Lines) -> (Vec<LockWait>, ElectionSteps) {
+    let mut election_steps = ElectionSteps::None;
     let mut sessions: BTreeMap<(NodeId, u32), u64> = BTreeMap::new();
     let mut open: BTreeMap<(NodeId, u32), LockWait> = BTreeMap::new();
     let mut asked: BTreeMap<OpId, Asked> = BTreeMap::new();
@@ -195,6 +212,7 @@ pub fn line_waits(history: &History, lines: Lines) -> Vec<LockWait> {
                     ElectionStep::GaveUp { .. } => Step::GaveUp,
                     _ => continue,
                 };
+                election_steps = ElectionSteps::Met;
                 step.apply(election, (node, *process), record.at, &mut open, &mut ended);
             }
             Event::Recipe(RecipeEvent::Lock {
@@ -220,7 +238,7 @@ pub fn line_waits(history: &History, lines: Lines) -> Vec<LockWait> {
         wait.until = last_at.unwrap_or(wait.requested_at);
         wait
     }));
-    ended
+    (ended, election_steps)
 }
 
 /// A step of a line that starts or ends a wait.

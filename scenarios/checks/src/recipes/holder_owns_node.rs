@@ -21,7 +21,7 @@
 use crate::Checked;
 use crate::{
     Violation,
-    history::lock_waits::{WaitEnd, lock_waits},
+    history::{lock_waits::WaitEnd, views::HistoryViews},
 };
 use sim::{NodeId, history::History, time::SimTime};
 use std::fmt;
@@ -84,11 +84,17 @@ impl Violation for HolderNotOwner {
 
 /// Every acquisition by a node the server said another session owns.
 pub fn check(history: &History) -> Checked<HolderNotOwner> {
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<HolderNotOwner> {
     // Acquisitions whose node a read showed: the others (the herd lock's; etcd's) are not
     // judged, and counted as such.
     let mut judged = 0;
-    let violations = lock_waits(history)
-        .into_iter()
+    let violations = history
+        .lock_waits()
+        .iter()
         .filter_map(|wait| {
             let WaitEnd::Acquired { token, at } = wait.end else {
                 return None;

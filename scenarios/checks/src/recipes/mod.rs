@@ -50,13 +50,13 @@ pub const LOCK_CHECKS: &[Check] = &[
         name: "recipe.no_orphan_waiter",
         judges: "waits that saw their own node",
         property: "no waiter behind its own session's node",
-        run: |history, _| no_orphan_waiter::check(history).verdict(),
+        run: |history, _| no_orphan_waiter::check_views(history).verdict(),
     },
     Check {
         name: "recipe.holder_owns_node",
         judges: "acquisitions read back",
         property: "a holder holds by its own session's node",
-        run: |history, _| holder_owns_node::check(history).verdict(),
+        run: |history, _| holder_owns_node::check_views(history).verdict(),
     },
     Check {
         name: "recipe.no_lost_wakeup",

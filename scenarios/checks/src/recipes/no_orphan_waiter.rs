@@ -22,7 +22,10 @@
 use crate::Checked;
 use crate::{
     Violation,
-    history::lock_waits::{NodeRead, WaitEnd, lock_waits},
+    history::{
+        lock_waits::{NodeRead, WaitEnd},
+        views::HistoryViews,
+    },
 };
 use sim::{NodeId, history::History, time::SimTime};
 use std::fmt;
@@ -86,11 +89,16 @@ impl Violation for OrphanWaiter {
 /// Every lock waiter that waited behind a node of its own session, or took the lock through
 /// another node than the own node it found.
 pub fn check(history: &History) -> Checked<OrphanWaiter> {
+    check_views(&HistoryViews::new(history))
+}
+
+/// What [`check`] finds, reading the history through views the checks share.
+pub fn check_views(history: &HistoryViews<'_>) -> Checked<OrphanWaiter> {
     let mut orphans = Vec::new();
     // Waits in which the waiter's own node was seen (read back or created): the others
     // say nothing about whose node it waited behind.
     let mut judged = 0;
-    for wait in lock_waits(history) {
+    for wait in history.lock_waits() {
         let own: Vec<&NodeRead> = wait
             .reads
             .iter()

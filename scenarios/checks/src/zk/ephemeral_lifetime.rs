@@ -19,7 +19,7 @@
 //! `protocol.replica_agreement` holds every replica to.
 
 use crate::history::views::HistoryViews;
-use crate::history::zk::{ZkOp, preceding_syncs, session_ends};
+use crate::history::zk::{ZkOp, session_ends};
 use crate::{Checked, Violation};
 use sim::{
     NodeId,
@@ -29,6 +29,7 @@ use sim::{
     },
     time::SimTime,
 };
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// An ephemeral node seen after its session ended, or missed while it lived.
@@ -136,28 +137,35 @@ pub fn check(history: &History) -> Checked<EphemeralViolation> {
 /// What [`check`] finds, reading the history through views the checks share.
 pub fn check_views(history: &HistoryViews<'_>) -> Checked<EphemeralViolation> {
     let ops = history.zk_operations();
-    let syncs = preceding_syncs(&ops);
+    let syncs = history.preceding_syncs();
     let ends = session_ends(history);
     let mut violations = Vec::new();
     let mut judged = 0;
-    // Ephemeral creates that were acknowledged, with their session.
-    let creates: Vec<(&ZkOp<'_>, String, u64, SimTime)> = ops
-        .iter()
-        .filter_map(|op| {
-            let ZkOperation::Create { mode, .. } = op.operation else {
-                return None;
-            };
-            if !matches!(
-                mode,
-                CreateMode::Ephemeral | CreateMode::EphemeralSequential
-            ) {
-                return None;
-            }
-            let path = op.ok()?.created_path()?;
-            Some((op, path.to_string(), op.session?, op.ok_at()?))
-        })
-        .collect();
-    for (op, sync) in ops.iter().zip(&syncs) {
+    // Ephemeral creates that were acknowledged, with their session, by the path created
+    // (in history order): a read looks at its own path's creates, not at every create.
+    let mut creates: BTreeMap<&str, Vec<(&ZkOp<'_>, u64, SimTime)>> = BTreeMap::new();
+    for op in ops {
+        let ZkOperation::Create { mode, .. } = op.operation else {
+            continue;
+        };
+        if !matches!(
+            mode,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        ) {
+            continue;
+        }
+        if let (Some(path), Some(session), Some(created_at)) = (
+            op.ok().and_then(ZkResponse::created_path),
+            op.session,
+            op.ok_at(),
+        ) {
+            creates
+                .entry(path)
+                .or_default()
+                .push((op, session, created_at));
+        }
+    }
+    for (op, sync) in ops.iter().zip(syncs) {
         let Some(sync_invoked_at) = *sync else {
             continue;
         };
@@ -201,8 +209,8 @@ pub fn check_views(history: &HistoryViews<'_>) -> Checked<EphemeralViolation> {
             });
         }
         // 2. Every ephemeral node of a live session.
-        for (create, created_path, session, created_at) in &creates {
-            if created_path != path || *created_at >= sync_invoked_at {
+        for (create, session, created_at) in creates.get(path.as_str()).into_iter().flatten() {
+            if *created_at >= sync_invoked_at {
                 continue;
             }
             let alive = ends.get(session).is_none_or(|ended| *ended > read_done);

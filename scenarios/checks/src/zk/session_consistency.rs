@@ -556,6 +556,13 @@ impl<'h> Walk<'h> {
                 shown
             } else {
                 let Some(children) = listed else { continue };
+                // A listing shows a child without its stat: it can contradict only what the
+                // session believes of the child's presence (rules 3 and 4), so a child of no
+                // known presence (most of a lock waiter's past predecessors) needs no search
+                // of the listing.
+                if knowledge.presence.is_none() {
+                    continue;
+                }
                 let name = child_name(known_path, path)
                     .expect("a known path other than the read's is its child (known_paths)");
                 if children.iter().any(|child| child == name) {

@@ -21,7 +21,7 @@
 //! trusted.
 
 use crate::history::views::HistoryViews;
-use crate::history::zk::{ZkOp, parent_of, preceding_syncs};
+use crate::history::zk::{ZkOp, parent_of};
 use crate::{Checked, Violation};
 use sim::{
     NodeId,
@@ -231,7 +231,7 @@ pub fn check(history: &History) -> Checked<StaleReadAfterSync> {
 /// What [`check`] finds, reading the history through views the checks share.
 pub fn check_views(history: &HistoryViews<'_>) -> Checked<StaleReadAfterSync> {
     let ops = history.zk_operations();
-    let syncs = preceding_syncs(&ops);
+    let syncs = history.preceding_syncs();
     let writes = acknowledged_writes(&ops);
     let (ephemeral, ephemeral_parents) = maybe_ephemeral(&ops);
     let judge = Judge {
@@ -242,7 +242,7 @@ pub fn check_views(history: &HistoryViews<'_>) -> Checked<StaleReadAfterSync> {
     };
     let mut violations = Vec::new();
     let mut judged = 0;
-    for (op, sync) in ops.iter().zip(&syncs) {
+    for (op, sync) in ops.iter().zip(syncs) {
         let Some(sync_invoked_at) = *sync else {
             continue;
         };

@@ -5,7 +5,7 @@ use super::{ActionResult, PathAction, PathError, SeenStat, ZkInput, ZkModel, ZkO
 use crate::history::{
     applied_requests::AppliedRequests,
     views::HistoryViews,
-    zk::{ZkOp, parent_of, preceding_syncs, sequence_appended},
+    zk::{ZkOp, parent_of, sequence_appended},
 };
 use crate::linearizability::{
     Skipped, TimeUnit,
@@ -184,7 +184,7 @@ pub fn from_history(history: &History) -> (ZkModel, OperationHistory<ZkInput, Zk
 /// What [`from_history`] returns, reading the history through views the checks share.
 pub fn from_views(history: &HistoryViews<'_>) -> (ZkModel, OperationHistory<ZkInput, ZkOutput>) {
     let ops = history.zk_operations();
-    let syncs = preceding_syncs(&ops);
+    let syncs = history.preceding_syncs();
     let excluded = excluded_paths(&ops);
     let mut model = ZkModel::default();
     model.root = Some(model.paths.intern("/"));

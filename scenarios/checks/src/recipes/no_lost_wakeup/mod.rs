@@ -53,7 +53,7 @@ use crate::history::views::HistoryViews;
 use crate::{
     Violation,
     history::{
-        lock_waits::{Lines, LockWait, WaitEnd, line_waits},
+        lock_waits::{LockWait, WaitEnd},
         zk::parent_of,
     },
 };
@@ -173,11 +173,12 @@ pub fn check_views(history: &HistoryViews<'_>) -> Checked<LostWakeup> {
     let connections = Connections::read(history);
     // Waits whose line was seen to clear: only they can have lost a wake-up.
     let mut judged = 0;
-    let violations = line_waits(history, Lines::LocksAndElections)
-        .into_iter()
+    let violations = history
+        .line_waits()
+        .iter()
         .filter_map(|wait| {
             let (node, line_clear_at, bound_passed_at, finished) =
-                judge(&wait, &nodes, &connections)?;
+                judge(wait, &nodes, &connections)?;
             judged += 1;
             (finished == Finished::NotByNode && wait.until > bound_passed_at).then(|| LostWakeup {
                 lock: wait.lock.clone(),

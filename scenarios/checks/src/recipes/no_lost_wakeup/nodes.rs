@@ -73,6 +73,15 @@ impl Line {
     }
 }
 
+/// The names of sorted `names` that sorted `other` does not hold, in order.
+fn not_in<'a, 'b>(names: &'b [&'a str], other: &'b [&str]) -> impl Iterator<Item = &'a str> + 'b {
+    let mut others = other.iter().peekable();
+    names.iter().copied().filter(move |name| {
+        while others.next_if(|other| **other < *name).is_some() {}
+        others.peek().is_none_or(|other| **other != *name)
+    })
+}
+
 impl Nodes {
     /// Reads `history`, whose ZooKeeper operations are `ops`
     /// ([`crate::history::zk::zk_operations`]).
@@ -118,15 +127,22 @@ impl Nodes {
                         response: sim::history::Response::Zk(ZkResponse::Children { children, .. }),
                     },
                 ) => {
-                    for child in children {
+                    let mut names: Vec<&str> = children.iter().map(String::as_str).collect();
+                    names.sort_unstable();
+                    // The parent's previous listing was read before this one, and every name
+                    // it showed was added then: only the others can be new (280 of 8,329
+                    // listed in a 60 s lock run).
+                    let previous = listings
+                        .get(parent.as_str())
+                        .and_then(|listed| listed.last())
+                        .map_or(&[][..], |listing| listing.names.as_slice());
+                    for child in not_in(&names, previous) {
                         if let Some(sequence) = sequence_of(child)
                             && listed.insert((sequence, child, parent))
                         {
                             nodes.add(parent, child);
                         }
                     }
-                    let mut names: Vec<&str> = children.iter().map(String::as_str).collect();
-                    names.sort_unstable();
                     listings.entry(parent).or_default().push(Listing {
                         invoked_at: op.invoked_at,
                         done_at,
@@ -266,5 +282,21 @@ impl Nodes {
                 Some(earliest_return_after.map_or(*returned, |at| at.min(*returned)));
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_in;
+
+    #[test]
+    fn not_in_keeps_the_names_the_other_listing_lacks_in_order() {
+        let names = ["a", "b", "d", "e"];
+        let found = |other: &[&str]| not_in(&names, other).collect::<Vec<_>>();
+        assert_eq!(found(&["b", "c", "e"]), ["a", "d"]);
+        assert_eq!(found(&[]), names);
+        assert_eq!(found(&["0", "f"]), names);
+        assert!(found(&names).is_empty());
+        assert!(not_in(&[], &["a"]).next().is_none());
     }
 }
