@@ -190,12 +190,18 @@ async fn serve(
     let ping_interval = read_timeout / 2;
     let mut last_heard = clock.now();
     let mut next_ping = clock.now() + ping_interval;
+    // One sleep for the whole loop, moved only when its deadline moves: a reply rarely
+    // moves it (the next ping usually comes first), and a new sleep per reply would add a
+    // madsim timer entry per reply that madsim cannot take back.
+    let mut sleep = std::pin::pin!(clock.sleep_until(next_ping.min(last_heard + read_timeout)));
     loop {
         let deadline = next_ping.min(last_heard + read_timeout);
+        if sleep.deadline() != deadline {
+            sleep.as_mut().get_mut().reset(deadline);
+        }
         let received = {
             let receive = std::pin::pin!(connection.recv());
-            let sleep = std::pin::pin!(clock.sleep_until(deadline));
-            match select(receive, sleep).await {
+            match select(receive, sleep.as_mut()).await {
                 Either::Left((received, _)) => Some(received),
                 Either::Right(((), _)) => None,
             }
