@@ -16,13 +16,12 @@
 //!   expiry to apply (answered TTL 0) or for the lessor's demotion ("not applied"); a lease
 //!   with a checkpointed remaining time has it cleared through the log first.
 
-use super::{PendingRead, Server};
+use super::Server;
 use crate::etcd::{
     command::StoreCommand, config::EtcdBug, lease::Renewal, protocol::ClientResponse,
     server::LogCommand,
 };
 use crate::raft::ProposeError;
-use crate::raft::ReadRequestId;
 use sim::history::kv::{KvOperation, KvResponse};
 
 /// A keep-alive the leader has not answered yet.
@@ -59,17 +58,11 @@ impl Server {
             self.answer_renewal(renewal, Renewal::NotPrimary);
             return;
         }
-        self.next_read += 1;
-        let read = ReadRequestId(self.next_read);
-        self.reads.insert(
-            read,
-            PendingRead {
-                connection,
-                request_id,
-                operation: KvOperation::LeaseKeepAlive { lease },
-            },
+        self.read_after_read_index(
+            connection,
+            request_id,
+            KvOperation::LeaseKeepAlive { lease },
         );
-        self.raft.read_index(read);
     }
 
     /// The ReadIndex round of a keep-alive confirmed this server's leadership, and the

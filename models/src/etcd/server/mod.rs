@@ -371,17 +371,7 @@ impl Server {
             KvOperation::Get { .. }
             | KvOperation::GetWithOptions { .. }
             | KvOperation::LeaseTimeToLive { .. } => {
-                self.next_read += 1;
-                let read = ReadRequestId(self.next_read);
-                self.reads.insert(
-                    read,
-                    PendingRead {
-                        connection,
-                        request_id,
-                        operation,
-                    },
-                );
-                self.raft.read_index(read);
+                self.read_after_read_index(connection, request_id, operation)
             }
             KvOperation::Put { .. } | KvOperation::Delete { .. } | KvOperation::Txn { .. } => {
                 propose(self, StoreCommand::Kv { operation })
@@ -394,6 +384,22 @@ impl Server {
             }
             KvOperation::LeaseKeepAlive { lease } => self.keep_alive(connection, request_id, lease),
         }
+    }
+
+    /// Serves `operation` once a ReadIndex round confirms this server still leads and it
+    /// has applied up to the read index (linearizable reads, TTL queries, keep-alives).
+    fn read_after_read_index(&mut self, connection: u64, request_id: u64, operation: KvOperation) {
+        self.next_read += 1;
+        let read = ReadRequestId(self.next_read);
+        self.reads.insert(
+            read,
+            PendingRead {
+                connection,
+                request_id,
+                operation,
+            },
+        );
+        self.raft.read_index(read);
     }
 
     fn propose(&mut self, connection: u64, request_id: u64, command: LogCommand) {
