@@ -6,7 +6,7 @@
 
 use models::zk::{SessionExpiry, ZkClientError, ZkEnsemble, ZkEnsembleConfig};
 use sim::{
-    NodeId, RunEnd, Seed, World,
+    NodeId, RunEnd, World,
     fault::PartitionShape,
     history::{Event, ProtocolEvent, zk::CreateMode, zk::ZkEvent},
     report::for_each_seed,

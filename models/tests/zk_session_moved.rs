@@ -10,7 +10,7 @@
 
 use models::zk::{ZkClientError, ZkEnsemble, ZkEnsembleConfig};
 use sim::{
-    NodeId, Seed, World,
+    NodeId, World,
     history::{Event, zk::CreateMode, zk::ZkEvent},
     report::for_each_seed,
     this_test,
