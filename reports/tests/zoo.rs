@@ -51,7 +51,12 @@ const DEFAULT_SUBSET: &[&str] = &[
 /// one at seed 1; the two ZAB variants' stale reads break `zk.sync_then_read` at seed 0.
 const CAUGHT_BY_ANOTHER_CHECK_FIRST: &[&str] = &[
     "raft.ack_before_fsync",
-    "zab.last_processed_zxid_on_diff",
+    // Session 9's changes (messages arriving wake their receiver once; ZooKeeper clients back
+    // off between connection attempts as zookeeper-client 0.11 does) change every run:
+    // zab.ack_newleader_before_persist's first failing seed now also fails
+    // `protocol.replica_prefix` and `zk.linearizable` (the lost write is a lost write to them
+    // too), and zab.last_processed_zxid_on_diff's fails by its own check only.
+    "zab.ack_newleader_before_persist",
     // zab.reconnect_ignores_last_zxid left this list with issue 24's ZooKeeper fidelity
     // changes (a sync takes no zxid, seeded children order): its first failing seed now
     // fails by its own check only.

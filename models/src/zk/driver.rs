@@ -350,13 +350,18 @@ async fn sync_disk(node: Rc<Node>) {
 async fn timer_loop(node: Rc<Node>, wake: async_channel::Receiver<()>) {
     use futures_util::future::select;
     let clock = node.context.clock().clone();
+    // One sleep for the whole loop, moved when the deadline moves: a new sleep per wake-up
+    // would add a madsim timer entry each time, which madsim cannot take back.
+    let mut sleep = std::pin::pin!(clock.sleep_until(node.server.borrow().next_deadline()));
     loop {
         let deadline = node.server.borrow().next_deadline();
         node.timer_target.set(deadline);
+        if sleep.deadline() != deadline {
+            sleep.as_mut().get_mut().reset(deadline);
+        }
         {
-            let sleep = std::pin::pin!(clock.sleep_until(deadline));
             let woken = std::pin::pin!(wake.recv());
-            select(sleep, woken).await;
+            select(sleep.as_mut(), woken).await;
         }
         if clock.now() >= node.server.borrow().next_deadline() {
             node.step(|server, now| server.tick(now));

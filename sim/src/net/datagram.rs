@@ -1,6 +1,6 @@
 //! Datagrams: may be lost, delayed, reordered (by random latency) and duplicated.
 
-use super::ArrivalTimer;
+use super::{ArrivalTimer, wake_at_arrival};
 use crate::{
     node::NodeId,
     shared::Shared,
@@ -176,10 +176,10 @@ impl<M: Clone + Send + 'static> DatagramEndpoint<M> {
         let mut mailbox = self.inner.mailboxes[to_index].lock();
         if let Some(duplicate_latency) = duplicate {
             let deliver_at = now.saturating_add(time::duration_nanos(duplicate_latency));
-            mailbox.push(deliver_at, self.node, message.clone());
+            mailbox.push(world, now, deliver_at, self.node, message.clone());
         }
         let deliver_at = now.saturating_add(time::duration_nanos(latency));
-        mailbox.push(deliver_at, self.node, message);
+        mailbox.push(world, now, deliver_at, self.node, message);
     }
 
     /// Receives the next datagram (waits until one is delivered).
@@ -195,7 +195,7 @@ impl<M: Clone + Send + 'static> DatagramEndpoint<M> {
 }
 
 impl<M> Mailbox<M> {
-    fn push(&mut self, deliver_at: u64, from: NodeId, message: M) {
+    fn push(&mut self, world: &WorldShared, now: u64, deliver_at: u64, from: NodeId, message: M) {
         self.next_sequence += 1;
         let sequence = self.next_sequence;
         let slot = match self.free_slots.pop() {
@@ -218,8 +218,8 @@ impl<M> Mailbox<M> {
             .queue
             .peek()
             .is_some_and(|top| top.sequence == sequence);
-        if earliest && let Some(waker) = self.waker.take() {
-            waker.wake();
+        if earliest {
+            wake_at_arrival(world, &mut self.timer, &mut self.waker, now, deliver_at);
         }
     }
 

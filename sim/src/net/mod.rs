@@ -42,6 +42,32 @@ pub(crate) struct ArrivalTimer {
     sleep: Option<Sleep>,
 }
 
+/// A message that becomes the earliest in a receiver's queue, due at `arrival` (nanoseconds
+/// since the world started): wakes the receiver waiting with `waker` then, not now.
+///
+/// Waking it now would cost a run of its task only for it to find the message not yet due
+/// and arm its timer for `arrival`; this arms that timer for it, with the same waker, from
+/// the sender's side (about one task run less per message sent to an idle receiver). The
+/// waker stays stored, for a break or a closer message to wake it. A message due already
+/// (no latency) wakes the receiver at once, as the timer cannot be armed for now.
+pub(crate) fn wake_at_arrival(
+    world: &WorldShared,
+    timer: &mut ArrivalTimer,
+    waker: &mut Option<Waker>,
+    now: u64,
+    arrival: u64,
+) {
+    if arrival <= now {
+        if let Some(waker) = waker.take() {
+            waker.wake();
+        }
+        return;
+    }
+    if let Some(waker) = waker.as_ref() {
+        timer.arm(world, arrival, &mut Context::from_waker(waker));
+    }
+}
+
 impl ArrivalTimer {
     /// Ensures `cx`'s task is woken at `deadline`, in nanoseconds since the world started
     /// (which must be in the future).

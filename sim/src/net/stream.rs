@@ -399,10 +399,15 @@ impl<M: Send + 'static> Connection<M> {
         };
         state.last_arrival[peer] = Some(at);
         state.inbound[peer].push_back((at, Frame::Message(message)));
-        if state.inbound[peer].len() == 1
-            && let Some(waker) = state.wakers[peer].take()
-        {
-            waker.wake();
+        if state.inbound[peer].len() == 1 {
+            let state = &mut *state;
+            super::wake_at_arrival(
+                &shared.world,
+                &mut state.timers[peer],
+                &mut state.wakers[peer],
+                now,
+                at,
+            );
         }
         Ok(())
     }

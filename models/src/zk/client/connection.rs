@@ -10,7 +10,7 @@ use crate::zk::{
     wire::{ClientMessage, Refusal},
 };
 use futures_util::future::{Either, select};
-use rand::seq::SliceRandom;
+use rand::{Rng, seq::SliceRandom};
 use sim::{
     NodeId,
     history::zk::{AddWatchMode, WatchEventType, WatchKind, ZkError, ZkEvent, ZkResponse},
@@ -28,11 +28,14 @@ pub(super) async fn run_connection(shared: Arc<Shared>) {
     );
     let clock = shared.context.clock().clone();
     let mut next = 0usize;
+    let mut jitter = shared
+        .context
+        .rng(&format!("zk-client-backoff-{}", shared.config.process));
     // With `SessionExpiry::AfterDisconnectedTimeout`: when the session is given up unless a
     // connection is made first.
     let mut abandon_at = None;
     loop {
-        let connecting = connect(&shared, &servers, &mut next);
+        let connecting = connect(&shared, &servers, &mut next, &mut jitter);
         let connected = match abandon_at {
             Some(at) => {
                 let deadline = std::pin::pin!(clock.sleep_until(at));
@@ -63,16 +66,24 @@ pub(super) async fn run_connection(shared: Arc<Shared>) {
     }
 }
 
-/// Tries the servers in turn from `next` (a pause of 50 ms after each round) until one
-/// attaches the session: the connection and its server, or `None` once the session is
-/// expired or closed.
+/// Tries the servers in turn from `next` until one attaches the session: the connection and
+/// its server, or `None` once the session is expired or closed.
+///
+/// Waits before each attempt as `zookeeper-client` 0.11 does (`IterableEndpoints::timeout`):
+/// not at all in the first round, then, with `n` servers, `min(1 s, n × 100 ms) × 2^(round
+/// - 1)` plus up to 100 ms of jitter before a round's first server, and `k × 50 ms` plus
+/// up to 50 ms before its `k`-th. That client caps each wait at the time left to its
+/// session deadline; the model, whose servers decide expiry and whose client may keep
+/// trying past it, caps it at one session timeout.
 async fn connect(
     shared: &Shared,
     servers: &[NodeId],
     next: &mut usize,
+    jitter: &mut impl Rng,
 ) -> Option<(Connection<ClientMessage>, NodeId)> {
     let me = shared.context.id();
     let clock = shared.context.clock();
+    let mut attempt = 0usize;
     loop {
         if matches!(
             shared.lock().phase,
@@ -82,8 +93,11 @@ async fn connect(
         }
         let server = servers[*next % servers.len()];
         *next += 1;
-        if next.is_multiple_of(servers.len()) {
-            clock.sleep(Duration::from_millis(50)).await;
+        let session_timeout = Duration::from_millis(shared.lock().timeout_ms);
+        let wait = backoff(attempt, servers.len(), jitter).min(session_timeout);
+        attempt += 1;
+        if !wait.is_zero() {
+            clock.sleep(wait).await;
         }
         let (session, timeout_ms, last_zxid, auth) = {
             let state = shared.lock();
@@ -129,6 +143,24 @@ async fn connect(
             }
             _ => connection.close(),
         }
+    }
+}
+
+/// The wait before the `attempt`-th try (from 0) of one reconnection among `servers`
+/// servers, before the cap (see [`connect`]).
+fn backoff(attempt: usize, servers: usize, jitter: &mut impl Rng) -> Duration {
+    let (round, offset) = (attempt / servers, attempt % servers);
+    if round == 0 {
+        return Duration::ZERO;
+    }
+    let unit = Duration::from_millis(100);
+    if offset == 0 {
+        let base = Duration::from_secs(1).min(unit * servers as u32);
+        // Saturates long before a u32 overflows: the cap is one session timeout.
+        let exponent = u32::try_from(round - 1).unwrap_or(u32::MAX).min(16);
+        base * 2u32.pow(exponent) + Duration::from_millis(jitter.gen_range(0..100))
+    } else {
+        unit * offset as u32 / 2 + Duration::from_millis(jitter.gen_range(0..50))
     }
 }
 
