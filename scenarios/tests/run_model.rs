@@ -143,22 +143,26 @@ fn a_panic_in_a_sweeps_inspection_names_the_seed_and_the_replay_line() {
 #[test]
 fn generated_plans_are_within_the_fault_phase() {
     for scenario in catalogue::all() {
-        for seed in 0..20 {
-            let world = sim::World::new(Seed::new(seed), scenario.world_config())
-                .unwrap_or_else(|error| panic!("{}: {error}", scenario.name));
-            let plan = world.fault_plan();
-            if let Err(error) = plan.validate_within_phase("plan", scenario.fault_phase_ms) {
-                panic!(
-                    "{} with seed {seed}: {}: {}\n{plan}",
-                    scenario.name, error.field, error.problem
+        sim::report::for_each_seed(
+            0..20,
+            sim::this_test!("generated_plans_are_within_the_fault_phase"),
+            |seed| {
+                let world = sim::World::new(seed, scenario.world_config())
+                    .unwrap_or_else(|error| panic!("{}: {error}", scenario.name));
+                let plan = world.fault_plan();
+                if let Err(error) = plan.validate_within_phase("plan", scenario.fault_phase_ms) {
+                    panic!(
+                        "{} with seed {seed}: {}: {}\n{plan}",
+                        scenario.name, error.field, error.problem
+                    );
+                }
+                assert!(
+                    scenario.clone().with_plan(plan.clone()).validate().is_ok(),
+                    "{} with seed {seed}: its recorded plan does not validate",
+                    scenario.name
                 );
-            }
-            assert!(
-                scenario.clone().with_plan(plan.clone()).validate().is_ok(),
-                "{} with seed {seed}: its recorded plan does not validate",
-                scenario.name
-            );
-        }
+            },
+        );
     }
 }
 

@@ -42,10 +42,18 @@ impl FailureReport {
         self
     }
 
-    /// A report whose replay command re-runs one cargo test with this seed.
+    /// A report whose replay command re-runs one cargo test with this seed: of the
+    /// integration test `test_target`, or of the package's library (`--lib`) when
+    /// `test_target` is the library's crate name (the package's with `-` as `_`), as
+    /// [`this_test!`] gives it in a unit test.
     pub fn for_test(seed: Seed, package: &str, test_target: &str, test_name: &str) -> Self {
+        let target = if test_target == package.replace('-', "_") {
+            "--lib".to_string()
+        } else {
+            format!("--test {test_target}")
+        };
         Self::new(seed, test_name).with_command(format!(
-            "COORDSIM_SEED={seed} cargo test -p {package} --test {test_target} -- --exact {test_name}"
+            "COORDSIM_SEED={seed} cargo test -p {package} {target} -- --exact {test_name}"
         ))
     }
 }
@@ -135,6 +143,17 @@ mod tests {
                  -- --exact my_test"
             ),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn a_unit_test_is_replayed_through_its_library() {
+        let (package, target, _) = crate::this_test!("report::tests::this");
+        assert_eq!((package, target), ("sim", "sim"));
+        let report = FailureReport::for_test(Seed::new(5), "my-crate", "my_crate", "m::tests::t");
+        assert_eq!(
+            report.command.as_deref(),
+            Some("COORDSIM_SEED=0x5 cargo test -p my-crate --lib -- --exact m::tests::t")
         );
     }
 }

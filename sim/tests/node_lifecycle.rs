@@ -267,36 +267,40 @@ fn a_reset_local_sleep_fires_at_its_new_deadline_earlier_or_later() {
 #[test]
 fn a_world_is_freed_when_its_run_ends_even_with_tasks_still_pending() {
     assert_eq!(sim::live_worlds(), 0, "no world before the first run");
-    for seed in 0..3 {
-        World::builder()
-            .seed(Seed::new(seed))
-            .servers(1)
-            .clients(1)
-            .build()
-            .unwrap()
-            .run(|sim| async move {
-                let network = sim.datagram_network::<u32>();
-                let inbox = network.endpoint(S1);
-                // A node program and a one-off task, both still waiting when the run ends:
-                // one on a timer, one on a receive that nothing will ever satisfy.
-                sim.start(S1, |context| async move {
-                    let _holds_the_world = context;
-                    loop {
-                        sim::time::sleep(Duration::from_secs(3600)).await;
-                    }
+    sim::report::for_each_seed(
+        0..3,
+        sim::this_test!("a_world_is_freed_when_its_run_ends_even_with_tasks_still_pending"),
+        |seed| {
+            World::builder()
+                .seed(seed)
+                .servers(1)
+                .clients(1)
+                .build()
+                .unwrap()
+                .run(|sim| async move {
+                    let network = sim.datagram_network::<u32>();
+                    let inbox = network.endpoint(S1);
+                    // A node program and a one-off task, both still waiting when the run ends:
+                    // one on a timer, one on a receive that nothing will ever satisfy.
+                    sim.start(S1, |context| async move {
+                        let _holds_the_world = context;
+                        loop {
+                            sim::time::sleep(Duration::from_secs(3600)).await;
+                        }
+                    });
+                    sim.spawn(NodeId::client(0), async move {
+                        let _ = inbox.recv().await;
+                    });
+                    sim.sleep(Duration::from_secs(1)).await;
+                    assert_eq!(sim::live_worlds(), 1, "the running world is counted");
                 });
-                sim.spawn(NodeId::client(0), async move {
-                    let _ = inbox.recv().await;
-                });
-                sim.sleep(Duration::from_secs(1)).await;
-                assert_eq!(sim::live_worlds(), 1, "the running world is counted");
-            });
-        assert_eq!(
-            sim::live_worlds(),
-            0,
-            "the world of seed {seed} outlived its run"
-        );
-    }
+            assert_eq!(
+                sim::live_worlds(),
+                0,
+                "the world of seed {seed} outlived its run"
+            );
+        },
+    );
 }
 
 /// A store the scenario provides to the drop-in clients holds its networks, and each
@@ -306,23 +310,27 @@ fn a_world_is_freed_when_its_run_ends_even_with_a_service_that_holds_it() {
     struct StoreHandle {
         _network: sim::net::DatagramNetwork<u32>,
     }
-    for seed in 0..3 {
-        World::builder()
-            .seed(Seed::new(seed))
-            .servers(1)
-            .build()
-            .unwrap()
-            .run(|sim| async move {
-                sim.provide(StoreHandle {
-                    _network: sim.datagram_network::<u32>(),
+    sim::report::for_each_seed(
+        0..3,
+        sim::this_test!("a_world_is_freed_when_its_run_ends_even_with_a_service_that_holds_it"),
+        |seed| {
+            World::builder()
+                .seed(seed)
+                .servers(1)
+                .build()
+                .unwrap()
+                .run(|sim| async move {
+                    sim.provide(StoreHandle {
+                        _network: sim.datagram_network::<u32>(),
+                    });
+                    sim.sleep(Duration::from_secs(1)).await;
+                    assert!(sim.service::<StoreHandle>().is_some(), "provided");
                 });
-                sim.sleep(Duration::from_secs(1)).await;
-                assert!(sim.service::<StoreHandle>().is_some(), "provided");
-            });
-        assert_eq!(
-            sim::live_worlds(),
-            0,
-            "the world of seed {seed} outlived its run, held by its service"
-        );
-    }
+            assert_eq!(
+                sim::live_worlds(),
+                0,
+                "the world of seed {seed} outlived its run, held by its service"
+            );
+        },
+    );
 }

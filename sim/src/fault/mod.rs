@@ -847,52 +847,57 @@ mod tests {
             ..SwarmConfig::default()
         };
         let phase_ms = 20_000;
-        for seed in 0..50 {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let plan = swarm.generate(&config, phase_ms, &mut rng);
-            plan.validate("plan", &config).unwrap();
-            assert!(!plan.enabled_kinds.is_empty());
-            assert!(
-                plan.end_ms() <= phase_ms,
-                "seed {seed}: ends after the phase"
-            );
-            assert!(
-                plan.faults.iter().all(|f| f.fault != Fault::HealAll),
-                "the world heals at the end of the phase, not the plan"
-            );
-            // Never more than a minority of servers unavailable at once.
-            let downs: Vec<(u64, u64, NodeId)> = plan
-                .faults
-                .iter()
-                .filter_map(|scheduled| match &scheduled.fault {
-                    Fault::Crash { node } | Fault::Pause { node } => Some((
-                        scheduled.at_ms,
-                        scheduled.end_ms(),
-                        node.node().expect("swarm plans name nodes"),
-                    )),
-                    _ => None,
-                })
-                .collect();
-            for &(at, _, node) in &downs {
-                let down_now: Vec<NodeId> = downs
-                    .iter()
-                    .filter(|(from, until, _)| *from <= at && at < *until)
-                    .map(|(_, _, node)| *node)
-                    .collect();
-                assert_eq!(
-                    down_now.iter().filter(|n| **n == node).count(),
-                    1,
-                    "seed {seed}: {node} faulted twice"
+        crate::report::for_each_seed(
+            0..50,
+            crate::this_test!("fault::tests::swarm_plans_pair_faults_and_end_healed"),
+            |seed| {
+                let seed = seed.value();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let plan = swarm.generate(&config, phase_ms, &mut rng);
+                plan.validate("plan", &config).unwrap();
+                assert!(!plan.enabled_kinds.is_empty());
+                assert!(
+                    plan.end_ms() <= phase_ms,
+                    "seed {seed}: ends after the phase"
                 );
                 assert!(
-                    down_now.iter().filter(|n| n.is_server()).count() <= 2,
-                    "seed {seed}"
+                    plan.faults.iter().all(|f| f.fault != Fault::HealAll),
+                    "the world heals at the end of the phase, not the plan"
                 );
-            }
-            // Same seed, same plan.
-            let mut again = ChaCha8Rng::seed_from_u64(seed);
-            assert_eq!(swarm.generate(&config, phase_ms, &mut again), plan);
-        }
+                // Never more than a minority of servers unavailable at once.
+                let downs: Vec<(u64, u64, NodeId)> = plan
+                    .faults
+                    .iter()
+                    .filter_map(|scheduled| match &scheduled.fault {
+                        Fault::Crash { node } | Fault::Pause { node } => Some((
+                            scheduled.at_ms,
+                            scheduled.end_ms(),
+                            node.node().expect("swarm plans name nodes"),
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+                for &(at, _, node) in &downs {
+                    let down_now: Vec<NodeId> = downs
+                        .iter()
+                        .filter(|(from, until, _)| *from <= at && at < *until)
+                        .map(|(_, _, node)| *node)
+                        .collect();
+                    assert_eq!(
+                        down_now.iter().filter(|n| **n == node).count(),
+                        1,
+                        "seed {seed}: {node} faulted twice"
+                    );
+                    assert!(
+                        down_now.iter().filter(|n| n.is_server()).count() <= 2,
+                        "seed {seed}"
+                    );
+                }
+                // Same seed, same plan.
+                let mut again = ChaCha8Rng::seed_from_u64(seed);
+                assert_eq!(swarm.generate(&config, phase_ms, &mut again), plan);
+            },
+        );
     }
 }
 
@@ -914,21 +919,27 @@ mod directed_tests {
     fn directed_generators_aim_at_roles_and_stay_within_the_phase() {
         let five = config(5, 2);
         let phase_ms = 8_000;
-        for seed in 0..20 {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let killer = LeaderKiller::default().generate(&five, phase_ms, &mut rng);
-            killer.validate("plan", &five).unwrap();
-            assert!(killer.end_ms() < phase_ms);
-            assert!(
-                killer
-                    .faults
-                    .iter()
-                    .any(|f| matches!(&f.fault, Fault::Crash { node } if *node == Target::Leader)),
-                "seed {seed}: the leader killer never aims at the leader:\n{killer}"
-            );
-            // Every crash comes back: each carries its span.
-            assert!(killer.faults.iter().all(|f| f.for_ms.is_some()));
-        }
+        crate::report::for_each_seed(
+            0..20,
+            crate::this_test!(
+                "fault::directed_tests::directed_generators_aim_at_roles_and_stay_within_the_phase"
+            ),
+            |seed| {
+                let seed = seed.value();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let killer = LeaderKiller::default().generate(&five, phase_ms, &mut rng);
+                killer.validate("plan", &five).unwrap();
+                assert!(killer.end_ms() < phase_ms);
+                assert!(
+                    killer.faults.iter().any(
+                        |f| matches!(&f.fault, Fault::Crash { node } if *node == Target::Leader)
+                    ),
+                    "seed {seed}: the leader killer never aims at the leader:\n{killer}"
+                );
+                // Every crash comes back: each carries its span.
+                assert!(killer.faults.iter().all(|f| f.for_ms.is_some()));
+            },
+        );
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let cut = CutOffLeader {
             leader_drift_ppm: -500_000,
@@ -986,45 +997,52 @@ mod directed_tests {
         let three = config(3, 2);
         let restart = QuorumRestart::default();
         let phase_ms = 8_000;
-        for seed in 0..20 {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let plan = restart.generate(&three, phase_ms, &mut rng);
-            plan.validate("plan", &three).unwrap();
-            assert!(plan.end_ms() < phase_ms, "seed {seed}:\n{plan}");
-            let leaders: Vec<&ScheduledFault> = plan
-                .faults
-                .iter()
-                .filter(|f| f.fault.subject() == Some(&Target::Leader))
-                .collect();
-            assert!(leaders.len() >= 3, "seed {seed}: few rounds:\n{plan}");
-            for (round, leader) in leaders.iter().enumerate() {
-                // Every server crashes with the leader, and comes back after the outage.
-                let everyone: Vec<&ScheduledFault> = plan
+        crate::report::for_each_seed(
+            0..20,
+            crate::this_test!(
+                "fault::directed_tests::quorum_restarts_crash_every_server_and_keep_the_leader_down_a_round_longer"
+            ),
+            |seed| {
+                let seed = seed.value();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let plan = restart.generate(&three, phase_ms, &mut rng);
+                plan.validate("plan", &three).unwrap();
+                assert!(plan.end_ms() < phase_ms, "seed {seed}:\n{plan}");
+                let leaders: Vec<&ScheduledFault> = plan
                     .faults
                     .iter()
-                    .filter(|f| {
-                        f.at_ms == leader.at_ms && f.fault.subject() != Some(&Target::Leader)
-                    })
+                    .filter(|f| f.fault.subject() == Some(&Target::Leader))
                     .collect();
-                assert_eq!(everyone.len(), 3, "seed {seed}:\n{plan}");
-                assert!(everyone.iter().all(|f| f.for_ms == Some(restart.down_ms)));
-                // The leader comes back with the next round's quorum (the last with its own).
-                let back = leaders
-                    .get(round + 1)
-                    .map_or(leader.at_ms, |next| next.at_ms)
-                    + restart.down_ms;
-                assert_eq!(leader.end_ms(), back, "seed {seed}:\n{plan}");
-                assert!(
-                    (restart.min_up_ms..=restart.max_up_ms).contains(
-                        &(leader.at_ms
-                            - round
-                                .checked_sub(1)
-                                .map_or(0, |r| leaders[r].at_ms + restart.down_ms))
-                    ),
-                    "seed {seed}: the spell up is out of range:\n{plan}"
-                );
-            }
-        }
+                assert!(leaders.len() >= 3, "seed {seed}: few rounds:\n{plan}");
+                for (round, leader) in leaders.iter().enumerate() {
+                    // Every server crashes with the leader, and comes back after the outage.
+                    let everyone: Vec<&ScheduledFault> = plan
+                        .faults
+                        .iter()
+                        .filter(|f| {
+                            f.at_ms == leader.at_ms && f.fault.subject() != Some(&Target::Leader)
+                        })
+                        .collect();
+                    assert_eq!(everyone.len(), 3, "seed {seed}:\n{plan}");
+                    assert!(everyone.iter().all(|f| f.for_ms == Some(restart.down_ms)));
+                    // The leader comes back with the next round's quorum (the last with its own).
+                    let back = leaders
+                        .get(round + 1)
+                        .map_or(leader.at_ms, |next| next.at_ms)
+                        + restart.down_ms;
+                    assert_eq!(leader.end_ms(), back, "seed {seed}:\n{plan}");
+                    assert!(
+                        (restart.min_up_ms..=restart.max_up_ms).contains(
+                            &(leader.at_ms
+                                - round
+                                    .checked_sub(1)
+                                    .map_or(0, |r| leaders[r].at_ms + restart.down_ms))
+                        ),
+                        "seed {seed}: the spell up is out of range:\n{plan}"
+                    );
+                }
+            },
+        );
         let two = config(2, 1);
         assert!(restart.validate("faults", &two).is_err());
         assert!(RejoinCrash::default().validate("faults", &two).is_err());
@@ -1041,59 +1059,66 @@ mod directed_tests {
         let three = config(3, 3);
         let rejoin = RejoinCrash::default();
         let phase_ms = 20_000;
-        for seed in 0..20 {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let plan = rejoin.generate(&three, phase_ms, &mut rng);
-            plan.validate("plan", &three).unwrap();
-            assert!(plan.end_ms() < phase_ms, "seed {seed}:\n{plan}");
-            // Rounds of five: the joiner down, the other follower named, stalled, then the
-            // leader and the joiner crash.
-            assert!(plan.faults.len() >= 5 * 5, "seed {seed}:\n{plan}");
-            for round in plan.faults.chunks(5) {
-                let [down, named, stall, leader, joiner] = [0, 1, 2, 3, 4].map(|i| &round[i]);
-                let restart = down.end_ms();
-                assert!(matches!(
-                    down.fault,
-                    Fault::Crash {
-                        node: Target::Follower
-                    }
-                ));
-                assert!(
-                    matches!(
-                        named.fault,
-                        Fault::Pause {
+        crate::report::for_each_seed(
+            0..20,
+            crate::this_test!(
+                "fault::directed_tests::rejoin_crashes_stall_the_other_followers_and_crash_leader_and_joiner_after_the_restart"
+            ),
+            |seed| {
+                let seed = seed.value();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let plan = rejoin.generate(&three, phase_ms, &mut rng);
+                plan.validate("plan", &three).unwrap();
+                assert!(plan.end_ms() < phase_ms, "seed {seed}:\n{plan}");
+                // Rounds of five: the joiner down, the other follower named, stalled, then the
+                // leader and the joiner crash.
+                assert!(plan.faults.len() >= 5 * 5, "seed {seed}:\n{plan}");
+                for round in plan.faults.chunks(5) {
+                    let [down, named, stall, leader, joiner] = [0, 1, 2, 3, 4].map(|i| &round[i]);
+                    let restart = down.end_ms();
+                    assert!(matches!(
+                        down.fault,
+                        Fault::Crash {
                             node: Target::Follower
                         }
-                    ) && named.for_ms == Some(1)
-                        && named.at_ms == down.at_ms,
-                    "seed {seed}:\n{plan}"
-                );
-                let other = Target::Label(named.label.clone().unwrap());
-                assert_eq!(stall.fault, Fault::Pause { node: other });
-                let (stall_min, stall_max) = rejoin.stall_after_ms;
-                assert!((restart + stall_min..=restart + stall_max).contains(&stall.at_ms));
-                assert_eq!(
-                    leader.fault,
-                    Fault::Crash {
-                        node: Target::Leader
-                    }
-                );
-                let (crash_min, crash_max) = rejoin.crash_after_ms;
-                assert!((restart + crash_min..=restart + crash_max).contains(&leader.at_ms));
-                assert!(stall.end_ms() > leader.at_ms, "stalled through the crash");
-                assert_eq!(
-                    joiner.fault,
-                    Fault::Crash {
-                        node: Target::Label(down.label.clone().unwrap())
-                    }
-                );
-                assert_eq!(joiner.at_ms, leader.at_ms);
-                assert!(
-                    joiner.end_ms() < leader.end_ms(),
-                    "the old leader comes back last"
-                );
-            }
-        }
+                    ));
+                    assert!(
+                        matches!(
+                            named.fault,
+                            Fault::Pause {
+                                node: Target::Follower
+                            }
+                        ) && named.for_ms == Some(1)
+                            && named.at_ms == down.at_ms,
+                        "seed {seed}:\n{plan}"
+                    );
+                    let other = Target::Label(named.label.clone().unwrap());
+                    assert_eq!(stall.fault, Fault::Pause { node: other });
+                    let (stall_min, stall_max) = rejoin.stall_after_ms;
+                    assert!((restart + stall_min..=restart + stall_max).contains(&stall.at_ms));
+                    assert_eq!(
+                        leader.fault,
+                        Fault::Crash {
+                            node: Target::Leader
+                        }
+                    );
+                    let (crash_min, crash_max) = rejoin.crash_after_ms;
+                    assert!((restart + crash_min..=restart + crash_max).contains(&leader.at_ms));
+                    assert!(stall.end_ms() > leader.at_ms, "stalled through the crash");
+                    assert_eq!(
+                        joiner.fault,
+                        Fault::Crash {
+                            node: Target::Label(down.label.clone().unwrap())
+                        }
+                    );
+                    assert_eq!(joiner.at_ms, leader.at_ms);
+                    assert!(
+                        joiner.end_ms() < leader.end_ms(),
+                        "the old leader comes back last"
+                    );
+                }
+            },
+        );
         let late_stall = RejoinCrash {
             stall_after_ms: (10, 60),
             ..rejoin
