@@ -22,7 +22,7 @@ use sim::{
     history::{
         Event, History, OpId, OpResult, Operation, RecipeEvent, Response,
         recipe::{ElectionStep, LockStep},
-        zk::{Stat, ZkEvent, ZkOperation, ZkResponse},
+        zk::{CreateMode, Stat, ZkEvent, ZkOperation, ZkResponse},
     },
     time::SimTime,
 };
@@ -80,7 +80,8 @@ pub struct LockWait {
     pub requested_at: SimTime,
     /// The nodes its reads revealed with their `Stat` (in a known session), in order.
     pub reads: Vec<NodeRead>,
-    /// The nodes its successful creates returned, in order.
+    /// The nodes its successful ephemeral creates returned, in order (its places in the
+    /// line; the persistent parents it made are not).
     pub created: Vec<String>,
     /// When the last of them returned.
     pub joined_at: Option<SimTime>,
@@ -96,7 +97,7 @@ enum Asked {
     /// A read of this path whose reply carries its `Stat`, by this process, in this
     /// session.
     Read(String, (NodeId, u32), u64),
-    /// `create`, by this process.
+    /// An ephemeral `create` (a node of the line), by this process.
     Create((NodeId, u32)),
 }
 
@@ -164,7 +165,12 @@ pub(crate) fn read_waits(history: &History, lines: Lines) -> (Vec<LockWait>, Ele
                         );
                     }
                 }
-                ZkOperation::Create { .. } => {
+                // A line's nodes are ephemeral; a persistent create during the wait makes a
+                // parent of the lock (`ensure_parents`), not a place in its line.
+                ZkOperation::Create {
+                    mode: CreateMode::Ephemeral | CreateMode::EphemeralSequential,
+                    ..
+                } => {
                     asked.insert(*op_id, Asked::Create((*client, *process)));
                 }
                 _ => {}

@@ -259,6 +259,39 @@ mod tests {
     }
 
     #[test]
+    fn the_parents_a_waiter_made_are_not_nodes_of_its_line() {
+        // As above, after making the lock's parent (a persistent create, `ensure_parents`):
+        // found at 256 clients under faults (compare-locks, zk_queue_lock seed 6), where the
+        // parent counted as a second own node and a timed-out wait as an orphan's.
+        let parent = vec![
+            invoke(2, C1, 3, create("/lock", CreateMode::Persistent)),
+            ok(
+                3,
+                C1,
+                3,
+                ZkResponse::Created {
+                    path: "/lock".into(),
+                },
+            ),
+        ];
+        let timed_out = history(vec![
+            vec![established(0, C1, SESSION)],
+            vec![lock_step(1, C1, requested())],
+            parent,
+            exists_owned(4, 1, "/lock/_c_1-lock-1", SESSION, 10).to_vec(),
+            exists_owned(6, 2, "/lock/_c_2-lock-0", 99, 9).to_vec(),
+            vec![lock_step(
+                9,
+                C1,
+                LockStep::GaveUp {
+                    why: "timed out".into(),
+                },
+            )],
+        ]);
+        assert_eq!(check(&timed_out), vec![]);
+    }
+
+    #[test]
     fn nodes_of_its_session_found_outside_a_wait_are_not_judged() {
         let history = history(vec![
             vec![established(0, C1, SESSION)],
