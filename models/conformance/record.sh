@@ -15,6 +15,9 @@ missing=()
 [ -f /usr/share/java/zookeeper.jar ] && command -v java > /dev/null || missing+=(zookeeper)
 command -v etcd > /dev/null || missing+=(etcd-server)
 command -v protoc > /dev/null || missing+=(protobuf-compiler)
+# etcd-client's protos import protobuf's well-known types (descriptor.proto, struct.proto):
+# Debian ships them in libprotobuf-dev, which protobuf-compiler only recommends.
+[ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "record.sh: installing ${missing[*]} with apt-get"
     sudo=""
