@@ -18,12 +18,11 @@ fn parse(arguments: &[String]) -> Option<(&'static str, u64, Option<&str>)> {
         [store, seed, history_file] => (store, seed, Some(history_file.as_str())),
         _ => return None,
     };
-    let base = match store.as_str() {
-        "zab" => standard_lock::BASES[0],
-        "raft" => standard_lock::BASES[1],
-        _ => return None,
-    };
-    Some((base, seed.parse().ok()?, history_file))
+    Some((
+        standard_lock::base_of(store)?,
+        seed.parse().ok()?,
+        history_file,
+    ))
 }
 
 fn main() -> ExitCode {

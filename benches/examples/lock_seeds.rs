@@ -12,15 +12,15 @@ use std::{process::ExitCode, time::Instant};
 fn main() -> ExitCode {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let parsed = match arguments.as_slice() {
-        [store, first, count] => match (store.as_str(), first.parse::<u64>(), count.parse::<u64>())
-        {
-            ("zab", Ok(first), Ok(count)) => Some((standard_lock::BASES[0], first, count)),
-            ("raft", Ok(first), Ok(count)) => Some((standard_lock::BASES[1], first, count)),
-            _ => None,
-        },
+        [store, first, count] => standard_lock::base_of(store).zip(
+            first
+                .parse::<u64>()
+                .ok()
+                .zip(count.parse::<u64>().ok()),
+        ),
         _ => None,
     };
-    let Some((base, first, count)) = parsed else {
+    let Some((base, (first, count))) = parsed else {
         eprintln!("expected a store (zab or raft), a first seed and a number of seeds (u64s)");
         return ExitCode::from(2);
     };
