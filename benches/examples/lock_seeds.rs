@@ -12,12 +12,8 @@ use std::{process::ExitCode, time::Instant};
 fn main() -> ExitCode {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let parsed = match arguments.as_slice() {
-        [store, first, count] => standard_lock::base_of(store).zip(
-            first
-                .parse::<u64>()
-                .ok()
-                .zip(count.parse::<u64>().ok()),
-        ),
+        [store, first, count] => standard_lock::base_of(store)
+            .zip(first.parse::<u64>().ok().zip(count.parse::<u64>().ok())),
         _ => None,
     };
     let Some((base, (first, count))) = parsed else {
