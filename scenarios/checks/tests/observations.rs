@@ -12,8 +12,9 @@ use checks::linearizability::{CheckOptions, Report, Verdict, check, zk};
 use sim::{
     NodeId,
     history::{
-        Event, History, OpError, OpId, OpResult, Operation, Record, Response,
-        zk::{CreateMode, ZkError, ZkOperation, ZkResponse},
+        Event, History, OpError, OpId, OpResult, Operation, ProtocolEvent, Record, RequestRef,
+        Response,
+        zk::{CreateMode, ZkError, ZkEvent, ZkOperation, ZkResponse},
     },
     time::SimTime,
 };
@@ -30,6 +31,9 @@ enum Created {
     Failed(ZkError),
     /// Its reply was lost: its outcome is unknown.
     Lost,
+    /// Its reply was lost, and the replicas applied its request when the reply would have
+    /// come (`zk.linearizable` resolves it as taken effect by then).
+    LostButApplied,
 }
 
 /// Operations as (client, invoked ms, returned ms, create of `path` in `mode`, result).
@@ -52,6 +56,36 @@ fn history(rows: &[(usize, u64, u64, &str, CreateMode, Created)]) -> History {
                 }),
             },
         });
+        if matches!(result, Created::LostButApplied) {
+            // The client's session is its index; the create is its only request (xid 1).
+            let request = RequestRef {
+                client: client as u64,
+                sequence: 1,
+            };
+            records.push(Record {
+                at: SimTime::from_millis(invoked),
+                node: Some(node),
+                event: Event::Zk(ZkEvent::RequestSent {
+                    process: 0,
+                    session: request.client,
+                    op_id,
+                    xid: request.sequence,
+                }),
+            });
+            let zxid = (1 << 32) | (1 + index as u64);
+            for replica in 0..3 {
+                records.push(Record {
+                    at: SimTime::from_millis(returned),
+                    node: Some(NodeId::server(replica)),
+                    event: Event::Protocol(ProtocolEvent::Applied {
+                        index: zxid,
+                        term: 1,
+                        digest: zxid,
+                        request: Some(request),
+                    }),
+                });
+            }
+        }
         let result = match result {
             Created::Made(made) => OpResult::Ok {
                 response: Response::Zk(ZkResponse::Created { path: made.clone() }),
@@ -59,7 +93,7 @@ fn history(rows: &[(usize, u64, u64, &str, CreateMode, Created)]) -> History {
             Created::Failed(error) => OpResult::Fail {
                 error: OpError::Zk(error.clone()),
             },
-            Created::Lost => OpResult::Unknown {
+            Created::Lost | Created::LostButApplied => OpResult::Unknown {
                 reason: "connection loss".into(),
             },
         };
@@ -78,11 +112,14 @@ fn history(rows: &[(usize, u64, u64, &str, CreateMode, Created)]) -> History {
 /// lock ([`Lock::Herd`]) client 1 holds `/locks/lock` and [`LOSERS`] clients fail to
 /// create it, in the queue lock ([`Lock::Queue`]) [`LOSERS`] clients queue up with an
 /// ephemeral sequential node each; with [`Lock::QueueRepliesLost`], none of them learns
-/// whether its node was made.
+/// whether its node was made, and with [`Lock::QueueRepliesLostButApplied`] the replicas'
+/// records show that each was.
 fn lock(lock: Lock, no_node_from: u64) -> Report {
     let (mode, name) = match lock {
         Lock::Herd => (CreateMode::Persistent, "/locks/lock"),
-        Lock::Queue | Lock::QueueRepliesLost => (CreateMode::EphemeralSequential, "/locks/n-"),
+        Lock::Queue | Lock::QueueRepliesLost | Lock::QueueRepliesLostButApplied => {
+            (CreateMode::EphemeralSequential, "/locks/n-")
+        }
     };
     let mut rows = vec![
         (
@@ -111,6 +148,7 @@ fn lock(lock: Lock, no_node_from: u64) -> Report {
             Lock::Herd => Created::Failed(ZkError::NodeExists),
             Lock::Queue => Created::Made(format!("{name}{waiter:010}")),
             Lock::QueueRepliesLost => Created::Lost,
+            Lock::QueueRepliesLostButApplied => Created::LostButApplied,
         };
         rows.push((2 + waiter, at, at + 40, name, mode, result));
     }
@@ -129,6 +167,7 @@ enum Lock {
     Herd,
     Queue,
     QueueRepliesLost,
+    QueueRepliesLostButApplied,
 }
 
 #[test]
@@ -153,19 +192,29 @@ fn children_of_a_parent_whose_children_are_not_followed_are_not_reordered() {
 
 #[test]
 fn children_whose_creates_lost_their_replies_are_not_reordered() {
-    // The same with every waiter's reply lost (a black-box history: nothing resolves them,
-    // so each is open to the end). Made or not, each node is ephemeral and its parent's
+    // The same with every waiter's reply lost: in a black-box history nothing resolves
+    // them, so each is open to the end; in a coordsim history the replicas' records show
+    // each took effect, by when its reply was lost. Made or not, each node is ephemeral and its parent's
     // child count is not followed: placing the create anywhere changes nothing the model
     // holds, so it is placed at its first chance, and not tried under every subset.
-    let report = lock(Lock::QueueRepliesLost, 2);
-    assert_eq!(report.verdict, Verdict::Ok, "{report}");
-    assert!(report.steps < 10_000, "{} steps:\n{report}", report.steps);
+    for kind in [Lock::QueueRepliesLost, Lock::QueueRepliesLostButApplied] {
+        let report = lock(kind, 2);
+        assert_eq!(report.verdict, Verdict::Ok, "{kind:?}: {report}");
+        assert!(report.steps < 10_000, "{kind:?}: {} steps", report.steps);
+    }
+    let resolved = lock(Lock::QueueRepliesLostButApplied, 2).resolved;
+    assert_eq!(resolved.map(|resolved| resolved.took_effect), Some(LOSERS));
 }
 
 #[test]
 fn observations_placed_for_good_still_show_a_violation() {
     // The NoNode invoked after /locks was created: no order explains it.
-    for kind in [Lock::Herd, Lock::Queue, Lock::QueueRepliesLost] {
+    for kind in [
+        Lock::Herd,
+        Lock::Queue,
+        Lock::QueueRepliesLost,
+        Lock::QueueRepliesLostButApplied,
+    ] {
         let report = lock(kind, 11);
         let violation = matches!(report.verdict, Verdict::Violation(_));
         assert!(violation, "{kind:?}: {report}");
