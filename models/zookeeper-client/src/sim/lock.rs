@@ -14,10 +14,11 @@
 //!   watch) and looks again when it changes. Every call but the create is retried on
 //!   `ConnectionLoss`, as the real one's `retry_on_connection_loss` does.
 //!
-//! Where it differs from zookeeper-client 0.11.2:
-//! - `find_lock` parses the found child's bare name, where the real one parses its full
-//!   path against the bare prefix name and so fails with `UnexpectedError` (an upstream
-//!   bug). Both read the candidates' owners with one multi-read, a `NoNode` one skipped.
+//! Where it differs from zookeeper-client 0.11.2 (and where it does not, on purpose):
+//! - `find_lock` parses a found child's full path against the bare prefix name, as the real
+//!   one does, and so fails with `UnexpectedError` when a lost create of a non-Curator lock
+//!   is found (an upstream bug, kept: user code meets what the real crate returns). Both
+//!   read the candidates' owners with one multi-read, a `NoNode` one skipped.
 //! - The Curator prefix's UUID is the session id and a count of the run's locks in UUID
 //!   form, not a random `Uuid::new_v4`: as unique, and the same in every replay of a seed.
 //! - The node a cancelled `lock` leaves is deleted by a task on the caller's node, as the
@@ -165,10 +166,11 @@ impl Client {
             .iter()
             .position(|owner| *owner == Some(self.session_id().0))
         {
-            // The bare name: zookeeper-client 0.11.2 parses the full path here, which never
-            // starts with the name (an upstream bug: a lost create of a non-Curator lock
-            // then fails with `UnexpectedError`); the name is what it means.
-            Some(i) => parse_sequence(&children[i], name).map(Some),
+            // The full path, as zookeeper-client 0.11.2 parses it here: it never starts with
+            // the bare name, so a lost create of a non-Curator lock that is found fails with
+            // `UnexpectedError` (an upstream bug, `scenarios/examples/zk-lock/UPSTREAM.md`).
+            // Kept, so that user code meets what the real crate returns.
+            Some(i) => parse_sequence(&format!("{tree}{}", children[i]), name).map(Some),
             None => Ok(None),
         }
     }
