@@ -86,8 +86,8 @@ pub struct SweepSummary {
     pub sweeping: bool,
     /// The fault kinds the scenario turns on.
     pub enabled_kinds: Vec<FaultKind>,
-    /// The command that replays the sweep's first seed.
-    pub replay_first: String,
+    /// The test that ran the sweep (package, test target, test name): its replay lines.
+    test: (String, String, String),
     /// The coverage marks the scenario declares.
     pub declared_marks: Vec<sim::coverage::Mark>,
 }
@@ -125,18 +125,25 @@ impl SweepSummary {
         if problems.is_empty() {
             return;
         }
+        let first = self.seeds.first().copied().unwrap_or_default();
         let message = format!(
-            "`{}` over {} seeds from {}: {}. Replay the first seed: {}",
+            "`{}` over {} seeds from {first}: {}. Replay the first seed: {}",
             self.scenario,
             self.seeds.len(),
-            self.seeds.first().copied().unwrap_or_default(),
             problems.join("; "),
-            self.replay_first
+            self.replay(first).command.unwrap_or_default()
         );
         if self.sweeping {
             panic!("{message}");
         }
         println!("(one pinned seed: not failed) {message}");
+    }
+
+    /// The report of `seed` of this sweep, with the line that replays it
+    /// ([`FailureReport::for_test`]).
+    pub fn replay(&self, seed: Seed) -> FailureReport {
+        let (package, target, name) = &self.test;
+        FailureReport::for_test(seed, package, target, name)
     }
 
     /// Panics unless each fault kind the scenario turns on fired, by its own counter,
@@ -157,9 +164,11 @@ impl SweepSummary {
                 .map_or(0, |tally| tally.judged);
             assert!(
                 judged > 0,
-                "{check} judged nothing in seed {} of `{}`",
+                "{check} judged nothing in seed {} of `{}` (the run itself was {})\n{}",
                 outcome.seed,
-                self.scenario
+                self.scenario,
+                verdict_of(outcome),
+                self.replay(outcome.seed)
             );
         }
     }
@@ -291,12 +300,11 @@ impl Sweep {
                 summary.outcomes.push(run.outcome);
             },
         );
-        if let Some(&first) = seeds.first() {
-            summary.replay_first =
-                FailureReport::for_test(first, &self.package, &self.test_target, &self.test_name)
-                    .command
-                    .unwrap_or_default();
-        }
+        summary.test = (
+            self.package.clone(),
+            self.test_target.clone(),
+            self.test_name.clone(),
+        );
         summary.seeds = seeds;
         summary
     }
@@ -347,6 +355,14 @@ fn run_driver(scenario: &Scenario, report: &FailureReport) -> Outcome {
 
 /// Keeps a finished run as [`run_seed`] says: `inspect` sees it with its history, and the
 /// history goes unless the run failed.
+/// A run's verdict in a few words: `clean`, or `FAILED, ` and how.
+fn verdict_of(outcome: &Outcome) -> String {
+    match &outcome.failure {
+        None => "clean".to_string(),
+        Some(failure) => format!("FAILED, {failure}"),
+    }
+}
+
 fn keep_run(
     scenario: &Scenario,
     mut outcome: Outcome,
@@ -363,10 +379,7 @@ fn keep_run(
         panic!(
             "{}\n(asserted about the run of seed {seed}; the run itself was {})\n{report}",
             panic_message(panic.as_ref()),
-            match &outcome.failure {
-                None => "clean".to_string(),
-                Some(failure) => format!("FAILED, {failure}"),
-            }
+            verdict_of(&outcome)
         );
     }
     let history = outcome.history.take();

@@ -124,6 +124,31 @@ fn a_check_that_judged_nothing_is_reported_vacuous_and_fails_the_sweep() {
 }
 
 #[test]
+fn a_seed_whose_check_judged_nothing_is_named_with_its_replay_line() {
+    // `assert_judged` asks it of every seed: the failing one says which, how the run itself
+    // went, and the line that replays that seed (not the first).
+    let mut scenario = scenarios::catalogue::get("raft_swarm_3").expect("in the catalogue");
+    scenario.checks.push("recipe.mutual_exclusion".into());
+    scenario.faults = Default::default();
+    let name = "a_seed_whose_check_judged_nothing_is_named_with_its_replay_line";
+    let summary = Sweep::new(scenario, "scenarios", "evidence", name, 2).run();
+    let panic = std::panic::catch_unwind(|| summary.assert_judged("recipe.mutual_exclusion"))
+        .expect_err("must fail");
+    let message = panic.downcast_ref::<String>().expect("a message");
+    let seed = summary.seeds[0];
+    assert!(
+        message.contains(&format!(
+            "recipe.mutual_exclusion judged nothing in seed {seed}"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("the run itself was clean"), "{message}");
+    let replay =
+        format!("COORDSIM_SEED={seed} cargo test -p scenarios --test evidence -- --exact {name}");
+    assert!(message.contains(&replay), "no replay line: {message}");
+}
+
+#[test]
 fn a_declared_mark_never_reached_fails_the_sweep() {
     let mut scenario = scenarios::catalogue::get("raft_swarm_3").expect("in the catalogue");
     scenario.marks = vec![Mark::ZabTruncSync];
