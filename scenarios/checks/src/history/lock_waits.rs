@@ -4,7 +4,8 @@
 //! carries the node's `Stat` reveals it: `exists`, `getData` (Curator's `LockInternals`
 //! watches its predecessor with `getData`), a `setData`'s reply, `getACL`. A `getChildren`
 //! reply carries the parent's `Stat`, not the children's: a listing says a node is there,
-//! not who owns it. The ownership checks
+//! not who owns it; a wait keeps its last listing of the line, whose names a waiter's own
+//! unique create prefix (a GUID, as protected creates carry) can tell as its own. The ownership checks
 //! (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) judge these waits; `coordsim
 //! compare-locks` measures acquisition latency from them (any store's: the wait's times
 //! come from the lock steps every lock recipe records).
@@ -12,8 +13,9 @@
 //! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
 //! (which session a process runs in from then on); its `Invoke`/`Complete` records of
 //! `exists`, `getData`, `setData` and `getACL` calls (the path asked, and the `Stat` the
-//! server returned, with the node's `czxid` and `ephemeral_owner`) and of `create` calls (the path a successful create
-//! returned); and the lock recipes' `Requested`, `Acquired { token }` and `GaveUp` steps. A
+//! server returned, with the node's `czxid` and `ephemeral_owner`), of `create` calls (the
+//! path an ephemeral sequential create asked for, and the path a successful create returned)
+//! and of `getChildren` calls (the names listed); and the lock recipes' `Requested`, `Acquired { token }` and `GaveUp` steps. A
 //! process waits from `Requested` to the next `Acquired` or `GaveUp`. All of it is what the
 //! client observed; the owner is the server's word in its reply, not a model's event.
 
@@ -85,6 +87,12 @@ pub struct LockWait {
     pub created: Vec<String>,
     /// When the last of them returned.
     pub joined_at: Option<SimTime>,
+    /// The paths its ephemeral sequential creates asked for (the prefix the server appends
+    /// a sequence number to), each once, in order.
+    pub sequential_prefixes: Vec<String>,
+    /// Its last `getChildren` reply in the wait: the parent listed, the children's names,
+    /// and when it returned.
+    pub last_listing: Option<(String, Vec<String>, SimTime)>,
     /// How it ended.
     pub end: WaitEnd,
     /// When it ended: it acquired or gave up, it asked again, or (still waiting) the
@@ -99,6 +107,8 @@ enum Asked {
     Read(String, (NodeId, u32), u64),
     /// An ephemeral `create` (a node of the line), by this process.
     Create((NodeId, u32)),
+    /// A `getChildren` of this parent, by this process.
+    Listing(String, (NodeId, u32)),
 }
 
 /// Which lines' waits to gather.
@@ -167,11 +177,23 @@ pub(crate) fn read_waits(history: &History, lines: Lines) -> (Vec<LockWait>, Ele
                 }
                 // A line's nodes are ephemeral; a persistent create during the wait makes a
                 // parent of the lock (`ensure_parents`), not a place in its line.
-                ZkOperation::Create {
-                    mode: CreateMode::Ephemeral | CreateMode::EphemeralSequential,
-                    ..
-                } => {
-                    asked.insert(*op_id, Asked::Create((*client, *process)));
+                ZkOperation::Create { path, mode, .. }
+                    if matches!(
+                        mode,
+                        CreateMode::Ephemeral | CreateMode::EphemeralSequential
+                    ) =>
+                {
+                    let waiter = (*client, *process);
+                    if *mode == CreateMode::EphemeralSequential
+                        && let Some(wait) = open.get_mut(&waiter)
+                        && !wait.sequential_prefixes.contains(path)
+                    {
+                        wait.sequential_prefixes.push(path.clone());
+                    }
+                    asked.insert(*op_id, Asked::Create(waiter));
+                }
+                ZkOperation::GetChildren { path } => {
+                    asked.insert(*op_id, Asked::Listing(path.clone(), (*client, *process)));
                 }
                 _ => {}
             },
@@ -202,6 +224,17 @@ pub(crate) fn read_waits(history: &History, lines: Lines) -> (Vec<LockWait>, Ele
                         {
                             wait.created.push(path.to_string());
                             wait.joined_at = Some(record.at);
+                        }
+                    }
+                    (
+                        Asked::Listing(parent, waiter),
+                        Response::Zk(
+                            ZkResponse::Children { children, .. }
+                            | ZkResponse::ChildNames { children },
+                        ),
+                    ) => {
+                        if let Some(wait) = open.get_mut(&waiter) {
+                            wait.last_listing = Some((parent, children.clone(), record.at));
                         }
                     }
                     _ => {}
@@ -281,6 +314,8 @@ impl Step {
                         reads: Vec::new(),
                         created: Vec::new(),
                         joined_at: None,
+                        sequential_prefixes: Vec::new(),
+                        last_listing: None,
                         end: WaitEnd::Unfinished,
                         until: at,
                     },

@@ -18,16 +18,27 @@
 //! other than the `czxid` of an own node it read. One own node read, in a wait that timed out
 //! or was still under way when the history ended, is the waiter's own place in line (found
 //! again by its GUID after a lost reply, or read when it came first), not an orphan.
+//!
+//! A waiter may also never read its orphan: zookeeper-client's `Client::lock` looks for a
+//! lost node by listing names only, and when other waiters' nodes came between, it watches
+//! one of theirs, and the line waits behind its orphan through them. So a listing counts
+//! too, where the names tell: a waiter whose ephemeral sequential creates asked for a prefix
+//! no other waiter asked for (a GUID in the name, as protected creates have) owns every
+//! child named with that prefix and a sequence number. A wait that did not acquire, whose
+//! last listing of its line named two such children, waited with an orphan of its own in
+//! line. (A wait that acquired is judged by the token rule above.)
 
 use crate::Checked;
 use crate::{
     Violation,
     history::{
-        lock_waits::{NodeRead, WaitEnd},
+        lock_waits::{LockWait, NodeRead, WaitEnd},
         views::HistoryViews,
+        zk::{parent_of, sequence_appended},
     },
 };
 use sim::{NodeId, history::History, time::SimTime};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// A lock waiter that found a node of its own session and did not take the lock through it.
@@ -37,33 +48,60 @@ pub struct OrphanWaiter {
     pub lock: String,
     /// The waiter: client node and process.
     pub waiter: (NodeId, u32),
-    /// Its session.
-    pub session: u64,
-    /// The node of its session it found.
+    /// The node of its own it found.
     pub node: String,
-    /// That node's `czxid`.
-    pub czxid: u64,
-    /// When the read returned it.
+    /// How it knew the node as its own.
+    pub found: Found,
+    /// When the read or listing returned it.
     pub found_at: SimTime,
     /// How the wait ended: the token it acquired with, or `None` (gave up, or still waiting
     /// at the end of the history).
     pub acquired: Option<u64>,
 }
 
+/// How a waiter knew a node as its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// A read in its session returned the node, owned by that session.
+    Read {
+        /// The session.
+        session: u64,
+        /// The node's `czxid`.
+        czxid: u64,
+    },
+    /// Its last listing of the line named the node and `twin`, both with the create prefix
+    /// `prefix` that only this waiter asked for.
+    Listed {
+        /// The prefix.
+        prefix: String,
+        /// Its other node in the listing.
+        twin: String,
+    },
+}
+
 impl fmt::Display for OrphanWaiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}/{} waiting for `{}` found {} (czxid {}) owned by its own session {:#x} at {}, \
-             and ",
-            self.waiter.0,
-            self.waiter.1,
-            self.lock,
-            self.node,
-            self.czxid,
-            self.session,
-            self.found_at
+            "{}/{} waiting for `{}` found {} ",
+            self.waiter.0, self.waiter.1, self.lock, self.node
         )?;
+        match &self.found {
+            Found::Read { session, czxid } => write!(
+                f,
+                "(czxid {czxid}) owned by its own session {session:#x} at {}, and ",
+                self.found_at
+            )?,
+            Found::Listed { prefix, twin } => {
+                return write!(
+                    f,
+                    "and {twin} in its last listing at {}, both named with its own create \
+                     prefix `{prefix}`, and never acquired: it waited with an orphan of its \
+                     own in line",
+                    self.found_at
+                );
+            }
+        }
         match self.acquired {
             Some(token) => write!(f, "then acquired through another node (token {token})"),
             None => f.write_str("never acquired through it: it waited behind its own node"),
@@ -94,11 +132,19 @@ pub fn check(history: &History) -> Checked<OrphanWaiter> {
 
 /// What [`check`] finds, reading the history through views the checks share.
 pub fn check_views(history: &HistoryViews<'_>) -> Checked<OrphanWaiter> {
+    let waits = history.lock_waits();
+    // The create prefixes each waiter asked for: one only it asked for names its nodes.
+    let mut askers: BTreeMap<&str, BTreeSet<(NodeId, u32)>> = BTreeMap::new();
+    for wait in waits {
+        for prefix in &wait.sequential_prefixes {
+            askers.entry(prefix).or_default().insert(wait.waiter);
+        }
+    }
     let mut orphans = Vec::new();
-    // Waits in which the waiter's own node was seen (read back or created): the others
-    // say nothing about whose node it waited behind.
+    // Waits in which the waiter's own node was seen (read back, created, or listed under a
+    // prefix only it asked for): the others say nothing about whose node it waited behind.
     let mut judged = 0;
-    for wait in history.lock_waits() {
+    for wait in waits {
         let own: Vec<&NodeRead> = wait
             .reads
             .iter()
@@ -111,11 +157,11 @@ pub fn check_views(history: &HistoryViews<'_>) -> Checked<OrphanWaiter> {
             .collect();
         own_paths.sort_unstable();
         own_paths.dedup();
-        judged += u64::from(!own_paths.is_empty());
         let acquired = match wait.end {
             WaitEnd::Acquired { token, .. } => Some(token),
             WaitEnd::GaveUp { .. } | WaitEnd::Unfinished => None,
         };
+        let found = orphans.len();
         for read in own {
             let orphan = match acquired {
                 Some(token) => token != read.czxid,
@@ -125,16 +171,60 @@ pub fn check_views(history: &HistoryViews<'_>) -> Checked<OrphanWaiter> {
                 orphans.push(OrphanWaiter {
                     lock: wait.lock.clone(),
                     waiter: wait.waiter,
-                    session: read.session,
                     node: read.path.clone(),
-                    czxid: read.czxid,
+                    found: Found::Read {
+                        session: read.session,
+                        czxid: read.czxid,
+                    },
                     found_at: read.at,
                     acquired,
                 });
             }
         }
+        let listed = listed_own(wait, &askers);
+        judged += u64::from(!own_paths.is_empty() || listed.is_some());
+        if let Some((prefix, names, at)) = listed
+            && acquired.is_none()
+            && orphans.len() == found
+            && let [orphan, twin, ..] = names.as_slice()
+        {
+            orphans.push(OrphanWaiter {
+                lock: wait.lock.clone(),
+                waiter: wait.waiter,
+                node: orphan.clone(),
+                found: Found::Listed {
+                    prefix: prefix.to_string(),
+                    twin: twin.clone(),
+                },
+                found_at: at,
+                acquired,
+            });
+        }
     }
     Checked::new(orphans, judged)
+}
+
+/// The children of `wait`'s last listing named with a create prefix only its waiter asked
+/// for, lowest sequence first: the prefix, their paths and when the listing returned; `None`
+/// when it listed no such prefix's parent.
+fn listed_own<'w>(
+    wait: &'w LockWait,
+    askers: &BTreeMap<&str, BTreeSet<(NodeId, u32)>>,
+) -> Option<(&'w str, Vec<String>, SimTime)> {
+    let (parent, children, at) = wait.last_listing.as_ref()?;
+    let prefix = wait.sequential_prefixes.iter().find(|prefix| {
+        parent_of(prefix) == parent
+            && askers
+                .get(prefix.as_str())
+                .is_some_and(|waiters| waiters.len() == 1)
+    })?;
+    let mut own: Vec<(i32, String)> = children
+        .iter()
+        .map(|name| format!("{}/{name}", parent.trim_end_matches('/')))
+        .filter_map(|path| Some((sequence_appended(prefix, &path)?, path)))
+        .collect();
+    own.sort_unstable();
+    Some((prefix, own.into_iter().map(|(_, path)| path).collect(), *at))
 }
 
 #[cfg(test)]
@@ -199,7 +289,13 @@ mod tests {
         ]);
         let violations = check(&bad);
         assert_eq!(violations.len(), 1);
-        assert_eq!(violations[0].czxid, 10);
+        assert_eq!(
+            violations[0].found,
+            Found::Read {
+                session: SESSION,
+                czxid: 10
+            }
+        );
         assert!(violations[0].to_string().contains("its own node"));
         // Still waiting when the history ends: the same.
         let waiting = history(vec![
@@ -320,5 +416,101 @@ mod tests {
         let violations = check(&bad);
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert_eq!(violations[0].node, "/lock/lock-1");
+    }
+
+    /// C1 asks twice for the prefix `prefix` (the first reply lost, the second making
+    /// `…-3`), then lists `/lock` with `listed` and gives up; C2 asked for `other_prefix`.
+    fn listed_then_gave_up(prefix: &str, other_prefix: &str, listed: &[&str]) -> History {
+        use crate::test_history::C2;
+        use sim::history::zk::ZkOperation;
+        let lost = invoke(2, C1, 3, create(prefix, CreateMode::EphemeralSequential));
+        let again = vec![
+            invoke(3, C1, 4, create(prefix, CreateMode::EphemeralSequential)),
+            ok(
+                4,
+                C1,
+                4,
+                ZkResponse::Created {
+                    path: format!("{prefix}0000000003"),
+                },
+            ),
+        ];
+        let listing = vec![
+            invoke(
+                5,
+                C1,
+                5,
+                ZkOperation::GetChildren {
+                    path: "/lock".into(),
+                },
+            ),
+            ok(
+                6,
+                C1,
+                5,
+                ZkResponse::ChildNames {
+                    children: listed.iter().map(ToString::to_string).collect(),
+                },
+            ),
+        ];
+        history(vec![
+            vec![established(0, C1, SESSION), established(0, C2, SESSION + 1)],
+            vec![lock_step(1, C1, requested()), lock_step(1, C2, requested())],
+            vec![lost],
+            vec![invoke(
+                2,
+                C2,
+                9,
+                create(other_prefix, CreateMode::EphemeralSequential),
+            )],
+            again,
+            listing,
+            vec![lock_step(
+                9,
+                C1,
+                LockStep::GaveUp {
+                    why: "timed out".into(),
+                },
+            )],
+        ])
+    }
+
+    #[test]
+    fn an_orphan_named_with_its_own_prefix_in_its_last_listing_is_reported() {
+        // zookeeper-client's lock after a lost create: it never reads its first node, and
+        // watches another waiter's, which waits behind that orphan.
+        let listed = [
+            "_c_g1-lock-0000000000",
+            "_c_g2-lock-0000000001",
+            "_c_g1-lock-0000000003",
+        ];
+        let bad = listed_then_gave_up("/lock/_c_g1-lock-", "/lock/_c_g2-lock-", &listed);
+        let violations = check(&bad);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].node, "/lock/_c_g1-lock-0000000000");
+        assert_eq!(
+            violations[0].found,
+            Found::Listed {
+                prefix: "/lock/_c_g1-lock-".into(),
+                twin: "/lock/_c_g1-lock-0000000003".into()
+            }
+        );
+        assert!(violations[0].to_string().contains("an orphan of its own"));
+        // Its twin deleted before the last listing (as the protected lock does): clean.
+        let mended = listed_then_gave_up(
+            "/lock/_c_g1-lock-",
+            "/lock/_c_g2-lock-",
+            &["_c_g2-lock-0000000001", "_c_g1-lock-0000000003"],
+        );
+        assert_eq!(check(&mended), vec![]);
+        assert_eq!(check_views(&HistoryViews::new(&mended)).judged, 1);
+    }
+
+    #[test]
+    fn names_under_a_prefix_other_waiters_asked_for_too_say_nothing() {
+        // Every waiter asks for `/lock/lock-`: the names do not say whose a node is.
+        let listed = ["lock-0000000000", "lock-0000000001", "lock-0000000003"];
+        let shared = listed_then_gave_up("/lock/lock-", "/lock/lock-", &listed);
+        assert_eq!(check(&shared), vec![]);
     }
 }
