@@ -19,6 +19,7 @@
 //! process waits from `Requested` to the next `Acquired` or `GaveUp`. All of it is what the
 //! client observed; the owner is the server's word in its reply, not a model's event.
 
+use super::zk::{parent_of, sequence_appended};
 use sim::{
     NodeId,
     history::{
@@ -90,8 +91,10 @@ pub struct LockWait {
     /// The paths its ephemeral sequential creates asked for (the prefix the server appends
     /// a sequence number to), each once, in order.
     pub sequential_prefixes: Vec<String>,
-    /// Its last `getChildren` reply in the wait: the parent listed, the children's names,
-    /// and when it returned.
+    /// Its last `getChildren` reply in the wait of a parent its sequential creates asked
+    /// under: the parent, the listed children named with one of those prefixes and a
+    /// sequence number (full paths), and when it returned. (Only those: at 256 clients a
+    /// line's listing names hundreds of children, many times over.)
     pub last_listing: Option<(String, Vec<String>, SimTime)>,
     /// How it ended.
     pub end: WaitEnd,
@@ -233,8 +236,14 @@ pub(crate) fn read_waits(history: &History, lines: Lines) -> (Vec<LockWait>, Ele
                             | ZkResponse::ChildNames { children },
                         ),
                     ) => {
-                        if let Some(wait) = open.get_mut(&waiter) {
-                            wait.last_listing = Some((parent, children.clone(), record.at));
+                        if let Some(wait) = open.get_mut(&waiter)
+                            && wait
+                                .sequential_prefixes
+                                .iter()
+                                .any(|prefix| parent_of(prefix) == parent)
+                        {
+                            let named = named_with(&wait.sequential_prefixes, &parent, children);
+                            wait.last_listing = Some((parent, named, record.at));
                         }
                     }
                     _ => {}
@@ -331,6 +340,26 @@ impl Step {
             ended.push(wait);
         }
     }
+}
+
+/// The full paths of `children` of `parent` named with one of `prefixes` and a sequence
+/// number (names are matched as they are, and only a match makes a path).
+fn named_with(prefixes: &[String], parent: &str, children: &[String]) -> Vec<String> {
+    let under = parent.trim_end_matches('/');
+    let names: Vec<&str> = prefixes
+        .iter()
+        .filter(|prefix| parent_of(prefix) == parent)
+        .filter_map(|prefix| prefix.get(under.len() + 1..))
+        .collect();
+    children
+        .iter()
+        .filter(|child| {
+            names
+                .iter()
+                .any(|name| sequence_appended(name, child).is_some())
+        })
+        .map(|child| format!("{under}/{child}"))
+        .collect()
 }
 
 /// The node's own `Stat` in a reply, if the reply carries it.

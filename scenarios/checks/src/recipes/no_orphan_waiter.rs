@@ -211,20 +211,23 @@ fn listed_own<'w>(
     wait: &'w LockWait,
     askers: &BTreeMap<&str, BTreeSet<(NodeId, u32)>>,
 ) -> Option<(&'w str, Vec<String>, SimTime)> {
-    let (parent, children, at) = wait.last_listing.as_ref()?;
+    let (parent, named, at) = wait.last_listing.as_ref()?;
     let prefix = wait.sequential_prefixes.iter().find(|prefix| {
         parent_of(prefix) == parent
             && askers
                 .get(prefix.as_str())
                 .is_some_and(|waiters| waiters.len() == 1)
     })?;
-    let mut own: Vec<(i32, String)> = children
+    let mut own: Vec<(i32, &String)> = named
         .iter()
-        .map(|name| format!("{}/{name}", parent.trim_end_matches('/')))
-        .filter_map(|path| Some((sequence_appended(prefix, &path)?, path)))
+        .filter_map(|path| Some((sequence_appended(prefix, path)?, path)))
         .collect();
     own.sort_unstable();
-    Some((prefix, own.into_iter().map(|(_, path)| path).collect(), *at))
+    Some((
+        prefix,
+        own.into_iter().map(|(_, path)| path.clone()).collect(),
+        *at,
+    ))
 }
 
 #[cfg(test)]
