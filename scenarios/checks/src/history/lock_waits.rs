@@ -195,7 +195,15 @@ pub(crate) fn read_waits(history: &History, lines: Lines) -> (Vec<LockWait>, Ele
                     }
                     asked.insert(*op_id, Asked::Create(waiter));
                 }
-                ZkOperation::GetChildren { path } => {
+                // Only a listing of a line the waiter asked to join under a sequential prefix
+                // can name its nodes (the herd lock's waiters list without one, all the time).
+                ZkOperation::GetChildren { path }
+                    if open.get(&(*client, *process)).is_some_and(|wait| {
+                        wait.sequential_prefixes
+                            .iter()
+                            .any(|prefix| parent_of(prefix) == path)
+                    }) =>
+                {
                     asked.insert(*op_id, Asked::Listing(path.clone(), (*client, *process)));
                 }
                 _ => {}
@@ -236,12 +244,7 @@ pub(crate) fn read_waits(history: &History, lines: Lines) -> (Vec<LockWait>, Ele
                             | ZkResponse::ChildNames { children },
                         ),
                     ) => {
-                        if let Some(wait) = open.get_mut(&waiter)
-                            && wait
-                                .sequential_prefixes
-                                .iter()
-                                .any(|prefix| parent_of(prefix) == parent)
-                        {
+                        if let Some(wait) = open.get_mut(&waiter) {
                             let named = named_with(&wait.sequential_prefixes, &parent, children);
                             wait.last_listing = Some((parent, named, record.at));
                         }
