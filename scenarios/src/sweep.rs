@@ -353,8 +353,6 @@ fn run_driver(scenario: &Scenario, report: &FailureReport) -> Outcome {
     }
 }
 
-/// Keeps a finished run as [`run_seed`] says: `inspect` sees it with its history, and the
-/// history goes unless the run failed.
 /// A run's verdict in a few words: `clean`, or `FAILED, ` and how.
 fn verdict_of(outcome: &Outcome) -> String {
     match &outcome.failure {
@@ -363,6 +361,8 @@ fn verdict_of(outcome: &Outcome) -> String {
     }
 }
 
+/// Keeps a finished run as [`run_seed`] says: `inspect` sees it with its history, and the
+/// history goes unless the run failed.
 fn keep_run(
     scenario: &Scenario,
     mut outcome: Outcome,

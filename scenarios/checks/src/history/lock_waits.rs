@@ -5,18 +5,19 @@
 //! watches its predecessor with `getData`), a `setData`'s reply, `getACL`. A `getChildren`
 //! reply carries the parent's `Stat`, not the children's: a listing says a node is there,
 //! not who owns it; a wait keeps its last listing of the line, whose names a waiter's own
-//! unique create prefix (a GUID, as protected creates carry) can tell as its own. The ownership checks
-//! (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) judge these waits; `coordsim
-//! compare-locks` measures acquisition latency from them (any store's: the wait's times
-//! come from the lock steps every lock recipe records).
+//! unique create prefix (a GUID, as protected creates carry) can tell as its own. The
+//! ownership checks (`recipe.no_orphan_waiter`, `recipe.holder_owns_node`) judge these
+//! waits; `coordsim compare-locks` measures acquisition latency from them (any store's: the
+//! wait's times come from the lock steps every lock recipe records).
 //!
 //! **Reads:** at the client nodes, in order: the client library's `SessionEstablished`
 //! (which session a process runs in from then on); its `Invoke`/`Complete` records of
 //! `exists`, `getData`, `setData` and `getACL` calls (the path asked, and the `Stat` the
 //! server returned, with the node's `czxid` and `ephemeral_owner`), of `create` calls (the
 //! path an ephemeral sequential create asked for, and the path a successful create returned)
-//! and of `getChildren` calls (the names listed); and the lock recipes' `Requested`, `Acquired { token }` and `GaveUp` steps. A
-//! process waits from `Requested` to the next `Acquired` or `GaveUp`. All of it is what the
+//! and of `getChildren` calls (the names listed); and the lock recipes' `Requested`,
+//! `Acquired { token }` and `GaveUp` steps. A process waits from `Requested` to the next
+//! `Acquired` or `GaveUp`. All of it is what the
 //! client observed; the owner is the server's word in its reply, not a model's event.
 
 use super::zk::{parent_of, sequence_appended};
